@@ -1,0 +1,396 @@
+package proto
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The Wireshark dissector lives next to this package.
+const dissectorPath = "wireshark/tickwire.lua"
+
+// lookTshark finds tshark. Without it the test skips, unless
+// TICKWIRE_REQUIRE_TOOLS is set (the README's test command sets it), in
+// which case a missing tool is a failure.
+func lookTshark(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("tshark")
+	if err != nil {
+		if os.Getenv("TICKWIRE_REQUIRE_TOOLS") != "" {
+			t.Fatalf("tshark not found and TICKWIRE_REQUIRE_TOOLS is set: %v", err)
+		}
+		t.Skip("tshark not installed; ./test.sh installs it")
+	}
+	return path
+}
+
+// fields is what the dissector should show for one packet: field name ->
+// occurrences in order.
+type fields map[string][]string
+
+func (f fields) add(name string, v any) { f[name] = append(f[name], fmt.Sprint(v)) }
+func (f fields) bytes(name string, b []byte) {
+	if len(b) > 0 {
+		f.add(name, hex.EncodeToString(b))
+	}
+}
+
+func boolField(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func expectHeader(f fields, h *Header) {
+	f.add("tickwire.magic", "tw")
+	f.add("tickwire.version", Version)
+	f.add("tickwire.type", uint8(h.Type))
+	f.add("tickwire.sealed", boolField(h.Sealed))
+	f.add("tickwire.conn_id", h.ConnID)
+	f.add("tickwire.seq", h.Seq)
+	f.add("tickwire.ack", h.Ack)
+	f.add("tickwire.ack_bits", fmt.Sprintf("0x%08x", h.AckBits))
+	f.add("tickwire.tick", h.Tick)
+	f.add("tickwire.interp_from", h.InterpFrom)
+	f.add("tickwire.interp_to", h.InterpTo)
+	f.add("tickwire.blend", strconv.FormatFloat(h.BlendValue(), 'g', -1, 64)) // compared numerically
+	f.add("tickwire.blend_raw", h.Blend)
+}
+
+func expectPrefix(f fields, t PacketType) {
+	f.add("tickwire.magic", "tw")
+	f.add("tickwire.version", Version)
+	f.add("tickwire.type", uint8(t))
+	f.add("tickwire.sealed", "0")
+}
+
+func expectFrame(f fields, fr frame) {
+	switch v := fr.(type) {
+	case *AckOnlyFrame:
+		f.add("tickwire.frame.type", uint8(FrameAckOnly))
+		f.add("tickwire.ackonly.delay_us", v.DelayMicros)
+	case *ReliableFrame:
+		f.add("tickwire.frame.type", uint8(FrameReliable))
+		f.add("tickwire.reliable.len", len(v.Data))
+		f.bytes("tickwire.reliable.data", v.Data)
+		for d := v.Data; len(d) >= 24; {
+			n := int(le.Uint32(d[20:]))
+			if 24+n > len(d) {
+				break
+			}
+			f.add("tickwire.kcp.conv", le.Uint32(d))
+			f.add("tickwire.kcp.cmd", d[4])
+			f.add("tickwire.kcp.frg", d[5])
+			f.add("tickwire.kcp.wnd", le.Uint16(d[6:]))
+			f.add("tickwire.kcp.ts", le.Uint32(d[8:]))
+			f.add("tickwire.kcp.sn", le.Uint32(d[12:]))
+			f.add("tickwire.kcp.una", le.Uint32(d[16:]))
+			f.add("tickwire.kcp.len", n)
+			d = d[24+n:]
+		}
+	case *MessageFrame:
+		f.add("tickwire.frame.type", uint8(FrameMessage))
+		var flags uint8
+		if v.Sequenced {
+			flags |= MessageSequenced
+			f.add("tickwire.message.seq", v.Seq)
+		}
+		if v.Postmarked {
+			flags |= MessagePostmarked
+			f.add("tickwire.message.tick", v.Tick)
+		}
+		f.add("tickwire.message.flags", flags)
+		f.add("tickwire.message.channel", v.Channel)
+		f.add("tickwire.message.len", len(v.Data))
+		f.bytes("tickwire.message.data", v.Data)
+	case *InputFrame:
+		f.add("tickwire.frame.type", uint8(FrameInput))
+		f.add("tickwire.input.player", v.Player)
+		f.add("tickwire.input.tick", v.Tick)
+		f.add("tickwire.input.count", v.Count)
+		f.add("tickwire.input.size", v.Size)
+		f.bytes("tickwire.input.data", v.Data)
+	case *InputAckFrame:
+		f.add("tickwire.frame.type", uint8(FrameInputAck))
+		f.add("tickwire.input_ack.player", v.Player)
+		f.add("tickwire.input_ack.newest", v.Newest)
+		f.add("tickwire.input_ack.age", v.Age)
+	case *SnapshotDeltaFrame:
+		f.add("tickwire.frame.type", uint8(FrameSnapshotDelta))
+		f.add("tickwire.delta.tick", v.Tick)
+		f.add("tickwire.delta.revision", v.Revision)
+		f.add("tickwire.delta.base_revision", v.BaseRevision)
+		f.add("tickwire.delta.codec", uint8(v.Codec))
+		f.add("tickwire.delta.count", v.Count)
+		f.add("tickwire.delta.len", len(v.Data))
+		f.bytes("tickwire.delta.data", v.Data)
+	case *FullSnapshotFrame:
+		f.add("tickwire.frame.type", uint8(FrameFullSnapshot))
+		f.add("tickwire.full.cause", uint8(v.Cause))
+		f.add("tickwire.full.tick", v.Tick)
+		f.add("tickwire.full.revision", v.Revision)
+		f.add("tickwire.full.codec", uint8(v.Codec))
+		f.add("tickwire.full.raw_len", v.RawLen)
+		f.add("tickwire.full.len", len(v.Data))
+		f.bytes("tickwire.full.data", v.Data)
+	case *ResyncRequestFrame:
+		f.add("tickwire.frame.type", uint8(FrameResyncRequest))
+		f.add("tickwire.resync.reason", uint8(v.Reason))
+		f.add("tickwire.resync.tick", v.Tick)
+		f.add("tickwire.resync.revision", v.Revision)
+	case *ChecksumFrame:
+		f.add("tickwire.frame.type", uint8(FrameChecksum))
+		f.add("tickwire.checksum.tick", v.Tick)
+		f.add("tickwire.checksum.sum", fmt.Sprintf("0x%016x", v.Sum))
+	case *ControlFrame:
+		f.add("tickwire.frame.type", uint8(FrameControl))
+		f.add("tickwire.control.code", uint8(v.Code))
+		f.add("tickwire.control.player", v.Player)
+		f.add("tickwire.control.tick", v.Tick)
+		f.add("tickwire.control.arg", v.Arg)
+		if len(v.Text) > 0 {
+			f.add("tickwire.control.text", string(v.Text))
+		}
+	default:
+		panic(fmt.Sprintf("no expectation for %T", fr))
+	}
+}
+
+type capturedPacket struct {
+	data      []byte
+	want      fields
+	malformed bool // the dissector must flag it
+}
+
+// dissectorCorpus builds packets of every type with random fields: n
+// rounds of the full set, plus deliberately malformed packets.
+func dissectorCorpus(g *gen, n int) []capturedPacket {
+	var out []capturedPacket
+	session := func(t PacketType, sealed bool, body func(b []byte, f fields) []byte) {
+		h := g.header(t, sealed)
+		f := fields{}
+		expectHeader(f, &h)
+		b, err := h.Append(nil)
+		if err != nil {
+			panic(err)
+		}
+		if sealed {
+			ct := g.bytes(g.r.IntN(200))
+			tag := g.bytes(SealOverhead)
+			f.bytes("tickwire.payload", ct)
+			f.bytes("tickwire.tag", tag)
+			b = append(append(b, ct...), tag...)
+		} else {
+			b = body(b, f)
+		}
+		out = append(out, capturedPacket{data: b, want: f})
+	}
+	frames := func(b []byte, f fields) []byte {
+		p, fs := g.payload(DefaultMaxPacketSize - HeaderSize)
+		for _, fr := range fs {
+			expectFrame(f, fr)
+		}
+		return append(b, p...)
+	}
+	for range n {
+		// Handshake.
+		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		copy(req.TokenNonce[:], g.bytes(NonceSize))
+		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
+		b, _ := req.Append(nil)
+		f := fields{}
+		expectPrefix(f, PacketConnectionRequest)
+		f.add("tickwire.request.game_id", req.GameID)
+		f.add("tickwire.request.expires", req.Expires)
+		f.bytes("tickwire.request.nonce", req.TokenNonce[:])
+		f.bytes("tickwire.request.token", req.SealedToken[:])
+		f.bytes("tickwire.request.padding", b[reqUsed:])
+		out = append(out, capturedPacket{data: b, want: f})
+
+		var ch Challenge
+		copy(ch.Cookie[:], g.bytes(CookieSize))
+		b, _ = ch.Append(nil)
+		f = fields{}
+		expectPrefix(f, PacketChallenge)
+		f.bytes("tickwire.cookie", ch.Cookie[:])
+		out = append(out, capturedPacket{data: b, want: f})
+
+		var resp ChallengeResponse
+		copy(resp.Cookie[:], g.bytes(CookieSize))
+		copy(resp.Tag[:], g.bytes(SealOverhead))
+		b, _ = resp.Append(nil)
+		f = fields{}
+		expectPrefix(f, PacketChallengeResponse)
+		f.bytes("tickwire.cookie", resp.Cookie[:])
+		f.bytes("tickwire.tag", resp.Tag[:])
+		out = append(out, capturedPacket{data: b, want: f})
+
+		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
+		b, _ = den.Append(nil)
+		f = fields{}
+		expectPrefix(f, PacketDenied)
+		f.add("tickwire.denied.reason", uint8(den.Reason))
+		out = append(out, capturedPacket{data: b, want: f})
+
+		// Session packets, plaintext and sealed.
+		for _, sealed := range []bool{false, true} {
+			session(PacketAccept, sealed, func(b []byte, f fields) []byte {
+				a := g.acceptBody()
+				f.add("tickwire.accept.client_id", a.ClientID)
+				f.add("tickwire.accept.tick_rate", a.TickRate)
+				f.add("tickwire.accept.heartbeat_ms", a.HeartbeatMs)
+				f.add("tickwire.accept.timeout_ms", a.TimeoutMs)
+				f.add("tickwire.accept.max_packet", a.MaxPacket)
+				f.add("tickwire.accept.player_count", a.PlayerCount)
+				for _, p := range a.Players[:a.PlayerCount] {
+					f.add("tickwire.accept.player", p)
+				}
+				b, _ = a.Append(b)
+				return b
+			})
+			session(PacketData, sealed, frames)
+			session(PacketPeer, sealed, frames)
+			session(PacketKeepAlive, sealed, func(b []byte, f fields) []byte { return b })
+			session(PacketDisconnect, sealed, func(b []byte, f fields) []byte {
+				r := DisconnectReason(1 + g.r.IntN(int(disconnectReasonEnd)-1))
+				f.add("tickwire.disconnect.reason", uint8(r))
+				return append(b, byte(r))
+			})
+		}
+	}
+	// Malformed packets the dissector must flag (and must not crash on).
+	h := g.header(PacketData, false)
+	hb, _ := h.Append(nil)
+	inp, _ := g.frame(FrameInput).Append(nil)
+	for _, b := range [][]byte{
+		hb[:HeaderSize-3],                                           // truncated header
+		append(slices.Clone(hb), 0x7f),                              // unknown frame type
+		append(slices.Clone(hb), inp[:len(inp)-1]...),               // truncated frame
+		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),      // non-minimal varint
+		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3}, // short request
+		{'t', 'w', Version, byte(PacketDenied), 0},                  // deny reason 0
+	} {
+		out = append(out, capturedPacket{data: b, malformed: true})
+	}
+	return out
+}
+
+// TestDissectorAgrees writes packets of every type with random fields to a
+// pcap, has tshark dissect it with proto/wireshark/tickwire.lua, and
+// compares every field with what was encoded. Half the packets go to port
+// 7777, half to other ports (the heuristic dissector).
+func TestDissectorAgrees(t *testing.T) {
+	tshark := lookTshark(t)
+	pkts := dissectorCorpus(newGen(7), 40)
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "tickwire.pcap")
+	writePcap(t, pcap, datagrams(pkts), func(i int) uint16 {
+		if i%2 == 0 {
+			return 7777
+		}
+		return uint16(20000 + i)
+	})
+
+	names := map[string]bool{}
+	for _, p := range pkts {
+		for k := range p.want {
+			names[k] = true
+		}
+	}
+	// Fields no packet should show unless the test expects them.
+	for _, k := range []string{"tickwire.payload", "tickwire.tag", "tickwire.kcp.conv"} {
+		names[k] = true
+	}
+	cols := []string{"frame.number", "_ws.expert", "tickwire.malformed", "_ws.malformed", "_ws.lua.error"}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	cols = append(cols, keys...)
+
+	rows := runTshark(t, tshark, pcap, cols)
+	if len(rows) != len(pkts) {
+		t.Fatalf("tshark printed %d rows for %d packets", len(rows), len(pkts))
+	}
+	for i, p := range pkts {
+		row := rows[i]
+		flagged := row["tickwire.malformed"] != nil || row["_ws.malformed"] != nil || row["_ws.lua.error"] != nil
+		if p.malformed {
+			if !flagged {
+				t.Errorf("packet %d (%x): malformed but not flagged", i+1, p.data)
+			}
+			continue
+		}
+		if flagged || row["_ws.expert"] != nil {
+			t.Errorf("packet %d: flagged: expert=%v malformed=%v lua=%v", i+1, row["_ws.expert"], row["_ws.malformed"], row["_ws.lua.error"])
+			continue
+		}
+		for _, k := range keys {
+			got, want := row[k], p.want[k]
+			if k == "tickwire.blend" && len(got) == 1 && len(want) == 1 {
+				g, _ := strconv.ParseFloat(got[0], 64)
+				w, _ := strconv.ParseFloat(want[0], 64)
+				if math.Abs(g-w) > 1e-12 {
+					t.Errorf("packet %d: blend %v, want %v", i+1, g, w)
+				}
+				continue
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("packet %d (type %d): %s = %q, want %q", i+1, p.data[3]&typeMask, k, got, want)
+			}
+		}
+	}
+}
+
+func datagrams(pkts []capturedPacket) [][]byte {
+	out := make([][]byte, len(pkts))
+	for i, p := range pkts {
+		out[i] = p.data
+	}
+	return out
+}
+
+// runTshark dissects a capture and returns, per packet, field -> values.
+func runTshark(t *testing.T, tshark, pcap string, cols []string) []map[string][]string {
+	t.Helper()
+	args := []string{"-r", pcap, "-X", "lua_script:" + dissectorPath, "-T", "fields",
+		"-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|", "-E", "quote=n"}
+	for _, c := range cols {
+		args = append(args, "-e", c)
+	}
+	cmd := exec.Command(tshark, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tshark: %v\n%s", err, stderr.String())
+	}
+	if s := stderr.String(); strings.Contains(s, "Lua") || strings.Contains(s, "error") {
+		t.Fatalf("tshark stderr: %s", s)
+	}
+	var rows []map[string][]string
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		cells := strings.Split(line, "\t")
+		if len(cells) != len(cols) {
+			t.Fatalf("row has %d cells, want %d: %q", len(cells), len(cols), line)
+		}
+		row := map[string][]string{}
+		for j, c := range cells {
+			if c != "" {
+				row[cols[j]] = strings.Split(c, "|")
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}

@@ -1,0 +1,139 @@
+package proto
+
+// FrameType is the first byte of every frame.
+type FrameType uint8
+
+const (
+	FrameAckOnly       FrameType = 0x01 // marks an ack-only packet, carries ack delay
+	FrameReliable      FrameType = 0x02 // KCP segments of the reliable channel
+	FrameMessage       FrameType = 0x03 // an unreliable (optionally sequenced) message
+	FrameInput         FrameType = 0x04 // a player's newest inputs, redundantly
+	FrameInputAck      FrameType = 0x05 // newest input received + input age
+	FrameSnapshotDelta FrameType = 0x06 // per-entity XOR/RLE patches
+	FrameFullSnapshot  FrameType = 0x07 // whole compressed state (join, resync response)
+	FrameResyncRequest FrameType = 0x08 // client asks for a full snapshot
+	FrameChecksum      FrameType = 0x09 // state checksum at a tick
+	FrameControl       FrameType = 0x0a // lifecycle events (join, leave, reject, ...)
+	frameTypeEnd       FrameType = 0x0b
+)
+
+var frameNames = [...]string{
+	FrameAckOnly:       "ack-only",
+	FrameReliable:      "reliable",
+	FrameMessage:       "message",
+	FrameInput:         "input",
+	FrameInputAck:      "input ack",
+	FrameSnapshotDelta: "snapshot delta",
+	FrameFullSnapshot:  "full snapshot",
+	FrameResyncRequest: "resync request",
+	FrameChecksum:      "checksum",
+	FrameControl:       "control",
+}
+
+func (t FrameType) String() string {
+	if t > 0 && t < frameTypeEnd {
+		return frameNames[t]
+	}
+	return "unknown"
+}
+
+// Valid reports whether t is a frame type this version defines.
+func (t FrameType) Valid() bool { return t > 0 && t < frameTypeEnd }
+
+var (
+	errFrameTrunc = truncated("frame", "type")
+	errFrameType  = malformed("frame", "type")
+	errTooMany    = malformed("payload", "frame count")
+)
+
+// PeekFrameType returns the type of the frame at the start of b.
+func PeekFrameType(b []byte) (FrameType, error) {
+	if len(b) == 0 {
+		return 0, errFrameTrunc
+	}
+	t := FrameType(b[0])
+	if !t.Valid() {
+		return 0, errFrameType
+	}
+	return t, nil
+}
+
+// SkipFrame validates the frame at the start of b and returns its type and
+// encoded length, without keeping its fields.
+func SkipFrame(b []byte) (FrameType, int, error) {
+	t, err := PeekFrameType(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	var n int
+	switch t {
+	case FrameAckOnly:
+		_, n, err = ParseAckOnlyFrame(b)
+	case FrameReliable:
+		_, n, err = ParseReliableFrame(b)
+	case FrameMessage:
+		_, n, err = ParseMessageFrame(b)
+	case FrameInput:
+		_, n, err = ParseInputFrame(b)
+	case FrameInputAck:
+		_, n, err = ParseInputAckFrame(b)
+	case FrameSnapshotDelta:
+		_, n, err = ParseSnapshotDeltaFrame(b)
+	case FrameFullSnapshot:
+		_, n, err = ParseFullSnapshotFrame(b)
+	case FrameResyncRequest:
+		_, n, err = ParseResyncRequestFrame(b)
+	case FrameChecksum:
+		_, n, err = ParseChecksumFrame(b)
+	case FrameControl:
+		_, n, err = ParseControlFrame(b)
+	}
+	return t, n, err
+}
+
+// FrameReader walks the frames of an opened payload:
+//
+//	r := proto.FrameReader{Payload: p}
+//	for r.Next() {
+//		switch r.Type() { case proto.FrameInput: f, _, err := proto.ParseInputFrame(r.Frame()) ... }
+//	}
+//	if r.Err() != nil { drop the packet }
+//
+// Next validates each frame before returning it and enforces
+// MaxFramesPerPacket.
+type FrameReader struct {
+	Payload []byte
+	cur     []byte
+	typ     FrameType
+	count   int
+	err     error
+}
+
+// Next advances to the next frame; it returns false at the end of the
+// payload or on the first error.
+func (r *FrameReader) Next() bool {
+	if r.err != nil || len(r.Payload) == 0 {
+		return false
+	}
+	if r.count == MaxFramesPerPacket {
+		r.err = errTooMany
+		return false
+	}
+	t, n, err := SkipFrame(r.Payload)
+	if err != nil {
+		r.err = err
+		return false
+	}
+	r.typ, r.cur, r.Payload = t, r.Payload[:n], r.Payload[n:]
+	r.count++
+	return true
+}
+
+// Type is the current frame's type.
+func (r *FrameReader) Type() FrameType { return r.typ }
+
+// Frame is the current frame's bytes, type byte included.
+func (r *FrameReader) Frame() []byte { return r.cur }
+
+// Err is the error that stopped Next, if any.
+func (r *FrameReader) Err() error { return r.err }

@@ -1,0 +1,105 @@
+package proto
+
+// ControlCode names a lifecycle event carried by a ControlFrame.
+type ControlCode uint8
+
+// Control codes and what each uses of ControlFrame's fields.
+const (
+	// ControlPlayerJoined: Player joined at Tick; Arg is the revision after.
+	ControlPlayerJoined ControlCode = 1
+	// ControlPlayerLeft: Player left at Tick; Arg is the revision after;
+	// Text the reason.
+	ControlPlayerLeft ControlCode = 2
+	// ControlActionRejected: the server rejected Player's action for Tick;
+	// Arg is the action's sequence number; Text the reason.
+	ControlActionRejected ControlCode = 3
+	// ControlHostMigration: the game moved to a new host at Tick; Player is
+	// the new host's player, Arg its client id, Text its address.
+	ControlHostMigration ControlCode = 4
+	// ControlCommit: every peer reached Tick; commands older are final
+	// (lockstep mode).
+	ControlCommit ControlCode = 5
+	// ControlMessageLate: a message postmarked for Tick on channel Player
+	// arrived late and ran at tick Arg (or was dropped when Arg is 0).
+	ControlMessageLate ControlCode = 6
+	controlCodeEnd     ControlCode = 7
+)
+
+var controlNames = [...]string{
+	ControlPlayerJoined:   "player joined",
+	ControlPlayerLeft:     "player left",
+	ControlActionRejected: "action rejected",
+	ControlHostMigration:  "host migration",
+	ControlCommit:         "commit",
+	ControlMessageLate:    "message late",
+}
+
+func (c ControlCode) String() string {
+	if c > 0 && c < controlCodeEnd {
+		return controlNames[c]
+	}
+	return "unknown"
+}
+
+// MaxControlText bounds ControlFrame.Text.
+const MaxControlText = 255
+
+// ControlFrame is a lifecycle event. All codes share one layout; the
+// constants above say what each field means for each code, and unused
+// fields are zero.
+type ControlFrame struct {
+	Code   ControlCode
+	Player uint16
+	Tick   uint32
+	Arg    uint64
+	Text   []byte // UTF-8, ≤ MaxControlText bytes
+}
+
+func (f *ControlFrame) Len() int {
+	return 1 + 1 + 2 + 4 + 8 + VarintLen(uint32(len(f.Text))) + len(f.Text)
+}
+
+var (
+	errCtlTrunc = truncated("control frame", "")
+	errCtlType  = malformed("control frame", "type")
+	errCtlCode  = malformed("control frame", "code")
+	errCtlLen   = malformed("control frame", "text length")
+)
+
+func (f *ControlFrame) Append(b []byte) ([]byte, error) {
+	if f.Code == 0 || f.Code >= controlCodeEnd {
+		return b, errCtlCode
+	}
+	if len(f.Text) > MaxControlText {
+		return b, errCtlLen
+	}
+	b = append(b, byte(FrameControl), byte(f.Code))
+	b = le.AppendUint16(b, f.Player)
+	b = le.AppendUint32(b, f.Tick)
+	b = le.AppendUint64(b, f.Arg)
+	b = AppendVarint(b, uint32(len(f.Text)))
+	return append(b, f.Text...), nil
+}
+
+func ParseControlFrame(b []byte) (ControlFrame, int, error) {
+	r := reader{b: b}
+	if !r.frameType(FrameControl) {
+		return ControlFrame{}, 0, errCtlType
+	}
+	f := ControlFrame{Code: ControlCode(r.u8()), Player: r.u16(), Tick: r.u32(), Arg: r.u64()}
+	n := r.varint()
+	if err := r.check(errCtlTrunc, errCtlLen); err != nil {
+		return ControlFrame{}, 0, err
+	}
+	if f.Code == 0 || f.Code >= controlCodeEnd {
+		return ControlFrame{}, 0, errCtlCode
+	}
+	if n > MaxControlText {
+		return ControlFrame{}, 0, errCtlLen
+	}
+	f.Text = r.bytes(n)
+	if err := r.check(errCtlTrunc, errCtlLen); err != nil {
+		return ControlFrame{}, 0, err
+	}
+	return f, r.off, nil
+}

@@ -1,0 +1,45 @@
+package proto
+
+// InputAgeMissing in InputAckFrame.Age means the server had no input from
+// the player for the header's tick when it simulated it (the last input was
+// repeated).
+const InputAgeMissing = -1 << 15
+
+// InputAckFrame tells a client, in the update for the header's tick N, the
+// newest input tick the server holds for Player and how long that player's
+// input for tick N sat in the input buffer before tick N was simulated
+// (seed 003's input age), in units of 100 µs. A client steers its lead so
+// that this age converges to its target.
+type InputAckFrame struct {
+	Player uint16
+	Newest uint32 // newest input tick received for Player
+	Age    int16  // input age for tick N in 100 µs units, or InputAgeMissing
+}
+
+const inputAckFrameSize = 1 + 2 + 4 + 2
+
+func (f *InputAckFrame) Len() int { return inputAckFrameSize }
+
+func (f *InputAckFrame) Append(b []byte) ([]byte, error) {
+	b = append(b, byte(FrameInputAck))
+	b = le.AppendUint16(b, f.Player)
+	b = le.AppendUint32(b, f.Newest)
+	return le.AppendUint16(b, uint16(f.Age)), nil
+}
+
+var (
+	errIAckTrunc = truncated("input ack frame", "")
+	errIAckType  = malformed("input ack frame", "type")
+)
+
+func ParseInputAckFrame(b []byte) (InputAckFrame, int, error) {
+	r := reader{b: b}
+	if !r.frameType(FrameInputAck) {
+		return InputAckFrame{}, 0, errIAckType
+	}
+	f := InputAckFrame{Player: r.u16(), Newest: r.u32(), Age: int16(r.u16())}
+	if err := r.check(errIAckTrunc, errIAckTrunc); err != nil {
+		return InputAckFrame{}, 0, err
+	}
+	return f, r.off, nil
+}

@@ -1,0 +1,143 @@
+package proto
+
+import (
+	"math/rand/v2"
+)
+
+// gen builds random but valid packets and frames for tests, fuzz seeds and
+// the dissector test.
+type gen struct{ r *rand.Rand }
+
+func newGen(seed uint64) *gen { return &gen{rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))} }
+
+func (g *gen) bytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(g.r.Uint32())
+	}
+	return b
+}
+
+// text returns printable ASCII without the separators the dissector test
+// uses.
+func (g *gen) text(n int) []byte {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = alphabet[g.r.IntN(len(alphabet))]
+	}
+	return b
+}
+
+func (g *gen) header(t PacketType, sealed bool) Header {
+	tick := g.r.Uint32()
+	return Header{
+		Type: t, Sealed: sealed,
+		ConnID: g.r.Uint32(), Seq: uint16(g.r.Uint32()), Ack: uint16(g.r.Uint32()), AckBits: g.r.Uint32(),
+		Tick: tick, InterpFrom: tick - uint32(g.r.IntN(MaxInterpLag+1)), InterpTo: tick - uint32(g.r.IntN(40)),
+		Blend: uint16(g.r.Uint32()),
+	}
+}
+
+// kcpSegments returns bytes shaped like KCP output: whole segments.
+func (g *gen) kcpSegments() []byte {
+	var b []byte
+	for range 1 + g.r.IntN(3) {
+		n := g.r.IntN(64)
+		b = le.AppendUint32(b, g.r.Uint32())
+		b = append(b, byte(81+g.r.IntN(4)), byte(g.r.IntN(4)))
+		b = le.AppendUint16(b, uint16(g.r.Uint32()))
+		b = le.AppendUint32(b, g.r.Uint32())
+		b = le.AppendUint32(b, g.r.Uint32())
+		b = le.AppendUint32(b, g.r.Uint32())
+		b = le.AppendUint32(b, uint32(n))
+		b = append(b, g.bytes(n)...)
+	}
+	return b
+}
+
+// frame is what every frame type has in common, for generic tests.
+type frame interface {
+	Len() int
+	Append([]byte) ([]byte, error)
+}
+
+func (g *gen) frame(t FrameType) frame {
+	switch t {
+	case FrameAckOnly:
+		return &AckOnlyFrame{DelayMicros: uint16(g.r.Uint32())}
+	case FrameReliable:
+		return &ReliableFrame{Data: g.kcpSegments()}
+	case FrameMessage:
+		f := &MessageFrame{Channel: uint8(g.r.Uint32()), Data: g.bytes(g.r.IntN(100))}
+		if g.r.IntN(2) == 0 {
+			f.Sequenced, f.Seq = true, uint16(g.r.Uint32())
+		}
+		if g.r.IntN(2) == 0 {
+			f.Postmarked, f.Tick = true, g.r.Uint32()
+		}
+		return f
+	case FrameInput:
+		count := 1 + g.r.IntN(MaxInputsPerFrame)
+		size := 1 + g.r.IntN(MaxInputBytes/count)
+		return &InputFrame{Player: uint16(g.r.Uint32()), Tick: g.r.Uint32(), Count: uint8(count), Size: uint16(size), Data: g.bytes(count * size)}
+	case FrameInputAck:
+		return &InputAckFrame{Player: uint16(g.r.Uint32()), Newest: g.r.Uint32(), Age: int16(g.r.Uint32())}
+	case FrameSnapshotDelta:
+		return &SnapshotDeltaFrame{Tick: g.r.Uint32(), Revision: g.r.Uint32(), BaseRevision: g.r.Uint32(),
+			Codec: Codec(g.r.IntN(int(codecEnd))), Count: uint16(g.r.Uint32()), Data: g.bytes(g.r.IntN(300))}
+	case FrameFullSnapshot:
+		data := g.bytes(g.r.IntN(300))
+		return &FullSnapshotFrame{Cause: SnapshotCause(1 + g.r.IntN(int(causeEnd)-1)), Tick: g.r.Uint32(), Revision: g.r.Uint32(),
+			Codec: Codec(g.r.IntN(int(codecEnd))), RawLen: uint32(g.r.IntN(MaxSnapshotSize + 1)), Data: data}
+	case FrameResyncRequest:
+		return &ResyncRequestFrame{Reason: ResyncReason(1 + g.r.IntN(int(resyncReasonEnd)-1)), Tick: g.r.Uint32(), Revision: g.r.Uint32()}
+	case FrameChecksum:
+		return &ChecksumFrame{Tick: g.r.Uint32(), Sum: g.r.Uint64()}
+	case FrameControl:
+		return &ControlFrame{Code: ControlCode(1 + g.r.IntN(int(controlCodeEnd)-1)), Player: uint16(g.r.Uint32()),
+			Tick: g.r.Uint32(), Arg: g.r.Uint64(), Text: g.text(g.r.IntN(40))}
+	}
+	panic("unknown frame type")
+}
+
+func (g *gen) anyFrame() frame { return g.frame(FrameType(1 + g.r.IntN(int(frameTypeEnd)-1))) }
+
+// payload returns 1..8 random frames encoded back to back, and the frames.
+func (g *gen) payload(budget int) ([]byte, []frame) {
+	var b []byte
+	var fs []frame
+	for range 1 + g.r.IntN(8) {
+		f := g.anyFrame()
+		if len(b)+f.Len() > budget {
+			break
+		}
+		var err error
+		if b, err = f.Append(b); err != nil {
+			panic(err)
+		}
+		fs = append(fs, f)
+	}
+	return b, fs
+}
+
+func (g *gen) tokenPrivate() TokenPrivate {
+	t := TokenPrivate{ClientID: g.r.Uint64(), PlayerCount: uint8(1 + g.r.IntN(MaxPlayersPerConnection))}
+	copy(t.ClientToServerKey[:], g.bytes(KeySize))
+	copy(t.ServerToClientKey[:], g.bytes(KeySize))
+	for i := range t.PlayerCount {
+		t.Players[i] = uint16(g.r.Uint32())
+	}
+	copy(t.UserData[:], g.bytes(UserDataSize))
+	return t
+}
+
+func (g *gen) acceptBody() AcceptBody {
+	a := AcceptBody{ClientID: g.r.Uint64(), TickRate: uint16(1 + g.r.IntN(240)), HeartbeatMs: uint16(g.r.Uint32()),
+		TimeoutMs: uint16(g.r.Uint32()), MaxPacket: uint16(HeaderSize + SealOverhead + g.r.IntN(MaxPacketSizeLimit-HeaderSize-SealOverhead+1)),
+		PlayerCount: uint8(1 + g.r.IntN(MaxPlayersPerConnection))}
+	for i := range a.PlayerCount {
+		a.Players[i] = uint16(g.r.Uint32())
+	}
+	return a
+}

@@ -1,0 +1,427 @@
+package proto
+
+// Handshake sizes. The connection request is padded so that the server's
+// answer to it (a challenge or a denial) is never larger than the request:
+// the handshake cannot amplify a spoofed flood.
+const (
+	KeySize                 = 32 // AES-256-GCM session keys
+	NonceSize               = 12 // AES-GCM nonce
+	MaxPlayersPerConnection = 4
+
+	// TokenPrivateSize is the plaintext size of the sealed part of a
+	// connect token.
+	TokenPrivateSize = 128
+	// TokenSealedSize is the sealed private token: ciphertext + tag.
+	TokenSealedSize = TokenPrivateSize + SealOverhead
+	// UserDataSize is the opaque lobby data a token carries to the game.
+	UserDataSize = 32
+
+	// CookieSize is the size of the opaque, server-sealed challenge cookie.
+	// The server chooses its layout; it must fit the whole token private
+	// data so the server can stay stateless until the cookie comes back.
+	CookieSize = 176
+
+	ConnectionRequestSize = 256
+	ChallengeSize         = PrefixSize + CookieSize
+	ChallengeResponseSize = PrefixSize + CookieSize + SealOverhead
+	DeniedSize            = PrefixSize + 1
+
+	offReqGameID  = 4
+	offReqExpires = 12
+	offReqNonce   = 20
+	offReqToken   = 32
+	reqUsed       = offReqToken + TokenSealedSize
+)
+
+// The amplification guarantee, checked by the compiler: these constants
+// underflow (a compile error) if a reply outgrows the request.
+const (
+	_ = uint(ConnectionRequestSize - ChallengeSize)
+	_ = uint(ConnectionRequestSize - DeniedSize)
+	_ = uint(ConnectionRequestSize - reqUsed)
+)
+
+// ConnectionRequest opens a handshake. Everything but the sealed token is
+// public; GameID and Expires are bound to the token as additional data, so
+// tampering with either makes the token fail to open.
+type ConnectionRequest struct {
+	GameID      uint64
+	Expires     uint64 // unix seconds
+	TokenNonce  [NonceSize]byte
+	SealedToken [TokenSealedSize]byte
+}
+
+// Len is the encoded size, padding included.
+func (p *ConnectionRequest) Len() int { return ConnectionRequestSize }
+
+// Append appends the request padded with zeros to ConnectionRequestSize.
+func (p *ConnectionRequest) Append(b []byte) ([]byte, error) {
+	b = appendPrefix(b, PacketConnectionRequest, false)
+	b = le.AppendUint64(b, p.GameID)
+	b = le.AppendUint64(b, p.Expires)
+	b = append(b, p.TokenNonce[:]...)
+	b = append(b, p.SealedToken[:]...)
+	var pad [ConnectionRequestSize - reqUsed]byte
+	return append(b, pad[:]...), nil
+}
+
+var (
+	errReqTrunc = truncated("connection request", "")
+	errReqType  = malformed("connection request", "type")
+)
+
+// ParseConnectionRequest parses a connection request. Shorter requests are
+// rejected so that no reply can exceed what the client sent.
+func ParseConnectionRequest(b []byte) (ConnectionRequest, int, error) {
+	var p ConnectionRequest
+	t, _, err := ParsePrefix(b)
+	if err != nil {
+		return p, 0, err
+	}
+	if t != PacketConnectionRequest {
+		return p, 0, errReqType
+	}
+	if len(b) < ConnectionRequestSize {
+		return p, 0, errReqTrunc
+	}
+	p.GameID = le.Uint64(b[offReqGameID:])
+	p.Expires = le.Uint64(b[offReqExpires:])
+	copy(p.TokenNonce[:], b[offReqNonce:])
+	copy(p.SealedToken[:], b[offReqToken:])
+	return p, ConnectionRequestSize, nil
+}
+
+// TokenAdditionalData appends the bytes a connect token is sealed with as
+// additional data: version, game id and expiry.
+func TokenAdditionalData(b []byte, gameID, expires uint64) []byte {
+	b = append(b, Magic0, Magic1, Version)
+	b = le.AppendUint64(b, gameID)
+	return le.AppendUint64(b, expires)
+}
+
+// Challenge carries the stateless cookie the client must echo.
+type Challenge struct {
+	Cookie [CookieSize]byte
+}
+
+func (p *Challenge) Len() int { return ChallengeSize }
+
+func (p *Challenge) Append(b []byte) ([]byte, error) {
+	b = appendPrefix(b, PacketChallenge, false)
+	return append(b, p.Cookie[:]...), nil
+}
+
+var (
+	errChalTrunc = truncated("challenge", "")
+	errChalType  = malformed("challenge", "type")
+)
+
+func ParseChallenge(b []byte) (Challenge, int, error) {
+	var p Challenge
+	t, _, err := ParsePrefix(b)
+	if err != nil {
+		return p, 0, err
+	}
+	if t != PacketChallenge {
+		return p, 0, errChalType
+	}
+	if len(b) < ChallengeSize {
+		return p, 0, errChalTrunc
+	}
+	copy(p.Cookie[:], b[PrefixSize:])
+	return p, ChallengeSize, nil
+}
+
+// ChallengeResponse echoes the cookie and proves the client holds the
+// client-to-server key: Tag is the AEAD tag of an empty plaintext sealed
+// with that key, the nonce from ResponseNonce and the packet's first
+// PrefixSize+CookieSize bytes as additional data.
+type ChallengeResponse struct {
+	Cookie [CookieSize]byte
+	Tag    [SealOverhead]byte
+}
+
+func (p *ChallengeResponse) Len() int { return ChallengeResponseSize }
+
+func (p *ChallengeResponse) Append(b []byte) ([]byte, error) {
+	b = appendPrefix(b, PacketChallengeResponse, false)
+	b = append(b, p.Cookie[:]...)
+	return append(b, p.Tag[:]...), nil
+}
+
+var (
+	errRespTrunc = truncated("challenge response", "")
+	errRespType  = malformed("challenge response", "type")
+)
+
+func ParseChallengeResponse(b []byte) (ChallengeResponse, int, error) {
+	var p ChallengeResponse
+	t, _, err := ParsePrefix(b)
+	if err != nil {
+		return p, 0, err
+	}
+	if t != PacketChallengeResponse {
+		return p, 0, errRespType
+	}
+	if len(b) < ChallengeResponseSize {
+		return p, 0, errRespTrunc
+	}
+	copy(p.Cookie[:], b[PrefixSize:])
+	copy(p.Tag[:], b[PrefixSize+CookieSize:])
+	return p, ChallengeResponseSize, nil
+}
+
+// DenyReason says why the server refused a handshake.
+type DenyReason uint8
+
+const (
+	DenyInvalidToken     DenyReason = 1 // token did not open (forged or tampered)
+	DenyExpired          DenyReason = 2 // token or cookie past its expiry
+	DenyWrongGame        DenyReason = 3 // token names another game
+	DenyServerFull       DenyReason = 4 // no free connection or player slot
+	DenyVersion          DenyReason = 5 // client speaks another protocol version
+	DenyAlreadyConnected DenyReason = 6 // this client id holds a connection
+	DenyBadCookie        DenyReason = 7 // cookie or key proof did not verify
+	DenyShuttingDown     DenyReason = 8 // server is stopping
+	denyReasonEnd        DenyReason = 9
+)
+
+var denyNames = [...]string{
+	DenyInvalidToken:     "invalid token",
+	DenyExpired:          "expired",
+	DenyWrongGame:        "wrong game",
+	DenyServerFull:       "server full",
+	DenyVersion:          "version mismatch",
+	DenyAlreadyConnected: "already connected",
+	DenyBadCookie:        "bad cookie",
+	DenyShuttingDown:     "shutting down",
+}
+
+func (r DenyReason) String() string {
+	if r > 0 && r < denyReasonEnd {
+		return denyNames[r]
+	}
+	return "unknown"
+}
+
+// Denied refuses a handshake. It is plaintext (the server may not hold any
+// key the client trusts), so clients honour it only while handshaking.
+type Denied struct {
+	Reason DenyReason
+}
+
+func (p *Denied) Len() int { return DeniedSize }
+
+func (p *Denied) Append(b []byte) ([]byte, error) {
+	b = appendPrefix(b, PacketDenied, false)
+	return append(b, byte(p.Reason)), nil
+}
+
+var (
+	errDenTrunc  = truncated("denied", "")
+	errDenType   = malformed("denied", "type")
+	errDenReason = malformed("denied", "reason")
+)
+
+// ParseDenied parses a denial. It encodes a version mismatch with the
+// version byte the server speaks, so it accepts any version byte.
+func ParseDenied(b []byte) (Denied, int, error) {
+	if len(b) < DeniedSize {
+		return Denied{}, 0, errDenTrunc
+	}
+	if b[0] != Magic0 || b[1] != Magic1 {
+		return Denied{}, 0, errPrefixMagic
+	}
+	if PacketType(b[3]) != PacketDenied {
+		return Denied{}, 0, errDenType
+	}
+	r := DenyReason(b[PrefixSize])
+	if r == 0 || r >= denyReasonEnd {
+		return Denied{}, 0, errDenReason
+	}
+	return Denied{Reason: r}, DeniedSize, nil
+}
+
+// TokenPrivate is the plaintext of a connect token's sealed part. Only the
+// lobby (which mints it) and the game server (which opens it) see it; the
+// client receives the same keys and slots in the clear from the lobby.
+type TokenPrivate struct {
+	ClientID          uint64
+	ClientToServerKey [KeySize]byte
+	ServerToClientKey [KeySize]byte
+	PlayerCount       uint8 // 1..MaxPlayersPerConnection
+	Players           [MaxPlayersPerConnection]uint16
+	UserData          [UserDataSize]byte
+}
+
+const (
+	offTokClientID = 0
+	offTokC2S      = 8
+	offTokS2C      = 40
+	offTokCount    = 72
+	offTokPlayers  = 73
+	offTokUserData = 96
+)
+
+func (t *TokenPrivate) Len() int { return TokenPrivateSize }
+
+var (
+	errTokTrunc = truncated("connect token", "")
+	errTokCount = malformed("connect token", "player count")
+	errTokPad   = malformed("connect token", "reserved")
+)
+
+// Append appends the token plaintext, zero-padded to TokenPrivateSize.
+func (t *TokenPrivate) Append(b []byte) ([]byte, error) {
+	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
+		return b, errTokCount
+	}
+	b = le.AppendUint64(b, t.ClientID)
+	b = append(b, t.ClientToServerKey[:]...)
+	b = append(b, t.ServerToClientKey[:]...)
+	b = append(b, t.PlayerCount)
+	for _, p := range t.Players {
+		b = le.AppendUint16(b, p)
+	}
+	var pad [offTokUserData - offTokPlayers - 2*MaxPlayersPerConnection]byte
+	b = append(b, pad[:]...)
+	return append(b, t.UserData[:]...), nil
+}
+
+// ParseTokenPrivate parses an opened token.
+func ParseTokenPrivate(b []byte) (TokenPrivate, int, error) {
+	var t TokenPrivate
+	if len(b) < TokenPrivateSize {
+		return t, 0, errTokTrunc
+	}
+	t.ClientID = le.Uint64(b[offTokClientID:])
+	copy(t.ClientToServerKey[:], b[offTokC2S:])
+	copy(t.ServerToClientKey[:], b[offTokS2C:])
+	t.PlayerCount = b[offTokCount]
+	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
+		return TokenPrivate{}, 0, errTokCount
+	}
+	for i := range t.Players {
+		t.Players[i] = le.Uint16(b[offTokPlayers+2*i:])
+	}
+	for _, c := range b[offTokPlayers+2*MaxPlayersPerConnection : offTokUserData] {
+		if c != 0 {
+			return TokenPrivate{}, 0, errTokPad
+		}
+	}
+	copy(t.UserData[:], b[offTokUserData:])
+	return t, TokenPrivateSize, nil
+}
+
+// AcceptBody is the sealed payload of an Accept packet: what the client
+// needs to run the session. The header's ConnID is the new connection id
+// and its Tick the server tick when the connection was accepted.
+type AcceptBody struct {
+	ClientID    uint64
+	TickRate    uint16 // ticks per second
+	HeartbeatMs uint16 // send at least one packet this often
+	TimeoutMs   uint16 // drop the peer after this long without a packet
+	MaxPacket   uint16 // largest datagram either side may send
+	PlayerCount uint8
+	Players     [MaxPlayersPerConnection]uint16 // first PlayerCount are valid
+}
+
+func (a *AcceptBody) Len() int { return 8 + 2*4 + 1 + 2*int(a.PlayerCount) }
+
+var (
+	errAccTrunc  = truncated("accept", "")
+	errAccCount  = malformed("accept", "player count")
+	errAccPacket = malformed("accept", "max packet")
+)
+
+func (a *AcceptBody) Append(b []byte) ([]byte, error) {
+	if a.PlayerCount == 0 || a.PlayerCount > MaxPlayersPerConnection {
+		return b, errAccCount
+	}
+	b = le.AppendUint64(b, a.ClientID)
+	b = le.AppendUint16(b, a.TickRate)
+	b = le.AppendUint16(b, a.HeartbeatMs)
+	b = le.AppendUint16(b, a.TimeoutMs)
+	b = le.AppendUint16(b, a.MaxPacket)
+	b = append(b, a.PlayerCount)
+	for _, p := range a.Players[:a.PlayerCount] {
+		b = le.AppendUint16(b, p)
+	}
+	return b, nil
+}
+
+func ParseAcceptBody(b []byte) (AcceptBody, int, error) {
+	var a AcceptBody
+	if len(b) < 17 {
+		return a, 0, errAccTrunc
+	}
+	a.ClientID = le.Uint64(b)
+	a.TickRate = le.Uint16(b[8:])
+	a.HeartbeatMs = le.Uint16(b[10:])
+	a.TimeoutMs = le.Uint16(b[12:])
+	a.MaxPacket = le.Uint16(b[14:])
+	a.PlayerCount = b[16]
+	if a.PlayerCount == 0 || a.PlayerCount > MaxPlayersPerConnection {
+		return AcceptBody{}, 0, errAccCount
+	}
+	if a.MaxPacket < HeaderSize+SealOverhead || a.MaxPacket > MaxPacketSizeLimit {
+		return AcceptBody{}, 0, errAccPacket
+	}
+	n := 17 + 2*int(a.PlayerCount)
+	if len(b) < n {
+		return AcceptBody{}, 0, errAccTrunc
+	}
+	for i := range int(a.PlayerCount) {
+		a.Players[i] = le.Uint16(b[17+2*i:])
+	}
+	return a, n, nil
+}
+
+// DisconnectReason says why a peer ended a session. It is the one-byte
+// payload of a Disconnect packet.
+type DisconnectReason uint8
+
+const (
+	DisconnectClosed      DisconnectReason = 1 // the application closed it
+	DisconnectTimeout     DisconnectReason = 2 // no packet within the timeout
+	DisconnectKicked      DisconnectReason = 3 // the server removed the client
+	DisconnectShutdown    DisconnectReason = 4 // the server is stopping
+	DisconnectProtocol    DisconnectReason = 5 // the peer broke the protocol
+	DisconnectTooSlow     DisconnectReason = 6 // fell behind the command buffer
+	DisconnectHostMigrate DisconnectReason = 7 // host handed the game over
+	disconnectReasonEnd   DisconnectReason = 8
+)
+
+var disconnectNames = [...]string{
+	DisconnectClosed:      "closed",
+	DisconnectTimeout:     "timeout",
+	DisconnectKicked:      "kicked",
+	DisconnectShutdown:    "server shutdown",
+	DisconnectProtocol:    "protocol error",
+	DisconnectTooSlow:     "too slow",
+	DisconnectHostMigrate: "host migration",
+}
+
+func (r DisconnectReason) String() string {
+	if r > 0 && r < disconnectReasonEnd {
+		return disconnectNames[r]
+	}
+	return "unknown"
+}
+
+var (
+	errDiscTrunc  = truncated("disconnect", "")
+	errDiscReason = malformed("disconnect", "reason")
+)
+
+// ParseDisconnectReason parses a Disconnect packet's (opened) payload.
+func ParseDisconnectReason(b []byte) (DisconnectReason, int, error) {
+	if len(b) < 1 {
+		return 0, 0, errDiscTrunc
+	}
+	r := DisconnectReason(b[0])
+	if r == 0 || r >= disconnectReasonEnd {
+		return 0, 0, errDiscReason
+	}
+	return r, 1, nil
+}

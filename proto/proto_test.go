@@ -1,0 +1,484 @@
+package proto
+
+import (
+	"bytes"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// parseAny parses a frame of type t into a pointer of the matching type.
+func parseAny(t FrameType, b []byte) (frame, int, error) {
+	switch t {
+	case FrameAckOnly:
+		f, n, err := ParseAckOnlyFrame(b)
+		return &f, n, err
+	case FrameReliable:
+		f, n, err := ParseReliableFrame(b)
+		return &f, n, err
+	case FrameMessage:
+		f, n, err := ParseMessageFrame(b)
+		return &f, n, err
+	case FrameInput:
+		f, n, err := ParseInputFrame(b)
+		return &f, n, err
+	case FrameInputAck:
+		f, n, err := ParseInputAckFrame(b)
+		return &f, n, err
+	case FrameSnapshotDelta:
+		f, n, err := ParseSnapshotDeltaFrame(b)
+		return &f, n, err
+	case FrameFullSnapshot:
+		f, n, err := ParseFullSnapshotFrame(b)
+		return &f, n, err
+	case FrameResyncRequest:
+		f, n, err := ParseResyncRequestFrame(b)
+		return &f, n, err
+	case FrameChecksum:
+		f, n, err := ParseChecksumFrame(b)
+		return &f, n, err
+	case FrameControl:
+		f, n, err := ParseControlFrame(b)
+		return &f, n, err
+	}
+	return nil, 0, errFrameType
+}
+
+func mustAppend(t testing.TB, f frame) []byte {
+	t.Helper()
+	b, err := f.Append(nil)
+	if err != nil {
+		t.Fatalf("%T.Append: %v", f, err)
+	}
+	if len(b) != f.Len() {
+		t.Fatalf("%T: len(Append) = %d, Len() = %d", f, len(b), f.Len())
+	}
+	return b
+}
+
+func TestFrameRoundTrip(t *testing.T) {
+	g := newGen(1)
+	for ft := FrameType(1); ft < frameTypeEnd; ft++ {
+		t.Run(ft.String(), func(t *testing.T) {
+			for range 500 {
+				want := g.frame(ft)
+				b := mustAppend(t, want)
+				if got, err := PeekFrameType(b); err != nil || got != ft {
+					t.Fatalf("PeekFrameType = %v, %v; want %v", got, err, ft)
+				}
+				// Trailing bytes belong to the next frame and must be left alone.
+				got, n, err := parseAny(ft, append(b, 0xff, 0xfe))
+				if err != nil {
+					t.Fatalf("parse %x: %v", b, err)
+				}
+				if n != len(b) {
+					t.Fatalf("parse consumed %d bytes, encoded %d", n, len(b))
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("round trip:\n got %+v\nwant %+v", got, want)
+				}
+				if st, sn, err := SkipFrame(b); err != nil || st != ft || sn != n {
+					t.Fatalf("SkipFrame = %v, %d, %v", st, sn, err)
+				}
+			}
+		})
+	}
+}
+
+// Every strict prefix of a valid encoding is an error wrapping ErrTruncated
+// (or, for a cut inside a length, ErrMalformed is not acceptable: the cut is
+// truncation).
+func TestFrameTruncated(t *testing.T) {
+	g := newGen(2)
+	for ft := FrameType(1); ft < frameTypeEnd; ft++ {
+		for range 50 {
+			b := mustAppend(t, g.frame(ft))
+			for i := range len(b) {
+				_, _, err := parseAny(ft, b[:i])
+				if !errors.Is(err, ErrTruncated) {
+					t.Fatalf("%v: prefix %d/%d: err = %v, want ErrTruncated", ft, i, len(b), err)
+				}
+				var pe *ParseError
+				if !errors.As(err, &pe) || pe.What == "" {
+					t.Fatalf("%v: error %v is not a *ParseError naming the frame", ft, err)
+				}
+			}
+		}
+	}
+}
+
+func TestHeaderRoundTrip(t *testing.T) {
+	g := newGen(3)
+	for range 2000 {
+		for _, pt := range []PacketType{PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketPeer} {
+			want := g.header(pt, g.r.IntN(2) == 0)
+			b, err := want.Append(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(b) != want.Len() || len(b) != HeaderSize {
+				t.Fatalf("len = %d, Len = %d", len(b), want.Len())
+			}
+			got, n, err := ParseHeader(b)
+			if err != nil || n != HeaderSize || got != want {
+				t.Fatalf("ParseHeader = %+v, %d, %v; want %+v", got, n, err, want)
+			}
+			if id, ok := ConnIDOf(b); !ok || id != want.ConnID {
+				t.Fatalf("ConnIDOf = %d, %v", id, ok)
+			}
+			for i := range len(b) {
+				if _, _, err := ParseHeader(b[:i]); err == nil {
+					t.Fatalf("prefix %d parsed", i)
+				}
+			}
+		}
+	}
+}
+
+func TestHeaderRejects(t *testing.T) {
+	h := Header{Type: PacketData, Tick: 100, InterpFrom: 90, InterpTo: 95}
+	good, err := h.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		mut  func(b []byte)
+		want error
+	}{
+		{"magic", func(b []byte) { b[0] = 'x' }, ErrMalformed},
+		{"version", func(b []byte) { b[2] = Version + 1 }, ErrMalformed},
+		{"unknown type", func(b []byte) { b[3] = 0x3f }, ErrMalformed},
+		{"type zero", func(b []byte) { b[3] = 0 }, ErrMalformed},
+		{"reserved flag", func(b []byte) { b[3] |= flagReserved }, ErrMalformed},
+		{"handshake type", func(b []byte) { b[3] = byte(PacketChallenge) }, ErrMalformed},
+	}
+	for _, c := range cases {
+		b := bytes.Clone(good)
+		c.mut(b)
+		if _, _, err := ParseHeader(b); !errors.Is(err, c.want) {
+			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, _, err := ParseHeader(bytes.Clone(good)[:3]); !errors.Is(err, ErrTruncated) {
+		t.Errorf("short prefix: %v", err)
+	}
+	b := bytes.Clone(good)
+	b[2] = Version + 1
+	if _, _, err := ParsePrefix(b); !IsVersionMismatch(err) {
+		t.Errorf("IsVersionMismatch(%v) = false", err)
+	}
+	// Interpolated ticks ahead of Tick or further back than MaxInterpLag
+	// cannot be encoded.
+	for _, bad := range []Header{
+		{Type: PacketData, Tick: 100, InterpFrom: 101},
+		{Type: PacketData, Tick: 100, InterpTo: 101, InterpFrom: 100},
+		{Type: PacketData, Tick: MaxInterpLag + 10, InterpFrom: 9, InterpTo: MaxInterpLag + 10},
+		{Type: PacketChallenge},
+	} {
+		if _, err := bad.Append(nil); err == nil {
+			t.Errorf("Append(%+v) succeeded", bad)
+		}
+	}
+	// Wrap-around: ticks near 2^32 and interpolated ticks before the wrap.
+	w := Header{Type: PacketData, Tick: 5, InterpFrom: 1<<32 - 10, InterpTo: 2}
+	wb, err := w.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := ParseHeader(wb); got != w {
+		t.Errorf("wrapped ticks: got %+v want %+v", got, w)
+	}
+}
+
+func TestBlend(t *testing.T) {
+	for _, c := range []struct {
+		in   float64
+		want uint16
+	}{{-1, 0}, {0, 0}, {0.5, 32768}, {1, BlendOne}, {2, BlendOne}} {
+		if got := BlendFromFloat(c.in); got != c.want {
+			t.Errorf("BlendFromFloat(%v) = %d, want %d", c.in, got, c.want)
+		}
+	}
+	h := Header{Blend: BlendOne}
+	if h.BlendValue() != 1 {
+		t.Errorf("BlendValue = %v", h.BlendValue())
+	}
+}
+
+func TestHandshakeRoundTrip(t *testing.T) {
+	g := newGen(4)
+	for range 200 {
+		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		copy(req.TokenNonce[:], g.bytes(NonceSize))
+		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
+		b := mustAppend(t, &req)
+		got, n, err := ParseConnectionRequest(b)
+		if err != nil || n != ConnectionRequestSize || got != req {
+			t.Fatalf("request: %v %d", err, n)
+		}
+		if _, _, err := ParseConnectionRequest(b[:ConnectionRequestSize-1]); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("short request accepted: %v", err)
+		}
+
+		var ch Challenge
+		copy(ch.Cookie[:], g.bytes(CookieSize))
+		b = mustAppend(t, &ch)
+		if got, n, err := ParseChallenge(b); err != nil || n != ChallengeSize || got != ch {
+			t.Fatalf("challenge: %v", err)
+		}
+		if len(b) > ConnectionRequestSize {
+			t.Fatalf("challenge (%d bytes) larger than request", len(b))
+		}
+
+		var resp ChallengeResponse
+		copy(resp.Cookie[:], g.bytes(CookieSize))
+		copy(resp.Tag[:], g.bytes(SealOverhead))
+		b = mustAppend(t, &resp)
+		if got, n, err := ParseChallengeResponse(b); err != nil || n != ChallengeResponseSize || got != resp {
+			t.Fatalf("response: %v", err)
+		}
+
+		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
+		b = mustAppend(t, &den)
+		if got, _, err := ParseDenied(b); err != nil || got != den {
+			t.Fatalf("denied: %v", err)
+		}
+
+		tok := g.tokenPrivate()
+		b = mustAppend(t, &tok)
+		if got, _, err := ParseTokenPrivate(b); err != nil || got != tok {
+			t.Fatalf("token: %v\n got %+v\nwant %+v", err, got, tok)
+		}
+
+		acc := g.acceptBody()
+		b = mustAppend(t, &acc)
+		if got, n, err := ParseAcceptBody(b); err != nil || n != len(b) || got != acc {
+			t.Fatalf("accept: %v", err)
+		}
+		for i := range len(b) {
+			if _, _, err := ParseAcceptBody(b[:i]); !errors.Is(err, ErrTruncated) {
+				t.Fatalf("accept prefix %d: %v", i, err)
+			}
+		}
+	}
+}
+
+func TestHandshakeRejects(t *testing.T) {
+	tok := TokenPrivate{PlayerCount: 0}
+	if _, err := tok.Append(nil); err == nil {
+		t.Error("token with no players encoded")
+	}
+	tok.PlayerCount = 1
+	b, _ := tok.Append(nil)
+	b[offTokPlayers+2*MaxPlayersPerConnection] = 1 // reserved byte
+	if _, _, err := ParseTokenPrivate(b); !errors.Is(err, ErrMalformed) {
+		t.Errorf("reserved byte: %v", err)
+	}
+	if _, _, err := ParseDenied([]byte{'t', 'w', Version, byte(PacketDenied), 0}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("denied reason 0: %v", err)
+	}
+	// A denial for a version mismatch parses whatever version it names.
+	if d, _, err := ParseDenied([]byte{'t', 'w', Version + 7, byte(PacketDenied), byte(DenyVersion)}); err != nil || d.Reason != DenyVersion {
+		t.Errorf("foreign-version denial: %v", err)
+	}
+	if _, _, err := ParsePrefix([]byte{'t', 'w', Version, byte(PacketChallenge) | FlagSealed}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("sealed handshake packet: %v", err)
+	}
+	for r := DisconnectReason(1); r < disconnectReasonEnd; r++ {
+		if got, n, err := ParseDisconnectReason([]byte{byte(r)}); err != nil || got != r || n != 1 {
+			t.Errorf("disconnect %v: %v", r, err)
+		}
+	}
+	if _, _, err := ParseDisconnectReason([]byte{0}); err == nil {
+		t.Error("disconnect reason 0 accepted")
+	}
+}
+
+func TestFrameRejects(t *testing.T) {
+	cases := []struct {
+		name string
+		b    []byte
+	}{
+		{"unknown frame type", []byte{0x7f}},
+		{"frame type zero", []byte{0}},
+		{"message unknown flag", []byte{byte(FrameMessage), 0x80, 0, 0}},
+		{"input count zero", []byte{byte(FrameInput), 0, 0, 0, 0, 0, 0, 0, 1}},
+		{"input count too big", []byte{byte(FrameInput), 0, 0, 0, 0, 0, 0, MaxInputsPerFrame + 1, 1}},
+		{"input size zero", []byte{byte(FrameInput), 0, 0, 0, 0, 0, 0, 1, 0}},
+		{"input too many bytes", []byte{byte(FrameInput), 0, 0, 0, 0, 0, 0, 2, 0x81, 0x04}},
+		{"varint overlong", []byte{byte(FrameReliable), 0x80, 0x00}},
+		{"varint overflow", []byte{byte(FrameReliable), 0xff, 0xff, 0xff, 0xff, 0x7f}},
+		{"delta codec", []byte{byte(FrameSnapshotDelta), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 99, 0, 0, 0, 0}},
+		{"full cause", []byte{byte(FrameFullSnapshot), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{"full raw too big", []byte{byte(FrameFullSnapshot), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0x80, 0x80, 0x08, 0}},
+		{"resync reason", []byte{byte(FrameResyncRequest), 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{"control code", []byte{byte(FrameControl), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}},
+		{"control text too long", []byte{byte(FrameControl), 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x80, 0x02}},
+	}
+	for _, c := range cases {
+		_, _, err := SkipFrame(c.b)
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", c.name, err)
+		}
+	}
+	// Encoders refuse values the format cannot carry.
+	bad := []frame{
+		&InputFrame{Count: 0, Size: 1},
+		&InputFrame{Count: 2, Size: 1, Data: []byte{1}},
+		&FullSnapshotFrame{Cause: 0},
+		&FullSnapshotFrame{Cause: CauseJoin, RawLen: MaxSnapshotSize + 1},
+		&ResyncRequestFrame{},
+		&ControlFrame{Code: ControlPlayerJoined, Text: make([]byte, MaxControlText+1)},
+		&SnapshotDeltaFrame{Codec: codecEnd},
+		&ReliableFrame{Data: make([]byte, MaxPacketSizeLimit+1)},
+	}
+	for _, f := range bad {
+		if _, err := f.Append(nil); err == nil {
+			t.Errorf("%T %+v encoded", f, f)
+		}
+	}
+}
+
+func TestFrameReader(t *testing.T) {
+	g := newGen(5)
+	for range 200 {
+		p, want := g.payload(DefaultMaxPacketSize)
+		r := FrameReader{Payload: p}
+		i := 0
+		for r.Next() {
+			got, _, err := parseAny(r.Type(), r.Frame())
+			if err != nil || !reflect.DeepEqual(got, want[i]) {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+			i++
+		}
+		if r.Err() != nil || i != len(want) {
+			t.Fatalf("read %d of %d frames, err %v", i, len(want), r.Err())
+		}
+	}
+	// Too many frames.
+	var p []byte
+	for range MaxFramesPerPacket + 1 {
+		p, _ = (&AckOnlyFrame{}).Append(p)
+	}
+	r := FrameReader{Payload: p}
+	for r.Next() {
+	}
+	if !errors.Is(r.Err(), ErrMalformed) {
+		t.Errorf("%d frames: err = %v", MaxFramesPerPacket+1, r.Err())
+	}
+	// A bad frame in the middle stops the reader with its error.
+	p, _ = (&AckOnlyFrame{}).Append(nil)
+	p = append(p, 0x7f)
+	r = FrameReader{Payload: p}
+	n := 0
+	for r.Next() {
+		n++
+	}
+	if n != 1 || !errors.Is(r.Err(), ErrMalformed) {
+		t.Errorf("n=%d err=%v", n, r.Err())
+	}
+}
+
+func TestSnapshotDeltaInPlace(t *testing.T) {
+	b := []byte{0xaa} // something before the frame
+	b, mark, err := BeginSnapshotDelta(b, 7, 8, 9, CodecXORRLE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, 1, 2, 3, 4, 5)
+	if b, err = EndSnapshotDelta(b, mark, 2); err != nil {
+		t.Fatal(err)
+	}
+	f, n, err := ParseSnapshotDeltaFrame(b[mark:])
+	if err != nil || n != len(b)-mark {
+		t.Fatal(err)
+	}
+	want := SnapshotDeltaFrame{Tick: 7, Revision: 8, BaseRevision: 9, Codec: CodecXORRLE, Count: 2, Data: []byte{1, 2, 3, 4, 5}}
+	if !reflect.DeepEqual(f, want) {
+		t.Fatalf("got %+v", f)
+	}
+	if _, err := EndSnapshotDelta(b, 0, 1); err == nil {
+		t.Error("EndSnapshotDelta accepted a mark that is not a delta frame")
+	}
+}
+
+func TestVarint(t *testing.T) {
+	for _, v := range []uint32{0, 1, 127, 128, 16383, 16384, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, 1<<32 - 1} {
+		b := AppendVarint(nil, v)
+		if len(b) != VarintLen(v) {
+			t.Errorf("VarintLen(%d) = %d, encoded %d", v, VarintLen(v), len(b))
+		}
+		got, n := parseVarint(b)
+		if got != v || n != len(b) {
+			t.Errorf("parseVarint(%x) = %d, %d", b, got, n)
+		}
+		if _, n := parseVarint(b[:len(b)-1]); n != 0 {
+			t.Errorf("truncated %x: n = %d", b, n)
+		}
+	}
+	for _, b := range [][]byte{{0x80, 0}, {0xff, 0xff, 0xff, 0xff, 0x10}, {0x80, 0x80, 0x80, 0x80, 0x80, 0x01}} {
+		if _, n := parseVarint(b); n != -1 {
+			t.Errorf("parseVarint(%x) n = %d, want -1", b, n)
+		}
+	}
+}
+
+func TestNonceUnique(t *testing.T) {
+	a, b := Nonce(NonceSession, 1), Nonce(NonceResponse, 1)
+	if a == b {
+		t.Fatal("kinds share a nonce")
+	}
+	if Nonce(NonceSession, 1) == Nonce(NonceSession, 2) {
+		t.Fatal("counters share a nonce")
+	}
+}
+
+// Encoding and decoding allocate nothing.
+func TestZeroAllocs(t *testing.T) {
+	g := newGen(6)
+	h := g.header(PacketData, true)
+	buf := make([]byte, 0, MaxPacketSizeLimit)
+	hb, _ := h.Append(nil)
+	if n := testing.AllocsPerRun(100, func() {
+		buf, _ = h.Append(buf[:0])
+	}); n != 0 {
+		t.Errorf("Header.Append: %v allocs", n)
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		_, _, _ = ParseHeader(hb)
+	}); n != 0 {
+		t.Errorf("ParseHeader: %v allocs", n)
+	}
+	for ft := FrameType(1); ft < frameTypeEnd; ft++ {
+		f := g.frame(ft)
+		fb := mustAppend(t, f)
+		if n := testing.AllocsPerRun(100, func() {
+			buf, _ = f.Append(buf[:0])
+		}); n != 0 {
+			t.Errorf("%v Append: %v allocs", ft, n)
+		}
+		if n := testing.AllocsPerRun(100, func() {
+			_, _, _ = SkipFrame(fb)
+		}); n != 0 {
+			t.Errorf("%v parse: %v allocs", ft, n)
+		}
+	}
+	p, _ := g.payload(DefaultMaxPacketSize)
+	if n := testing.AllocsPerRun(100, func() {
+		r := FrameReader{Payload: p}
+		for r.Next() {
+		}
+	}); n != 0 {
+		t.Errorf("FrameReader: %v allocs", n)
+	}
+	// Rejecting garbage allocates nothing either.
+	garbage := []byte{'t', 'w', Version, byte(PacketData), 1, 2}
+	if n := testing.AllocsPerRun(100, func() {
+		_, _, _ = ParseHeader(garbage)
+		_, _, _ = SkipFrame([]byte{byte(FrameInput), 1})
+	}); n != 0 {
+		t.Errorf("rejects: %v allocs", n)
+	}
+}

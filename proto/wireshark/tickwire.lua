@@ -1,0 +1,511 @@
+-- tickwire.lua: Wireshark dissector for the tickwire game protocol.
+--
+-- Byte layout: docs/PROTOCOL.md. Encoder: package proto. TestDissectorAgrees
+-- (proto/dissector_test.go) proves the two agree field by field.
+--
+-- Use:  wireshark -X lua_script:proto/wireshark/tickwire.lua capture.pcap
+--       tshark    -X lua_script:proto/wireshark/tickwire.lua -r capture.pcap -V
+-- or copy this file into your personal plugins folder.
+--
+-- Registered on UDP port 7777 and as a heuristic dissector on every UDP port
+-- (it claims datagrams that start with 't' 'w', version 1 and a known type).
+-- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
+-- payloads are shown as bytes, the header always dissects.
+
+local VERSION = 1
+local PREFIX_SIZE = 4
+local HEADER_SIZE = 26
+local SEAL_OVERHEAD = 16
+local COOKIE_SIZE = 176
+local TOKEN_SEALED_SIZE = 144
+local REQUEST_SIZE = 256
+local MAX_FRAMES = 64
+local MAX_INPUTS = 32
+local MAX_INPUT_BYTES = 1024
+local MAX_PACKET = 1472
+local MAX_SNAPSHOT = 16 * 1024 * 1024
+local MAX_CONTROL_TEXT = 255
+local MAX_MESSAGE = 1024 * 1024
+local MAX_PLAYERS = 4
+local KCP_OVERHEAD = 24
+
+local band = (bit32 and bit32.band) or bit.band
+
+local p = Proto("tickwire", "tickwire game protocol")
+
+local packet_names = {
+    [1] = "Connection request", [2] = "Challenge", [3] = "Challenge response",
+    [4] = "Accept", [5] = "Denied", [6] = "Data", [7] = "Keep-alive",
+    [8] = "Disconnect", [9] = "Peer",
+}
+local frame_names = {
+    [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
+    [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
+    [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
+}
+local deny_names = {
+    [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
+    [5] = "version mismatch", [6] = "already connected", [7] = "bad cookie", [8] = "shutting down",
+}
+local disconnect_names = {
+    [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
+    [5] = "protocol error", [6] = "too slow", [7] = "host migration",
+}
+local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle" }
+local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration" }
+local resync_names = {
+    [1] = "revision gap", [2] = "patch error", [3] = "checksum mismatch",
+    [4] = "slow client", [5] = "baseline missing",
+}
+local control_names = {
+    [1] = "player joined", [2] = "player left", [3] = "action rejected",
+    [4] = "host migration", [5] = "commit", [6] = "message late",
+}
+local kcp_cmd_names = { [81] = "push", [82] = "ack", [83] = "window probe", [84] = "window size" }
+
+local f = p.fields
+-- Prefix and session header.
+f.magic       = ProtoField.string("tickwire.magic", "Protocol id")
+f.version     = ProtoField.uint8("tickwire.version", "Version")
+f.type        = ProtoField.uint8("tickwire.type", "Packet type", base.DEC, packet_names, 0x3f)
+f.sealed      = ProtoField.bool("tickwire.sealed", "Sealed", 8, nil, 0x80)
+f.conn_id     = ProtoField.uint32("tickwire.conn_id", "Connection id")
+f.seq         = ProtoField.uint16("tickwire.seq", "Sequence")
+f.ack         = ProtoField.uint16("tickwire.ack", "Ack")
+f.ack_bits    = ProtoField.uint32("tickwire.ack_bits", "Ack bits", base.HEX)
+f.tick        = ProtoField.uint32("tickwire.tick", "Tick")
+f.interp_from = ProtoField.uint32("tickwire.interp_from", "Interpolated from-tick")
+f.interp_to   = ProtoField.uint32("tickwire.interp_to", "Interpolated to-tick")
+f.blend       = ProtoField.double("tickwire.blend", "Blend")
+f.blend_raw   = ProtoField.uint16("tickwire.blend_raw", "Blend (fixed point)")
+f.payload     = ProtoField.bytes("tickwire.payload", "Encrypted payload")
+f.tag         = ProtoField.bytes("tickwire.tag", "AEAD tag")
+-- Handshake.
+f.req_game    = ProtoField.uint64("tickwire.request.game_id", "Game id")
+f.req_expires = ProtoField.uint64("tickwire.request.expires", "Token expires (unix s)")
+f.req_nonce   = ProtoField.bytes("tickwire.request.nonce", "Token nonce")
+f.req_token   = ProtoField.bytes("tickwire.request.token", "Sealed token")
+f.req_padding = ProtoField.bytes("tickwire.request.padding", "Padding")
+f.cookie      = ProtoField.bytes("tickwire.cookie", "Challenge cookie")
+f.deny_reason = ProtoField.uint8("tickwire.denied.reason", "Deny reason", base.DEC, deny_names)
+f.acc_client  = ProtoField.uint64("tickwire.accept.client_id", "Client id")
+f.acc_rate    = ProtoField.uint16("tickwire.accept.tick_rate", "Tick rate (Hz)")
+f.acc_hb      = ProtoField.uint16("tickwire.accept.heartbeat_ms", "Heartbeat (ms)")
+f.acc_timeout = ProtoField.uint16("tickwire.accept.timeout_ms", "Timeout (ms)")
+f.acc_maxpkt  = ProtoField.uint16("tickwire.accept.max_packet", "Max packet (bytes)")
+f.acc_count   = ProtoField.uint8("tickwire.accept.player_count", "Players")
+f.acc_player  = ProtoField.uint16("tickwire.accept.player", "Player")
+f.disc_reason = ProtoField.uint8("tickwire.disconnect.reason", "Disconnect reason", base.DEC, disconnect_names)
+-- Frames.
+f.frame       = ProtoField.uint8("tickwire.frame.type", "Frame type", base.DEC, frame_names)
+f.ackonly_delay = ProtoField.uint16("tickwire.ackonly.delay_us", "Ack delay (µs)")
+f.rel_len     = ProtoField.uint32("tickwire.reliable.len", "Length")
+f.rel_data    = ProtoField.bytes("tickwire.reliable.data", "KCP data")
+f.kcp_conv    = ProtoField.uint32("tickwire.kcp.conv", "KCP conversation")
+f.kcp_cmd     = ProtoField.uint8("tickwire.kcp.cmd", "KCP command", base.DEC, kcp_cmd_names)
+f.kcp_frg     = ProtoField.uint8("tickwire.kcp.frg", "KCP fragments left")
+f.kcp_wnd     = ProtoField.uint16("tickwire.kcp.wnd", "KCP window")
+f.kcp_ts      = ProtoField.uint32("tickwire.kcp.ts", "KCP timestamp (ms)")
+f.kcp_sn      = ProtoField.uint32("tickwire.kcp.sn", "KCP sequence")
+f.kcp_una     = ProtoField.uint32("tickwire.kcp.una", "KCP unacknowledged")
+f.kcp_len     = ProtoField.uint32("tickwire.kcp.len", "KCP data length")
+f.msg_flags   = ProtoField.uint8("tickwire.message.flags", "Flags")
+f.msg_chan    = ProtoField.uint8("tickwire.message.channel", "Channel")
+f.msg_seq     = ProtoField.uint16("tickwire.message.seq", "Sequence")
+f.msg_tick    = ProtoField.uint32("tickwire.message.tick", "Postmark tick")
+f.msg_len     = ProtoField.uint32("tickwire.message.len", "Length")
+f.msg_data    = ProtoField.bytes("tickwire.message.data", "Data")
+f.in_player   = ProtoField.uint16("tickwire.input.player", "Player")
+f.in_tick     = ProtoField.uint32("tickwire.input.tick", "Newest input tick")
+f.in_count    = ProtoField.uint8("tickwire.input.count", "Inputs")
+f.in_size     = ProtoField.uint32("tickwire.input.size", "Bytes per input")
+f.in_data     = ProtoField.bytes("tickwire.input.data", "Inputs")
+f.ia_player   = ProtoField.uint16("tickwire.input_ack.player", "Player")
+f.ia_newest   = ProtoField.uint32("tickwire.input_ack.newest", "Newest input received")
+f.ia_age      = ProtoField.int16("tickwire.input_ack.age", "Input age (100 µs units)")
+f.d_tick      = ProtoField.uint32("tickwire.delta.tick", "Tick")
+f.d_rev       = ProtoField.uint32("tickwire.delta.revision", "Revision")
+f.d_base      = ProtoField.uint32("tickwire.delta.base_revision", "Base revision")
+f.d_codec     = ProtoField.uint8("tickwire.delta.codec", "Codec", base.DEC, codec_names)
+f.d_count     = ProtoField.uint16("tickwire.delta.count", "Entities")
+f.d_len       = ProtoField.uint16("tickwire.delta.len", "Length")
+f.d_data      = ProtoField.bytes("tickwire.delta.data", "Patches")
+f.fs_cause    = ProtoField.uint8("tickwire.full.cause", "Cause", base.DEC, cause_names)
+f.fs_tick     = ProtoField.uint32("tickwire.full.tick", "Tick")
+f.fs_rev      = ProtoField.uint32("tickwire.full.revision", "Revision")
+f.fs_codec    = ProtoField.uint8("tickwire.full.codec", "Codec", base.DEC, codec_names)
+f.fs_raw      = ProtoField.uint32("tickwire.full.raw_len", "Decoded length")
+f.fs_len      = ProtoField.uint32("tickwire.full.len", "Length")
+f.fs_data     = ProtoField.bytes("tickwire.full.data", "Snapshot")
+f.rs_reason   = ProtoField.uint8("tickwire.resync.reason", "Reason", base.DEC, resync_names)
+f.rs_tick     = ProtoField.uint32("tickwire.resync.tick", "Last tick")
+f.rs_rev      = ProtoField.uint32("tickwire.resync.revision", "Last revision")
+f.cs_tick     = ProtoField.uint32("tickwire.checksum.tick", "Tick")
+f.cs_sum      = ProtoField.uint64("tickwire.checksum.sum", "Checksum", base.HEX)
+f.ctl_code    = ProtoField.uint8("tickwire.control.code", "Code", base.DEC, control_names)
+f.ctl_player  = ProtoField.uint16("tickwire.control.player", "Player / channel")
+f.ctl_tick    = ProtoField.uint32("tickwire.control.tick", "Tick")
+f.ctl_arg     = ProtoField.uint64("tickwire.control.arg", "Argument")
+f.ctl_text    = ProtoField.string("tickwire.control.text", "Text")
+
+local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
+    expert.group.MALFORMED, expert.severity.ERROR)
+p.experts = { ef_malformed }
+
+-- A malformed condition: flag it and stop dissecting this packet.
+local function bad(tree, what)
+    tree:add_proto_expert_info(ef_malformed, what)
+    return nil
+end
+
+-- varint reads an unsigned LEB128 varint of at most 32 bits.
+-- Returns value, size or nil, reason.
+local function varint(buf, off)
+    local v, mul = 0, 1
+    for i = 0, 4 do
+        if off + i >= buf:len() then return nil, "truncated varint" end
+        local c = buf(off + i, 1):uint()
+        v = v + band(c, 0x7f) * mul
+        if c < 0x80 then
+            if i == 4 and c > 0x0f then return nil, "varint overflows 32 bits" end
+            if i > 0 and c == 0 then return nil, "non-minimal varint" end
+            return v, i + 1
+        end
+        mul = mul * 128
+    end
+    return nil, "varint longer than 5 bytes"
+end
+
+local function have(buf, off, n) return off + n <= buf:len() end
+
+-- Each frame parser takes (buf, off, tree) with off at the byte after the
+-- type and returns the offset after the frame, or nil if malformed.
+
+local function kcp_segments(buf, off, n, tree)
+    local stop = off + n
+    local o = off
+    while stop - o >= KCP_OVERHEAD do
+        local len = buf(o + 20, 4):le_uint()
+        if o + KCP_OVERHEAD + len > stop then break end
+        local cmd = buf(o + 4, 1):uint()
+        local st = tree:add(p, buf(o, KCP_OVERHEAD + len),
+            string.format("KCP %s sn=%d", kcp_cmd_names[cmd] or tostring(cmd), buf(o + 12, 4):le_uint()))
+        st:add_le(f.kcp_conv, buf(o, 4))
+        st:add(f.kcp_cmd, buf(o + 4, 1))
+        st:add(f.kcp_frg, buf(o + 5, 1))
+        st:add_le(f.kcp_wnd, buf(o + 6, 2))
+        st:add_le(f.kcp_ts, buf(o + 8, 4))
+        st:add_le(f.kcp_sn, buf(o + 12, 4))
+        st:add_le(f.kcp_una, buf(o + 16, 4))
+        st:add_le(f.kcp_len, buf(o + 20, 4))
+        o = o + KCP_OVERHEAD + len
+    end
+    if o ~= stop then
+        tree:add(p, buf(o, stop - o), "Bytes that are not whole KCP segments")
+    end
+end
+
+local function frame_ackonly(buf, off, tree)
+    if not have(buf, off, 2) then return bad(tree, "truncated ack-only frame") end
+    tree:add_le(f.ackonly_delay, buf(off, 2))
+    return off + 2
+end
+
+local function frame_reliable(buf, off, tree)
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "reliable frame: " .. sz) end
+    if n > MAX_PACKET then return bad(tree, "reliable frame longer than a packet") end
+    tree:add(f.rel_len, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, "truncated reliable frame") end
+    if n > 0 then
+        tree:add(f.rel_data, buf(off, n))
+        kcp_segments(buf, off, n, tree)
+    end
+    return off + n
+end
+
+local function frame_message(buf, off, tree)
+    if not have(buf, off, 2) then return bad(tree, "truncated message frame") end
+    local flags = buf(off, 1):uint()
+    if band(flags, 0xfc) ~= 0 then return bad(tree, "message frame: unknown flags") end
+    tree:add(f.msg_flags, buf(off, 1))
+    tree:add(f.msg_chan, buf(off + 1, 1))
+    off = off + 2
+    if band(flags, 1) ~= 0 then
+        if not have(buf, off, 2) then return bad(tree, "truncated message frame") end
+        tree:add_le(f.msg_seq, buf(off, 2))
+        off = off + 2
+    end
+    if band(flags, 2) ~= 0 then
+        if not have(buf, off, 4) then return bad(tree, "truncated message frame") end
+        tree:add_le(f.msg_tick, buf(off, 4))
+        off = off + 4
+    end
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "message frame: " .. sz) end
+    if n > MAX_MESSAGE then return bad(tree, "message frame: length over limit") end
+    tree:add(f.msg_len, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, "truncated message frame") end
+    if n > 0 then tree:add(f.msg_data, buf(off, n)) end
+    return off + n
+end
+
+local function frame_input(buf, off, tree)
+    if not have(buf, off, 7) then return bad(tree, "truncated input frame") end
+    tree:add_le(f.in_player, buf(off, 2))
+    tree:add_le(f.in_tick, buf(off + 2, 4))
+    local count = buf(off + 6, 1):uint()
+    tree:add(f.in_count, buf(off + 6, 1))
+    off = off + 7
+    local size, sz = varint(buf, off)
+    if not size then return bad(tree, "input frame: " .. sz) end
+    tree:add(f.in_size, buf(off, sz), size)
+    off = off + sz
+    if count == 0 or count > MAX_INPUTS then return bad(tree, "input frame: bad count") end
+    if size == 0 or count * size > MAX_INPUT_BYTES then return bad(tree, "input frame: bad size") end
+    local n = count * size
+    if not have(buf, off, n) then return bad(tree, "truncated input frame") end
+    tree:add(f.in_data, buf(off, n))
+    return off + n
+end
+
+local function frame_input_ack(buf, off, tree)
+    if not have(buf, off, 8) then return bad(tree, "truncated input ack frame") end
+    tree:add_le(f.ia_player, buf(off, 2))
+    tree:add_le(f.ia_newest, buf(off + 2, 4))
+    local age = tree:add_le(f.ia_age, buf(off + 6, 2))
+    local a = buf(off + 6, 2):le_int()
+    if a == -32768 then
+        age:append_text(" (missing: last input repeated)")
+    else
+        age:append_text(string.format(" (%.1f ms)", a / 10))
+    end
+    return off + 8
+end
+
+local function frame_delta(buf, off, tree)
+    if not have(buf, off, 17) then return bad(tree, "truncated snapshot delta frame") end
+    tree:add_le(f.d_tick, buf(off, 4))
+    tree:add_le(f.d_rev, buf(off + 4, 4))
+    tree:add_le(f.d_base, buf(off + 8, 4))
+    local codec = buf(off + 12, 1):uint()
+    if codec > 4 then return bad(tree, "snapshot delta frame: unknown codec") end
+    tree:add(f.d_codec, buf(off + 12, 1))
+    tree:add_le(f.d_count, buf(off + 13, 2))
+    local n = buf(off + 15, 2):le_uint()
+    if n > MAX_PACKET then return bad(tree, "snapshot delta frame longer than a packet") end
+    tree:add_le(f.d_len, buf(off + 15, 2))
+    off = off + 17
+    if not have(buf, off, n) then return bad(tree, "truncated snapshot delta frame") end
+    if n > 0 then tree:add(f.d_data, buf(off, n)) end
+    return off + n
+end
+
+local function frame_full(buf, off, tree)
+    if not have(buf, off, 10) then return bad(tree, "truncated full snapshot frame") end
+    local cause = buf(off, 1):uint()
+    local codec = buf(off + 9, 1):uint()
+    tree:add(f.fs_cause, buf(off, 1))
+    tree:add_le(f.fs_tick, buf(off + 1, 4))
+    tree:add_le(f.fs_rev, buf(off + 5, 4))
+    tree:add(f.fs_codec, buf(off + 9, 1))
+    off = off + 10
+    local raw, sz = varint(buf, off)
+    if not raw then return bad(tree, "full snapshot frame: " .. sz) end
+    tree:add(f.fs_raw, buf(off, sz), raw)
+    off = off + sz
+    local n, sz2 = varint(buf, off)
+    if not n then return bad(tree, "full snapshot frame: " .. sz2) end
+    tree:add(f.fs_len, buf(off, sz2), n)
+    off = off + sz2
+    if cause == 0 or cause > 3 then return bad(tree, "full snapshot frame: unknown cause") end
+    if codec > 4 then return bad(tree, "full snapshot frame: unknown codec") end
+    if raw > MAX_SNAPSHOT or n > MAX_SNAPSHOT then return bad(tree, "full snapshot frame: over size limit") end
+    if not have(buf, off, n) then return bad(tree, "truncated full snapshot frame") end
+    if n > 0 then tree:add(f.fs_data, buf(off, n)) end
+    return off + n
+end
+
+local function frame_resync(buf, off, tree)
+    if not have(buf, off, 9) then return bad(tree, "truncated resync request frame") end
+    local reason = buf(off, 1):uint()
+    if reason == 0 or reason > 5 then return bad(tree, "resync request frame: unknown reason") end
+    tree:add(f.rs_reason, buf(off, 1))
+    tree:add_le(f.rs_tick, buf(off + 1, 4))
+    tree:add_le(f.rs_rev, buf(off + 5, 4))
+    return off + 9
+end
+
+local function frame_checksum(buf, off, tree)
+    if not have(buf, off, 12) then return bad(tree, "truncated checksum frame") end
+    tree:add_le(f.cs_tick, buf(off, 4))
+    tree:add_le(f.cs_sum, buf(off + 4, 8))
+    return off + 12
+end
+
+local function frame_control(buf, off, tree)
+    if not have(buf, off, 15) then return bad(tree, "truncated control frame") end
+    local code = buf(off, 1):uint()
+    if code == 0 or code > 6 then return bad(tree, "control frame: unknown code") end
+    tree:add(f.ctl_code, buf(off, 1))
+    tree:add_le(f.ctl_player, buf(off + 1, 2))
+    tree:add_le(f.ctl_tick, buf(off + 3, 4))
+    tree:add_le(f.ctl_arg, buf(off + 7, 8))
+    off = off + 15
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "control frame: " .. sz) end
+    if n > MAX_CONTROL_TEXT then return bad(tree, "control frame: text too long") end
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, "truncated control frame") end
+    if n > 0 then tree:add(f.ctl_text, buf(off, n)) end
+    return off + n
+end
+
+local frame_parsers = {
+    [0x01] = frame_ackonly, [0x02] = frame_reliable, [0x03] = frame_message,
+    [0x04] = frame_input, [0x05] = frame_input_ack, [0x06] = frame_delta,
+    [0x07] = frame_full, [0x08] = frame_resync, [0x09] = frame_checksum,
+    [0x0a] = frame_control,
+}
+
+-- frames dissects a plaintext payload and returns a short summary or nil.
+local function frames(buf, off, tree)
+    local names = {}
+    local count = 0
+    while off < buf:len() do
+        count = count + 1
+        if count > MAX_FRAMES then return bad(tree, "more than 64 frames") end
+        local t = buf(off, 1):uint()
+        local parse = frame_parsers[t]
+        local ft = tree:add(p, buf(off), "Frame: " .. (frame_names[t] or "unknown"))
+        ft:add(f.frame, buf(off, 1))
+        if not parse then return bad(ft, "unknown frame type") end
+        local nxt = parse(buf, off + 1, ft)
+        if not nxt then return nil end
+        ft:set_len(nxt - off)
+        names[#names + 1] = frame_names[t]
+        off = nxt
+    end
+    return table.concat(names, ", ")
+end
+
+local function dissect_accept_body(buf, off, tree)
+    if not have(buf, off, 17) then return bad(tree, "truncated accept") end
+    tree:add_le(f.acc_client, buf(off, 8))
+    tree:add_le(f.acc_rate, buf(off + 8, 2))
+    tree:add_le(f.acc_hb, buf(off + 10, 2))
+    tree:add_le(f.acc_timeout, buf(off + 12, 2))
+    local maxpkt = buf(off + 14, 2):le_uint()
+    tree:add_le(f.acc_maxpkt, buf(off + 14, 2))
+    local count = buf(off + 16, 1):uint()
+    tree:add(f.acc_count, buf(off + 16, 1))
+    if count == 0 or count > MAX_PLAYERS then return bad(tree, "accept: bad player count") end
+    if maxpkt < HEADER_SIZE + SEAL_OVERHEAD or maxpkt > MAX_PACKET then return bad(tree, "accept: bad max packet") end
+    if not have(buf, off + 17, 2 * count) then return bad(tree, "truncated accept") end
+    for i = 0, count - 1 do
+        tree:add_le(f.acc_player, buf(off + 17 + 2 * i, 2))
+    end
+    return ""
+end
+
+local function dissect_session(buf, pinfo, tree, t, sealed)
+    if buf:len() < HEADER_SIZE then return bad(tree, "truncated session header") end
+    local tick = buf(16, 4):le_uint()
+    tree:add_le(f.conn_id, buf(4, 4))
+    tree:add_le(f.seq, buf(8, 2))
+    tree:add_le(f.ack, buf(10, 2))
+    tree:add_le(f.ack_bits, buf(12, 4))
+    tree:add_le(f.tick, buf(16, 4))
+    tree:add(f.interp_from, buf(20, 2), (tick - buf(20, 2):le_uint()) % 4294967296)
+    tree:add(f.interp_to, buf(22, 2), (tick - buf(22, 2):le_uint()) % 4294967296)
+    local blend = buf(24, 2):le_uint()
+    tree:add(f.blend, buf(24, 2), blend / 65535)
+    tree:add_le(f.blend_raw, buf(24, 2))
+    pinfo.cols.info:append(string.format(" conn=%d seq=%d ack=%d tick=%d",
+        buf(4, 4):le_uint(), buf(8, 2):le_uint(), buf(10, 2):le_uint(), tick))
+
+    local rest = buf:len() - HEADER_SIZE
+    if sealed then
+        if rest < SEAL_OVERHEAD then return bad(tree, "sealed payload shorter than its tag") end
+        if rest > SEAL_OVERHEAD then
+            tree:add(f.payload, buf(HEADER_SIZE, rest - SEAL_OVERHEAD))
+        end
+        tree:add(f.tag, buf(buf:len() - SEAL_OVERHEAD, SEAL_OVERHEAD))
+        pinfo.cols.info:append(" [sealed]")
+        return ""
+    end
+    if t == 4 then
+        return dissect_accept_body(buf, HEADER_SIZE, tree)
+    elseif t == 8 then
+        if rest < 1 then return bad(tree, "truncated disconnect") end
+        local r = buf(HEADER_SIZE, 1):uint()
+        tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
+        if r == 0 or r > 7 then return bad(tree, "disconnect: unknown reason") end
+        pinfo.cols.info:append(" " .. disconnect_names[r])
+        return ""
+    end
+    local summary = frames(buf, HEADER_SIZE, tree)
+    if summary and summary ~= "" then pinfo.cols.info:append(" [" .. summary .. "]") end
+    return summary
+end
+
+function p.dissector(buf, pinfo, tree)
+    pinfo.cols.protocol = "TICKWIRE"
+    local root = tree:add(p, buf(), "tickwire")
+    if buf:len() < PREFIX_SIZE then return bad(root, "shorter than the packet prefix") end
+    root:add(f.magic, buf(0, 2))
+    root:add(f.version, buf(2, 1))
+    local tb = buf(3, 1):uint()
+    local t = band(tb, 0x3f)
+    local sealed = band(tb, 0x80) ~= 0
+    root:add(f.type, buf(3, 1))
+    root:add(f.sealed, buf(3, 1))
+    pinfo.cols.info = packet_names[t] or "Unknown"
+    root:append_text(", " .. (packet_names[t] or "unknown"))
+    if buf(0, 1):uint() ~= 0x74 or buf(1, 1):uint() ~= 0x77 then return bad(root, "bad protocol id") end
+    if buf(2, 1):uint() ~= VERSION and t ~= 5 then return bad(root, "unknown protocol version") end
+    if not packet_names[t] then return bad(root, "unknown packet type") end
+    if band(tb, 0x40) ~= 0 then return bad(root, "reserved flag set") end
+    local session = (t == 4 or t == 6 or t == 7 or t == 8 or t == 9)
+    if sealed and not session then return bad(root, "sealed flag on a handshake packet") end
+
+    if session then
+        dissect_session(buf, pinfo, root, t, sealed)
+    elseif t == 1 then
+        if buf:len() < REQUEST_SIZE then return bad(root, "connection request shorter than 256 bytes") end
+        root:add_le(f.req_game, buf(4, 8))
+        root:add_le(f.req_expires, buf(12, 8))
+        root:add(f.req_nonce, buf(20, 12))
+        root:add(f.req_token, buf(32, TOKEN_SEALED_SIZE))
+        root:add(f.req_padding, buf(32 + TOKEN_SEALED_SIZE, REQUEST_SIZE - 32 - TOKEN_SEALED_SIZE))
+    elseif t == 2 then
+        if buf:len() < PREFIX_SIZE + COOKIE_SIZE then return bad(root, "truncated challenge") end
+        root:add(f.cookie, buf(4, COOKIE_SIZE))
+    elseif t == 3 then
+        if buf:len() < PREFIX_SIZE + COOKIE_SIZE + SEAL_OVERHEAD then return bad(root, "truncated challenge response") end
+        root:add(f.cookie, buf(4, COOKIE_SIZE))
+        root:add(f.tag, buf(4 + COOKIE_SIZE, SEAL_OVERHEAD))
+    elseif t == 5 then
+        if buf:len() < 5 then return bad(root, "truncated denied") end
+        local r = buf(4, 1):uint()
+        root:add(f.deny_reason, buf(4, 1))
+        if r == 0 or r > 8 then return bad(root, "denied: unknown reason") end
+        pinfo.cols.info:append(": " .. deny_names[r])
+    end
+end
+
+-- Heuristic: 't' 'w', version 1, a known type, no reserved flag.
+local function heuristic(buf, pinfo, tree)
+    if buf:len() < PREFIX_SIZE then return false end
+    if buf(0, 1):uint() ~= 0x74 or buf(1, 1):uint() ~= 0x77 then return false end
+    if buf(2, 1):uint() ~= VERSION then return false end
+    local tb = buf(3, 1):uint()
+    if band(tb, 0x40) ~= 0 or not packet_names[band(tb, 0x3f)] then return false end
+    p.dissector(buf, pinfo, tree)
+    return true
+end
+
+DissectorTable.get("udp.port"):add(7777, p)
+p:register_heuristic("udp", heuristic)
