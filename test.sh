@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every tickwire test on a Debian/Ubuntu machine with Go installed:
+# installs the tools the tests drive (tshark, ...) with apt-get when they
+# are missing, then runs gofmt, go vet, staticcheck, go test and a short
+# run of every fuzz target.
+#
+#   ./test.sh                  everything (what CI runs)
+#   FUZZTIME=60s ./test.sh     longer fuzzing
+#   SKIP_FUZZ=1 ./test.sh      no fuzzing
+set -euo pipefail
+cd "$(dirname "$0")"
+
+FUZZTIME=${FUZZTIME:-5s}
+STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+step() { printf '\n== %s\n' "$*"; }
+
+# Tools the tests drive. Package name for apt-get : command to look for.
+tools=(tshark:tshark)
+missing=()
+for t in "${tools[@]}"; do
+	command -v "${t#*:}" >/dev/null 2>&1 || missing+=("${t%%:*}")
+done
+if ((${#missing[@]})); then
+	step "installing ${missing[*]}"
+	sudo=()
+	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+	"${sudo[@]}" apt-get update
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+# The tests fail instead of skipping when a tool is missing.
+export TICKWIRE_REQUIRE_TOOLS=1
+
+step gofmt
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step staticcheck
+go run "$STATICCHECK" ./...
+
+step "go test"
+go test -count=1 ./...
+
+if [ -z "${SKIP_FUZZ:-}" ]; then
+	step "fuzz ($FUZZTIME per target)"
+	grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
+		dir=$(dirname "$file")
+		for name in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+			printf -- '-- %s %s: ' "$dir" "$name"
+			if out=$(go test -run='^$' -fuzz="^${name}\$" -fuzztime="$FUZZTIME" "$dir" 2>&1); then
+				echo "$out" | grep -o 'execs: [0-9]*' | tail -n 1
+			else
+				echo FAILED; echo "$out"; exit 1
+			fi
+		done
+	done
+fi
+
+step "all tests passed"
