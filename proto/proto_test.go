@@ -482,3 +482,17 @@ func TestZeroAllocs(t *testing.T) {
 		t.Errorf("rejects: %v allocs", n)
 	}
 }
+
+func TestNetworkID(t *testing.T) {
+	id := MakeNetworkID(MaxSpawner, MaxIndex)
+	if id.Spawner() != MaxSpawner || id.Index() != MaxIndex || uint32(id) != 1<<32-1 {
+		t.Fatalf("max id %x: spawner %d index %d", uint32(id), id.Spawner(), id.Index())
+	}
+	id = MakeNetworkID(7, 12345)
+	if id.Spawner() != 7 || id.Index() != 12345 {
+		t.Fatalf("id %x: spawner %d index %d", uint32(id), id.Spawner(), id.Index())
+	}
+	if MakeNetworkID(0, MaxIndex+2).Index() != 1 {
+		t.Fatal("index not masked")
+	}
+}
