@@ -29,7 +29,6 @@ type cookieJar struct {
 	aead     cipher.AEAD
 	counter  uint64
 	lifetime time.Duration
-	gameID   uint64
 	plain    [cookiePlainSize]byte
 	ad       [18]byte
 	nonce    [proto.NonceSize]byte // a field, not a local: it escapes through cipher.AEAD
@@ -44,7 +43,7 @@ const (
 const _ = uint(proto.CookieSize-(cookieSealStart+cookiePlainSize+proto.SealOverhead)) +
 	uint((cookieSealStart+cookiePlainSize+proto.SealOverhead)-proto.CookieSize)
 
-func newCookieJar(gameID uint64, lifetime time.Duration) (*cookieJar, error) {
+func newCookieJar(lifetime time.Duration) (*cookieJar, error) {
 	var key [proto.KeySize]byte
 	if _, err := rand.Read(key[:]); err != nil {
 		return nil, err
@@ -57,7 +56,7 @@ func newCookieJar(gameID uint64, lifetime time.Duration) (*cookieJar, error) {
 	if _, err := rand.Read(c[:]); err != nil {
 		return nil, err
 	}
-	return &cookieJar{aead: aead, counter: binary.LittleEndian.Uint64(c[:]), lifetime: lifetime, gameID: gameID}, nil
+	return &cookieJar{aead: aead, counter: binary.LittleEndian.Uint64(c[:]), lifetime: lifetime}, nil
 }
 
 func (j *cookieJar) addrAD(addr netip.AddrPort) []byte {
@@ -72,8 +71,9 @@ func (j *cookieJar) nonceFor(counter uint64) []byte {
 	return j.nonce[:]
 }
 
-// issue writes a cookie for an opened token into dst. It allocates nothing.
-func (j *cookieJar) issue(dst *[proto.CookieSize]byte, priv *proto.TokenPrivate, tokenExpires uint64, addr netip.AddrPort, now time.Time) {
+// issue writes a cookie for an opened token of game gameID into dst. It
+// allocates nothing.
+func (j *cookieJar) issue(dst *[proto.CookieSize]byte, priv *proto.TokenPrivate, tokenExpires, gameID uint64, addr netip.AddrPort, now time.Time) {
 	j.counter++
 	exp := now.Add(j.lifetime).UnixMilli()
 	if tok := int64(tokenExpires) * 1000; tok < exp {
@@ -82,32 +82,30 @@ func (j *cookieJar) issue(dst *[proto.CookieSize]byte, priv *proto.TokenPrivate,
 	p, _ := priv.Append(j.plain[:0]) // priv came from ParseTokenPrivate: always valid
 	p = binary.LittleEndian.AppendUint64(p, tokenExpires)
 	p = binary.LittleEndian.AppendUint64(p, uint64(exp))
-	p = binary.LittleEndian.AppendUint64(p, j.gameID)
+	p = binary.LittleEndian.AppendUint64(p, gameID)
 	binary.LittleEndian.PutUint64(dst[:cookieSealStart], j.counter)
 	j.aead.Seal(dst[cookieSealStart:cookieSealStart], j.nonceFor(j.counter), p, j.addrAD(addr))
 }
 
-// open checks a cookie echoed from addr and returns the token it carries,
-// or the reason to deny: DenyBadCookie if it was forged, altered or comes
-// from another address, DenyExpired if it is too old.
-func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now time.Time) (proto.TokenPrivate, proto.DenyReason) {
+// open checks a cookie echoed from addr and returns the token and game id
+// it carries, or the reason to deny: DenyBadCookie if it was forged,
+// altered or comes from another address, DenyExpired if it is too old.
+func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now time.Time) (proto.TokenPrivate, uint64, proto.DenyReason) {
 	counter := binary.LittleEndian.Uint64(c[:cookieSealStart])
 	p, err := j.aead.Open(j.plain[:0], j.nonceFor(counter), c[cookieSealStart:], j.addrAD(addr))
 	if err != nil {
-		return proto.TokenPrivate{}, proto.DenyBadCookie
+		return proto.TokenPrivate{}, 0, proto.DenyBadCookie
 	}
 	priv, n, err := proto.ParseTokenPrivate(p)
 	if err != nil {
-		return proto.TokenPrivate{}, proto.DenyBadCookie
+		return proto.TokenPrivate{}, 0, proto.DenyBadCookie
 	}
 	exp := int64(binary.LittleEndian.Uint64(p[n+8:]))
-	if binary.LittleEndian.Uint64(p[n+16:]) != j.gameID {
-		return proto.TokenPrivate{}, proto.DenyBadCookie
-	}
+	gameID := binary.LittleEndian.Uint64(p[n+16:])
 	if now.UnixMilli() >= exp {
-		return proto.TokenPrivate{}, proto.DenyExpired
+		return proto.TokenPrivate{}, 0, proto.DenyExpired
 	}
-	return priv, 0
+	return priv, gameID, 0
 }
 
 // responseTag computes the challenge response's key proof: the AEAD tag of

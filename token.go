@@ -239,27 +239,24 @@ func ParseConnectToken(s string) (*ConnectToken, error) {
 }
 
 // tokenOpener opens the sealed tokens of connection requests on the server.
+// Which game ids a server accepts is the server's policy, not the opener's.
 type tokenOpener struct {
-	aead   cipher.AEAD
-	gameID uint64
-	ad     [3 + 8 + 8]byte
-	plain  [proto.TokenPrivateSize]byte
+	aead  cipher.AEAD
+	ad    [3 + 8 + 8]byte
+	plain [proto.TokenPrivateSize]byte
 }
 
-func newTokenOpener(key Key, gameID uint64) (*tokenOpener, error) {
+func newTokenOpener(key Key) (*tokenOpener, error) {
 	aead, err := newAEAD(key[:])
 	if err != nil {
 		return nil, err
 	}
-	return &tokenOpener{aead: aead, gameID: gameID}, nil
+	return &tokenOpener{aead: aead}, nil
 }
 
 // open checks a request's token and returns its private part, or the
 // reason to deny it. It allocates nothing.
 func (o *tokenOpener) open(req *proto.ConnectionRequest, now time.Time) (proto.TokenPrivate, proto.DenyReason) {
-	if req.GameID != o.gameID {
-		return proto.TokenPrivate{}, proto.DenyWrongGame
-	}
 	if int64(req.Expires) <= now.Unix() {
 		return proto.TokenPrivate{}, proto.DenyExpired
 	}

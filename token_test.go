@@ -80,7 +80,7 @@ func TestMintRejects(t *testing.T) {
 
 func TestTokenOpen(t *testing.T) {
 	key := testKey(t)
-	o, err := newTokenOpener(key, 42)
+	o, err := newTokenOpener(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestTokenOpen(t *testing.T) {
 		want proto.DenyReason
 	}{
 		{"expired", nil, tok.Expires, proto.DenyExpired},
-		{"wrong game", func(r *proto.ConnectionRequest) { r.GameID = 43 }, testNow, proto.DenyWrongGame},
+		{"altered game", func(r *proto.ConnectionRequest) { r.GameID = 43 }, testNow, proto.DenyInvalidToken},
 		{"tampered seal", func(r *proto.ConnectionRequest) { r.SealedToken[10] ^= 1 }, testNow, proto.DenyInvalidToken},
 		{"tampered expiry", func(r *proto.ConnectionRequest) { r.Expires += 3600 }, testNow, proto.DenyInvalidToken},
 		{"tampered nonce", func(r *proto.ConnectionRequest) { r.TokenNonce[0] ^= 1 }, testNow, proto.DenyInvalidToken},
@@ -128,7 +128,7 @@ func TestTokenOpen(t *testing.T) {
 }
 
 func TestCookie(t *testing.T) {
-	jar, err := newCookieJar(42, 5*time.Second)
+	jar, err := newCookieJar(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,43 +137,43 @@ func TestCookie(t *testing.T) {
 	addr := netip.MustParseAddrPort("192.0.2.1:5000")
 	tokExp := uint64(testNow.Add(time.Minute).Unix())
 	var c1, c2 [proto.CookieSize]byte
-	jar.issue(&c1, &priv, tokExp, addr, testNow)
-	jar.issue(&c2, &priv, tokExp, addr, testNow)
+	jar.issue(&c1, &priv, tokExp, 42, addr, testNow)
+	jar.issue(&c2, &priv, tokExp, 42, addr, testNow)
 	if c1 == c2 || string(c1[:8]) == string(c2[:8]) {
 		t.Fatal("two cookies share a counter")
 	}
-	got, deny := jar.open(&c1, addr, testNow.Add(time.Second))
-	if deny != 0 || got != priv {
-		t.Fatalf("open = %+v, %v", got, deny)
+	got, game, deny := jar.open(&c1, addr, testNow.Add(time.Second))
+	if deny != 0 || got != priv || game != 42 {
+		t.Fatalf("open = %+v, game %d, %v", got, game, deny)
 	}
-	if _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.1:5001"), testNow); deny != proto.DenyBadCookie {
+	if _, _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.1:5001"), testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other port: %v", deny)
 	}
-	if _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.2:5000"), testNow); deny != proto.DenyBadCookie {
+	if _, _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.2:5000"), testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other address: %v", deny)
 	}
-	if _, deny := jar.open(&c1, addr, testNow.Add(5*time.Second)); deny != proto.DenyExpired {
+	if _, _, deny := jar.open(&c1, addr, testNow.Add(5*time.Second)); deny != proto.DenyExpired {
 		t.Errorf("after lifetime: %v", deny)
 	}
 	bad := c1
 	bad[100] ^= 1
-	if _, deny := jar.open(&bad, addr, testNow); deny != proto.DenyBadCookie {
+	if _, _, deny := jar.open(&bad, addr, testNow); deny != proto.DenyBadCookie {
 		t.Errorf("tampered: %v", deny)
 	}
 	// A cookie never outlives its token.
 	var c3 [proto.CookieSize]byte
-	jar.issue(&c3, &priv, uint64(testNow.Add(2*time.Second).Unix()), addr, testNow)
-	if _, deny := jar.open(&c3, addr, testNow.Add(3*time.Second)); deny != proto.DenyExpired {
+	jar.issue(&c3, &priv, uint64(testNow.Add(2*time.Second).Unix()), 42, addr, testNow)
+	if _, _, deny := jar.open(&c3, addr, testNow.Add(3*time.Second)); deny != proto.DenyExpired {
 		t.Errorf("past token expiry: %v", deny)
 	}
 	// Another process's jar cannot open it.
-	jar2, _ := newCookieJar(42, 5*time.Second)
-	if _, deny := jar2.open(&c1, addr, testNow); deny != proto.DenyBadCookie {
+	jar2, _ := newCookieJar(5 * time.Second)
+	if _, _, deny := jar2.open(&c1, addr, testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other jar: %v", deny)
 	}
 	if n := testing.AllocsPerRun(100, func() {
-		jar.issue(&c1, &priv, tokExp, addr, testNow)
-		jar.open(&c1, addr, testNow)
+		jar.issue(&c1, &priv, tokExp, 42, addr, testNow)
+		_, _, _ = jar.open(&c1, addr, testNow)
 	}); n != 0 {
 		t.Errorf("issue+open: %v allocs", n)
 	}
