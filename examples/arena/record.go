@@ -1,0 +1,82 @@
+package arena
+
+import (
+	"errors"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// RecordSize is the size of an entity's networked record.
+//
+// Layout, chosen so that the XOR of two records of a moving entity is
+// mostly zero: the bytes that change every tick (low bytes of the
+// position) come first and together, the ones that change rarely after.
+//
+//	0  x low     1  y low     2  x high    3  y high
+//	4  vx (i8)   5  vy (i8)   6  aim       7  hp
+//	8  timer     9  kind      10 owner (u16)
+//	12 spawn counter (u24)                 15 score
+const RecordSize = 16
+
+// AppendSnapshot writes the world's entities into s (ids are already
+// sorted), reusing s's memory.
+func (w *World) AppendSnapshot(s *deltacomp.Snapshot) {
+	s.Reset(w.Tick, RecordSize)
+	var r [RecordSize]byte
+	for i := range w.Entities {
+		encodeRecord(&r, &w.Entities[i])
+		s.Append(w.Entities[i].ID, r[:])
+	}
+}
+
+func encodeRecord(r *[RecordSize]byte, e *Entity) {
+	r[0], r[1], r[2], r[3] = byte(e.X), byte(e.Y), byte(e.X>>8), byte(e.Y>>8)
+	r[4], r[5], r[6], r[7] = byte(int8(e.VX)), byte(int8(e.VY)), e.Aim, e.HP
+	r[8], r[9], r[10], r[11] = e.Timer, byte(e.Kind), byte(e.Owner), byte(e.Owner>>8)
+	r[12], r[13], r[14], r[15] = byte(e.Spawn), byte(e.Spawn>>8), byte(e.Spawn>>16), e.Score
+}
+
+// ErrBadRecord reports a snapshot record that no arena server writes.
+var ErrBadRecord = errors.New("arena: bad entity record")
+
+func decodeRecord(id proto.NetworkID, r []byte) (Entity, error) {
+	if len(r) < RecordSize {
+		return Entity{}, ErrBadRecord
+	}
+	e := Entity{
+		ID:    id,
+		X:     int32(r[0]) | int32(r[2])<<8,
+		Y:     int32(r[1]) | int32(r[3])<<8,
+		VX:    int32(int8(r[4])),
+		VY:    int32(int8(r[5])),
+		Aim:   r[6],
+		HP:    r[7],
+		Timer: r[8],
+		Kind:  Kind(r[9]),
+		Owner: uint16(r[10]) | uint16(r[11])<<8,
+		Spawn: uint32(r[12]) | uint32(r[13])<<8 | uint32(r[14])<<16,
+		Score: r[15],
+	}
+	if e.Kind < KindPlayer || e.Kind > KindNPC || e.Spawn > proto.MaxIndex {
+		return Entity{}, ErrBadRecord
+	}
+	return e, nil
+}
+
+// SetSnapshot replaces the world with the state in s.
+func (w *World) SetSnapshot(s *deltacomp.Snapshot) error {
+	if s.RecordSize != RecordSize {
+		return ErrBadRecord
+	}
+	w.Tick = s.Tick
+	w.Entities = w.Entities[:0]
+	for i := range s.Len() {
+		e, err := decodeRecord(s.IDs[i], s.Record(i))
+		if err != nil {
+			return err
+		}
+		w.Entities = append(w.Entities, e)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package arena
+
+import (
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/tickwire/tickwire/deltacomp"
+)
+
+func randomInputs(r *rand.Rand) func(uint16) Input {
+	return func(slot uint16) Input {
+		return Input{MoveX: int8(r.IntN(255) - 127), MoveY: int8(r.IntN(255) - 127), Aim: uint16(r.Uint32()), Buttons: uint8(r.IntN(4))}
+	}
+}
+
+// A world rebuilt from its own snapshot must step exactly like the
+// original: that is what makes client prediction from snapshots work.
+func TestSnapshotRebuildStepsIdentically(t *testing.T) {
+	w := NewWorld(200)
+	for s := uint16(1); s <= 8; s++ {
+		w.AddPlayer(s)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var snap deltacomp.Snapshot
+	for range 600 {
+		w.AppendSnapshot(&snap)
+		var c World
+		if err := c.SetSnapshot(&snap); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(c.Entities, w.Entities) || c.Tick != w.Tick {
+			t.Fatalf("tick %d: rebuilt world differs", w.Tick)
+		}
+		seed := r.Uint64()
+		w.Step(randomInputs(rand.New(rand.NewPCG(seed, 0))), nil)
+		c.Step(randomInputs(rand.New(rand.NewPCG(seed, 0))), nil)
+		if !reflect.DeepEqual(c.Entities, w.Entities) {
+			t.Fatalf("tick %d: rebuilt world stepped differently", w.Tick)
+		}
+	}
+	var projectiles, deadNPCs int
+	for _, e := range w.Entities {
+		if e.Kind == KindProjectile {
+			projectiles++
+		}
+		if e.Kind == KindNPC && e.HP == 0 {
+			deadNPCs++
+		}
+		if e.X < 0 || e.X > maxCoord || e.Y < 0 || e.Y > maxCoord {
+			t.Fatalf("entity %v out of bounds: %d,%d", e.ID, e.X, e.Y)
+		}
+	}
+	if projectiles == 0 {
+		t.Error("600 ticks of random firing left no projectile in flight")
+	}
+	for i := 1; i < len(w.Entities); i++ {
+		if w.Entities[i-1].ID >= w.Entities[i].ID {
+			t.Fatal("entities not sorted by id")
+		}
+	}
+}
+
+func TestRayCircle(t *testing.T) {
+	// Along +x from the origin, circle at 10 m with radius 1 m: hit at 9 m.
+	d, ok := RayCircle(0, 0, trigOne, 0, 10*Unit, 0, Unit)
+	if !ok || d != 9*Unit {
+		t.Fatalf("RayCircle = %d, %v", d, ok)
+	}
+	if _, ok := RayCircle(0, 0, trigOne, 0, -10*Unit, 0, Unit); ok {
+		t.Error("hit behind the ray")
+	}
+	if _, ok := RayCircle(0, 0, trigOne, 0, 10*Unit, 2*Unit, Unit); ok {
+		t.Error("hit a circle 2 m off the ray")
+	}
+}
+
+func TestRayKillsAndScores(t *testing.T) {
+	w := &World{}
+	w.AddPlayer(1)
+	w.AddPlayer(2)
+	a, b := w.Entity(PlayerID(1)), w.Entity(PlayerID(2))
+	a.X, a.Y, b.X, b.Y = 10*Unit, 10*Unit, 20*Unit, 10*Unit
+	shots := 0
+	for b := w.Entity(PlayerID(2)); b.HP > 0 && shots < 100; shots++ {
+		w.Step(func(s uint16) Input {
+			if s == 1 {
+				return Input{Aim: 0, Buttons: FireRay}
+			}
+			return Input{}
+		}, nil)
+		b = w.Entity(PlayerID(2))
+	}
+	if got := w.Entity(PlayerID(1)).Score; got != 1 {
+		t.Fatalf("score %d after %d ticks", got, shots)
+	}
+}
+
+func TestInputRoundTrip(t *testing.T) {
+	in := Input{MoveX: -5, MoveY: 127, Aim: 40000, Buttons: FireProjectile}
+	b := AppendInput(nil, in)
+	if len(b) != InputSize || ParseInput(b) != in {
+		t.Fatalf("round trip %v -> %x -> %v", in, b, ParseInput(b))
+	}
+}
+
+func TestRejectBadRecord(t *testing.T) {
+	var s deltacomp.Snapshot
+	s.Reset(1, RecordSize)
+	s.Append(PlayerID(1), make([]byte, RecordSize)) // kind 0
+	var w World
+	if err := w.SetSnapshot(&s); err == nil {
+		t.Fatal("record of kind 0 accepted")
+	}
+}
