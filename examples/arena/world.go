@@ -8,15 +8,15 @@ import (
 
 // Units: positions in 1/256 m, velocities in 1/256 m per tick (60 Hz).
 const (
-	Unit       = 256          // units per metre
-	Size       = 256 * Unit   // the arena is 256 m square: coordinates fit 16 bits
-	maxCoord   = Size - 1     //
-	PlayerR    = Unit / 2     // player radius 0.5 m
+	Unit       = 256           // units per metre
+	Size       = 256 * Unit    // the arena is 256 m square: coordinates fit 16 bits
+	maxCoord   = Size - 1      //
+	PlayerR    = Unit / 2      // player radius 0.5 m
 	NPCR       = Unit * 6 / 10 // NPC radius 0.6 m
-	playerVMax = 25           // 6 m/s
-	npcV       = 9            // ~2 m/s
-	projV      = 85           // 20 m/s
-	projTTL    = 90           // ticks (1.5 s, 30 m)
+	playerVMax = 25            // 6 m/s
+	npcV       = 9             // ~2 m/s
+	projV      = 85            // 20 m/s
+	projTTL    = 90            // ticks (1.5 s, 30 m)
 	projDamage = 20
 	rayDamage  = 34
 	RayRange   = 40 * Unit // hitscan range
