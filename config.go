@@ -1,0 +1,106 @@
+package tickwire
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// Config tunes a Server or Client. The zero value is usable: every field
+// documents its default, applied by withDefaults. A Server and its Clients
+// need not share a Config: the server tells each client the tick rate,
+// packet size and timeouts it uses in the accept packet.
+type Config struct {
+	// TickRate is the fixed simulation rate in ticks per second.
+	// Default 60. Server only (clients follow the server's).
+	TickRate int
+
+	// MaxPacketSize is the largest UDP payload sent, in bytes.
+	// Default proto.DefaultMaxPacketSize (1200); at most
+	// proto.MaxPacketSizeLimit (1472). The server's value wins.
+	MaxPacketSize int
+
+	// Heartbeat is the longest a peer stays silent: a keep-alive goes out
+	// when nothing else has for this long. Default 500 ms (seed 001).
+	Heartbeat time.Duration
+
+	// Timeout drops a peer after this long without an authenticated
+	// packet (three missed heartbeats by default). Default 1500 ms.
+	Timeout time.Duration
+
+	// HandshakeTimeout bounds a client's whole connection attempt and the
+	// lifetime of a challenge cookie. Default 5 s.
+	HandshakeTimeout time.Duration
+
+	// MaxConnections caps connections on a server. Default 1024.
+	MaxConnections int
+
+	// MaxGames caps the games a server hosts at once (it creates a game on
+	// the first valid token naming it). Default 64.
+	MaxGames int
+
+	// Logger receives connection lifecycle events. Default: discard.
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultTickRate         = 60
+	DefaultHeartbeat        = 500 * time.Millisecond
+	DefaultTimeout          = 1500 * time.Millisecond
+	DefaultHandshakeTimeout = 5 * time.Second
+	DefaultMaxConnections   = 1024
+	DefaultMaxGames         = 64
+)
+
+// withDefaults returns c with zero fields replaced by their defaults, or an
+// error naming the first field that is out of range.
+func (c Config) withDefaults() (Config, error) {
+	if c.TickRate == 0 {
+		c.TickRate = DefaultTickRate
+	}
+	if c.MaxPacketSize == 0 {
+		c.MaxPacketSize = proto.DefaultMaxPacketSize
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = DefaultHeartbeat
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.HandshakeTimeout == 0 {
+		c.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxGames == 0 {
+		c.MaxGames = DefaultMaxGames
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	switch {
+	case c.TickRate < 1 || c.TickRate > 1000:
+		return c, fmt.Errorf("tickwire: Config.TickRate %d out of range 1..1000", c.TickRate)
+	case c.MaxPacketSize < minPacketSize || c.MaxPacketSize > proto.MaxPacketSizeLimit:
+		return c, fmt.Errorf("tickwire: Config.MaxPacketSize %d out of range %d..%d", c.MaxPacketSize, minPacketSize, proto.MaxPacketSizeLimit)
+	case c.Heartbeat < time.Millisecond || c.Heartbeat > 30*time.Second:
+		return c, fmt.Errorf("tickwire: Config.Heartbeat %v out of range 1ms..30s", c.Heartbeat)
+	case c.Timeout <= c.Heartbeat || c.Timeout > time.Minute:
+		return c, fmt.Errorf("tickwire: Config.Timeout %v must exceed Heartbeat (%v) and be at most 1m", c.Timeout, c.Heartbeat)
+	case c.HandshakeTimeout < 10*time.Millisecond:
+		return c, fmt.Errorf("tickwire: Config.HandshakeTimeout %v too short", c.HandshakeTimeout)
+	case c.MaxConnections < 1 || c.MaxConnections > 1<<20:
+		return c, fmt.Errorf("tickwire: Config.MaxConnections %d out of range", c.MaxConnections)
+	case c.MaxGames < 1:
+		return c, fmt.Errorf("tickwire: Config.MaxGames %d out of range", c.MaxGames)
+	}
+	return c, nil
+}
+
+// minPacketSize leaves room for the header, the AEAD tag and a useful
+// payload.
+const minPacketSize = 256
