@@ -300,8 +300,7 @@ func (a *PacketAcks) OnReceive(now time.Time, h *proto.Header, pn uint64, size i
 }
 
 func (a *PacketAcks) processAcks(t time.Duration, ack uint16, bits uint32, ackDelay time.Duration) {
-	last := a.nextPN - 1
-	top, ok := expandAck(last, ack)
+	top, ok := a.resolveAck(ack)
 	if !ok {
 		return
 	}
@@ -317,6 +316,25 @@ func (a *PacketAcks) processAcks(t time.Duration, ack uint16, bits uint32, ackDe
 	}
 	a.detectLosses(t)
 	a.finalize()
+}
+
+// resolveAck reconstructs the packet number a peer's Ack field names: the
+// newest packet we sent whose low 16 bits match (the nearest to our newest
+// packet), except that an Ack equal to the low bits of the largest packet
+// already acknowledged means exactly that packet. That exception is what a
+// peer that received nothing for a long time keeps sending (its Ack does
+// not move while we send on), and expanding it relative to our newest
+// packet would alias a packet it never received: a false ack, which would
+// hand deltacomp a baseline the peer does not have. It also makes Ack 0
+// with nothing acknowledged yet mean "received nothing".
+//
+// Correct as long as fewer than 65536 of our packets separate the acked
+// packet from our newest one when the ack arrives.
+func (a *PacketAcks) resolveAck(ack uint16) (uint64, bool) {
+	if ack == uint16(a.largestAcked) {
+		return a.largestAcked, a.largestAcked != 0
+	}
+	return expandAck(a.nextPN-1, ack)
 }
 
 // ackOne marks pn acknowledged; it reports whether that is news.
