@@ -329,7 +329,10 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 		b = b[n:]
 		segs++
 	}
-	r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, false)
+	// ackNoDelay: acks go to the pending queue at once; they leave with
+	// the next packet either way, and the ack clock then runs without
+	// waiting for Update.
+	r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
 	r.stats.SegmentsIn += uint64(segs)
 	return nil
 }
@@ -344,6 +347,23 @@ func (r *Reliable) Update(now time.Time) {
 
 // Pending returns the bytes of segments waiting for AppendFrame.
 func (r *Reliable) Pending() int { return r.ctrl.len() + r.data.len() }
+
+// NextFrameLen returns the encoded size of the smallest frame AppendFrame
+// can produce now (the first pending segment alone), or 0 if nothing is
+// pending. A connection whose packet has less room left than this can
+// send the reliable frame in a packet of its own.
+func (r *Reliable) NextFrameLen() int {
+	n := 0
+	switch {
+	case r.ctrl.len() > 0:
+		n = segmentLen(r.ctrl.buf[r.ctrl.head:])
+	case r.data.len() > 0:
+		n = segmentLen(r.data.buf[r.data.head:])
+	default:
+		return 0
+	}
+	return frameTypeSize + proto.VarintLen(uint32(n)) + n
+}
 
 // AppendFrame appends one proto.ReliableFrame holding as many whole
 // pending segments as fit in budget bytes (frame overhead included):
