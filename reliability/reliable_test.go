@@ -420,3 +420,18 @@ func byteSize(n int) string {
 	}
 	return string(rune('0'+n/1000%10)) + string(rune('0'+n/100%10)) + string(rune('0'+n/10%10)) + string(rune('0'+n%10)) + "B"
 }
+
+func TestCollectStats(t *testing.T) {
+	a := NewPacketAcks(AckConfig{}, nil)
+	r, _ := NewReliable(1, ReliableConfig{})
+	r.Send([]byte("x"))
+	var h proto.Header
+	a.Send(time.Now(), &h, 100)
+	s := CollectStats(a, r)
+	if s.PacketsSent != 1 || s.BytesSent != 100 || s.Reliable.QueuedSegments != 1 || s.RTT != DefaultInitialRTT {
+		t.Fatalf("%+v", s)
+	}
+	if CollectStats(a, nil).Reliable != (ReliableStats{}) {
+		t.Fatal("nil reliable")
+	}
+}
