@@ -35,4 +35,5 @@ var (
 	errSegLen   = &SegmentError{Field: "length"}
 	errSegConv  = &SegmentError{Field: "conversation"}
 	errSegEmpty = &SegmentError{Field: "empty frame"}
+	errSegFrg   = &SegmentError{Field: "fragment count"}
 )

@@ -168,7 +168,11 @@ type Reliable struct {
 	conv uint32
 	mtu  int
 	mss  int
-	kcp  *kcp.KCP
+	// maxFrg is the largest fragment index a message within
+	// MaxMessageSize has; a peer sending more could stall the receive
+	// queue with a message that can never complete.
+	maxFrg uint8
+	kcp    *kcp.KCP
 
 	// KCP's output, split: control segments (acks, window probes) go out
 	// first; data segments wait in send order, and a retransmission of a
@@ -201,6 +205,7 @@ func NewReliable(conv uint32, cfg ReliableConfig) (*Reliable, error) {
 		mtu:  KCPMTU(cfg.MaxPacketSize),
 	}
 	r.mss = r.mtu - segOverhead
+	r.maxFrg = uint8(fragments(cfg.MaxMessageSize, r.mss) - 1)
 	// A window of data segments (at most one copy each), and room for
 	// acks of a full receive window twice over.
 	r.data = newSegmentQueue((cfg.Window+1)*r.mtu, r.mtu)
@@ -306,7 +311,8 @@ func (r *Reliable) PeekSize() int { return r.kcp.PeekSize() }
 
 // Input feeds the data of a received proto.ReliableFrame to KCP. The
 // frame is validated first (whole segments, known commands, our
-// conversation, data no longer than the MSS); a bad frame is rejected
+// conversation, data no longer than the MSS, no more fragments than a
+// MaxMessageSize message has: both peers must use the same config); a bad frame is rejected
 // whole with a *SegmentError. now must be the clock KCP reads (see the
 // type's documentation).
 func (r *Reliable) Input(now time.Time, data []byte) error {
@@ -325,6 +331,10 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 		if s.Conv != r.conv {
 			r.stats.FramesRejected++
 			return errSegConv
+		}
+		if s.Frg > r.maxFrg {
+			r.stats.FramesRejected++
+			return errSegFrg
 		}
 		b = b[n:]
 		segs++

@@ -80,19 +80,20 @@ func TestReliableErrors(t *testing.T) {
 
 	good := appendSegment(nil, &segment{Conv: 1, Cmd: cmdPush, Data: []byte("x")})
 	for name, data := range map[string][]byte{
-		"empty":      nil,
-		"truncated":  good[:30],
-		"other conv": appendSegment(nil, &segment{Conv: 2, Cmd: cmdAck}),
-		"bad cmd":    appendSegment(nil, &segment{Conv: 1, Cmd: 7}),
-		"over mss":   appendSegment(nil, &segment{Conv: 1, Cmd: cmdPush, Data: make([]byte, 1132)}),
-		"good+junk":  append(bytes.Clone(good), 1, 2, 3),
+		"empty":              nil,
+		"truncated":          good[:30],
+		"other conv":         appendSegment(nil, &segment{Conv: 2, Cmd: cmdAck}),
+		"bad cmd":            appendSegment(nil, &segment{Conv: 1, Cmd: 7}),
+		"over mss":           appendSegment(nil, &segment{Conv: 1, Cmd: cmdPush, Data: make([]byte, 1132)}),
+		"good+junk":          append(bytes.Clone(good), 1, 2, 3),
+		"too many fragments": appendSegment(nil, &segment{Conv: 1, Cmd: cmdPush, Frg: 4, Data: []byte("x")}),
 	} {
 		var se *SegmentError
 		if err := r.Input(time.Now(), data); !errors.As(err, &se) || !errors.Is(err, ErrBadSegment) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if r.Stats().FramesRejected != 6 || r.Stats().SegmentsIn != 0 {
+	if r.Stats().FramesRejected != 7 || r.Stats().SegmentsIn != 0 {
 		t.Fatalf("%+v", r.Stats())
 	}
 }
