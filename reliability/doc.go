@@ -3,6 +3,71 @@
 // estimates, delivered/lost notifications, the reliable ordered channel on
 // kcp-go's ARQ core, and unreliable and sequenced channels.
 //
-// It performs no I/O and reads no clock: callers pass now in and take
-// bytes out.
+// It performs no I/O, starts no goroutines and reads no clock: callers
+// pass now in and take bytes out. (kcp-go's core reads the process clock
+// itself; see Reliable.) Everything is per connection and not safe for
+// concurrent use.
+//
+// # Where it sits
+//
+//	udp (datagrams) → proto (header, frames) → reliability → deltacomp / interest / sim
+//
+// The pieces:
+//
+//   - PacketAcks: sequence numbers, acks and ack bits for every session
+//     header (proto.Header Seq/Ack/AckBits), 16-bit → 64-bit packet number
+//     reconstruction for AEAD nonces, a replay window, RTT/jitter/loss, and
+//     Delivered/Lost notifications to an AckListener (deltacomp promotes
+//     baselines on Delivered, interest re-prioritises on Lost).
+//   - Reliable: reliable ordered byte messages on kcp.NewKCP; its segments
+//     travel in proto.ReliableFrames inside ordinary packets.
+//   - Sequencer / SequenceFilter: unreliable-sequenced proto.MessageFrames.
+//   - ReplayWindow, ExpandSeq, SeqNewer: the small parts, usable alone.
+//
+// # Driving a connection from its tick loop
+//
+// Per received datagram (after proto.ConnIDOf routed it):
+//
+//	h, n, err := proto.ParseHeader(dgram)            // drop on error
+//	pn, fresh := acks.ExpandSeq(h.Seq)               // drop if !fresh (replay/too old)
+//	payload, err := open(nonce(pn), dgram[:n], ...)  // AEAD, header as AD; drop on error
+//	walk frames (proto.FrameReader); note an AckOnlyFrame's delay;
+//	    ReliableFrame → rel.Input(now, f.Data)        // count and drop the frame on error
+//	    MessageFrame  → if f.Sequenced && !filter.AcceptFrame(&f) { drop message }
+//	acks.OnReceive(now, &h, pn, len(dgram), ackDelay) // Delivered/Lost fire here
+//	for { msg, ok = rel.Receive(msg[:0]); if !ok { break }; parse msg as one proto frame }
+//
+// Per outgoing datagram (once per tick, plus extra ones while reliable
+// data is pending or when acks.AcksPending() nears AckBitsLen):
+//
+//	rel.Update(now)                                   // once per tick, before the first packet
+//	payload, _ = rel.AppendFrame(payload, room)       // room = MaxPacketSize − HeaderSize − SealOverhead − used
+//	payload = other frames (inputs, snapshot deltas, sequenced messages via seq.Stamp) ...
+//	h := proto.Header{Type: proto.PacketData, ConnID: id, Tick: ...}
+//	pn := acks.Send(now, &h, proto.HeaderSize+len(payload)+proto.SealOverhead)
+//	dgram = h.Append(dgram); seal payload with nonce(pn)
+//
+// Send fills Seq, Ack and AckBits and returns a new packet number on every
+// call: never seal two datagrams with one pn. Tell the reliable channel's
+// peer KCP nothing else; KCP's own acks ride in the ReliableFrames.
+//
+// # Budget and MTU arithmetic
+//
+// A datagram is HeaderSize (26) + payload + SealOverhead (16) ≤
+// MaxPacketSize (default 1200), so the payload room is 1158 bytes. KCP's
+// MTU is the largest m with 1 + VarintLen(m) + m ≤ room, i.e. one KCP
+// output chunk in one ReliableFrame fills a packet: m = 1155 (MSS 1131 of
+// data per segment) at 1200; see KCPMTU. AppendFrame takes whole segments
+// only, acks first, so a full-size data segment needs an otherwise empty
+// packet (NextFrameLen tells whether it fits what is left).
+//
+// # Time
+//
+// now is any monotonic time.Time (time.Now in production, virtual inside
+// testing/synctest). PacketAcks stores durations since the first now it
+// saw. kcp-go's core reads time.Since(a time taken at package init) in
+// Input, Update and flush; inside a synctest bubble time.Since reads the
+// bubble's virtual clock, so KCP's timers follow virtual time there
+// (TestReliableVirtualClock proves it). A fake clock that is not time.Now
+// would freeze them.
 package reliability
