@@ -91,7 +91,11 @@ func (e *Encoder) PendingRemovals() int { return len(e.removals) }
 // notifications for frames sent before are ignored.
 func (e *Encoder) Reset() {
 	clear(e.base)
-	clear(e.sent)
+	// The client may hold any entity (it is about to get a full snapshot
+	// too): mark all as sent so that their removal is still announced.
+	for i := range e.sent {
+		e.sent[i] = max(e.ring.rev, 1)
+	}
 	e.removals = e.removals[:0]
 	e.lastAcked = 0
 	for i := range e.flights {

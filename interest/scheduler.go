@@ -327,13 +327,13 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		setBit(s.sel, i)
 	}
 	s.out = s.out[:0]
-	for k, m := range s.sel {
-		for ; m != 0; m &= m - 1 {
+	for k, w := range s.sel {
+		s.pending[k] &^= w
+		for m := w; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
 			s.out = append(s.out, int32(i))
 			s.prio[i] = 0
 		}
-		s.pending[k] &^= m
 	}
 	return used
 }
@@ -413,3 +413,14 @@ func (s *Scheduler) Lost(seq uint16) {
 func getBit(s []uint64, i int) bool { return s[i>>6]>>(i&63)&1 != 0 }
 func setBit(s []uint64, i int)      { s[i>>6] |= 1 << (i & 63) }
 func clearBit(s []uint64, i int)    { s[i>>6] &^= 1 << (i & 63) }
+
+// Pending is the number of relevant entities waiting to be sent (with
+// priority) after the last Schedule: when it is not 0, another packet this
+// tick would carry more.
+func (s *Scheduler) Pending() int {
+	n := 0
+	for _, m := range s.pending {
+		n += bits.OnesCount64(m)
+	}
+	return n
+}
