@@ -3,7 +3,9 @@ package scenario_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -24,6 +26,9 @@ type netModel struct {
 }
 
 type packet struct {
+	full     bool              // a reliable full snapshot (never lost)
+	fullRev  uint32            // its revision
+	fullIDs  []proto.NetworkID // its entities
 	seq      uint16
 	arrive   int
 	notify   int
@@ -36,6 +41,8 @@ type client struct {
 	enc     *deltacomp.Encoder
 	sch     *interest.Scheduler
 	rep     *deltacomp.Replica
+	codecs  deltacomp.Codecs
+	resync  bool // the replica asked for a resync
 	seq     uint16
 	transit []packet
 	bytes   int
@@ -46,18 +53,20 @@ type client struct {
 }
 
 type harness struct {
-	tb      testing.TB
-	sc      scenario.Scenario
-	ring    *deltacomp.Ring
-	world   *interest.World
-	frame   scenario.Frame
-	clients []*client
-	net     netModel
-	rng     *rand.Rand
-	tick    int
-	buf     []byte
-	check   bool // verify replicas every tick (slow)
-	pos     []interest.Vec3
+	tb        testing.TB
+	sc        scenario.Scenario
+	ring      *deltacomp.Ring
+	world     *interest.World
+	frame     scenario.Frame
+	clients   []*client
+	net       netModel
+	rng       *rand.Rand
+	tick      int
+	buf       []byte
+	check     bool // verify replicas every tick (slow)
+	allowGaps bool // a replica may lose its state; it then asks for a resync
+	codecs    deltacomp.Codecs
+	resyncs   int
 }
 
 func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64) *harness {
@@ -101,6 +110,10 @@ func (h *harness) step() bool {
 	w.End(h.ring.Changed())
 	now := epoch.Add(time.Duration(h.tick) * time.Second / 60)
 	for ci, c := range h.clients {
+		if c.resync {
+			c.resync = false
+			h.sendFull(c, h.fullCodec(), proto.CauseResync)
+		}
 		if h.net.Radius != 0 && len(h.frame.Pos) > 0 {
 			// client ci views from entity ci's position (a player)
 			c.sch.SetView(h.frame.Pos[ci%len(h.frame.Pos)])
@@ -163,12 +176,28 @@ func (h *harness) step() bool {
 func (h *harness) deliver(ci int, c *client) {
 	keep := c.transit[:0]
 	for _, p := range c.transit {
-		if p.arrive == h.tick && !p.lost {
+		if p.arrive == h.tick && p.full {
+			f, n, err := proto.ParseFullSnapshotFrame(p.data)
+			if err != nil || n != len(p.data) {
+				h.tb.Fatalf("client %d: parse full: %v", ci, err)
+			}
+			if err := c.rep.ApplyFull(&f, &c.codecs); err != nil {
+				h.tb.Fatalf("client %d: ApplyFull: %v", ci, err)
+			}
+			if h.check {
+				h.verify(ci, c)
+			}
+		} else if p.arrive == h.tick && !p.lost {
 			f, n, err := proto.ParseSnapshotDeltaFrame(p.data)
 			if err != nil || n != len(p.data) {
 				h.tb.Fatalf("client %d: parse: %v", ci, err)
 			}
-			if err := c.rep.Apply(&f); err != nil && !errors.Is(err, deltacomp.ErrStale) {
+			err = c.rep.Apply(&f)
+			if errors.Is(err, deltacomp.ErrBaselineMissing) && h.allowGaps {
+				c.resync = true
+				err = nil
+			}
+			if err != nil && !errors.Is(err, deltacomp.ErrStale) {
 				h.tb.Fatalf("client %d tick %d: Apply: %v", ci, h.tick, err)
 			}
 			if h.check {
@@ -176,7 +205,9 @@ func (h *harness) deliver(ci int, c *client) {
 			}
 		}
 		if p.notify == h.tick {
-			if p.lost {
+			if p.full {
+				c.enc.FullDelivered(p.fullRev, p.fullIDs)
+			} else if p.lost {
 				c.enc.Lost(p.seq)
 				c.sch.Lost(p.seq)
 			} else {
@@ -222,26 +253,32 @@ func (h *harness) converged(ci int) error {
 	c := h.clients[ci]
 	st := c.rep.State()
 	lat := h.ring.Latest()
+	view := h.frame.Pos[ci%len(h.frame.Pos)]
+	held := 0
 	for i, id := range lat.IDs {
-		j := -1
-		for k, x := range st.IDs {
-			if x == id {
-				j = k
-				break
+		if r := h.net.Radius; r != 0 {
+			p := h.frame.Pos[i]
+			dx, dy := p.X-view.X, p.Y-view.Y
+			if dx*dx+dy*dy > r*r {
+				continue
 			}
 		}
-		if h.net.Radius != 0 {
-			continue
-		}
-		if j < 0 {
-			return errors.New("entity missing on client")
+		j, ok := slices.BinarySearch(st.IDs, id)
+		if !ok {
+			return fmt.Errorf("entity %d missing on client", id)
 		}
 		if !bytes.Equal(st.Record(j), lat.Record(i)) {
-			return errors.New("entity differs on client")
+			return fmt.Errorf("entity %d differs on client: %x, server %x", id, st.Record(j), lat.Record(i))
+		}
+		held++
+	}
+	for _, id := range st.IDs {
+		if h.ring.Index(id) < 0 {
+			return fmt.Errorf("client holds removed entity %d", id)
 		}
 	}
-	if h.net.Radius == 0 && st.Len() != lat.Len() {
-		return errors.New("client holds removed entities")
+	if held == 0 && lat.Len() > 0 && h.net.Radius == 0 {
+		return errors.New("nothing held")
 	}
 	return nil
 }
@@ -256,4 +293,23 @@ func (h *harness) drain() {
 		}
 		h.tick++
 	}
+}
+
+var fullCodecs = []proto.Codec{proto.CodecNone, proto.CodecLZ4, proto.CodecZstd, proto.CodecS2, proto.CodecXORRLE}
+
+func (h *harness) fullCodec() proto.Codec { return fullCodecs[h.rng.IntN(len(fullCodecs))] }
+
+// sendFull answers a resync: the encoder forgets the client's baselines and
+// the latest state goes in a full snapshot over the (simulated) reliable
+// channel; when it is delivered the encoder takes it as baseline.
+func (h *harness) sendFull(c *client, codec proto.Codec, cause proto.SnapshotCause) {
+	h.resyncs++
+	c.enc.Reset()
+	lat := h.ring.Latest()
+	b, err := h.codecs.AppendFullSnapshot(nil, lat, cause, h.ring.Revision(), codec)
+	if err != nil {
+		h.tb.Fatalf("AppendFullSnapshot(%v): %v", codec, err)
+	}
+	c.transit = append(c.transit, packet{full: true, fullRev: h.ring.Revision(), fullIDs: append([]proto.NetworkID(nil), lat.IDs...),
+		arrive: h.tick + h.net.RTT/2, notify: h.tick + h.net.RTT, data: b})
 }
