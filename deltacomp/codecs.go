@@ -104,6 +104,14 @@ func (c *Codecs) AppendDecompress(dst, src []byte, codec proto.Codec, rawLen int
 		}
 		return append(dst, src...), nil
 	case proto.CodecLZ4:
+		if rawLen == 0 {
+			// lz4 codes nothing as one zero token; its decoder must not
+			// see an empty destination (it faults on a nil one).
+			if len(src) != 1 || src[0] != 0 {
+				return dst, errCorrupt
+			}
+			return dst, nil
+		}
 		dst = grow(dst, rawLen)
 		n, err := lz4.UncompressBlock(src, dst[n0:n0+rawLen])
 		if err != nil || n != rawLen {

@@ -45,7 +45,7 @@ type SchedulerConfig struct {
 	MaxSkips int
 	// InFlight is how many sent packets are remembered for Lost (rounded
 	// up to a power of two). A loss reported for a packet older than that
-	// re-prioritises every relevant entity. Default 1024.
+	// re-prioritises every relevant entity. Default 256.
 	InFlight int
 }
 
@@ -117,7 +117,7 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
-	n := 1024
+	n := 256
 	if cfg.InFlight > 0 {
 		n = 1
 		for n < cfg.InFlight {
