@@ -309,13 +309,12 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			clearBit(s.pending, i)
 			continue
 		}
-		cost := body + 1
-		if cost <= room-used {
-			p, n := s.pred(i), s.succ(i)
-			cost = body + sz.LinkSize(p, i)
-			if n >= 0 {
-				cost += sz.LinkSize(i, n) - sz.LinkSize(p, n)
-			}
+		// Exact: i's header, and its successor's header now counts the
+		// gap from i instead of from i's predecessor.
+		p, n := s.pred(i), s.succ(i)
+		cost := body + sz.LinkSize(p, i)
+		if n >= 0 {
+			cost += sz.LinkSize(i, n) - sz.LinkSize(p, n)
 		}
 		if cost > room-used {
 			if skips++; skips > s.maxSkips {
@@ -394,7 +393,7 @@ func (s *Scheduler) Delivered(seq uint16) {
 func (s *Scheduler) Lost(seq uint16) {
 	f := &s.flights[int(seq)&(len(s.flights)-1)]
 	if !f.used || f.seq != seq {
-		if s.sentAny && int(uint16(s.newest-seq)) >= len(s.flights) {
+		if d := int(int16(s.newest - seq)); s.sentAny && d >= len(s.flights) {
 			s.all = true
 		}
 		return
