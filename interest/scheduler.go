@@ -423,3 +423,12 @@ func (s *Scheduler) Pending() int {
 	}
 	return n
 }
+
+// Relevant is the number of entities relevant to the player this tick.
+func (s *Scheduler) Relevant() int {
+	n := 0
+	for _, m := range s.rel {
+		n += bits.OnesCount64(m)
+	}
+	return n
+}

@@ -67,6 +67,11 @@ type harness struct {
 	allowGaps bool // a replica may lose its state; it then asks for a resync
 	codecs    deltacomp.Codecs
 	resyncs   int
+	// timing of the server's per-client work (Prepare, Schedule,
+	// AppendFrame, Delivered/Lost) when timeIt is set
+	timeIt     bool
+	clientTime time.Duration
+	relevant   int // sum over ticks and clients of relevant entities
 }
 
 func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64) *harness {
@@ -118,6 +123,10 @@ func (h *harness) step() bool {
 			// client ci views from entity ci's position (a player)
 			c.sch.SetView(h.frame.Pos[ci%len(h.frame.Pos)])
 		}
+		var t0 time.Time
+		if h.timeIt {
+			t0 = time.Now()
+		}
 		for k := 0; ; k++ {
 			budget := h.net.Budget
 			if budget == 0 {
@@ -136,6 +145,9 @@ func (h *harness) step() bool {
 				h.tb.Fatalf("tick %d: frame of %d bytes over budget %d", h.tick, len(b), budget)
 			}
 			h.buf = b
+			if h.timeIt {
+				h.clientTime += time.Since(t0)
+			}
 			c.bytes += len(b)
 			c.frames++
 			p := packet{seq: c.seq, arrive: h.tick + h.net.RTT/2, notify: h.tick + h.net.RTT, data: bytes.Clone(b), frameLen: len(b)}
@@ -156,7 +168,11 @@ func (h *harness) step() bool {
 			if h.net.Budget != 0 || c.sch.Pending() == 0 || k > 64 {
 				break
 			}
+			if h.timeIt {
+				t0 = time.Now()
+			}
 		}
+		h.relevant += c.sch.Relevant()
 		// Relevant changed entities now waiting (starvation tracking).
 		if h.check {
 			for i := 0; i < w.Len(); i++ {
@@ -205,6 +221,10 @@ func (h *harness) deliver(ci int, c *client) {
 			}
 		}
 		if p.notify == h.tick {
+			var t0 time.Time
+			if h.timeIt {
+				t0 = time.Now()
+			}
 			if p.full {
 				c.enc.FullDelivered(p.fullRev, p.fullIDs)
 			} else if p.lost {
@@ -213,6 +233,9 @@ func (h *harness) deliver(ci int, c *client) {
 			} else {
 				c.enc.Delivered(p.seq)
 				c.sch.Delivered(p.seq)
+			}
+			if h.timeIt {
+				h.clientTime += time.Since(t0)
 			}
 			continue
 		}

@@ -1,0 +1,252 @@
+package scenario_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/tickwire/tickwire/bench/scenario"
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/interest"
+	"github.com/tickwire/tickwire/proto"
+)
+
+const (
+	benchTicks  = 3600 // one minute at 60 Hz, like the recording
+	benchWarmup = 60   // ticks before measuring (join traffic excluded)
+	benchRTT    = 6    // baselines 6 ticks old: 100 ms RTT at 60 Hz
+)
+
+// cachedFrames generates a scenario's frames once per process.
+var frameCache sync.Map
+
+func scenarioFrames(tb testing.TB, name string) (frames []scenario.Frame, recordSize int) {
+	if v, ok := frameCache.Load(name); ok {
+		f := v.([]scenario.Frame)
+		return f, f[0].Snap.RecordSize
+	}
+	var sc scenario.Scenario
+	switch name {
+	case "cubes-ode":
+		sc = &scenario.Replay{Rec: scenario.CubesODEOrSkip(tb)}
+	case "cubes":
+		sc = scenario.NewCubes(scenario.CubesConfig{})
+	case "cubes-10k-agitated":
+		sc = scenario.NewCubes(scenario.CubesConfig{Count: 10000, Agitation: 0.0005, Seed: 2})
+	case "arena":
+		sc = scenario.NewArena(scenario.ArenaConfig{Seed: 3})
+	default:
+		tb.Fatalf("unknown scenario %q", name)
+	}
+	for len(frames) < benchTicks {
+		var f scenario.Frame
+		if !sc.Next(&f) {
+			break
+		}
+		frames = append(frames, f)
+	}
+	frameCache.Store(name, frames)
+	return frames, frames[0].Snap.RecordSize
+}
+
+// frameList replays cached frames as a Scenario, wrapping around when
+// wrap is set.
+type frameList struct {
+	frames []scenario.Frame
+	next   int
+	wrap   bool
+}
+
+func (l *frameList) Name() string    { return "frames" }
+func (l *frameList) RecordSize() int { return l.frames[0].Snap.RecordSize }
+func (l *frameList) Next(f *scenario.Frame) bool {
+	if l.next >= len(l.frames) {
+		if !l.wrap {
+			return false
+		}
+		l.next = 0
+	}
+	src := &l.frames[l.next]
+	l.next++
+	f.Snap.Reset(src.Snap.Tick, src.Snap.RecordSize)
+	f.Snap.IDs = append(f.Snap.IDs, src.Snap.IDs...)
+	f.Snap.Records = append(f.Snap.Records, src.Snap.Records...)
+	f.Pos = append(f.Pos[:0], src.Pos...)
+	f.Kind = append(f.Kind[:0], src.Kind...)
+	return true
+}
+
+type bandwidth struct {
+	raw, lz4, zstd, s2, zstdXOR, xorRLE float64 // kbit/s per client
+}
+
+var bwCache sync.Map
+
+// measureBandwidth computes kbit/s per client at 60 Hz over the scenario,
+// after the warm-up, for full snapshots in each codec, zstd of the XOR
+// patch against the state 6 ticks earlier, and the XOR+RLE delta frames of
+// the real pipeline (ring, scheduler, encoder) with baselines 6 ticks old
+// and the budget lifted so that every change is sent.
+func measureBandwidth(tb testing.TB, name string) bandwidth {
+	if v, ok := bwCache.Load(name); ok {
+		return v.(bandwidth)
+	}
+	frames, rs := scenarioFrames(tb, name)
+	var bw bandwidth
+	var codecs deltacomp.Codecs
+	defer codecs.Close()
+	zenc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	defer zenc.Close()
+	ring := deltacomp.NewRing(deltacomp.RingConfig{})
+	var raw, lz4, zst, s2, zxor int
+	var buf, xor []byte
+	for k := range frames {
+		s := &frames[k].Snap
+		rev, err := ring.Push(s)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if k < benchWarmup {
+			continue
+		}
+		raw += len(s.Records)
+		for _, c := range []struct {
+			codec proto.Codec
+			sum   *int
+		}{{proto.CodecLZ4, &lz4}, {proto.CodecZstd, &zst}, {proto.CodecS2, &s2}} {
+			buf, err = codecs.AppendFullSnapshot(buf[:0], s, proto.CauseJoin, rev, c.codec)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			*c.sum += len(buf)
+		}
+		xor = xor[:0]
+		for i := range s.IDs {
+			if p, ok := ring.Patch(rev-benchRTT, i); ok {
+				xor = append(xor, p...)
+			} else {
+				xor = append(xor, s.Record(i)...)
+			}
+		}
+		zxor += len(zenc.EncodeAll(xor, buf[:0]))
+	}
+	n := len(frames) - benchWarmup
+	bw.raw, bw.lz4, bw.zstd, bw.s2, bw.zstdXOR = kbps(raw, n), kbps(lz4, n), kbps(zst, n), kbps(s2, n), kbps(zxor, n)
+
+	h := newHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1)
+	_ = rs
+	for h.tick < benchWarmup {
+		h.step()
+	}
+	b0 := h.clients[0].bytes
+	for h.step() {
+	}
+	bw.xorRLE = kbps(h.clients[0].bytes-b0, n)
+	bwCache.Store(name, bw)
+	return bw
+}
+
+var benchScenarios = []string{"cubes-ode", "cubes", "cubes-10k-agitated", "arena"}
+
+// BenchmarkBandwidth reports kbit/s per client at 60 Hz (metric
+// "kbit/s") for each encoding; ns/op is the server's cost of encoding one
+// tick that way (for xor-rle: ring push, scheduling and encoding for one
+// client).
+func BenchmarkBandwidth(b *testing.B) {
+	for _, name := range benchScenarios {
+		b.Run(name, func(b *testing.B) {
+			bw := measureBandwidth(b, name)
+			frames, _ := scenarioFrames(b, name)
+			full := func(codec proto.Codec, kbit float64) func(b *testing.B) {
+				return func(b *testing.B) {
+					var c deltacomp.Codecs
+					defer c.Close()
+					var buf []byte
+					k := 0
+					b.ReportAllocs()
+					for b.Loop() {
+						var err error
+						buf, err = c.AppendFullSnapshot(buf[:0], &frames[k%len(frames)].Snap, proto.CauseJoin, 1, codec)
+						if err != nil {
+							b.Fatal(err)
+						}
+						k++
+					}
+					b.ReportMetric(kbit, "kbit/s")
+				}
+			}
+			b.Run("raw", full(proto.CodecNone, bw.raw))
+			b.Run("lz4", full(proto.CodecLZ4, bw.lz4))
+			b.Run("zstd", full(proto.CodecZstd, bw.zstd))
+			b.Run("s2", full(proto.CodecS2, bw.s2))
+			b.Run("zstd-xor", func(b *testing.B) {
+				b.ReportMetric(bw.zstdXOR, "kbit/s")
+			})
+			b.Run("xor-rle", func(b *testing.B) {
+				h := newHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1)
+				for h.tick < benchWarmup {
+					h.step()
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					h.step()
+				}
+				b.ReportMetric(bw.xorRLE, "kbit/s")
+			})
+		})
+	}
+}
+
+// BenchmarkInterestDelta measures the server's per-client work each tick
+// — relevance and priorities (interest), sizing and writing patches
+// (deltacomp), delivered/lost notifications — with 8 clients, the default
+// 1158-byte budget and 100 ms RTT, reported as ns per relevant entity per
+// client (target: under 30). The arena clients view from a player's
+// position with an 80 m radius; the cube clients see everything.
+func BenchmarkInterestDelta(b *testing.B) {
+	for _, name := range benchScenarios {
+		b.Run(name, func(b *testing.B) {
+			frames, _ := scenarioFrames(b, name)
+			nm := netModel{RTT: benchRTT, Budget: interest.DefaultBudget}
+			if name == "arena" {
+				nm.Radius = 80
+			}
+			h := newHarness(b, &frameList{frames: frames, wrap: true}, nm, 8, 1)
+			for h.tick < benchWarmup {
+				h.step()
+			}
+			h.timeIt = true
+			h.clientTime, h.relevant = 0, 0
+			b.ReportAllocs()
+			for b.Loop() {
+				h.step()
+			}
+			b.ReportMetric(float64(h.clientTime.Nanoseconds())/float64(max(h.relevant, 1)), "ns/entity/client")
+		})
+	}
+}
+
+// BenchmarkRingPush is the shared per-tick cost of pushing the state into
+// the ring (updating every patch), per entity.
+func BenchmarkRingPush(b *testing.B) {
+	for _, name := range benchScenarios {
+		b.Run(name, func(b *testing.B) {
+			frames, _ := scenarioFrames(b, name)
+			r := deltacomp.NewRing(deltacomp.RingConfig{})
+			k, ents := 0, 0
+			b.ReportAllocs()
+			start := time.Now()
+			for b.Loop() {
+				s := &frames[k%len(frames)].Snap
+				if _, err := r.Push(s); err != nil {
+					b.Fatal(err)
+				}
+				ents += s.Len()
+				k++
+			}
+			b.ReportMetric(float64(time.Since(start).Nanoseconds())/float64(ents), "ns/entity")
+		})
+	}
+}
