@@ -89,8 +89,12 @@ func (e *Encoder) PendingRemovals() int { return len(e.removals) }
 
 // Reset forgets everything the client was known to hold (after a resync
 // request): entities go in full until acknowledged again, and
-// notifications for frames sent before are ignored.
+// notifications for frames sent before are ignored. Build the resync's
+// full snapshot from the ring's Latest right after Reset (before the next
+// Push), and call FullDelivered when it is delivered: every entity of
+// Latest counts as possibly held, so its removal will still be sent.
 func (e *Encoder) Reset() {
+	e.align()
 	clear(e.base)
 	// The client may hold any entity (it is about to get a full snapshot
 	// too): mark all as sent so that their removal is still announced.
@@ -115,6 +119,23 @@ func (e *Encoder) align() {
 	base := slices.Grow(e.tmpU32[:0], n)[:n]
 	sent := slices.Grow(e.tmpU32b[:0], n)[:n]
 	gone := e.tmpIDs[:0]
+	if e.layout+1 == r.layout && r.remap.oldLen == len(e.ids) {
+		// One layout change since the last alignment: use the ring's
+		// remap (computed once for all clients) instead of merging ids.
+		clear(base)
+		clear(sent)
+		for _, ru := range r.remap.runs {
+			copy(base[ru.ns:ru.ns+ru.n], e.base[ru.os:ru.os+ru.n])
+			copy(sent[ru.ns:ru.ns+ru.n], e.sent[ru.os:ru.os+ru.n])
+		}
+		for _, o := range r.remap.removed {
+			if e.base[o] != 0 || e.sent[o] != 0 {
+				gone = append(gone, e.ids[o])
+			}
+		}
+		e.finishAlign(base, sent, gone)
+		return
+	}
 	j := 0
 	for i, id := range newIDs {
 		for j < len(e.ids) && e.ids[j] < id {
@@ -135,6 +156,13 @@ func (e *Encoder) align() {
 			gone = append(gone, e.ids[j])
 		}
 	}
+	e.finishAlign(base, sent, gone)
+}
+
+// finishAlign installs the realigned state and updates pending removals.
+func (e *Encoder) finishAlign(base, sent []uint32, gone []proto.NetworkID) {
+	r := e.ring
+	newIDs := r.latest.IDs
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds.
 	rem := e.removals[:0]

@@ -37,7 +37,7 @@ type Ring struct {
 	changed []uint64
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
-	mapping []int32 // new index -> old index or -1 (realignment scratch)
+	remap   remap // how the last layout change reordered entities
 	spareX  []byte
 	spareP  []uint64
 }
@@ -143,6 +143,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	switch {
 	case r.rev == 0:
 		r.layout++
+		r.remap.build(nil, s.IDs)
 		for i := 0; i < n; i++ {
 			bitSet(r.changed, i)
 		}
@@ -179,30 +180,33 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 }
 
 // realign rebuilds every patch for the entity set of s (before latest is
-// replaced by s).
+// replaced by s). Entities kept in order form runs, so each patch is
+// rebuilt with one XOR per run rather than per entity.
 func (r *Ring) realign(s *Snapshot) {
 	rs := s.RecordSize
 	n := s.Len()
 	old := &r.latest
-	if cap(r.mapping) < n {
-		r.mapping = make([]int32, n)
-	}
-	r.mapping = r.mapping[:n]
-	j := 0
-	for i, id := range s.IDs {
-		for j < len(old.IDs) && old.IDs[j] < id {
-			j++
-		}
-		if j < len(old.IDs) && old.IDs[j] == id {
-			r.mapping[i] = int32(j)
-			if !slices.Equal(s.Record(i), old.Record(j)) {
-				bitSet(r.changed, i)
+	m := &r.remap
+	m.build(old.IDs, s.IDs)
+	// delta = new XOR old for kept entities; new entities are changed.
+	r.delta = resizeBytes(r.delta, n*rs)
+	kept := resizeBits(r.spareP, n)
+	for _, ru := range m.runs {
+		ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+		subtle.XORBytes(r.delta[ns:ns+k], s.Records[ns:ns+k], old.Records[os:os+k])
+		for i := ru.ns; i < ru.ns+ru.n; i++ {
+			bitSet(kept, int(i))
+			if !allZero(r.delta[int(i)*rs : int(i+1)*rs]) {
+				bitSet(r.changed, int(i))
 			}
-		} else {
-			r.mapping[i] = -1
+		}
+	}
+	for i := 0; i < n; i++ {
+		if !bitGet(kept, i) {
 			bitSet(r.changed, i)
 		}
 	}
+	r.spareP = kept
 	for k := range r.slots {
 		sl := &r.slots[k]
 		if sl.rev == 0 {
@@ -210,15 +214,15 @@ func (r *Ring) realign(s *Snapshot) {
 		}
 		x := resizeBytes(r.spareX, n*rs)
 		p := resizeBits(r.spareP, n)
-		for i, o := range r.mapping {
-			if o < 0 || !bitGet(sl.present, int(o)) {
-				continue
+		for _, ru := range m.runs {
+			// new patch = (new XOR old) XOR (old XOR snap(rev))
+			ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+			subtle.XORBytes(x[ns:ns+k], r.delta[ns:ns+k], sl.xor[os:os+k])
+			for i := int32(0); i < ru.n; i++ {
+				if bitGet(sl.present, int(ru.os+i)) {
+					bitSet(p, int(ru.ns+i))
+				}
 			}
-			bitSet(p, i)
-			// new patch = new XOR snap(rev) = (new XOR old) XOR (old XOR snap(rev))
-			dst := x[i*rs : (i+1)*rs]
-			subtle.XORBytes(dst, s.Record(i), old.Record(int(o)))
-			subtle.XORBytes(dst, dst, sl.xor[int(o)*rs:(int(o)+1)*rs])
 		}
 		r.spareX, sl.xor = sl.xor, x
 		r.spareP, sl.present = sl.present, p

@@ -68,7 +68,7 @@ const DefaultBudget = 1200 - 26 - 16
 // bandwidth cap.
 //
 // Per tick and player: SetView if the player moved, then Schedule once per
-// packet. Wire the player's packet notifications to Delivered and Lost. A
+// packet (or Update when the player gets no packet this tick). Wire the player's packet notifications to Delivered and Lost. A
 // Scheduler is not safe for concurrent use; different players' schedulers
 // may run in parallel over one World.
 type Scheduler struct {
@@ -153,6 +153,7 @@ func (s *Scheduler) Reset() {
 	clear(s.prio)
 	clear(s.pending)
 	clear(s.prevRel)
+	clear(s.rel)
 	for i := range s.flights {
 		s.flights[i].used = false
 	}
@@ -170,7 +171,36 @@ func (s *Scheduler) align(w *World) {
 	words := (n + 63) / 64
 	prio := slices.Grow(s.tmpP[:0], n)[:n]
 	pend := resize(s.tmpB, words)
-	prev := resize(s.tmpB2, words)
+	prev := resize(s.tmpB2, words) // last tick's relevance, realigned
+	if s.layout+1 == w.layout && w.remap.oldLen == len(s.ids) {
+		// One layout change since the last tick: use the World's remap.
+		clear(prio)
+		for _, ru := range w.remap.runs {
+			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
+			for k := int32(0); k < ru.n; k++ {
+				if getBit(s.pending, int(ru.os+k)) {
+					setBit(pend, int(ru.ns+k))
+				}
+				if getBit(s.rel, int(ru.os+k)) {
+					setBit(prev, int(ru.ns+k))
+				}
+			}
+		}
+	} else {
+		s.mergeAlign(w, prio, pend, prev)
+	}
+	s.tmpP, s.prio = s.prio, prio
+	s.tmpB, s.pending = s.pending, pend
+	// update swaps rel into prevRel: rel carries last tick's relevance.
+	s.tmpB2, s.rel = s.rel, prev
+	s.prevRel = resize(s.prevRel, words)
+	s.ids = append(s.ids[:0], w.ids...)
+	s.layout = w.layout
+	s.sel = resize(s.sel, words)
+}
+
+// mergeAlign realigns by merging ids (after several layout changes).
+func (s *Scheduler) mergeAlign(w *World, prio []float32, pend, prev []uint64) {
 	j := 0
 	for i, id := range w.ids {
 		for j < len(s.ids) && s.ids[j] < id {
@@ -181,7 +211,7 @@ func (s *Scheduler) align(w *World) {
 			if getBit(s.pending, j) {
 				setBit(pend, i)
 			}
-			if getBit(s.prevRel, j) {
+			if getBit(s.rel, j) {
 				setBit(prev, i)
 			}
 			j++
@@ -189,16 +219,14 @@ func (s *Scheduler) align(w *World) {
 			prio[i] = 0
 		}
 	}
-	s.tmpP, s.prio = s.prio, prio
-	s.tmpB, s.pending = s.pending, pend
-	s.tmpB2, s.prevRel = s.prevRel, prev
-	s.ids = append(s.ids[:0], w.ids...)
-	s.layout = w.layout
-	s.rel = resize(s.rel, words)
-	s.sel = resize(s.sel, words)
 }
 
-// update computes relevance and accumulates priorities, once per tick.
+// Update computes relevance and accumulates priorities for the World's
+// tick; it runs once per tick (Schedule calls it too). Call it every tick
+// for a player who gets no packet that tick (paced, or over its cap), or
+// the changes of that tick are never seen.
+func (s *Scheduler) Update(w *World) { s.update(w) }
+
 func (s *Scheduler) update(w *World) {
 	s.align(w)
 	if s.ticked && s.tick == w.tick {

@@ -65,6 +65,26 @@ func newRandWorld(rng *rand.Rand, n int) *randWorld {
 	return r
 }
 
+// churn removes and adds a few entities (a layout change).
+func (r *randWorld) churn() {
+	for k := r.rng.IntN(3); k > 0 && len(r.ids) > 1; k-- {
+		i := r.rng.IntN(len(r.ids))
+		r.ids = slices.Delete(r.ids, i, i+1)
+		r.pos = slices.Delete(r.pos, i, i+1)
+		r.kind = slices.Delete(r.kind, i, i+1)
+	}
+	for k := r.rng.IntN(3); k > 0; k-- {
+		id := proto.NetworkID(1 + r.rng.IntN(1<<16))
+		i, found := slices.BinarySearch(r.ids, id)
+		if found {
+			continue
+		}
+		r.ids = slices.Insert(r.ids, i, id)
+		r.pos = slices.Insert(r.pos, i, Vec3{X: r.rng.Float32()*200 - 100, Y: r.rng.Float32()*200 - 100})
+		r.kind = slices.Insert(r.kind, i, uint8(r.rng.IntN(3)))
+	}
+}
+
 func (r *randWorld) fill(w *World, tick uint32, changeP float64) {
 	w.Begin(tick)
 	changed := make([]uint64, (len(r.ids)+63)/64)
@@ -184,10 +204,14 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 		view := Vec3{X: rng.Float32()*100 - 50, Y: rng.Float32()*100 - 50}
 		s.SetView(view)
 		m := &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}}
-		sz := &fakeSizer{w: w, fixed: 19, body: make([]int, n)}
+		sz := &fakeSizer{w: w, fixed: 19}
 		var seq uint16
 		for tick := uint32(0); tick < 60; tick++ {
+			if rng.IntN(3) == 0 {
+				rw.churn()
+			}
 			rw.fill(w, tick, rng.Float64()*0.5)
+			sz.body = make([]int, w.Len())
 			rel := func(i int) bool {
 				if radius == 0 {
 					return true

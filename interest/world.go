@@ -51,6 +51,7 @@ type World struct {
 	changed []uint64
 	alwaysB []uint64 // entities of always-relevant kinds
 	layout  uint64
+	remap   remap
 
 	// spatial hash grid: entities sorted by bucket (counting sort)
 	cellX, cellY []int32
@@ -110,6 +111,7 @@ func (w *World) End(changed []uint64) {
 	}
 	if !slices.Equal(w.ids, w.prevIDs) {
 		w.layout++
+		w.remap.build(w.prevIDs, w.ids)
 	}
 	w.alwaysB = resize(w.alwaysB, words)
 	for i, k := range w.kind {

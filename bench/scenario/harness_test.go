@@ -23,6 +23,7 @@ type netModel struct {
 	Budget   int     // bytes per snapshot frame; 0: lifted (several frames per tick until all is sent)
 	Radius   float32 // interest radius, 0: everything relevant
 	Capacity int     // bandwidth cap bytes/s, 0 none
+	Skip     float64 // chance a client gets no packet in a tick
 }
 
 type packet struct {
@@ -118,6 +119,10 @@ func (h *harness) step() bool {
 		if c.resync {
 			c.resync = false
 			h.sendFull(c, h.fullCodec(), proto.CauseResync)
+		}
+		if h.net.Skip > 0 && h.rng.Float64() < h.net.Skip {
+			c.sch.Update(w) // no packet, but the tick's changes count
+			continue
 		}
 		if h.net.Radius != 0 && len(h.frame.Pos) > 0 {
 			// client ci views from entity ci's position (a player)

@@ -133,13 +133,19 @@ func TestReplicationProperties(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 1))
 				rs := 1 + rng.IntN(30)
 				w := newRandomWorld(seed, rs, 5+rng.IntN(120))
-				h := newHarness(t, w, netModel{RTT: 2 + rng.IntN(10), Jitter: c.jitter, Loss: c.loss, Budget: c.budget, Radius: c.radius}, 3, seed)
+				nm := netModel{RTT: 2 + rng.IntN(10), Jitter: c.jitter, Loss: c.loss, Budget: c.budget, Radius: c.radius}
+				if it%2 == 1 {
+					nm.Skip = 0.2 // clients skip ticks: realignment over several layout changes
+				}
+				h := newHarness(t, w, nm, 3, seed)
 				h.check = true
 				h.allowGaps = true
 				for h.tick < 300 {
 					h.step()
-					if h.rng.IntN(80) == 0 { // a replica loses its state
-						h.clients[h.rng.IntN(len(h.clients))].rep.Reset()
+					if h.rng.IntN(80) == 0 { // a replica loses its state and asks for a resync
+						c := h.clients[h.rng.IntN(len(h.clients))]
+						c.rep.Reset()
+						c.resync = true
 					}
 					if h.rng.IntN(100) == 0 { // the server resyncs a client
 						h.sendFull(h.clients[h.rng.IntN(len(h.clients))], h.fullCodec(), proto.CauseResync)
@@ -148,7 +154,7 @@ func TestReplicationProperties(t *testing.T) {
 				// Heal: no more changes or losses; run until everything
 				// lost has been re-sent, then drain.
 				w.frozen = true
-				h.net.Loss = 0
+				h.net.Loss, h.net.Skip = 0, 0
 				for k := 0; k < 200; k++ {
 					h.step()
 				}
