@@ -51,6 +51,7 @@ type Encoder struct {
 	scratch  []byte
 
 	flights []flight
+	log     idLog
 	tmpIDs  []proto.NetworkID
 	tmpU32  []uint32
 	tmpU32b []uint32
@@ -60,8 +61,8 @@ type flight struct {
 	used     bool
 	seq      uint16
 	rev      uint32
-	ids      []proto.NetworkID
-	removals []proto.NetworkID
+	ids      span // entities written, then removals written
+	removals int32
 }
 
 // NewEncoder returns an encoder for one client of ring r, which holds
@@ -321,11 +322,11 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	}
 	b = appendVarint(b, uint64(e.defAge()))
 
+	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
 	fl := &e.flights[int(seq)&(len(e.flights)-1)]
 	fl.used, fl.seq, fl.rev = true, seq, r.rev
-	fl.ids, fl.removals = fl.ids[:0], fl.removals[:0]
-
-	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
+	fl.ids = span{start: e.log.begin(len(sel) + len(rem))}
+	fl.removals = 0
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -337,23 +338,27 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		for k < len(rem) && rem[k] < id {
 			b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
 			prev = rem[k]
-			fl.removals = append(fl.removals, rem[k])
 			k++
 			count++
 		}
 		b = appendVarint(b, entryHeader(uint32(id-prev-1), e.cKind[i]))
 		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
 		prev = id
-		fl.ids = append(fl.ids, id)
+		e.log.append(id)
 		e.sent[i] = r.rev
 		count++
 	}
 	for ; k < len(rem); k++ {
 		b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
 		prev = rem[k]
-		fl.removals = append(fl.removals, rem[k])
 		count++
 	}
+	// The log holds the written entities, then the removals.
+	for _, id := range rem {
+		e.log.append(id)
+	}
+	fl.removals = int32(len(rem))
+	fl.ids.n = int32(e.log.head - fl.ids.start)
 	if count > 0xffff {
 		fl.used = false
 		return b[:start], errFrameBig
@@ -375,18 +380,29 @@ func (e *Encoder) Delivered(seq uint16) {
 		return
 	}
 	fl.used = false
+	if !e.log.valid(fl.ids) {
+		return // too old: its baselines are simply not used
+	}
 	e.align()
-	for _, id := range fl.ids {
+	nEnt := int(fl.ids.n - fl.removals)
+	for k := 0; k < nEnt; k++ {
+		id := e.log.at(fl.ids, k)
 		if i, ok := slices.BinarySearch(e.ids, id); ok && e.base[i] < fl.rev {
 			e.base[i] = fl.rev
 		}
 	}
-	if len(fl.removals) > 0 {
+	if fl.removals > 0 {
+		// Both lists ascend: merge out the acknowledged removals.
 		rem := e.removals[:0]
+		k := nEnt
 		for _, id := range e.removals {
-			if _, ok := slices.BinarySearch(fl.removals, id); !ok {
-				rem = append(rem, id)
+			for k < int(fl.ids.n) && e.log.at(fl.ids, k) < id {
+				k++
 			}
+			if k < int(fl.ids.n) && e.log.at(fl.ids, k) == id {
+				continue
+			}
+			rem = append(rem, id)
 		}
 		e.removals = rem
 	}

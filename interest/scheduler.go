@@ -98,6 +98,7 @@ type Scheduler struct {
 	tick    uint32
 	all     bool // re-prioritise every relevant entity next tick
 	flights []sentPacket
+	log     idLog
 	newest  uint16
 	sentAny bool
 
@@ -108,7 +109,7 @@ type Scheduler struct {
 type sentPacket struct {
 	used bool
 	seq  uint16
-	ids  []proto.NetworkID
+	ids  span
 }
 
 // NewScheduler returns a scheduler for one player.
@@ -396,9 +397,9 @@ func (s *Scheduler) succ(i int) int {
 func (s *Scheduler) record(seq uint16) {
 	f := &s.flights[int(seq)&(len(s.flights)-1)]
 	f.used, f.seq = true, seq
-	f.ids = f.ids[:0]
+	f.ids = span{start: s.log.begin(len(s.out)), n: int32(len(s.out))}
 	for _, i := range s.out {
-		f.ids = append(f.ids, s.ids[i])
+		s.log.append(s.ids[i])
 	}
 	if !s.sentAny || int16(seq-s.newest) > 0 {
 		s.newest = seq
@@ -427,8 +428,12 @@ func (s *Scheduler) Lost(seq uint16) {
 		return
 	}
 	f.used = false
-	for _, id := range f.ids {
-		i, ok := slices.BinarySearch(s.ids, id)
+	if !s.log.valid(f.ids) {
+		s.all = true
+		return
+	}
+	for k := 0; k < int(f.ids.n); k++ {
+		i, ok := slices.BinarySearch(s.ids, s.log.at(f.ids, k))
 		if !ok {
 			continue
 		}
