@@ -414,3 +414,44 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 		t.Fatalf("world update + scheduler step: %v allocs", a)
 	}
 }
+
+func TestRelevanceAlwaysAndFilter(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10, Kinds: []Kind{0: {}, 1: {AlwaysRelevant: true}}})
+	w.Begin(0)
+	// id 1: near; id 2: far; id 3: far but always-relevant kind; id 4: far,
+	// always relevant for this player; id 5: near but filtered out.
+	w.Add(1, Vec3{X: 1}, 0)
+	w.Add(2, Vec3{X: 500}, 0)
+	w.Add(3, Vec3{X: 500}, 1)
+	w.Add(4, Vec3{X: -500}, 0)
+	w.Add(5, Vec3{Y: 2}, 0)
+	w.End([]uint64{0b11111})
+	s := NewScheduler(SchedulerConfig{Radius: 50, Filter: func(w *World, i int) bool { return w.ID(i) != 5 }})
+	s.SetAlwaysRelevant([]proto.NetworkID{4})
+	sz := &fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3, 3, 3}}
+	sel, ok := s.Schedule(0, time.Time{}, w, 1000, sz)
+	if !ok {
+		t.Fatal("no frame")
+	}
+	var ids []proto.NetworkID
+	for _, i := range sel {
+		ids = append(ids, w.ID(int(i)))
+	}
+	if !slices.Equal(ids, []proto.NetworkID{1, 3, 4}) || s.Relevant() != 3 {
+		t.Fatalf("sent %v, relevant %d; want [1 3 4]", ids, s.Relevant())
+	}
+	// Moving the view makes entity 2 newly relevant: it is sent although
+	// it did not change.
+	s.SetView(Vec3{X: 480})
+	w.Begin(1)
+	w.Add(1, Vec3{X: 1}, 0)
+	w.Add(2, Vec3{X: 500}, 0)
+	w.Add(3, Vec3{X: 500}, 1)
+	w.Add(4, Vec3{X: -500}, 0)
+	w.Add(5, Vec3{Y: 2}, 0)
+	w.End([]uint64{0})
+	sel, _ = s.Schedule(1, time.Time{}, w, 1000, sz)
+	if len(sel) != 1 || w.ID(int(sel[0])) != 2 {
+		t.Fatalf("after moving: sent %v", sel)
+	}
+}

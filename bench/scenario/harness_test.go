@@ -142,9 +142,20 @@ func (h *harness) step() bool {
 			if !ok {
 				break
 			}
+			want := c.enc.FixedSize()
+			prev := -1
+			for _, i := range sel {
+				want += c.enc.BodySize(int(i)) + c.enc.LinkSize(prev, int(i))
+				prev = int(i)
+			}
 			b, err := c.enc.AppendFrame(h.buf[:0], c.seq, sel)
 			if err != nil {
 				h.tb.Fatalf("tick %d: AppendFrame: %v", h.tick, err)
+			}
+			// The frame is exactly the size the scheduler packed (less
+			// when removals shorten the id gaps of their neighbours).
+			if len(b) > want || (c.enc.PendingRemovals() == 0 && len(b) != want) {
+				h.tb.Fatalf("tick %d: frame of %d bytes, sized %d", h.tick, len(b), want)
 			}
 			if len(b) > budget {
 				h.tb.Fatalf("tick %d: frame of %d bytes over budget %d", h.tick, len(b), budget)
