@@ -155,6 +155,11 @@ func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
 		return errDeltaEntry
 	}
 	defRev := rev - uint32(age)
+	// Every entry takes at least one byte: bound what a lying count can
+	// make the replica reserve.
+	if int(f.Count) > len(data) {
+		return errDeltaTrunc
+	}
 	r.dIDs, r.dKind = r.dIDs[:0], r.dKind[:0]
 	r.dRecs = resizeBytes(r.dRecs, int(f.Count)*rs)
 	var prev uint64
