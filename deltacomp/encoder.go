@@ -385,9 +385,13 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 	e.align()
 	nEnt := int(fl.ids.n - fl.removals)
+	lo := 0 // the ids ascend: each search starts where the last ended
 	for k := 0; k < nEnt; k++ {
 		id := e.log.at(fl.ids, k)
-		if i, ok := slices.BinarySearch(e.ids, id); ok && e.base[i] < fl.rev {
+		i, ok := slices.BinarySearch(e.ids[lo:], id)
+		i += lo
+		lo = i
+		if ok && e.base[i] < fl.rev {
 			e.base[i] = fl.rev
 		}
 	}

@@ -432,8 +432,11 @@ func (s *Scheduler) Lost(seq uint16) {
 		s.all = true
 		return
 	}
+	lo := 0 // the ids ascend: each search starts where the last ended
 	for k := 0; k < int(f.ids.n); k++ {
-		i, ok := slices.BinarySearch(s.ids, s.log.at(f.ids, k))
+		i, ok := slices.BinarySearch(s.ids[lo:], s.log.at(f.ids, k))
+		i += lo
+		lo = i
 		if !ok {
 			continue
 		}

@@ -19,6 +19,9 @@ const (
 	benchRTT    = 6    // baselines 6 ticks old: 100 ms RTT at 60 Hz
 )
 
+// benchClients is the number of clients of BenchmarkInterestDelta.
+var benchClients = 32
+
 // cachedFrames generates a scenario's frames once per process.
 var frameCache sync.Map
 
@@ -317,7 +320,7 @@ func BenchmarkInterestDelta(b *testing.B) {
 			if name == "arena" {
 				radius = 80
 			}
-			st := newServerTick(b, frames, 32, radius)
+			st := newServerTick(b, frames, benchClients, radius)
 			for range 2 * len(frames) { // warm up, and let buffers reach full size
 				st.step(b)
 				if st.tick >= 600 {
