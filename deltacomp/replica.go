@@ -345,6 +345,9 @@ func (r *Replica) setTomb(id proto.NetworkID, rev uint32) {
 func (r *Replica) storeHistory(rev uint32) {
 	rs := r.rs
 	s := &r.hist[rev%uint32(r.hn)]
+	if s.rev > rev {
+		return // a newer revision holds the slot: rev is outside the window
+	}
 	if s.rev != rev {
 		s.rev = rev
 		s.ids, s.recs = s.ids[:0], s.recs[:0]
