@@ -218,11 +218,7 @@ func (r *Ring) realign(s *Snapshot) {
 			// new patch = (new XOR old) XOR (old XOR snap(rev))
 			ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
 			subtle.XORBytes(x[ns:ns+k], r.delta[ns:ns+k], sl.xor[os:os+k])
-			for i := int32(0); i < ru.n; i++ {
-				if bitGet(sl.present, int(ru.os+i)) {
-					bitSet(p, int(ru.ns+i))
-				}
-			}
+			orBits(p, int(ru.ns), sl.present, int(ru.os), int(ru.n))
 		}
 		r.spareX, sl.xor = sl.xor, x
 		r.spareP, sl.present = sl.present, p

@@ -146,3 +146,24 @@ func TestRingRejectsBadSnapshots(t *testing.T) {
 		t.Fatalf("record size change: %v", err)
 	}
 }
+
+func TestOrBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	for iter := 0; iter < 5000; iter++ {
+		src := make([]uint64, 1+rng.IntN(5))
+		for i := range src {
+			src[i] = rng.Uint64()
+		}
+		dst := make([]uint64, 1+rng.IntN(5))
+		so := rng.IntN(len(src) * 64)
+		do := rng.IntN(len(dst) * 64)
+		n := rng.IntN(min(len(src)*64-so, len(dst)*64-do) + 1)
+		orBits(dst, do, src, so, n)
+		for i := 0; i < len(dst)*64; i++ {
+			want := i >= do && i < do+n && bitGet(src, so+i-do)
+			if bitGet(dst, i) != want {
+				t.Fatalf("so %d do %d n %d: bit %d = %v", so, do, n, i, !want)
+			}
+		}
+	}
+}

@@ -178,14 +178,8 @@ func (s *Scheduler) align(w *World) {
 		clear(prio)
 		for _, ru := range w.remap.runs {
 			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
-			for k := int32(0); k < ru.n; k++ {
-				if getBit(s.pending, int(ru.os+k)) {
-					setBit(pend, int(ru.ns+k))
-				}
-				if getBit(s.rel, int(ru.os+k)) {
-					setBit(prev, int(ru.ns+k))
-				}
-			}
+			orBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
+			orBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
 		}
 	} else {
 		s.mergeAlign(w, prio, pend, prev)
