@@ -259,14 +259,17 @@ func (e *Encoder) BodySize(i int) int {
 	if kind == kindFull {
 		e.scratch = AppendPatch(e.scratch, r.latest.Record(i))
 	} else {
-		if allZero(patch) && e.sent[i] <= rev {
-			e.cLen[i] = 0
-			return 0
-		}
 		if kind == kindExplicit {
 			e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
 		}
 		e.scratch = AppendPatch(e.scratch, patch)
+		if e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
+			// An all-zero patch (the code ends in 0x00 only then) and
+			// nothing newer in flight: the client holds this state.
+			e.scratch = e.scratch[:off]
+			e.cLen[i] = 0
+			return 0
+		}
 	}
 	n := len(e.scratch) - off
 	e.cLen[i] = int32(n)

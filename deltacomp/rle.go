@@ -1,6 +1,9 @@
 package deltacomp
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // The run-length code for XOR patches ("group-mask RLE").
 //
@@ -36,6 +39,14 @@ const MaxRecordSize = 1024
 
 // groupMask returns the non-zero byte mask of p[off:off+n], n ≤ 7.
 func groupMask(p []byte, off, n int) uint8 {
+	if off+8 <= len(p) {
+		// Eight bytes at once: set the high bit of every non-zero byte,
+		// then gather the high bits into one byte.
+		const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
+		x := binary.LittleEndian.Uint64(p[off:]) & (1<<(8*uint(n)) - 1)
+		t := ((x&lo7)+lo7 | x) & hi
+		return uint8((t >> 7) * 0x0102040810204080 >> 56)
+	}
 	var m uint8
 	for j, c := range p[off : off+n] {
 		if c != 0 {
