@@ -44,7 +44,7 @@ func groupMask(p []byte, off, n int) uint8 {
 		// then gather the high bits into one byte.
 		const lo7, hi = 0x7f7f7f7f7f7f7f7f, 0x8080808080808080
 		x := binary.LittleEndian.Uint64(p[off:]) & (1<<(8*uint(n)) - 1)
-		t := ((x&lo7)+lo7 | x) & hi
+		t := ((x & lo7) + lo7 | x) & hi
 		return uint8((t >> 7) * 0x0102040810204080 >> 56)
 	}
 	var m uint8

@@ -32,7 +32,7 @@ func (l *idLog) begin(n int) uint64 {
 		// Keep what is still readable.
 		keep := min(uint64(len(l.buf)), l.head)
 		for p := l.head - keep; p < l.head; p++ {
-			nb[p%uint64(size)] = l.buf[p%uint64(len(l.buf))]
+			nb[p&uint64(size-1)] = l.buf[p&uint64(len(l.buf)-1)]
 		}
 		l.buf = nb
 	}
@@ -40,7 +40,7 @@ func (l *idLog) begin(n int) uint64 {
 }
 
 func (l *idLog) append(id proto.NetworkID) {
-	l.buf[l.head%uint64(len(l.buf))] = id
+	l.buf[l.head&uint64(len(l.buf)-1)] = id // the size is a power of two
 	l.head++
 }
 
@@ -50,5 +50,5 @@ func (l *idLog) valid(s span) bool {
 }
 
 func (l *idLog) at(s span, k int) proto.NetworkID {
-	return l.buf[(s.start+uint64(k))%uint64(len(l.buf))]
+	return l.buf[(s.start+uint64(k))&uint64(len(l.buf)-1)]
 }

@@ -2,6 +2,7 @@ package interest
 
 import (
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/tickwire/tickwire/proto"
@@ -192,28 +193,40 @@ func (w *World) buildGrid() {
 // most r (and passes filter, when given).
 func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int) bool) {
 	r2 := r * r
-	test := func(i int) {
-		p := w.pos[i]
-		dx, dy := p.X-c.X, p.Y-c.Y
-		if dx*dx+dy*dy <= r2 && (filter == nil || filter(w, i)) {
-			rel[i>>6] |= 1 << (i & 63)
-		}
-	}
 	x0, x1 := w.cellOf(c.X-r), w.cellOf(c.X+r)
 	y0, y1 := w.cellOf(c.Y-r), w.cellOf(c.Y+r)
 	cells := (int64(x1) - int64(x0) + 1) * (int64(y1) - int64(y0) + 1)
 	if cells*4 > int64(len(w.ids)) {
-		for i := range w.ids {
-			test(i)
+		// The view covers much of the world: scanning beats the grid.
+		for i, p := range w.pos {
+			dx, dy := p.X-c.X, p.Y-c.Y
+			if dx*dx+dy*dy <= r2 {
+				rel[i>>6] |= 1 << (i & 63)
+			}
 		}
-		return
+	} else {
+		for cy := y0; cy <= y1; cy++ {
+			for cx := x0; cx <= x1; cx++ {
+				b := cellHash(cx, cy) & w.mask
+				for _, i := range w.order[w.start[b]:w.start[b+1]] {
+					if w.cellX[i] != cx || w.cellY[i] != cy {
+						continue
+					}
+					p := w.pos[i]
+					dx, dy := p.X-c.X, p.Y-c.Y
+					if dx*dx+dy*dy <= r2 {
+						rel[i>>6] |= 1 << (i & 63)
+					}
+				}
+			}
+		}
 	}
-	for cy := y0; cy <= y1; cy++ {
-		for cx := x0; cx <= x1; cx++ {
-			b := cellHash(cx, cy) & w.mask
-			for _, i := range w.order[w.start[b]:w.start[b+1]] {
-				if w.cellX[i] == cx && w.cellY[i] == cy {
-					test(int(i))
+	if filter != nil {
+		for k, m := range rel {
+			for ; m != 0; m &= m - 1 {
+				i := k*64 + bits.TrailingZeros64(m)
+				if !filter(w, i) {
+					rel[k] &^= 1 << (i & 63)
 				}
 			}
 		}
