@@ -282,7 +282,9 @@ func (s *Scheduler) update(w *World) {
 // cap. It returns their indices into w in ascending order (owned by the
 // scheduler, valid until the next call), or ok = false when not even the
 // frame's fixed part fits: then write no frame. The picked entities'
-// priority resets and they are remembered under seq for Lost. The first
+// priority resets and they are remembered under seq for Lost; entities
+// whose BodySize is 0 (the player holds their state) lose their priority.
+// When every waiting entity fits, all are taken without ranking. The first
 // call of a tick updates relevance and priorities; now feeds the
 // bandwidth cap.
 func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz Sizer) (sel []int32, ok bool) {
@@ -309,6 +311,28 @@ func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz
 }
 
 func (s *Scheduler) pack(room int, sz Sizer) int {
+	clear(s.sel)
+	// Fast path: if every pending entity fits, priorities do not matter
+	// (any subset of a set that fits fits too): take them all.
+	used, prev := 0, -1
+	for k, m := range s.pending {
+		for ; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			body := sz.BodySize(i)
+			if body == 0 {
+				s.prio[i] = 0
+				clearBit(s.pending, i)
+				continue
+			}
+			used += body + sz.LinkSize(prev, i)
+			prev = i
+		}
+	}
+	if used <= room {
+		copy(s.sel, s.pending)
+		s.takeSelected()
+		return used
+	}
 	keys := s.keys[:0]
 	for k, m := range s.pending {
 		for ; m != 0; m &= m - 1 {
@@ -319,7 +343,6 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 	}
 	slices.Sort(keys)
 	s.keys = keys
-	clear(s.sel)
 	used, skips := 0, 0
 	for _, key := range keys {
 		if room-used < 2 {
@@ -348,6 +371,13 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		used += cost
 		setBit(s.sel, i)
 	}
+	s.takeSelected()
+	return used
+}
+
+// takeSelected lists the selected entities in s.out and resets their
+// priority.
+func (s *Scheduler) takeSelected() {
 	s.out = s.out[:0]
 	for k, w := range s.sel {
 		s.pending[k] &^= w
@@ -357,7 +387,6 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			s.prio[i] = 0
 		}
 	}
-	return used
 }
 
 // pred returns the highest selected index below i, or −1.

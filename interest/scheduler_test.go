@@ -134,9 +134,16 @@ func (m *model) schedule(w *World, rel func(i int) bool, seq uint16, budget, max
 		i int
 		p float32
 	}
+	if budget < sz.fixed {
+		return nil
+	}
 	var cands []cand
 	for i := 0; i < w.Len(); i++ {
 		if p := m.prio[w.ID(i)]; p > 0 {
+			if sz.body[i] == 0 { // the player holds it: nothing to send
+				delete(m.prio, w.ID(i))
+				continue
+			}
 			cands = append(cands, cand{i, p})
 		}
 	}
@@ -150,17 +157,10 @@ func (m *model) schedule(w *World, rel func(i int) bool, seq uint16, budget, max
 		return a.i - b.i
 	})
 	var sel []int32
-	if budget < sz.fixed {
-		return nil
-	}
 	skips := 0
 	for _, c := range cands {
 		if budget-sz.exactSize(sel) < 2 {
 			break
-		}
-		if sz.body[c.i] == 0 {
-			delete(m.prio, w.ID(c.i))
-			continue
 		}
 		try := append(slices.Clone(sel), int32(c.i))
 		slices.Sort(try)
