@@ -4,5 +4,14 @@
 // MTU-sized packet budget, re-prioritising what a lost packet carried, and
 // per-player bandwidth caps.
 //
-// It decides which entities go out, not how they are encoded.
+// It decides which entities go out, not how they are encoded: it asks a
+// Sizer (deltacomp's Encoder) what each entity costs. It imports only
+// proto, does no I/O and reads no clock (Schedule takes now).
+//
+// Per tick, the server fills one World (Begin, Add in id order, End with
+// the ring's changed bitset); per player and packet it calls
+// Scheduler.Schedule and hands the chosen indices to the encoder; the
+// reliability layer's Delivered(seq) and Lost(seq) notifications go to
+// the Scheduler (and the Encoder). Schedule, Delivered and Lost allocate
+// nothing in steady state.
 package interest

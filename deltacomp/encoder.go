@@ -1,0 +1,451 @@
+package deltacomp
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// EncoderConfig configures an Encoder. The zero value is the default.
+type EncoderConfig struct {
+	// MaxRemovals bounds the removals written per frame; the rest wait
+	// for later frames. Default 64.
+	MaxRemovals int
+	// InFlight is how many sent frames the encoder remembers until a
+	// Delivered or Lost notification (rounded up to a power of two).
+	// A frame whose record was overwritten counts as lost. Default 256
+	// (over 4 s at 60 Hz; reliability declares a packet lost long before).
+	InFlight int
+}
+
+// Encoder is one client's side of delta replication on the server: for
+// every entity of the Ring it knows the newest revision the client
+// acknowledged holding (its baseline), and it writes codec-4 delta frames
+// with each entity's patch against that baseline (in full if there is
+// none), plus removals until they are acknowledged.
+//
+// Per tick and client: Prepare, then let the scheduler size entities
+// (BodySize, LinkSize, FixedSize: the encoder is an interest.Sizer), then
+// AppendFrame with the chosen entities. Wire the client's packet
+// notifications to Delivered and Lost. Not safe for concurrent use.
+type Encoder struct {
+	ring        *Ring
+	maxRemovals int
+	layout      uint64
+	ids         []proto.NetworkID // the layout base and sent are aligned with
+	base        []uint32          // newest acknowledged revision holding the entity, 0 none
+	sent        []uint32          // newest revision the entity was written in
+	removals    []proto.NetworkID // ascending; pending until delivered
+	lastAcked   uint32
+
+	// per Prepare
+	prepared uint32
+	defRev   uint32
+	fixed    int
+	cStamp   []uint32
+	cOff     []int32
+	cLen     []int32
+	cKind    []uint8
+	cRev     []uint32
+	scratch  []byte
+
+	flights []flight
+	log     idLog
+	tmpIDs  []proto.NetworkID
+	tmpU32  []uint32
+	tmpU32b []uint32
+}
+
+type flight struct {
+	used     bool
+	seq      uint16
+	rev      uint32
+	ids      span // entities written, then removals written
+	removals int32
+}
+
+// NewEncoder returns an encoder for one client of ring r, which holds
+// nothing yet: every entity is sent in full until acknowledged.
+func NewEncoder(r *Ring, cfg EncoderConfig) *Encoder {
+	if cfg.MaxRemovals <= 0 {
+		cfg.MaxRemovals = 64
+	}
+	n := 256
+	if cfg.InFlight > 0 {
+		n = 1
+		for n < cfg.InFlight {
+			n <<= 1
+		}
+		n = min(n, 1<<16)
+	}
+	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: make([]flight, n)}
+}
+
+// LastAcked is the newest revision the client acknowledged (0 none).
+func (e *Encoder) LastAcked() uint32 { return e.lastAcked }
+
+// PendingRemovals is the number of removals not yet acknowledged.
+func (e *Encoder) PendingRemovals() int { return len(e.removals) }
+
+// Reset forgets everything the client was known to hold (after a resync
+// request): entities go in full until acknowledged again, and
+// notifications for frames sent before are ignored. Build the resync's
+// full snapshot from the ring's Latest right after Reset (before the next
+// Push), and call FullDelivered when it is delivered: every entity of
+// Latest counts as possibly held, so its removal will still be sent.
+func (e *Encoder) Reset() {
+	e.align()
+	clear(e.base)
+	// The client may hold any entity (it is about to get a full snapshot
+	// too): mark all as sent so that their removal is still announced.
+	for i := range e.sent {
+		e.sent[i] = max(e.ring.rev, 1)
+	}
+	e.removals = e.removals[:0]
+	e.lastAcked = 0
+	for i := range e.flights {
+		e.flights[i].used = false
+	}
+}
+
+// align realigns per-entity state with the ring's latest entity set.
+func (e *Encoder) align() {
+	r := e.ring
+	if e.layout == r.layout {
+		return
+	}
+	newIDs := r.latest.IDs
+	n := len(newIDs)
+	base := slices.Grow(e.tmpU32[:0], n)[:n]
+	sent := slices.Grow(e.tmpU32b[:0], n)[:n]
+	gone := e.tmpIDs[:0]
+	if e.layout+1 == r.layout && r.remap.oldLen == len(e.ids) {
+		// One layout change since the last alignment: use the ring's
+		// remap (computed once for all clients) instead of merging ids.
+		clear(base)
+		clear(sent)
+		for _, ru := range r.remap.runs {
+			copy(base[ru.ns:ru.ns+ru.n], e.base[ru.os:ru.os+ru.n])
+			copy(sent[ru.ns:ru.ns+ru.n], e.sent[ru.os:ru.os+ru.n])
+		}
+		for _, o := range r.remap.removed {
+			if e.base[o] != 0 || e.sent[o] != 0 {
+				gone = append(gone, e.ids[o])
+			}
+		}
+		e.finishAlign(base, sent, gone)
+		return
+	}
+	j := 0
+	for i, id := range newIDs {
+		for j < len(e.ids) && e.ids[j] < id {
+			if e.base[j] != 0 || e.sent[j] != 0 {
+				gone = append(gone, e.ids[j])
+			}
+			j++
+		}
+		if j < len(e.ids) && e.ids[j] == id {
+			base[i], sent[i] = e.base[j], e.sent[j]
+			j++
+		} else {
+			base[i], sent[i] = 0, 0
+		}
+	}
+	for ; j < len(e.ids); j++ {
+		if e.base[j] != 0 || e.sent[j] != 0 {
+			gone = append(gone, e.ids[j])
+		}
+	}
+	e.finishAlign(base, sent, gone)
+}
+
+// finishAlign installs the realigned state and updates pending removals.
+func (e *Encoder) finishAlign(base, sent []uint32, gone []proto.NetworkID) {
+	r := e.ring
+	newIDs := r.latest.IDs
+	// Pending removals of ids that exist again are dropped: the new
+	// entity goes in full and replaces whatever the client holds.
+	rem := e.removals[:0]
+	for _, id := range e.removals {
+		if _, ok := slices.BinarySearch(newIDs, id); !ok {
+			rem = append(rem, id)
+		}
+	}
+	if len(gone) > 0 {
+		rem = append(rem, gone...)
+		slices.Sort(rem)
+		rem = slices.Compact(rem)
+	}
+	e.removals = rem
+	e.tmpU32, e.base = e.base, base
+	e.tmpU32b, e.sent = e.sent, sent
+	e.tmpIDs = gone[:0]
+	e.ids = append(e.ids[:0], newIDs...)
+	e.layout = r.layout
+}
+
+// Prepare readies the encoder for the ring's latest revision; call it once
+// per packet before sizing and writing entities.
+func (e *Encoder) Prepare() {
+	e.align()
+	r := e.ring
+	e.prepared++
+	if e.prepared == 0 {
+		clear(e.cStamp)
+		e.prepared = 1
+	}
+	n := len(e.ids)
+	if cap(e.cStamp) < n {
+		e.cStamp = make([]uint32, n, n+n/4)
+		e.cOff = make([]int32, n, n+n/4)
+		e.cLen = make([]int32, n, n+n/4)
+		e.cKind = make([]uint8, n, n+n/4)
+		e.cRev = make([]uint32, n, n+n/4)
+	}
+	e.cStamp, e.cOff, e.cLen, e.cKind, e.cRev = e.cStamp[:n], e.cOff[:n], e.cLen[:n], e.cKind[:n], e.cRev[:n]
+	e.scratch = e.scratch[:0]
+	e.defRev = 0
+	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
+		e.defRev = e.lastAcked
+	}
+	e.fixed = proto.SnapshotDeltaHeaderSize + varintLen(uint64(e.defAge()))
+	var prev proto.NetworkID
+	for k, id := range e.removals {
+		if k == e.maxRemovals {
+			break
+		}
+		e.fixed += entryHeaderLen(prev, id, kindRemoved)
+		prev = id
+	}
+}
+
+func (e *Encoder) defAge() uint32 {
+	if e.defRev == 0 {
+		return 0
+	}
+	return e.ring.rev - e.defRev
+}
+
+// FixedSize is the size of the frame with no entities: its header, the
+// default baseline and the pending removals it will carry. Valid after
+// Prepare.
+func (e *Encoder) FixedSize() int { return e.fixed }
+
+// BodySize is the size of entity i's patch (i indexes the ring's Latest)
+// without its id header, or 0 when the client already holds the entity's
+// current state and nothing about it is in flight, so it need not be sent.
+// Valid after Prepare; the patch is encoded once and cached for
+// AppendFrame.
+func (e *Encoder) BodySize(i int) int {
+	if e.cStamp[i] == e.prepared {
+		return int(e.cLen[i])
+	}
+	r := e.ring
+	off := len(e.scratch)
+	kind := uint8(kindFull)
+	var rev uint32
+	var patch []byte
+	if b := e.base[i]; b != 0 {
+		if p, ok := r.Patch(b, i); ok {
+			patch, rev = p, b
+			kind = kindExplicit
+			if b == e.defRev {
+				kind = kindDefault
+			}
+		}
+	}
+	e.cStamp[i], e.cKind[i], e.cRev[i], e.cOff[i] = e.prepared, kind, rev, int32(off)
+	if kind == kindFull {
+		e.scratch = AppendPatch(e.scratch, r.latest.Record(i))
+	} else {
+		if kind == kindExplicit {
+			e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
+		}
+		e.scratch = AppendPatch(e.scratch, patch)
+		if e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
+			// An all-zero patch (the code ends in 0x00 only then) and
+			// nothing newer in flight: the client holds this state.
+			e.scratch = e.scratch[:off]
+			e.cLen[i] = 0
+			return 0
+		}
+	}
+	n := len(e.scratch) - off
+	e.cLen[i] = int32(n)
+	return n
+}
+
+// LinkSize is the size of entity i's id header when the entity written
+// before it in the frame is prev (−1: none). Call BodySize(i) first.
+func (e *Encoder) LinkSize(prev, i int) int {
+	var p proto.NetworkID
+	if prev >= 0 {
+		p = e.ids[prev]
+	}
+	if e.cStamp[i] != e.prepared {
+		e.BodySize(i)
+	}
+	return entryHeaderLen(p, e.ids[i], e.cKind[i])
+}
+
+var (
+	errSelection = errors.New("deltacomp: selection not ascending or out of range")
+	errFrameBig  = tooLarge("delta frame")
+)
+
+// AppendFrame appends a codec-4 snapshot delta frame to b holding the
+// entities sel (ascending indices into the ring's Latest, each sized with
+// BodySize; those with BodySize 0 are skipped) and up to MaxRemovals
+// pending removals, and remembers what it carried under the packet
+// sequence seq for Delivered and Lost. Its size is FixedSize plus the
+// selected entities' BodySize and LinkSize (at most that when entities
+// with BodySize 0 are skipped).
+func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error) {
+	r := e.ring
+	n := len(e.ids)
+	baseRev := r.rev
+	last := int32(-1)
+	for _, i := range sel {
+		if i <= last || int(i) >= n {
+			return b, errSelection
+		}
+		last = i
+		if e.cStamp[i] != e.prepared {
+			e.BodySize(int(i))
+		}
+		if e.cLen[i] > 0 && e.cKind[i] != kindFull && e.cRev[i] < baseRev {
+			baseRev = e.cRev[i]
+		}
+	}
+	start := len(b)
+	b, mark, err := proto.BeginSnapshotDelta(b, r.latest.Tick, r.rev, baseRev, proto.CodecXORRLE)
+	if err != nil {
+		return b, err
+	}
+	b = appendVarint(b, uint64(e.defAge()))
+
+	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
+	fl := &e.flights[int(seq)&(len(e.flights)-1)]
+	fl.used, fl.seq, fl.rev = true, seq, r.rev
+	fl.ids = span{start: e.log.begin(len(sel) + len(rem))}
+	fl.removals = 0
+	var prev proto.NetworkID
+	count := 0
+	k := 0
+	for _, i := range sel {
+		if e.cLen[i] == 0 {
+			continue
+		}
+		id := e.ids[i]
+		for k < len(rem) && rem[k] < id {
+			b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
+			prev = rem[k]
+			k++
+			count++
+		}
+		b = appendVarint(b, entryHeader(uint32(id-prev-1), e.cKind[i]))
+		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
+		prev = id
+		e.log.append(id)
+		e.sent[i] = r.rev
+		count++
+	}
+	for ; k < len(rem); k++ {
+		b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
+		prev = rem[k]
+		count++
+	}
+	// The log holds the written entities, then the removals.
+	for _, id := range rem {
+		e.log.append(id)
+	}
+	fl.removals = int32(len(rem))
+	fl.ids.n = int32(e.log.head - fl.ids.start)
+	if count > 0xffff {
+		fl.used = false
+		return b[:start], errFrameBig
+	}
+	b, err = proto.EndSnapshotDelta(b, mark, uint16(count))
+	if err != nil {
+		fl.used = false
+		return b[:start], err
+	}
+	return b, nil
+}
+
+// Delivered tells the encoder the packet with sequence seq arrived: the
+// entities it carried become the client's baselines and its removals are
+// done. Unknown sequences (packets without a delta frame) are ignored.
+func (e *Encoder) Delivered(seq uint16) {
+	fl := &e.flights[int(seq)&(len(e.flights)-1)]
+	if !fl.used || fl.seq != seq {
+		return
+	}
+	fl.used = false
+	if !e.log.valid(fl.ids) {
+		return // too old: its baselines are simply not used
+	}
+	e.align()
+	nEnt := int(fl.ids.n - fl.removals)
+	lo := 0 // the ids ascend: each search starts where the last ended
+	for k := 0; k < nEnt; k++ {
+		id := e.log.at(fl.ids, k)
+		i, ok := slices.BinarySearch(e.ids[lo:], id)
+		i += lo
+		lo = i
+		if ok && e.base[i] < fl.rev {
+			e.base[i] = fl.rev
+		}
+	}
+	if fl.removals > 0 {
+		// Both lists ascend: merge out the acknowledged removals.
+		rem := e.removals[:0]
+		k := nEnt
+		for _, id := range e.removals {
+			for k < int(fl.ids.n) && e.log.at(fl.ids, k) < id {
+				k++
+			}
+			if k < int(fl.ids.n) && e.log.at(fl.ids, k) == id {
+				continue
+			}
+			rem = append(rem, id)
+		}
+		e.removals = rem
+	}
+	if fl.rev > e.lastAcked {
+		e.lastAcked = fl.rev
+	}
+}
+
+// Lost tells the encoder the packet with sequence seq is lost. Its
+// removals stay pending and are sent again; its entities are re-sent when
+// the scheduler picks them again (interest re-prioritises them).
+func (e *Encoder) Lost(seq uint16) {
+	fl := &e.flights[int(seq)&(len(e.flights)-1)]
+	if fl.used && fl.seq == seq {
+		fl.used = false
+	}
+}
+
+// FullDelivered tells the encoder that the client holds a full snapshot
+// of the entities ids (ascending) at revision rev, e.g. a join or resync
+// snapshot built from the ring's Latest at rev and delivered reliably.
+func (e *Encoder) FullDelivered(rev uint32, ids []proto.NetworkID) {
+	e.align()
+	if !e.ring.Holds(rev) {
+		return
+	}
+	for _, id := range ids {
+		i, ok := slices.BinarySearch(e.ids, id)
+		if !ok {
+			continue
+		}
+		if _, ok := e.ring.Patch(rev, i); ok && e.base[i] < rev {
+			e.base[i] = rev
+		}
+	}
+	if rev > e.lastAcked {
+		e.lastAcked = rev
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package deltacomp
+
+const raceEnabled = false

@@ -1,0 +1,247 @@
+package deltacomp
+
+import (
+	"bytes"
+	"errors"
+	"math/bits"
+	"testing"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// pipeline is a minimal server+client without interest: every entity that
+// changed (or was never acknowledged) goes out each tick; packets are
+// acknowledged two ticks later.
+type pipeline struct {
+	g     *randomSnapshots
+	ring  *Ring
+	enc   *Encoder
+	rep   *Replica
+	snap  Snapshot
+	sel   []int32
+	buf   []byte
+	seq   uint16
+	frame proto.SnapshotDeltaFrame
+	churn bool
+	join  []byte // the join full snapshot frame
+}
+
+func newPipeline(tb testing.TB, seed uint64, rs, n int) *pipeline {
+	p := &pipeline{g: newRandomSnapshots(seed, rs, n), ring: NewRing(RingConfig{})}
+	p.enc = NewEncoder(p.ring, EncoderConfig{})
+	var err error
+	p.rep, err = NewReplica(ReplicaConfig{RecordSize: rs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.buf = make([]byte, 0, 64<<10)
+	return p
+}
+
+// tick pushes the next state and encodes one frame into p.buf.
+func (p *pipeline) tick(tb testing.TB) {
+	p.g.next(&p.snap, p.churn)
+	if _, err := p.ring.Push(&p.snap); err != nil {
+		tb.Fatal(err)
+	}
+	if p.ring.Revision() == 1 {
+		// Join: a full snapshot, acknowledged at once.
+		var c Codecs
+		b, err := c.AppendFullSnapshot(nil, p.ring.Latest(), proto.CauseJoin, 1, proto.CodecLZ4)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		full, _, err := proto.ParseFullSnapshotFrame(b)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if err := p.rep.ApplyFull(&full, &c); err != nil {
+			tb.Fatal(err)
+		}
+		p.join = b
+		p.enc.FullDelivered(1, p.ring.Latest().IDs)
+	}
+	p.enc.Prepare()
+	p.sel = p.sel[:0]
+	for k, w := range p.ring.Changed() {
+		for ; w != 0; w &= w - 1 {
+			i := k*64 + bits.TrailingZeros64(w)
+			if p.enc.BodySize(i) > 0 {
+				p.sel = append(p.sel, int32(i))
+			}
+		}
+	}
+	var err error
+	p.buf, err = p.enc.AppendFrame(p.buf[:0], p.seq, p.sel)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if p.seq >= 2 {
+		p.enc.Delivered(p.seq - 2)
+	}
+	p.seq++
+}
+
+func (p *pipeline) apply(tb testing.TB) {
+	var n int
+	var err error
+	p.frame, n, err = proto.ParseSnapshotDeltaFrame(p.buf)
+	if err != nil || n != len(p.buf) {
+		tb.Fatalf("parse: %v", err)
+	}
+	if err := p.rep.Apply(&p.frame); err != nil {
+		tb.Fatalf("apply: %v", err)
+	}
+}
+
+func TestEncodeDecodeZeroAlloc(t *testing.T) {
+	p := newPipeline(t, 1, 10, 900)
+	for range 600 { // warm up: buffers reach their steady size
+		p.tick(t)
+		p.apply(t)
+	}
+	if a := testing.AllocsPerRun(200, func() { p.tick(t); p.apply(t) }); a != 0 {
+		t.Errorf("push+encode+decode: %v allocs per tick", a)
+	}
+	// Decode: apply a fresh frame each run.
+	for range 10 {
+		p.tick(t)
+		p.apply(t)
+	}
+	frames := make([][]byte, 0, 300)
+	for range 300 {
+		p.tick(t)
+		frames = append(frames, bytes.Clone(p.buf))
+	}
+	k := 0
+	a := testing.AllocsPerRun(200, func() {
+		f, _, err := proto.ParseSnapshotDeltaFrame(frames[k])
+		k++
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.rep.Apply(&f); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if a != 0 {
+		t.Errorf("decode: %v allocs per frame", a)
+	}
+	if !bytes.Equal(p.rep.State().Records, p.ring.Latest().Records[:len(p.rep.State().Records)]) && k == len(frames) {
+		t.Error("state differs")
+	}
+}
+
+func TestReplicaBaselineMissing(t *testing.T) {
+	p := newPipeline(t, 2, 6, 50)
+	for range 10 {
+		p.tick(t)
+		p.apply(t)
+	}
+	before := bytes.Clone(p.rep.State().Records)
+	rev := p.rep.Revision()
+	p.rep.Reset()
+	p.tick(t)
+	f, _, _ := proto.ParseSnapshotDeltaFrame(p.buf)
+	if err := p.rep.Apply(&f); !errors.Is(err, ErrBaselineMissing) {
+		t.Fatalf("apply without history: %v", err)
+	}
+	if p.rep.State().Len() != 0 {
+		t.Fatal("failed apply changed state")
+	}
+	req := p.rep.ResyncRequest(proto.ResyncBaselineMissing)
+	if req.Reason != proto.ResyncBaselineMissing {
+		t.Fatal(req)
+	}
+	_ = before
+	_ = rev
+	// Resync: full snapshot of the latest state, then patches again.
+	var c Codecs
+	p.enc.Reset()
+	b, err := c.AppendFullSnapshot(nil, p.ring.Latest(), proto.CauseResync, p.ring.Revision(), proto.CodecZstd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _, err := proto.ParseFullSnapshotFrame(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.rep.ApplyFull(&full, &c); err != nil {
+		t.Fatal(err)
+	}
+	p.enc.FullDelivered(p.ring.Revision(), p.ring.Latest().IDs)
+	for range 20 {
+		p.tick(t)
+		p.apply(t)
+	}
+	if !bytes.Equal(p.rep.State().Records, p.ring.Latest().Records) {
+		t.Fatal("state differs after resync")
+	}
+}
+
+func TestReplicaRejectsStaleAndBadFrames(t *testing.T) {
+	p := newPipeline(t, 3, 4, 20)
+	var old []byte
+	for i := range 100 {
+		p.tick(t)
+		if i == 5 {
+			old = bytes.Clone(p.buf)
+		}
+		p.apply(t)
+	}
+	f, _, _ := proto.ParseSnapshotDeltaFrame(old)
+	if err := p.rep.Apply(&f); !errors.Is(err, ErrStale) {
+		t.Fatalf("stale frame: %v", err)
+	}
+	f.Codec = proto.CodecLZ4
+	if err := p.rep.Apply(&f); !errors.Is(err, proto.ErrMalformed) {
+		t.Fatalf("wrong codec: %v", err)
+	}
+}
+
+// FuzzReplicaApply feeds garbage frame data to a replica that holds
+// history: it must not panic, and a frame that fails changes nothing.
+func FuzzReplicaApply(f *testing.F) {
+	p := newPipeline(f, 4, 5, 30)
+	p.churn = true
+	var seeds [][]byte
+	for range 40 {
+		p.tick(f)
+		p.apply(f)
+		seeds = append(seeds, bytes.Clone(p.buf))
+	}
+	for _, s := range seeds[len(seeds)-8:] {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep, _ := NewReplica(ReplicaConfig{RecordSize: 5})
+		join, _, _ := proto.ParseFullSnapshotFrame(p.join)
+		var c Codecs
+		if err := rep.ApplyFull(&join, &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range seeds {
+			fr, _, _ := proto.ParseSnapshotDeltaFrame(s)
+			if err := rep.Apply(&fr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := bytes.Clone(rep.State().Records)
+		ids := append([]proto.NetworkID(nil), rep.State().IDs...)
+		fr, _, err := proto.ParseSnapshotDeltaFrame(b)
+		if err != nil {
+			// Also try the bytes as a frame's data.
+			fr = proto.SnapshotDeltaFrame{Tick: 41, Revision: 41, BaseRevision: 1, Codec: proto.CodecXORRLE, Count: uint16(len(b) % 7), Data: b}
+		}
+		if err := rep.Apply(&fr); err != nil {
+			if !bytes.Equal(before, rep.State().Records) || len(ids) != rep.State().Len() {
+				t.Fatal("failed apply changed state")
+			}
+			return
+		}
+		st := rep.State()
+		if st.Check() != nil && st.Len() > 0 {
+			t.Fatal("state ids not ascending")
+		}
+	})
+}

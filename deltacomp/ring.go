@@ -1,0 +1,235 @@
+package deltacomp
+
+import (
+	"crypto/subtle"
+	"slices"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// DefaultRingSize is the number of revisions a Ring keeps by default: a
+// little over one second at 60 Hz.
+const DefaultRingSize = 64
+
+// RingConfig configures a Ring. The zero value is the default.
+type RingConfig struct {
+	// Size is how many revisions (snapshots) the ring keeps, 2–4096.
+	// Baselines older than that are gone: an entity whose baseline fell out
+	// is sent in full. Default DefaultRingSize.
+	Size int
+}
+
+// Ring holds the server's latest networked state and, for each of the last
+// Size revisions, the patch from that revision to the latest (latest XOR
+// old), kept as seed 003 describes: each Push XORs the tick's changes into
+// every older patch, so a client's patch against any baseline in the
+// window is read, not computed. Patches are aligned with the latest
+// snapshot's entities; when the entity set changes they are realigned.
+//
+// Revisions number the pushes, starting at 1 (0 means "none"); a revision
+// is the server's state revision of seed 001. A Ring is shared by every
+// client's Encoder and is not safe for concurrent use: push, then encode.
+type Ring struct {
+	size    int
+	rev     uint32
+	layout  uint64
+	latest  Snapshot
+	changed []uint64
+	slots   []patchSlot // slot of revision r is r % size
+	delta   []byte
+	remap   remap // how the last layout change reordered entities
+	spareX  []byte
+	spareP  []uint64
+}
+
+type patchSlot struct {
+	rev     uint32 // 0: empty
+	xor     []byte // latest XOR snapshot(rev), aligned to latest
+	present []uint64
+}
+
+// NewRing returns an empty ring.
+func NewRing(cfg RingConfig) *Ring {
+	n := cfg.Size
+	if n == 0 {
+		n = DefaultRingSize
+	}
+	n = min(max(n, 2), 4096)
+	return &Ring{size: n, slots: make([]patchSlot, n)}
+}
+
+// Size is the number of revisions the ring keeps.
+func (r *Ring) Size() int { return r.size }
+
+// Revision is the latest revision (0 before the first Push).
+func (r *Ring) Revision() uint32 { return r.rev }
+
+// Latest is the latest snapshot. It is owned by the ring and valid until
+// the next Push.
+func (r *Ring) Latest() *Snapshot { return &r.latest }
+
+// Layout changes whenever the latest snapshot's entity set differs from
+// the previous one; per-client state indexed like Latest realigns then.
+func (r *Ring) Layout() uint64 { return r.layout }
+
+// Changed is a bitset over Latest's entities: bit i is set when entity i
+// changed in the last Push or did not exist before it. Owned by the ring.
+func (r *Ring) Changed() []uint64 { return r.changed }
+
+// Holds reports whether rev is within the ring's window.
+func (r *Ring) Holds(rev uint32) bool {
+	return rev != 0 && rev <= r.rev && r.slots[rev%uint32(r.size)].rev == rev
+}
+
+// Patch returns entity i's record in Latest XOR its record at revision
+// rev, aliasing the ring. ok is false when rev is outside the window or
+// the entity did not exist at rev.
+func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
+	if !r.Holds(rev) {
+		return nil, false
+	}
+	s := &r.slots[rev%uint32(r.size)]
+	if !bitGet(s.present, i) {
+		return nil, false
+	}
+	rs := r.latest.RecordSize
+	return s.xor[i*rs : (i+1)*rs : (i+1)*rs], true
+}
+
+// Index returns the index of id in Latest, or -1.
+func (r *Ring) Index(id proto.NetworkID) int {
+	i, ok := slices.BinarySearch(r.latest.IDs, id)
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+// Check verifies that s is well formed: a record size of 1–MaxRecordSize
+// bytes, records for every id, ids non-zero and strictly ascending.
+func (s *Snapshot) Check() error {
+	if s.RecordSize <= 0 || s.RecordSize > MaxRecordSize || len(s.Records) != len(s.IDs)*s.RecordSize {
+		return ErrRecordSize
+	}
+	var prev proto.NetworkID
+	for _, id := range s.IDs {
+		if id <= prev {
+			return ErrUnsorted
+		}
+		prev = id
+	}
+	return nil
+}
+
+// Push makes s the latest state with the next revision and returns that
+// revision. s is copied; its record size must not change between pushes.
+func (r *Ring) Push(s *Snapshot) (uint32, error) {
+	if err := s.Check(); err != nil {
+		return 0, err
+	}
+	if r.rev != 0 && s.RecordSize != r.latest.RecordSize {
+		return 0, ErrRecordSize
+	}
+	rs := s.RecordSize
+	n := s.Len()
+	rev := r.rev + 1
+	if rev == 0 { // wrapped after 2^32 pushes; 0 means none
+		rev = 1
+	}
+	// The slot rev reuses holds rev-size: it leaves the window.
+	newSlot := &r.slots[rev%uint32(r.size)]
+	newSlot.rev = 0
+	r.changed = resizeBits(r.changed, n)
+	switch {
+	case r.rev == 0:
+		r.layout++
+		r.remap.build(nil, s.IDs)
+		for i := 0; i < n; i++ {
+			bitSet(r.changed, i)
+		}
+	case slices.Equal(s.IDs, r.latest.IDs):
+		r.delta = resizeBytes(r.delta, len(s.Records))
+		subtle.XORBytes(r.delta, s.Records, r.latest.Records)
+		for i := 0; i < n; i++ {
+			if !allZero(r.delta[i*rs : (i+1)*rs]) {
+				bitSet(r.changed, i)
+			}
+		}
+		for k := range r.slots {
+			if sl := &r.slots[k]; sl.rev != 0 {
+				subtle.XORBytes(sl.xor, sl.xor, r.delta)
+			}
+		}
+	default:
+		r.layout++
+		r.realign(s)
+	}
+	r.latest.Tick = s.Tick
+	r.latest.RecordSize = rs
+	r.latest.IDs = append(r.latest.IDs[:0], s.IDs...)
+	r.latest.Records = append(r.latest.Records[:0], s.Records...)
+	newSlot.rev = rev
+	newSlot.xor = resizeBytes(newSlot.xor, len(s.Records))
+	clear(newSlot.xor)
+	newSlot.present = resizeBits(newSlot.present, n)
+	for i := range newSlot.present {
+		newSlot.present[i] = ^uint64(0)
+	}
+	r.rev = rev
+	return rev, nil
+}
+
+// realign rebuilds every patch for the entity set of s (before latest is
+// replaced by s). Entities kept in order form runs, so each patch is
+// rebuilt with one XOR per run rather than per entity.
+func (r *Ring) realign(s *Snapshot) {
+	rs := s.RecordSize
+	n := s.Len()
+	old := &r.latest
+	m := &r.remap
+	m.build(old.IDs, s.IDs)
+	// delta = new XOR old for kept entities; new entities are changed.
+	r.delta = resizeBytes(r.delta, n*rs)
+	kept := resizeBits(r.spareP, n)
+	for _, ru := range m.runs {
+		ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+		subtle.XORBytes(r.delta[ns:ns+k], s.Records[ns:ns+k], old.Records[os:os+k])
+		for i := ru.ns; i < ru.ns+ru.n; i++ {
+			bitSet(kept, int(i))
+			if !allZero(r.delta[int(i)*rs : int(i+1)*rs]) {
+				bitSet(r.changed, int(i))
+			}
+		}
+	}
+	for i := 0; i < n; i++ {
+		if !bitGet(kept, i) {
+			bitSet(r.changed, i)
+		}
+	}
+	r.spareP = kept
+	for k := range r.slots {
+		sl := &r.slots[k]
+		if sl.rev == 0 {
+			continue
+		}
+		x := resizeBytes(r.spareX, n*rs)
+		p := resizeBits(r.spareP, n)
+		for _, ru := range m.runs {
+			// new patch = (new XOR old) XOR (old XOR snap(rev))
+			ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+			subtle.XORBytes(x[ns:ns+k], r.delta[ns:ns+k], sl.xor[os:os+k])
+			orBits(p, int(ru.ns), sl.present, int(ru.os), int(ru.n))
+		}
+		r.spareX, sl.xor = sl.xor, x
+		r.spareP, sl.present = sl.present, p
+	}
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,169 @@
+package deltacomp
+
+import (
+	"bytes"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// randomSnapshots evolves a random world: ids spawn and die, records change.
+type randomSnapshots struct {
+	rng  *rand.Rand
+	rs   int
+	tick uint32
+	ids  []proto.NetworkID
+	recs map[proto.NetworkID][]byte
+}
+
+func newRandomSnapshots(seed uint64, rs, n int) *randomSnapshots {
+	g := &randomSnapshots{rng: rand.New(rand.NewPCG(seed, 1)), rs: rs, recs: map[proto.NetworkID][]byte{}}
+	for range n {
+		g.spawn()
+	}
+	return g
+}
+
+func (g *randomSnapshots) spawn() {
+	id := proto.NetworkID(1 + g.rng.IntN(4*len(g.ids)+64))
+	if g.recs[id] != nil {
+		return
+	}
+	rec := make([]byte, g.rs)
+	for i := range rec {
+		rec[i] = byte(g.rng.IntN(256))
+	}
+	g.recs[id] = rec
+	i, _ := slices.BinarySearch(g.ids, id)
+	g.ids = slices.Insert(g.ids, i, id)
+}
+
+func (g *randomSnapshots) next(s *Snapshot, churn bool) {
+	if churn && g.rng.IntN(4) == 0 {
+		g.spawn()
+		if len(g.ids) > 2 {
+			i := g.rng.IntN(len(g.ids))
+			delete(g.recs, g.ids[i])
+			g.ids = slices.Delete(g.ids, i, i+1)
+		}
+	}
+	for _, id := range g.ids {
+		if g.rng.IntN(5) == 0 {
+			g.recs[id][g.rng.IntN(g.rs)] ^= byte(1 + g.rng.IntN(255))
+		}
+	}
+	s.Reset(g.tick, g.rs)
+	for _, id := range g.ids {
+		s.Append(id, g.recs[id])
+	}
+	g.tick++
+}
+
+func TestRingPatchesMatchRecomputation(t *testing.T) {
+	for seed := uint64(0); seed < 8; seed++ {
+		size := 2 + int(seed)*5
+		r := NewRing(RingConfig{Size: size})
+		g := newRandomSnapshots(seed, 1+int(seed)*3, 40)
+		var hist []Snapshot // hist[k] = snapshot of revision k+1
+		for tick := 0; tick < 200; tick++ {
+			var s Snapshot
+			g.next(&s, true)
+			prev := r.Latest()
+			prevIDs := slices.Clone(prev.IDs)
+			prevRecs := slices.Clone(prev.Records)
+			rev, err := r.Push(&s)
+			if err != nil || rev != uint32(tick+1) {
+				t.Fatalf("push: rev %d err %v", rev, err)
+			}
+			hist = append(hist, s)
+			lat := r.Latest()
+			for i, id := range lat.IDs {
+				// Changed bit: differs from the previous push or new.
+				j, ok := slices.BinarySearch(prevIDs, id)
+				changed := !ok || !bytes.Equal(prevRecs[j*s.RecordSize:(j+1)*s.RecordSize], lat.Record(i))
+				if bitGet(r.Changed(), i) != changed {
+					t.Fatalf("tick %d entity %d: changed bit %v want %v", tick, id, !changed, changed)
+				}
+				for back := 0; back < size+2; back++ {
+					prev := int(rev) - back
+					patch, ok := r.Patch(uint32(max(prev, 0)), i)
+					if prev < 1 || back >= size {
+						if ok {
+							t.Fatalf("patch for rev %d outside window (latest %d, size %d)", prev, rev, size)
+						}
+						continue
+					}
+					old := &hist[prev-1]
+					k, exists := slices.BinarySearch(old.IDs, id)
+					// The ring follows an entity only while it exists: a
+					// re-spawned id has no patch against its former self.
+					for _, h := range hist[prev-1:] {
+						if _, in := slices.BinarySearch(h.IDs, id); !in {
+							exists = false
+						}
+					}
+					if ok != exists {
+						t.Fatalf("tick %d rev %d entity %d: ok %v exists %v", tick, prev, id, ok, exists)
+					}
+					if !ok {
+						continue
+					}
+					want := bytes.Clone(lat.Record(i))
+					for b := range want {
+						want[b] ^= old.Record(k)[b]
+					}
+					if !bytes.Equal(patch, want) {
+						t.Fatalf("tick %d rev %d entity %d: patch %x want %x", tick, prev, id, patch, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRingRejectsBadSnapshots(t *testing.T) {
+	r := NewRing(RingConfig{})
+	for _, s := range []Snapshot{
+		{RecordSize: 0},
+		{RecordSize: 2, IDs: []proto.NetworkID{1}, Records: []byte{1}},
+		{RecordSize: 1, IDs: []proto.NetworkID{2, 1}, Records: []byte{1, 2}},
+		{RecordSize: 1, IDs: []proto.NetworkID{0}, Records: []byte{1}},
+		{RecordSize: 1, IDs: []proto.NetworkID{1, 1}, Records: []byte{1, 2}},
+	} {
+		if _, err := r.Push(&s); err == nil {
+			t.Errorf("accepted %+v", s)
+		}
+	}
+	ok := Snapshot{RecordSize: 1, IDs: []proto.NetworkID{1}, Records: []byte{1}}
+	if _, err := r.Push(&ok); err != nil {
+		t.Fatal(err)
+	}
+	other := Snapshot{RecordSize: 2, IDs: []proto.NetworkID{1}, Records: []byte{1, 2}}
+	if _, err := r.Push(&other); !errors.Is(err, ErrRecordSize) {
+		t.Fatalf("record size change: %v", err)
+	}
+}
+
+func TestOrBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	for iter := 0; iter < 5000; iter++ {
+		src := make([]uint64, 1+rng.IntN(5))
+		for i := range src {
+			src[i] = rng.Uint64()
+		}
+		dst := make([]uint64, 1+rng.IntN(5))
+		so := rng.IntN(len(src) * 64)
+		do := rng.IntN(len(dst) * 64)
+		n := rng.IntN(min(len(src)*64-so, len(dst)*64-do) + 1)
+		orBits(dst, do, src, so, n)
+		for i := 0; i < len(dst)*64; i++ {
+			want := i >= do && i < do+n && bitGet(src, so+i-do)
+			if bitGet(dst, i) != want {
+				t.Fatalf("so %d do %d n %d: bit %d = %v", so, do, n, i, !want)
+			}
+		}
+	}
+}

@@ -1,0 +1,493 @@
+package interest
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// Sizer reports what entities cost in the packet being built. deltacomp's
+// Encoder implements it; the scheduler never sees encoded bytes.
+type Sizer interface {
+	// FixedSize is what the frame costs with no entities (headers and
+	// anything the encoder always writes).
+	FixedSize() int
+	// BodySize is entity i's encoded size without its id header, or 0 when
+	// the player already holds its state and nothing need be sent.
+	BodySize(i int) int
+	// LinkSize is entity i's id header size when the entity written just
+	// before it (in ascending index order) is prev, or prev = −1 if none.
+	// Called only after BodySize(i).
+	LinkSize(prev, i int) int
+}
+
+// SchedulerConfig configures a Scheduler. The zero value is the default.
+type SchedulerConfig struct {
+	// Radius is the view distance (X–Y plane) of SetView's position; an
+	// entity farther away is not relevant unless always relevant. 0 (the
+	// default) makes every entity relevant.
+	Radius float32
+	// Filter, when set, vetoes entities the radius found relevant (team
+	// visibility, line of sight...). It runs once per tick per candidate.
+	Filter func(w *World, i int) bool
+	// BandwidthCap limits what the player is sent, in bytes per second of
+	// snapshot frames, as a token bucket refilled at that rate. 0: no cap.
+	BandwidthCap int
+	// Burst is the bucket size in bytes. Default BandwidthCap/10 (100 ms),
+	// at least one default packet.
+	Burst int
+	// MaxSkips is how many candidates that do not fit the remaining
+	// budget are passed over (to try smaller ones) before the packet is
+	// closed. Default 8.
+	MaxSkips int
+	// InFlight is how many sent packets are remembered for Lost (rounded
+	// up to a power of two). A loss reported for a packet older than that
+	// re-prioritises every relevant entity. Default 256.
+	InFlight int
+}
+
+// maxPriority caps the doubling so priorities stay finite; entities at the
+// cap are taken in id order, and each written one resets, so waits stay
+// bounded.
+const maxPriority = 1e30
+
+// DefaultBudget is the default room for one snapshot delta frame: a 1200
+// byte UDP payload less the 26-byte session header and the 16-byte AEAD tag.
+const DefaultBudget = 1200 - 26 - 16
+
+// Scheduler decides, for one player, which entities each packet carries:
+// relevance (radius around the view position on the World's spatial grid,
+// always-relevant kinds and ids, a custom filter), a priority accumulator
+// per entity (seed 003: a changed entity adds its kind's weight, existing
+// priority doubles every tick, unchanged entities do not accumulate),
+// packing by priority into the packet budget with exact sizes from a
+// Sizer, re-prioritising what lost packets carried, and an optional
+// bandwidth cap.
+//
+// Per tick and player: SetView if the player moved, then Schedule once per
+// packet (or Update when the player gets no packet this tick). Wire the player's packet notifications to Delivered and Lost. A
+// Scheduler is not safe for concurrent use; different players' schedulers
+// may run in parallel over one World.
+type Scheduler struct {
+	radius   float32
+	filter   func(*World, int) bool
+	capRate  float64
+	burst    float64
+	maxSkips int
+
+	view   Vec3
+	always []proto.NetworkID
+
+	layout  uint64
+	ids     []proto.NetworkID
+	prio    []float32
+	rel     []uint64 // relevant this tick
+	prevRel []uint64 // relevant last tick
+	pending []uint64 // prio > 0
+	sel     []uint64
+	keys    []uint64
+	out     []int32
+	tmpP    []float32
+	tmpB    []uint64
+	tmpB2   []uint64
+
+	ticked  bool
+	tick    uint32
+	all     bool // re-prioritise every relevant entity next tick
+	flights []sentPacket
+	log     idLog
+	newest  uint16
+	sentAny bool
+
+	tokens  float64
+	lastNow time.Time
+}
+
+type sentPacket struct {
+	used bool
+	seq  uint16
+	ids  span
+}
+
+// NewScheduler returns a scheduler for one player.
+func NewScheduler(cfg SchedulerConfig) *Scheduler {
+	s := &Scheduler{radius: cfg.Radius, filter: cfg.Filter, maxSkips: cfg.MaxSkips}
+	if s.maxSkips <= 0 {
+		s.maxSkips = 8
+	}
+	n := 256
+	if cfg.InFlight > 0 {
+		n = 1
+		for n < cfg.InFlight {
+			n <<= 1
+		}
+		n = min(n, 1<<15)
+	}
+	s.flights = make([]sentPacket, n)
+	if cfg.BandwidthCap > 0 {
+		s.capRate = float64(cfg.BandwidthCap)
+		s.burst = float64(cfg.Burst)
+		if s.burst <= 0 {
+			s.burst = max(s.capRate/10, DefaultBudget)
+		}
+		s.tokens = s.burst
+	}
+	return s
+}
+
+// SetView sets the player's position for relevance.
+func (s *Scheduler) SetView(pos Vec3) { s.view = pos }
+
+// SetAlwaysRelevant sets entities this player always sees (its own
+// avatar, party members). ids is copied.
+func (s *Scheduler) SetAlwaysRelevant(ids []proto.NetworkID) {
+	s.always = append(s.always[:0], ids...)
+	slices.Sort(s.always)
+}
+
+// Reset forgets priorities and what was sent: every relevant entity is
+// treated as new to the player (after a resync).
+func (s *Scheduler) Reset() {
+	clear(s.prio)
+	clear(s.pending)
+	clear(s.prevRel)
+	clear(s.rel)
+	for i := range s.flights {
+		s.flights[i].used = false
+	}
+	s.ticked = false
+}
+
+// Priority returns entity i's current priority (for tests and debugging).
+func (s *Scheduler) Priority(i int) float32 { return s.prio[i] }
+
+func (s *Scheduler) align(w *World) {
+	if s.layout == w.layout && len(s.ids) == len(w.ids) {
+		return
+	}
+	n := len(w.ids)
+	words := (n + 63) / 64
+	prio := slices.Grow(s.tmpP[:0], n)[:n]
+	pend := resize(s.tmpB, words)
+	prev := resize(s.tmpB2, words) // last tick's relevance, realigned
+	if s.layout+1 == w.layout && w.remap.oldLen == len(s.ids) {
+		// One layout change since the last tick: use the World's remap.
+		clear(prio)
+		for _, ru := range w.remap.runs {
+			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
+			orBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
+			orBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
+		}
+	} else {
+		s.mergeAlign(w, prio, pend, prev)
+	}
+	s.tmpP, s.prio = s.prio, prio
+	s.tmpB, s.pending = s.pending, pend
+	// update swaps rel into prevRel: rel carries last tick's relevance.
+	s.tmpB2, s.rel = s.rel, prev
+	s.prevRel = resize(s.prevRel, words)
+	s.ids = append(s.ids[:0], w.ids...)
+	s.layout = w.layout
+	s.sel = resize(s.sel, words)
+}
+
+// mergeAlign realigns by merging ids (after several layout changes).
+func (s *Scheduler) mergeAlign(w *World, prio []float32, pend, prev []uint64) {
+	j := 0
+	for i, id := range w.ids {
+		for j < len(s.ids) && s.ids[j] < id {
+			j++
+		}
+		if j < len(s.ids) && s.ids[j] == id {
+			prio[i] = s.prio[j]
+			if getBit(s.pending, j) {
+				setBit(pend, i)
+			}
+			if getBit(s.rel, j) {
+				setBit(prev, i)
+			}
+			j++
+		} else {
+			prio[i] = 0
+		}
+	}
+}
+
+// Update computes relevance and accumulates priorities for the World's
+// tick; it runs once per tick (Schedule calls it too). Call it every tick
+// for a player who gets no packet that tick (paced, or over its cap), or
+// the changes of that tick are never seen.
+func (s *Scheduler) Update(w *World) { s.update(w) }
+
+func (s *Scheduler) update(w *World) {
+	s.align(w)
+	if s.ticked && s.tick == w.tick {
+		return
+	}
+	s.ticked, s.tick = true, w.tick
+	n := len(w.ids)
+	s.prevRel, s.rel = s.rel, s.prevRel
+	rel := s.rel
+	if s.radius == 0 {
+		for k := range rel {
+			rel[k] = ^uint64(0)
+		}
+		if n%64 != 0 {
+			rel[len(rel)-1] = 1<<(n%64) - 1
+		}
+	} else {
+		clear(rel)
+		w.within(rel, s.view, s.radius, s.filter)
+		for k := range rel {
+			rel[k] |= w.alwaysB[k]
+		}
+	}
+	for _, id := range s.always {
+		if i := w.Index(id); i >= 0 {
+			setBit(rel, i)
+		}
+	}
+	all := s.all
+	s.all = false
+	for k := range rel {
+		newRel := rel[k] &^ s.prevRel[k]
+		boost := w.changed[k] | newRel
+		if all {
+			boost = rel[k]
+		}
+		// Entities no longer relevant forget their priority.
+		for m := s.pending[k] &^ rel[k]; m != 0; m &= m - 1 {
+			s.prio[k*64+bits.TrailingZeros64(m)] = 0
+		}
+		s.pending[k] &= rel[k]
+		m := (boost | s.pending[k]) & rel[k]
+		s.pending[k] |= m
+		for ; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			p := s.prio[i] * 2
+			if boost>>(i&63)&1 != 0 {
+				p += w.weight[w.kind[i]]
+			}
+			s.prio[i] = min(p, maxPriority)
+		}
+	}
+}
+
+// Schedule picks the entities the packet with sequence seq carries: the
+// relevant entities with priority, highest first, as long as they fit in
+// budget bytes (the room left for the snapshot frame) and the bandwidth
+// cap. It returns their indices into w in ascending order (owned by the
+// scheduler, valid until the next call), or ok = false when not even the
+// frame's fixed part fits: then write no frame. The picked entities'
+// priority resets and they are remembered under seq for Lost; entities
+// whose BodySize is 0 (the player holds their state) lose their priority.
+// When every waiting entity fits, all are taken without ranking. The first
+// call of a tick updates relevance and priorities; now feeds the
+// bandwidth cap.
+func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz Sizer) (sel []int32, ok bool) {
+	s.update(w)
+	if s.capRate > 0 {
+		if !s.lastNow.IsZero() {
+			if dt := now.Sub(s.lastNow).Seconds(); dt > 0 {
+				s.tokens = min(s.tokens+dt*s.capRate, s.burst)
+			}
+		}
+		s.lastNow = now
+		budget = min(budget, int(s.tokens))
+	}
+	room := budget - sz.FixedSize()
+	if room < 0 {
+		return nil, false
+	}
+	used := s.pack(room, sz)
+	if s.capRate > 0 {
+		s.tokens -= float64(sz.FixedSize() + used)
+	}
+	s.record(seq)
+	return s.out, true
+}
+
+func (s *Scheduler) pack(room int, sz Sizer) int {
+	clear(s.sel)
+	// Fast path: if every pending entity fits, priorities do not matter
+	// (any subset of a set that fits fits too): take them all.
+	used, prev := 0, -1
+	for k, m := range s.pending {
+		for ; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			body := sz.BodySize(i)
+			if body == 0 {
+				s.prio[i] = 0
+				clearBit(s.pending, i)
+				continue
+			}
+			used += body + sz.LinkSize(prev, i)
+			prev = i
+		}
+	}
+	if used <= room {
+		copy(s.sel, s.pending)
+		s.takeSelected()
+		return used
+	}
+	keys := s.keys[:0]
+	for k, m := range s.pending {
+		for ; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			// Descending priority, then ascending index.
+			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
+		}
+	}
+	slices.Sort(keys)
+	s.keys = keys
+	used, skips := 0, 0
+	for _, key := range keys {
+		if room-used < 2 {
+			break
+		}
+		i := int(uint32(key))
+		body := sz.BodySize(i)
+		if body == 0 {
+			s.prio[i] = 0
+			clearBit(s.pending, i)
+			continue
+		}
+		// Exact: i's header, and its successor's header now counts the
+		// gap from i instead of from i's predecessor.
+		p, n := s.pred(i), s.succ(i)
+		cost := body + sz.LinkSize(p, i)
+		if n >= 0 {
+			cost += sz.LinkSize(i, n) - sz.LinkSize(p, n)
+		}
+		if cost > room-used {
+			if skips++; skips > s.maxSkips {
+				break
+			}
+			continue
+		}
+		used += cost
+		setBit(s.sel, i)
+	}
+	s.takeSelected()
+	return used
+}
+
+// takeSelected lists the selected entities in s.out and resets their
+// priority.
+func (s *Scheduler) takeSelected() {
+	s.out = s.out[:0]
+	for k, w := range s.sel {
+		s.pending[k] &^= w
+		for m := w; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			s.out = append(s.out, int32(i))
+			s.prio[i] = 0
+		}
+	}
+}
+
+// pred returns the highest selected index below i, or −1.
+func (s *Scheduler) pred(i int) int {
+	k := i >> 6
+	if m := s.sel[k] & (1<<(i&63) - 1); m != 0 {
+		return k*64 + 63 - bits.LeadingZeros64(m)
+	}
+	for k--; k >= 0; k-- {
+		if m := s.sel[k]; m != 0 {
+			return k*64 + 63 - bits.LeadingZeros64(m)
+		}
+	}
+	return -1
+}
+
+// succ returns the lowest selected index above i, or −1.
+func (s *Scheduler) succ(i int) int {
+	k := i >> 6
+	if m := s.sel[k] &^ (2<<(i&63) - 1); m != 0 {
+		return k*64 + bits.TrailingZeros64(m)
+	}
+	for k++; k < len(s.sel); k++ {
+		if m := s.sel[k]; m != 0 {
+			return k*64 + bits.TrailingZeros64(m)
+		}
+	}
+	return -1
+}
+
+func (s *Scheduler) record(seq uint16) {
+	f := &s.flights[int(seq)&(len(s.flights)-1)]
+	f.used, f.seq = true, seq
+	f.ids = span{start: s.log.begin(len(s.out)), n: int32(len(s.out))}
+	for _, i := range s.out {
+		s.log.append(s.ids[i])
+	}
+	if !s.sentAny || int16(seq-s.newest) > 0 {
+		s.newest = seq
+	}
+	s.sentAny = true
+}
+
+// Delivered tells the scheduler the packet seq arrived.
+func (s *Scheduler) Delivered(seq uint16) {
+	f := &s.flights[int(seq)&(len(s.flights)-1)]
+	if f.used && f.seq == seq {
+		f.used = false
+	}
+}
+
+// Lost tells the scheduler the packet seq was lost: the entities it
+// carried regain priority (as if they had changed) and go out again in
+// the next packets. If the packet is too old to be remembered, every
+// relevant entity is re-prioritised at the next tick.
+func (s *Scheduler) Lost(seq uint16) {
+	f := &s.flights[int(seq)&(len(s.flights)-1)]
+	if !f.used || f.seq != seq {
+		if d := int(int16(s.newest - seq)); s.sentAny && d >= len(s.flights) {
+			s.all = true
+		}
+		return
+	}
+	f.used = false
+	if !s.log.valid(f.ids) {
+		s.all = true
+		return
+	}
+	lo := 0 // the ids ascend: each search starts where the last ended
+	for k := 0; k < int(f.ids.n); k++ {
+		i, ok := slices.BinarySearch(s.ids[lo:], s.log.at(f.ids, k))
+		i += lo
+		lo = i
+		if !ok {
+			continue
+		}
+		s.prio[i] = min(s.prio[i]*2+1, maxPriority)
+		setBit(s.pending, i)
+	}
+}
+
+func getBit(s []uint64, i int) bool { return s[i>>6]>>(i&63)&1 != 0 }
+func setBit(s []uint64, i int)      { s[i>>6] |= 1 << (i & 63) }
+func clearBit(s []uint64, i int)    { s[i>>6] &^= 1 << (i & 63) }
+
+// Pending is the number of relevant entities waiting to be sent (with
+// priority) after the last Schedule: when it is not 0, another packet this
+// tick would carry more.
+func (s *Scheduler) Pending() int {
+	n := 0
+	for _, m := range s.pending {
+		n += bits.OnesCount64(m)
+	}
+	return n
+}
+
+// Relevant is the number of entities relevant to the player this tick.
+func (s *Scheduler) Relevant() int {
+	n := 0
+	for _, m := range s.rel {
+		n += bits.OnesCount64(m)
+	}
+	return n
+}

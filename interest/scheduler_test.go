@@ -1,0 +1,457 @@
+package interest
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// fakeSizer sizes entities like deltacomp: a body per entity and a varint
+// id-gap header.
+type fakeSizer struct {
+	w     *World
+	fixed int
+	body  []int
+}
+
+func (f *fakeSizer) FixedSize() int     { return f.fixed }
+func (f *fakeSizer) BodySize(i int) int { return f.body[i] }
+func (f *fakeSizer) LinkSize(prev, i int) int {
+	var p proto.NetworkID
+	if prev >= 0 {
+		p = f.w.ID(prev)
+	}
+	g := uint64(f.w.ID(i)-p-1) << 1
+	return (bits.Len64(g|1) + 6) / 7
+}
+
+// exactSize is the frame size of a selection computed from scratch.
+func (f *fakeSizer) exactSize(sel []int32) int {
+	n := f.fixed
+	prev := -1
+	for _, i := range sel {
+		n += f.body[i] + f.LinkSize(prev, int(i))
+		prev = int(i)
+	}
+	return n
+}
+
+type randWorld struct {
+	rng  *rand.Rand
+	ids  []proto.NetworkID
+	pos  []Vec3
+	kind []uint8
+}
+
+func newRandWorld(rng *rand.Rand, n int) *randWorld {
+	r := &randWorld{rng: rng}
+	seen := map[proto.NetworkID]bool{}
+	for len(r.ids) < n {
+		id := proto.NetworkID(1 + rng.IntN(n*20))
+		if !seen[id] {
+			seen[id] = true
+			r.ids = append(r.ids, id)
+		}
+	}
+	slices.Sort(r.ids)
+	for range r.ids {
+		r.pos = append(r.pos, Vec3{X: rng.Float32()*200 - 100, Y: rng.Float32()*200 - 100})
+		r.kind = append(r.kind, uint8(rng.IntN(3)))
+	}
+	return r
+}
+
+// churn removes and adds a few entities (a layout change).
+func (r *randWorld) churn() {
+	for k := r.rng.IntN(3); k > 0 && len(r.ids) > 1; k-- {
+		i := r.rng.IntN(len(r.ids))
+		r.ids = slices.Delete(r.ids, i, i+1)
+		r.pos = slices.Delete(r.pos, i, i+1)
+		r.kind = slices.Delete(r.kind, i, i+1)
+	}
+	for k := r.rng.IntN(3); k > 0; k-- {
+		id := proto.NetworkID(1 + r.rng.IntN(1<<16))
+		i, found := slices.BinarySearch(r.ids, id)
+		if found {
+			continue
+		}
+		r.ids = slices.Insert(r.ids, i, id)
+		r.pos = slices.Insert(r.pos, i, Vec3{X: r.rng.Float32()*200 - 100, Y: r.rng.Float32()*200 - 100})
+		r.kind = slices.Insert(r.kind, i, uint8(r.rng.IntN(3)))
+	}
+}
+
+func (r *randWorld) fill(w *World, tick uint32, changeP float64) {
+	w.Begin(tick)
+	changed := make([]uint64, (len(r.ids)+63)/64)
+	for i, id := range r.ids {
+		if r.rng.Float64() < 0.3 {
+			r.pos[i].X += r.rng.Float32() - 0.5
+		}
+		w.Add(id, r.pos[i], r.kind[i])
+		if r.rng.Float64() < changeP {
+			changed[i>>6] |= 1 << (i & 63)
+		}
+	}
+	w.End(changed)
+}
+
+// model is the slow reference: priorities in a map by id, every candidate
+// sorted, each addition sized by recomputing the whole frame.
+type model struct {
+	prio    map[proto.NetworkID]float32
+	prevRel map[proto.NetworkID]bool
+	sent    map[uint16][]proto.NetworkID
+}
+
+func (m *model) schedule(w *World, rel func(i int) bool, seq uint16, budget, maxSkips int, sz *fakeSizer, newTick bool) []int32 {
+	if newTick {
+		nowRel := map[proto.NetworkID]bool{}
+		for i := 0; i < w.Len(); i++ {
+			id := w.ID(i)
+			if !rel(i) {
+				delete(m.prio, id)
+				continue
+			}
+			nowRel[id] = true
+			p := m.prio[id]
+			boost := w.Changed(i) || !m.prevRel[id]
+			if boost || p > 0 {
+				p *= 2
+				if boost {
+					p += w.weight[w.Kind(i)]
+				}
+				m.prio[id] = min(p, maxPriority)
+			}
+		}
+		m.prevRel = nowRel
+	}
+	type cand struct {
+		i int
+		p float32
+	}
+	if budget < sz.fixed {
+		return nil
+	}
+	var cands []cand
+	for i := 0; i < w.Len(); i++ {
+		if p := m.prio[w.ID(i)]; p > 0 {
+			if sz.body[i] == 0 { // the player holds it: nothing to send
+				delete(m.prio, w.ID(i))
+				continue
+			}
+			cands = append(cands, cand{i, p})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.p > b.p:
+			return -1
+		case a.p < b.p:
+			return 1
+		}
+		return a.i - b.i
+	})
+	var sel []int32
+	skips := 0
+	for _, c := range cands {
+		if budget-sz.exactSize(sel) < 2 {
+			break
+		}
+		try := append(slices.Clone(sel), int32(c.i))
+		slices.Sort(try)
+		if sz.exactSize(try) > budget {
+			if skips++; skips > maxSkips {
+				break
+			}
+			continue
+		}
+		sel = try
+	}
+	var ids []proto.NetworkID
+	for _, i := range sel {
+		delete(m.prio, w.ID(int(i)))
+		ids = append(ids, w.ID(int(i)))
+	}
+	m.sent[seq] = ids
+	return sel
+}
+
+func (m *model) lost(w *World, seq uint16) {
+	for _, id := range m.sent[seq] {
+		if w.Index(id) >= 0 {
+			m.prio[id] = min(m.prio[id]*2+1, maxPriority)
+		}
+	}
+	delete(m.sent, seq)
+}
+
+func TestSchedulerAgainstSortEverything(t *testing.T) {
+	for seed := uint64(0); seed < 30; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		n := 1 + rng.IntN(300)
+		rw := newRandWorld(rng, n)
+		radius := float32(0)
+		if seed%3 == 1 {
+			radius = 20 + rng.Float32()*60
+		}
+		w := NewWorld(WorldConfig{CellSize: 8 + rng.Float32()*30, Kinds: []Kind{{Weight: 1}, {Weight: 3}, {Weight: 0.5}}})
+		s := NewScheduler(SchedulerConfig{Radius: radius})
+		view := Vec3{X: rng.Float32()*100 - 50, Y: rng.Float32()*100 - 50}
+		s.SetView(view)
+		m := &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}}
+		sz := &fakeSizer{w: w, fixed: 19}
+		var seq uint16
+		for tick := uint32(0); tick < 60; tick++ {
+			if rng.IntN(3) == 0 {
+				rw.churn()
+			}
+			rw.fill(w, tick, rng.Float64()*0.5)
+			sz.body = make([]int, w.Len())
+			rel := func(i int) bool {
+				if radius == 0 {
+					return true
+				}
+				p := w.Pos(i)
+				dx, dy := p.X-view.X, p.Y-view.Y
+				return dx*dx+dy*dy <= radius*radius
+			}
+			for k := 0; k < 1+rng.IntN(2); k++ {
+				for i := range sz.body {
+					sz.body[i] = rng.IntN(25)
+				}
+				budget := 19 + rng.IntN(400)
+				got, ok := s.Schedule(seq, time.Time{}, w, budget, sz)
+				want := m.schedule(w, rel, seq, budget, 8, sz, k == 0)
+				if !ok {
+					got = nil
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("seed %d tick %d packet %d: got %v, model %v", seed, tick, k, got, want)
+				}
+				if size := sz.exactSize(got); size > budget {
+					t.Fatalf("frame %d bytes over budget %d", size, budget)
+				}
+				if rng.IntN(5) == 0 {
+					s.Lost(seq)
+					m.lost(w, seq)
+				} else {
+					s.Delivered(seq)
+				}
+				seq++
+			}
+		}
+	}
+}
+
+func TestRelevanceGridMatchesBruteForce(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		rw := newRandWorld(rng, 1+rng.IntN(2000))
+		w := NewWorld(WorldConfig{CellSize: 1 + rng.Float32()*40})
+		rw.fill(w, 0, 0)
+		c := Vec3{X: rng.Float32()*300 - 150, Y: rng.Float32()*300 - 150}
+		r := rng.Float32() * 120
+		rel := make([]uint64, (w.Len()+63)/64)
+		w.within(rel, c, r, nil)
+		for i := 0; i < w.Len(); i++ {
+			p := w.Pos(i)
+			dx, dy := p.X-c.X, p.Y-c.Y
+			if want := dx*dx+dy*dy <= r*r; getBit(rel, i) != want {
+				t.Fatalf("seed %d entity %d: relevant %v want %v", seed, i, !want, want)
+			}
+		}
+	}
+}
+
+// Under a full budget, every relevant changed entity is sent within a
+// bounded number of ticks, even while others keep changing.
+func TestSchedulerNoStarvation(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	const n = 500
+	rw := newRandWorld(rng, n)
+	w := NewWorld(WorldConfig{Kinds: []Kind{{Weight: 1}, {Weight: 8}, {Weight: 0.1}}})
+	s := NewScheduler(SchedulerConfig{})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, n)}
+	for i := range sz.body {
+		sz.body[i] = 8
+	}
+	waiting := map[int]int{}
+	worst := 0
+	var seq uint16
+	for tick := uint32(0); tick < 2000; tick++ {
+		// 20 % change per tick: 100 × ~10 bytes of demand against a
+		// ~400-byte packet, so the scheduler is always over-subscribed.
+		rw.fill(w, tick, 0.2)
+		sel, _ := s.Schedule(seq, time.Time{}, w, 420, sz)
+		seq++
+		for _, i := range sel {
+			if since, ok := waiting[int(i)]; ok {
+				worst = max(worst, int(tick)-since)
+				delete(waiting, int(i))
+			}
+		}
+		for i := 0; i < n; i++ {
+			if _, ok := waiting[i]; !ok && s.Priority(i) > 0 {
+				waiting[i] = int(tick)
+			}
+		}
+	}
+	if worst > 40 {
+		t.Fatalf("an entity waited %d ticks", worst)
+	}
+	t.Logf("worst wait %d ticks", worst)
+}
+
+func TestSchedulerLostPacketResent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	rw := newRandWorld(rng, 100)
+	w := NewWorld(WorldConfig{})
+	s := NewScheduler(SchedulerConfig{InFlight: 16})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 100)}
+	for i := range sz.body {
+		sz.body[i] = 5
+	}
+	rw.fill(w, 0, 0)
+	first, _ := s.Schedule(0, time.Time{}, w, 2000, sz) // everything is new
+	if len(first) != 100 {
+		t.Fatalf("first packet carried %d", len(first))
+	}
+	rw.fill(w, 1, 0)
+	if sel, _ := s.Schedule(1, time.Time{}, w, 2000, sz); len(sel) != 0 {
+		t.Fatalf("unchanged entities re-sent: %v", sel)
+	}
+	s.Lost(0)
+	rw.fill(w, 2, 0)
+	if sel, _ := s.Schedule(2, time.Time{}, w, 2000, sz); !slices.Equal(sel, first) {
+		t.Fatalf("lost packet's entities not re-sent: %d of %d", len(sel), len(first))
+	}
+	// A loss too old to be remembered re-prioritises everything.
+	for q := uint16(3); q < 40; q++ {
+		rw.fill(w, uint32(q), 0)
+		s.Schedule(q, time.Time{}, w, 2000, sz)
+	}
+	s.Lost(5)
+	rw.fill(w, 40, 0)
+	if sel, _ := s.Schedule(40, time.Time{}, w, 2000, sz); len(sel) != 100 {
+		t.Fatalf("old loss re-sent %d entities, want all", len(sel))
+	}
+	// A sequence that carried no snapshot frame is ignored.
+	s.Lost(39)
+	s.Lost(41)
+	rw.fill(w, 41, 0)
+	if sel, _ := s.Schedule(42, time.Time{}, w, 2000, sz); len(sel) != 0 {
+		t.Fatalf("unknown loss re-sent %d", len(sel))
+	}
+}
+
+func TestSchedulerBandwidthCap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	rw := newRandWorld(rng, 400)
+	w := NewWorld(WorldConfig{})
+	const capBps = 20000
+	s := NewScheduler(SchedulerConfig{BandwidthCap: capBps})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 400)}
+	for i := range sz.body {
+		sz.body[i] = 10
+	}
+	t0 := time.Unix(100, 0)
+	total := 0
+	for tick := 0; tick < 600; tick++ { // 10 s
+		rw.fill(w, uint32(tick), 0.5)
+		now := t0.Add(time.Duration(tick) * time.Second / 60)
+		sel, ok := s.Schedule(uint16(tick), now, w, DefaultBudget, sz)
+		if ok {
+			total += sz.exactSize(sel)
+		}
+	}
+	burst := max(capBps/10, DefaultBudget)
+	if limit := capBps*10 + burst; total > limit || total < capBps*9 {
+		t.Fatalf("sent %d bytes in 10 s with a cap of %d B/s", total, capBps)
+	}
+}
+
+func TestSchedulerZeroAlloc(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	rw := newRandWorld(rng, 1000)
+	w := NewWorld(WorldConfig{CellSize: 16})
+	s := NewScheduler(SchedulerConfig{Radius: 60})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 1000)}
+	for i := range sz.body {
+		sz.body[i] = 1 + rng.IntN(20)
+	}
+	tick := uint32(0)
+	var seq uint16
+	step := func() {
+		rw.fill(w, tick, 0.1) // (allocates the changed bitset: not measured below)
+		tick++
+	}
+	for range 300 {
+		step()
+		s.Schedule(seq, time.Time{}, w, DefaultBudget, sz)
+		s.Lost(seq - 3)
+		seq++
+	}
+	changed := make([]uint64, 16)
+	a := testing.AllocsPerRun(200, func() {
+		w.Begin(tick)
+		for i, id := range rw.ids {
+			w.Add(id, rw.pos[i], rw.kind[i])
+		}
+		changed[rng.IntN(16)] = rng.Uint64()
+		w.End(changed)
+		tick++
+		s.Schedule(seq, time.Time{}, w, DefaultBudget, sz)
+		s.Lost(seq - 3)
+		s.Delivered(seq - 2)
+		seq++
+	})
+	if a != 0 {
+		t.Fatalf("world update + scheduler step: %v allocs", a)
+	}
+}
+
+func TestRelevanceAlwaysAndFilter(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10, Kinds: []Kind{0: {}, 1: {AlwaysRelevant: true}}})
+	w.Begin(0)
+	// id 1: near; id 2: far; id 3: far but always-relevant kind; id 4: far,
+	// always relevant for this player; id 5: near but filtered out.
+	w.Add(1, Vec3{X: 1}, 0)
+	w.Add(2, Vec3{X: 500}, 0)
+	w.Add(3, Vec3{X: 500}, 1)
+	w.Add(4, Vec3{X: -500}, 0)
+	w.Add(5, Vec3{Y: 2}, 0)
+	w.End([]uint64{0b11111})
+	s := NewScheduler(SchedulerConfig{Radius: 50, Filter: func(w *World, i int) bool { return w.ID(i) != 5 }})
+	s.SetAlwaysRelevant([]proto.NetworkID{4})
+	sz := &fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3, 3, 3}}
+	sel, ok := s.Schedule(0, time.Time{}, w, 1000, sz)
+	if !ok {
+		t.Fatal("no frame")
+	}
+	var ids []proto.NetworkID
+	for _, i := range sel {
+		ids = append(ids, w.ID(int(i)))
+	}
+	if !slices.Equal(ids, []proto.NetworkID{1, 3, 4}) || s.Relevant() != 3 {
+		t.Fatalf("sent %v, relevant %d; want [1 3 4]", ids, s.Relevant())
+	}
+	// Moving the view makes entity 2 newly relevant: it is sent although
+	// it did not change.
+	s.SetView(Vec3{X: 480})
+	w.Begin(1)
+	w.Add(1, Vec3{X: 1}, 0)
+	w.Add(2, Vec3{X: 500}, 0)
+	w.Add(3, Vec3{X: 500}, 1)
+	w.Add(4, Vec3{X: -500}, 0)
+	w.Add(5, Vec3{Y: 2}, 0)
+	w.End([]uint64{0})
+	sel, _ = s.Schedule(1, time.Time{}, w, 1000, sz)
+	if len(sel) != 1 || w.ID(int(sel[0])) != 2 {
+		t.Fatalf("after moving: sent %v", sel)
+	}
+}

@@ -1,0 +1,243 @@
+package interest
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// Vec3 is an entity position. Relevance by distance uses X and Y (the
+// ground plane); Z is height.
+type Vec3 struct{ X, Y, Z float32 }
+
+// Kind configures one entity kind.
+type Kind struct {
+	// Weight is the priority a changed entity of this kind gains per tick
+	// (before doubling); 0 or less means the default 1. A player avatar
+	// might use 4, a pebble 0.25.
+	Weight float32
+	// AlwaysRelevant makes every player see entities of this kind
+	// wherever they are (game state, team flags).
+	AlwaysRelevant bool
+}
+
+// WorldConfig configures a World. The zero value is the default.
+type WorldConfig struct {
+	// CellSize is the spatial grid's cell edge in world units. Default 32;
+	// about a typical view radius divided by 2–4 works well.
+	CellSize float32
+	// Kinds configures entity kinds by their kind byte; kinds beyond the
+	// slice use the defaults.
+	Kinds []Kind
+}
+
+// World is one tick's view of the replicated entities that every player's
+// Scheduler ranks: ids ascending (in the same order as the deltacomp ring's
+// latest snapshot), positions, kinds and which changed this tick. Fill it
+// once per tick with Begin, Add... and End; schedulers only read it. Not
+// safe for concurrent use while being filled; schedulers of different
+// players may read it concurrently after End.
+type World struct {
+	cellSize float32
+	weight   [256]float32
+	always   [256]bool
+
+	tick    uint32
+	ids     []proto.NetworkID
+	prevIDs []proto.NetworkID
+	pos     []Vec3
+	kind    []uint8
+	changed []uint64
+	alwaysB []uint64 // entities of always-relevant kinds
+	layout  uint64
+	remap   remap
+
+	// spatial hash grid: entities sorted by bucket (counting sort)
+	cellX, cellY []int32
+	bucketOf     []uint32
+	start        []int32 // bucket -> first index into order; len buckets+1
+	order        []int32
+	mask         uint32
+}
+
+// NewWorld returns an empty world.
+func NewWorld(cfg WorldConfig) *World {
+	w := &World{cellSize: cfg.CellSize}
+	if w.cellSize <= 0 {
+		w.cellSize = 32
+	}
+	for k := range w.weight {
+		w.weight[k] = 1
+	}
+	for k, c := range cfg.Kinds {
+		if k >= 256 {
+			break
+		}
+		if c.Weight > 0 {
+			w.weight[k] = c.Weight
+		}
+		w.always[k] = c.AlwaysRelevant
+	}
+	return w
+}
+
+// Begin starts filling the world for tick.
+func (w *World) Begin(tick uint32) {
+	w.tick = tick
+	w.prevIDs, w.ids = w.ids, w.prevIDs[:0]
+	w.pos, w.kind = w.pos[:0], w.kind[:0]
+}
+
+// Add appends an entity; ids must be added in ascending order.
+func (w *World) Add(id proto.NetworkID, pos Vec3, kind uint8) {
+	w.ids = append(w.ids, id)
+	w.pos = append(w.pos, pos)
+	w.kind = append(w.kind, kind)
+}
+
+// End finishes the tick. changed is a bitset over the entities (bit i:
+// entity i changed this tick or is new), e.g. deltacomp's Ring.Changed();
+// it is copied.
+func (w *World) End(changed []uint64) {
+	n := len(w.ids)
+	words := (n + 63) / 64
+	w.changed = append(w.changed[:0], changed[:min(words, len(changed))]...)
+	for len(w.changed) < words {
+		w.changed = append(w.changed, 0)
+	}
+	if words > 0 && n%64 != 0 {
+		w.changed[words-1] &= 1<<(n%64) - 1
+	}
+	if !slices.Equal(w.ids, w.prevIDs) {
+		w.layout++
+		w.remap.build(w.prevIDs, w.ids)
+	}
+	w.alwaysB = resize(w.alwaysB, words)
+	for i, k := range w.kind {
+		if w.always[k] {
+			w.alwaysB[i>>6] |= 1 << (i & 63)
+		}
+	}
+	w.buildGrid()
+}
+
+// Len is the number of entities.
+func (w *World) Len() int { return len(w.ids) }
+
+// Tick is the tick being described.
+func (w *World) Tick() uint32 { return w.tick }
+
+// ID, Pos and Kind describe entity i.
+func (w *World) ID(i int) proto.NetworkID { return w.ids[i] }
+func (w *World) Pos(i int) Vec3           { return w.pos[i] }
+func (w *World) Kind(i int) uint8         { return w.kind[i] }
+
+// Changed reports whether entity i changed this tick.
+func (w *World) Changed(i int) bool { return w.changed[i>>6]>>(i&63)&1 != 0 }
+
+// Index returns the index of id, or -1.
+func (w *World) Index(id proto.NetworkID) int {
+	i, ok := slices.BinarySearch(w.ids, id)
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+func (w *World) cellOf(v float32) int32 {
+	c := math.Floor(float64(v / w.cellSize))
+	return int32(max(min(c, math.MaxInt32/2), math.MinInt32/2))
+}
+
+func cellHash(cx, cy int32) uint32 {
+	h := uint32(cx)*0x9E3779B1 ^ uint32(cy)*0x85EBCA77
+	return h ^ h>>15
+}
+
+func (w *World) buildGrid() {
+	n := len(w.ids)
+	buckets := 1
+	for buckets < n {
+		buckets <<= 1
+	}
+	w.mask = uint32(buckets - 1)
+	w.cellX = slices.Grow(w.cellX[:0], n)[:n]
+	w.cellY = slices.Grow(w.cellY[:0], n)[:n]
+	w.bucketOf = slices.Grow(w.bucketOf[:0], n)[:n]
+	w.order = slices.Grow(w.order[:0], n)[:n]
+	w.start = slices.Grow(w.start[:0], buckets+1)[:buckets+1]
+	clear(w.start)
+	for i, p := range w.pos {
+		cx, cy := w.cellOf(p.X), w.cellOf(p.Y)
+		b := cellHash(cx, cy) & w.mask
+		w.cellX[i], w.cellY[i], w.bucketOf[i] = cx, cy, b
+		w.start[b+1]++
+	}
+	for b := 1; b <= buckets; b++ {
+		w.start[b] += w.start[b-1]
+	}
+	// place entities; start[b] is used as a cursor and restored after
+	for i, b := range w.bucketOf {
+		w.order[w.start[b]] = int32(i)
+		w.start[b]++
+	}
+	for b := buckets; b > 0; b-- {
+		w.start[b] = w.start[b-1]
+	}
+	w.start[0] = 0
+}
+
+// within sets in rel the bit of every entity whose X–Y distance to c is at
+// most r (and passes filter, when given).
+func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int) bool) {
+	r2 := r * r
+	x0, x1 := w.cellOf(c.X-r), w.cellOf(c.X+r)
+	y0, y1 := w.cellOf(c.Y-r), w.cellOf(c.Y+r)
+	cells := (int64(x1) - int64(x0) + 1) * (int64(y1) - int64(y0) + 1)
+	if cells*4 > int64(len(w.ids)) {
+		// The view covers much of the world: scanning beats the grid.
+		for i, p := range w.pos {
+			dx, dy := p.X-c.X, p.Y-c.Y
+			if dx*dx+dy*dy <= r2 {
+				rel[i>>6] |= 1 << (i & 63)
+			}
+		}
+	} else {
+		for cy := y0; cy <= y1; cy++ {
+			for cx := x0; cx <= x1; cx++ {
+				b := cellHash(cx, cy) & w.mask
+				for _, i := range w.order[w.start[b]:w.start[b+1]] {
+					if w.cellX[i] != cx || w.cellY[i] != cy {
+						continue
+					}
+					p := w.pos[i]
+					dx, dy := p.X-c.X, p.Y-c.Y
+					if dx*dx+dy*dy <= r2 {
+						rel[i>>6] |= 1 << (i & 63)
+					}
+				}
+			}
+		}
+	}
+	if filter != nil {
+		for k, m := range rel {
+			for ; m != 0; m &= m - 1 {
+				i := k*64 + bits.TrailingZeros64(m)
+				if !filter(w, i) {
+					rel[k] &^= 1 << (i & 63)
+				}
+			}
+		}
+	}
+}
+
+func resize(s []uint64, words int) []uint64 {
+	if cap(s) < words {
+		s = make([]uint64, words, words+words/4)
+	}
+	s = s[:words]
+	clear(s)
+	return s
+}
