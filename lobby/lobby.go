@@ -140,6 +140,7 @@ func (l *Lobby) routes() {
 	// Browsers may not POST to the API from other sites; tools (no
 	// Origin or Sec-Fetch-Site header) always may.
 	m.Handle("/api/", http.NewCrossOriginProtection().Handler(api))
+	l.mux = m
 }
 
 func (l *Lobby) serveTypeSocket(w http.ResponseWriter, r *http.Request) {

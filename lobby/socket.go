@@ -157,7 +157,9 @@ func (s *socket) closeAfterSend(code websocket.StatusCode, reason string) {
 func (s *socket) kill() {
 	s.once.Do(func() {
 		s.cancel()
-		go s.c.CloseNow()
+		if s.c != nil {
+			go s.c.CloseNow()
+		}
 	})
 }
 
@@ -262,22 +264,31 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 		default:
 			return
 		}
-		if typ != websocket.MessageText {
-			l.socketError(s, errorf(CodeBadRequest, "send JSON text messages"))
-			continue
-		}
-		var req wsRequest
-		dec := json.NewDecoder(bytes.NewReader(buf[:n]))
+		l.handleMessage(s, o, typ, buf[:n])
+	}
+}
+
+// handleMessage decodes and runs one client message of at most
+// MaxMessageBytes.
+func (l *Lobby) handleMessage(s *socket, o origin, typ websocket.MessageType, data []byte) {
+	var e *Error
+	var req wsRequest
+	if typ != websocket.MessageText {
+		e = errorf(CodeBadRequest, "send JSON text messages")
+	} else {
+		dec := json.NewDecoder(bytes.NewReader(data))
 		if err := dec.Decode(&req); err != nil || dec.More() {
-			l.socketError(s, errorf(CodeBadJSON, "malformed JSON message: want one object with an \"op\""))
-			continue
+			e = errorf(CodeBadJSON, "malformed JSON message: want one object with an \"op\"")
 		}
-		l.mu.Lock()
-		if e := l.handleOp(s, &req, o); e != nil {
-			s.sendJSON(wsError{Type: "error", Error: *e})
-			l.metrics.errors.WithLabelValues(e.Code).Inc()
-		}
-		l.unlock()
+	}
+	l.mu.Lock()
+	defer l.unlock()
+	if e == nil {
+		e = l.handleOp(s, &req, o)
+	}
+	if e != nil {
+		s.sendJSON(wsError{Type: "error", Error: *e})
+		l.metrics.errors.WithLabelValues(e.Code).Inc()
 	}
 }
 

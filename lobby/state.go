@@ -206,7 +206,7 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	t.rooms = append(t.rooms, r)
 	s := l.seat(r, player, req.HostPort, o)
 	l.metrics.roomsCreated.WithLabelValues(t.Name).Inc()
-	l.roomChanged(r, player+" created the game")
+	l.roomChanged(r, player+" created the game", s)
 	return s, nil
 }
 
@@ -238,7 +238,7 @@ func (l *Lobby) join(roomID string, req JoinRequest, o origin) (*seat, *Error) {
 		}
 	}
 	s := l.seat(r, player, req.HostPort, o)
-	l.roomChanged(r, player+" joined")
+	l.roomChanged(r, player+" joined", s)
 	return s, nil
 }
 
@@ -289,9 +289,9 @@ func (l *Lobby) setReady(s *seat, roomID string, ready bool, hostPort uint16) *E
 		s.hostPort = hostPort
 	}
 	if ready {
-		l.roomChanged(r, s.name+" is ready")
+		l.roomChanged(r, s.name+" is ready", nil)
 	} else {
-		l.roomChanged(r, s.name+" is not ready")
+		l.roomChanged(r, s.name+" is not ready", nil)
 	}
 	l.maybeAssign(r)
 	return nil
@@ -351,19 +351,20 @@ func (l *Lobby) remove(s *seat, why string) {
 	}
 	r.players = slices.DeleteFunc(r.players, func(p *seat) bool { return p == s })
 	l.metrics.playersLeft.WithLabelValues(why).Inc()
+	if len(r.players) == 0 {
+		l.closeRoom(r)
+		l.typeChanged(r.typ)
+	} else {
+		l.roomChanged(r, s.name+" "+why, nil)
+		l.maybeAssign(r)
+	}
 	if sock := s.sock; sock != nil && sock.seat == s {
+		// Back to watching the type's lobby.
 		sock.seat = nil
 		sock.sendJSON(wsLeft{Type: "left", Room: r.id})
 		r.typ.watchers[sock] = struct{}{}
 		sock.sendJSON(wsRooms{Type: "rooms", GameType: r.typ.Name, Rooms: l.roomList(r.typ)})
 	}
-	if len(r.players) == 0 {
-		l.closeRoom(r)
-		l.typeChanged(r.typ)
-		return
-	}
-	l.roomChanged(r, s.name+" "+why)
-	l.maybeAssign(r)
 }
 
 func (l *Lobby) closeRoom(r *room) {
@@ -395,11 +396,12 @@ func (l *Lobby) touch(s *seat) {
 	s.expiry.Reset(l.cfg.SeatTimeout)
 }
 
-// roomChanged tells the room's sockets and the type's watchers.
-func (l *Lobby) roomChanged(r *room, event string) {
+// roomChanged tells the room's sockets (but not except's, which already
+// knows) and the type's watchers.
+func (l *Lobby) roomChanged(r *room, event string, except *seat) {
 	msg := mustJSON(wsRoom{Type: "room", Event: event, Room: l.roomInfo(r)})
 	for _, p := range r.players {
-		if p.sock != nil {
+		if p.sock != nil && p != except {
 			p.sock.send(msg)
 		}
 	}

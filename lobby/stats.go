@@ -87,10 +87,10 @@ type serverStatsJSON struct {
 }
 
 type gameStatsJSON struct {
-	ID          uint64         `json:"id,string"`
-	Type        string         `json:"type"`
-	Tick        uint64         `json:"tick"`
-	Entities    int            `json:"entities"`
+	ID          uint64          `json:"id,string"`
+	Type        string          `json:"type"`
+	Tick        uint64          `json:"tick"`
+	Entities    int             `json:"entities"`
 	Connections []connStatsJSON `json:"connections"`
 }
 
