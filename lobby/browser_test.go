@@ -117,6 +117,24 @@ func (p *browserPlayer) screenshot(what string) {
 		p.t.Errorf("%s: screenshot %s: %v", p.name, what, err)
 		return
 	}
+	p.save(what, png)
+}
+
+// viewportScreenshot saves what the window shows as NN-name-what.png.
+func (p *browserPlayer) viewportScreenshot(what string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Errorf("%s: screenshot %s: %v", p.name, what, err)
+		return
+	}
+	p.save(what, png)
+}
+
+func (p *browserPlayer) save(what string, png []byte) {
+	p.t.Helper()
 	*p.shot++
 	path := filepath.Join(p.dir, fmt.Sprintf("%02d-%s-%s.png", *p.shot, p.name, what))
 	if err := os.WriteFile(path, png, 0o644); err != nil {

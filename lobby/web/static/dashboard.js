@@ -21,7 +21,9 @@
     for (const s of series) for (const v of s) max = Math.max(max, v);
     if (max <= 0) max = 1;
     const lines = series.map((s, i) => {
-      const pts = s.map((v, j) => `${(j * 120 / (N - 1)).toFixed(1)},${(29 - v / max * 28).toFixed(1)}`).join(' ');
+      // Newest sample at the right edge; the line grows leftwards.
+      const off = N - s.length;
+      const pts = s.map((v, j) => `${((off + j) * 120 / (N - 1)).toFixed(1)},${(29 - v / max * 28).toFixed(1)}`).join(' ');
       const p = document.createElementNS(svgNS, 'polyline');
       p.setAttribute('points', pts);
       if (i > 0) p.setAttribute('class', 'alt');
@@ -73,22 +75,17 @@
     spark($('tick-chart'), [push('tick.mean', t.meanMs), push('tick.max', t.maxMs)]);
 
     const live = new Set(['tick.mean', 'tick.max']);
-    const box = $('games');
-    if (!srv.games.length) { box.replaceChildren(Object.assign(document.createElement('p'), { className: 'meta', textContent: 'None yet.' })); }
-    else box.replaceChildren(...srv.games.map((g) => {
-      const div = document.createElement('div');
-      div.className = 'game';
-      div.dataset.game = g.id;
-      const h = document.createElement('h3');
-      h.textContent = `${g.type} · game ${g.id}`;
-      const meta = document.createElement('p');
-      meta.className = 'meta';
-      meta.textContent = `tick ${g.tick} · ${g.connections.length} connections · ${g.entities} entities`;
-      const table = document.createElement('table');
-      table.className = 'conns';
-      table.innerHTML = '<thead><tr><th>client</th><th class="opt">players</th><th>RTT ms</th><th></th>' +
-        '<th>loss</th><th></th><th>out / in</th><th></th></tr></thead>';
-      const body = document.createElement('tbody');
+    const games = $('games-body');
+    games.replaceChildren(...srv.games.map((g) => {
+      const tr = document.createElement('tr');
+      tr.dataset.game = g.id;
+      tr.append(td('', g.type), td('n', g.id), td('n', String(g.tick)),
+        td('n', String(g.connections.length)), td('n opt', String(g.entities)));
+      return tr;
+    }));
+    $('no-games').hidden = srv.games.length > 0;
+    const rows = [];
+    for (const g of srv.games) {
       for (const c of g.connections) {
         const k = `${g.id}/${c.clientId}`;
         for (const s of ['rtt', 'loss', 'send', 'recv']) live.add(`${k}.${s}`);
@@ -100,16 +97,14 @@
         tr.dataset.client = c.clientId;
         tr.append(
           td('', c.addr || c.clientId),
-          td('opt', (c.players || []).join(', ')),
+          td('opt n', `${g.id.slice(0, 6)}… / ${(c.players || []).join(', ')}`),
           td('n', `${fmt(c.rttMs)} ±${fmt(c.jitterMs)}`), td('', rtt),
           td('n', `${(c.loss * 100).toFixed(1)} %`), td('', loss),
           td('n', `${rate(c.sendBps)} / ${rate(c.recvBps)}`), td('', bw));
-        body.append(tr);
+        rows.push(tr);
       }
-      table.append(body);
-      div.append(h, meta, table);
-      return div;
-    }));
+    }
+    $('conns-body').replaceChildren(...rows);
     for (const k of hist.keys()) if (!live.has(k)) hist.delete(k);
   }
 
