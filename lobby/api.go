@@ -245,6 +245,8 @@ func (l *Lobby) apiAssignment(w http.ResponseWriter, r *http.Request) {
 	if s.assignment == nil && wait > 0 {
 		s.polls++
 		l.unlock()
+		// Outlast the server's WriteTimeout, if it has a shorter one.
+		http.NewResponseController(w).SetWriteDeadline(time.Now().Add(wait + 10*time.Second))
 		t := time.NewTimer(wait)
 		select {
 		case <-s.done:

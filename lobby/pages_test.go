@@ -3,8 +3,10 @@ package lobby
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 )
@@ -62,5 +64,40 @@ func TestSocketOrigin(t *testing.T) {
 	_, res, err := websocket.Dial(testCtx(t), u, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
 	if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
 		t.Fatalf("cross-origin dial: %v, %v", res, err)
+	}
+}
+
+// TestServerTimeouts: long-polls and sockets outlive an http.Server's
+// ReadTimeout and WriteTimeout (net/http clears the deadlines of a
+// hijacked connection; the long-poll extends its own).
+func TestServerTimeouts(t *testing.T) {
+	l, err := New(Config{Servers: []GameServer{{Addrs: []string{testServerAddr}, Key: testKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv := httptest.NewUnstartedServer(l)
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	ctx := testCtx(t)
+	bob := dialWS(t, srv, "demo")
+	bob.send(map[string]any{"op": "create", "name": "g", "player": "Bob"})
+	room := bob.expect("joined").room(t)
+	alice, err := (&Client{BaseURL: srv.URL}).Join(ctx, room.ID, JoinRequest{Player: "Alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A poll that waits past the timeouts still answers.
+	start := time.Now()
+	st, err := alice.Poll(ctx, 400*time.Millisecond)
+	if err != nil || st.Status != "waiting" || time.Since(start) < 400*time.Millisecond {
+		t.Fatalf("poll: %+v, %v after %v", st, err, time.Since(start))
+	}
+	// The socket, idle past both timeouts, still carries messages.
+	bob.send(map[string]any{"op": "chat", "text": "still here"})
+	if m := bob.expect("chat"); m.Text != "still here" {
+		t.Fatalf("chat %+v", m)
 	}
 }
