@@ -146,10 +146,10 @@ const (
 	DefaultMaxPlayers      = 8
 
 	maxRoomPlayers = 1000
-	maxTypeNameLen = proto.UserDataSize
+	maxTypeNameLen = proto.UserDataSize // the name goes into each token's UserData
 )
 
-var typeNameRE = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+var typeNameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
 
 // withDefaults returns a copy of c with every zero field set to its
 // default, or an error naming the first invalid field.
@@ -215,7 +215,7 @@ func (c Config) withDefaults() (Config, error) {
 	seen := map[string]bool{}
 	for i := range c.Types {
 		t := &c.Types[i]
-		if !typeNameRE.MatchString(t.Name) {
+		if !typeNameRE.MatchString(t.Name) || len(t.Name) > maxTypeNameLen {
 			return c, fmt.Errorf("lobby: game type name %q: want 1 to 32 of a-z 0-9 - _", t.Name)
 		}
 		if seen[t.Name] {
