@@ -1,0 +1,153 @@
+package lobby
+
+import (
+	"html/template"
+	"io/fs"
+	"net/http"
+	"sync"
+
+	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Lobby is the lobby's HTTP handler: pages, WebSockets, the JSON API, the
+// dashboard and /metrics. Create it with New, serve it at the root of an
+// http.Server (or of a ServeMux pattern "/"), and Close it on shutdown.
+// It is safe for concurrent use.
+type Lobby struct {
+	cfg      Config
+	types    map[string]*gameType
+	order    []*gameType // menu order
+	mux      *http.ServeMux
+	pages    *template.Template
+	static   fs.FS
+	metrics  *metrics
+	gatherer prometheus.Gatherer
+
+	mu       sync.Mutex
+	rooms    map[string]*room
+	seats    map[string]*seat
+	sockets  map[*socket]struct{}
+	nsockets int // sockets accepted or being accepted
+	closed   bool
+	done     chan struct{} // closed by Close
+	after    []func()      // run by unlock, after l.mu is released
+}
+
+// New returns a lobby for cfg (see Config for the defaults).
+func New(cfg Config) (*Lobby, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Lobby{
+		cfg:     cfg,
+		types:   map[string]*gameType{},
+		rooms:   map[string]*room{},
+		seats:   map[string]*seat{},
+		sockets: map[*socket]struct{}{},
+		done:    make(chan struct{}),
+	}
+	for _, gt := range cfg.Types {
+		t := &gameType{GameType: gt, watchers: map[*socket]struct{}{}}
+		for i := range cfg.Servers {
+			s := &cfg.Servers[i]
+			if len(s.Types) == 0 || contains(s.Types, gt.Name) {
+				t.servers = append(t.servers, s)
+			}
+		}
+		l.types[gt.Name] = t
+		l.order = append(l.order, t)
+	}
+	if err := l.initMetrics(); err != nil {
+		return nil, err
+	}
+	if err := l.initPages(); err != nil {
+		return nil, err
+	}
+	l.routes()
+	return l, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// ServeHTTP serves the lobby.
+func (l *Lobby) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.mux.ServeHTTP(w, r) }
+
+// Close shuts the lobby: open WebSockets are closed with status 1001
+// ("going away"), waiting long-polls answer "closed", and every later
+// request is refused. It does not wait for the connections to finish.
+func (l *Lobby) Close() error {
+	l.mu.Lock()
+	defer l.unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	for s := range l.sockets {
+		s.closeAfterSend(websocket.StatusGoingAway, "lobby shutting down")
+	}
+	for _, s := range l.seats {
+		if s.expiry != nil {
+			s.expiry.Stop()
+		}
+	}
+	return nil
+}
+
+// unlock releases l.mu and runs the callbacks queued while it was held.
+func (l *Lobby) unlock() {
+	after := l.after
+	l.after = nil
+	l.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
+}
+
+// routes lists every endpoint; the package doc describes them.
+func (l *Lobby) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /{$}", l.serveMenu)
+	m.HandleFunc("GET /games/{type}", l.serveTypePage)
+	m.HandleFunc("GET /games/{type}/ws", l.serveTypeSocket)
+	m.HandleFunc("GET /dashboard", l.serveDashboard)
+	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(l.static)))
+	m.Handle("GET /metrics", l.metricsHandler())
+
+	api := http.NewServeMux()
+	api.HandleFunc("GET /api/types", l.apiTypes)
+	api.HandleFunc("GET /api/games/{type}", l.apiRooms)
+	api.HandleFunc("POST /api/games/{type}", l.apiCreate)
+	api.HandleFunc("GET /api/rooms/{room}", l.apiRoom)
+	api.HandleFunc("POST /api/rooms/{room}/join", l.apiJoin)
+	api.HandleFunc("POST /api/rooms/{room}/ready", l.apiReady)
+	api.HandleFunc("POST /api/rooms/{room}/chat", l.apiChat)
+	api.HandleFunc("POST /api/rooms/{room}/leave", l.apiLeave)
+	api.HandleFunc("GET /api/rooms/{room}/assignment", l.apiAssignment)
+	api.HandleFunc("GET /api/stats", l.apiStats)
+	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		l.writeError(w, errorf(CodeBadRequest, "no API endpoint %s %s (see the lobby package doc)", r.Method, r.URL.Path))
+	})
+	// Browsers may not POST to the API from other sites; tools (no
+	// Origin or Sec-Fetch-Site header) always may.
+	m.Handle("/api/", http.NewCrossOriginProtection().Handler(api))
+	l.mux = m
+}
+
+func (l *Lobby) serveTypeSocket(w http.ResponseWriter, r *http.Request) {
+	t := l.types[r.PathValue("type")]
+	if t == nil {
+		l.writeError(w, errorf(CodeUnknownType, "there is no game type %q", r.PathValue("type")))
+		return
+	}
+	l.serveSocket(w, r, t)
+}

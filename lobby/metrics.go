@@ -1,0 +1,104 @@
+package lobby
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the lobby's Prometheus collectors (namespace
+// tickwire_lobby). Gauges are read from the lobby's state at scrape time.
+type metrics struct {
+	roomsCreated  *prometheus.CounterVec // type
+	gamesAssigned *prometheus.CounterVec // type, hosting
+	playersLeft   *prometheus.CounterVec // why: left, disconnected, timed out
+	errors        *prometheus.CounterVec // code
+	chats         prometheus.Counter
+	socketsOpened prometheus.Counter
+}
+
+var (
+	descRooms   = prometheus.NewDesc("tickwire_lobby_rooms", "Open rooms (games waiting for players).", []string{"type"}, nil)
+	descPlayers = prometheus.NewDesc("tickwire_lobby_players", "Players seated in open rooms.", []string{"type"}, nil)
+	descSockets = prometheus.NewDesc("tickwire_lobby_sockets", "Open lobby WebSockets.", nil, nil)
+	descSeats   = prometheus.NewDesc("tickwire_lobby_api_seats", "Seats held through the JSON API (including assignments not yet expired).", nil, nil)
+)
+
+func (l *Lobby) initMetrics() error {
+	m := &metrics{
+		roomsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickwire_lobby_rooms_created_total", Help: "Rooms created.",
+		}, []string{"type"}),
+		gamesAssigned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickwire_lobby_games_assigned_total", Help: "Games assigned (rooms that started).",
+		}, []string{"type", "hosting"}),
+		playersLeft: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickwire_lobby_players_left_total", Help: "Players that left an open room, by why.",
+		}, []string{"why"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickwire_lobby_errors_total", Help: "Refused requests and dropped sockets, by error code.",
+		}, []string{"code"}),
+		chats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickwire_lobby_chat_messages_total", Help: "Chat messages relayed.",
+		}),
+		socketsOpened: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickwire_lobby_sockets_opened_total", Help: "WebSockets accepted.",
+		}),
+	}
+	l.metrics = m
+	reg := l.cfg.Registerer
+	if reg == nil {
+		r := prometheus.NewRegistry()
+		r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = r
+	}
+	l.gatherer = l.cfg.Gatherer
+	if l.gatherer == nil {
+		if g, ok := reg.(prometheus.Gatherer); ok {
+			l.gatherer = g
+		} else {
+			l.gatherer = prometheus.DefaultGatherer
+		}
+	}
+	for _, c := range []prometheus.Collector{m.roomsCreated, m.gamesAssigned, m.playersLeft, m.errors, m.chats, m.socketsOpened, stateCollector{l}} {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Lobby) metricsHandler() http.Handler {
+	return promhttp.HandlerFor(l.gatherer, promhttp.HandlerOpts{})
+}
+
+// stateCollector reports the gauges from the lobby's state.
+type stateCollector struct{ l *Lobby }
+
+func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descRooms
+	ch <- descPlayers
+	ch <- descSockets
+	ch <- descSeats
+}
+
+func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
+	l := c.l
+	l.mu.Lock()
+	defer l.unlock()
+	for _, t := range l.order {
+		ti := l.typeInfo(t)
+		ch <- prometheus.MustNewConstMetric(descRooms, prometheus.GaugeValue, float64(ti.Rooms), t.Name)
+		ch <- prometheus.MustNewConstMetric(descPlayers, prometheus.GaugeValue, float64(ti.Players), t.Name)
+	}
+	ch <- prometheus.MustNewConstMetric(descSockets, prometheus.GaugeValue, float64(len(l.sockets)))
+	api := 0
+	for _, s := range l.seats {
+		if s.sock == nil {
+			api++
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(descSeats, prometheus.GaugeValue, float64(api))
+}

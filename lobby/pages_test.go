@@ -1,0 +1,103 @@
+package lobby
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestPages: the menu lists the types, a type's page lists its open rooms
+// (rendered on the server, names escaped), an unknown type is a 404 page
+// that says so, and the static files are served.
+func TestPages(t *testing.T) {
+	_, srv := newTestLobby(t, Config{Types: []GameType{
+		{Name: "demo", Title: "Demo Arena", Description: "Shoot things."},
+		{Name: "race", Title: "Racing"},
+	}})
+	ctx := testCtx(t)
+	if _, err := (&Client{BaseURL: srv.URL}).Create(ctx, "demo", CreateRequest{Name: "<b>Bob</b>'s game", Player: "Bob"}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string, want int) string {
+		t.Helper()
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if res.StatusCode != want {
+			t.Fatalf("GET %s: HTTP %d, want %d", path, res.StatusCode, want)
+		}
+		return string(b)
+	}
+	contains := func(page, what string, wants ...string) {
+		t.Helper()
+		for _, w := range wants {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s lacks %q", what, w)
+			}
+		}
+	}
+	contains(get("/", 200), "menu", `href="/games/demo"`, "Demo Arena", "Shoot things.", `href="/games/race"`, "1 open game", "1 waiting")
+	demo := get("/games/demo", 200)
+	contains(demo, "demo page", `id="create-form"`, `&lt;b&gt;Bob&lt;/b&gt;&#39;s game`, `data-type="demo"`, `/static/lobby.js`)
+	if strings.Contains(demo, "<b>Bob</b>") {
+		t.Error("room name not escaped")
+	}
+	contains(get("/games/nope", 404), "unknown type page", `data-code="unknown_type"`, "There is no game type")
+	contains(get("/dashboard", 200), "dashboard", `/static/dashboard.js`)
+	contains(get("/static/lobby.js", 200), "lobby.js", "new WebSocket")
+	contains(get("/static/style.css", 200), "style.css", "max-width")
+	get("/nothing", 404)
+}
+
+// TestSocketOrigin: a page on another site may not open a lobby socket.
+func TestSocketOrigin(t *testing.T) {
+	_, srv := newTestLobby(t, Config{})
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + "/games/demo/ws"
+	_, res, err := websocket.Dial(testCtx(t), u, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil || res == nil || res.StatusCode != http.StatusForbidden {
+		t.Fatalf("cross-origin dial: %v, %v", res, err)
+	}
+}
+
+// TestServerTimeouts: long-polls and sockets outlive an http.Server's
+// ReadTimeout and WriteTimeout (net/http clears the deadlines of a
+// hijacked connection; the long-poll extends its own).
+func TestServerTimeouts(t *testing.T) {
+	l, err := New(Config{Servers: []GameServer{{Addrs: []string{testServerAddr}, Key: testKey}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv := httptest.NewUnstartedServer(l)
+	srv.Config.ReadTimeout = 200 * time.Millisecond
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	ctx := testCtx(t)
+	bob := dialWS(t, srv, "demo")
+	bob.send(map[string]any{"op": "create", "name": "g", "player": "Bob"})
+	room := bob.expect("joined").room(t)
+	alice, err := (&Client{BaseURL: srv.URL}).Join(ctx, room.ID, JoinRequest{Player: "Alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A poll that waits past the timeouts still answers.
+	start := time.Now()
+	st, err := alice.Poll(ctx, 400*time.Millisecond)
+	if err != nil || st.Status != "waiting" || time.Since(start) < 400*time.Millisecond {
+		t.Fatalf("poll: %+v, %v after %v", st, err, time.Since(start))
+	}
+	// The socket, idle past both timeouts, still carries messages.
+	bob.send(map[string]any{"op": "chat", "text": "still here"})
+	if m := bob.expect("chat"); m.Text != "still here" {
+		t.Fatalf("chat %+v", m)
+	}
+}

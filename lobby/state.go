@@ -1,0 +1,422 @@
+package lobby
+
+import (
+	"crypto/rand"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// This file holds the rooms and seats and every change to them. All of it
+// runs with Lobby.mu held; a change ends with the notices it caused queued
+// on the sockets concerned (never blocking) and, for a completed room, the
+// assignment made.
+
+// gameType is a GameType with its open rooms and the sockets watching its
+// lobby page.
+type gameType struct {
+	GameType
+	servers  []*GameServer // the servers that run it
+	next     int           // round-robin index into servers
+	rooms    []*room       // open rooms, oldest first
+	watchers map[*socket]struct{}
+}
+
+func (t *gameType) hosting() []Hosting {
+	if len(t.servers) > 0 {
+		return []Hosting{ServerHosted, PeerHosted}
+	}
+	return []Hosting{PeerHosted}
+}
+
+type room struct {
+	id         string
+	name       string
+	typ        *gameType
+	hosting    Hosting
+	maxPlayers int
+	created    time.Time
+	players    []*seat // join order
+	chat       []ChatLine
+}
+
+const chatHistory = 20
+
+// seat is one player's place in a room. A seat joined over a WebSocket
+// lives as long as its socket; one joined through the JSON API lives while
+// its player calls the API at least every SeatTimeout.
+type seat struct {
+	id       string
+	name     string
+	room     *room // nil once assigned or gone
+	ready    bool
+	hostPort uint16
+	remote   netip.Addr // the player's IP as the lobby sees it
+	reqHost  string     // the host name the player reached the lobby with
+	sock     *socket    // nil for API seats
+
+	done       chan struct{} // closed when the seat leaves its room
+	assignment *Assignment   // set when the room was assigned
+	polls      int           // long-polls waiting on done
+	deadline   time.Time     // API seats: when the seat expires
+	expiry     *time.Timer   // API seats
+}
+
+// origin is who makes a request: where from and over which socket.
+type origin struct {
+	remote netip.Addr
+	host   string
+	sock   *socket
+}
+
+func originOf(r *http.Request, sock *socket) origin {
+	o := origin{sock: sock}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		o.remote = ap.Addr().Unmap()
+	}
+	o.host = r.Host
+	if h, _, err := net.SplitHostPort(r.Host); err == nil {
+		o.host = h
+	}
+	return o
+}
+
+func (l *Lobby) roomInfo(r *room) RoomInfo {
+	ri := RoomInfo{
+		ID: r.id, Type: r.typ.Name, Name: r.name, Hosting: r.hosting,
+		MinPlayers: r.typ.MinPlayers, MaxPlayers: r.maxPlayers,
+		Players: make([]PlayerInfo, len(r.players)), Created: r.created,
+	}
+	for i, s := range r.players {
+		ri.Players[i] = PlayerInfo{Name: s.name, Ready: s.ready, CanHost: r.hosting == PeerHosted && s.hostPort != 0}
+	}
+	return ri
+}
+
+func (l *Lobby) typeInfo(t *gameType) TypeInfo {
+	ti := TypeInfo{
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		MinPlayers: t.MinPlayers, MaxPlayers: t.MaxPlayers,
+		Hosting: t.hosting(), Rooms: len(t.rooms),
+	}
+	for _, r := range t.rooms {
+		ti.Players += len(r.players)
+	}
+	return ti
+}
+
+func (l *Lobby) roomList(t *gameType) []RoomInfo {
+	list := make([]RoomInfo, len(t.rooms))
+	for i, r := range t.rooms {
+		list[i] = l.roomInfo(r)
+	}
+	return list
+}
+
+// cleanName trims s and checks it is a usable name.
+func (l *Lobby) cleanName(what, s string) (string, *Error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", errorf(CodeBadName, "%s is empty", what)
+	}
+	if !utf8.ValidString(s) {
+		return "", errorf(CodeBadName, "%s is not UTF-8", what)
+	}
+	if n := utf8.RuneCountInString(s); n > l.cfg.MaxNameLen {
+		return "", errorf(CodeBadName, "%s has %d characters, at most %d allowed", what, n, l.cfg.MaxNameLen)
+	}
+	for _, c := range s {
+		if !unicode.IsPrint(c) {
+			return "", errorf(CodeBadName, "%s has an unprintable character %U", what, c)
+		}
+	}
+	return s, nil
+}
+
+func (l *Lobby) checkOpen() *Error {
+	if l.closed {
+		return errorf(CodeClosed, "the lobby is shutting down")
+	}
+	return nil
+}
+
+func (l *Lobby) checkFree(o origin) *Error {
+	if o.sock != nil && o.sock.seat != nil {
+		return errorf(CodeAlreadyJoined, "you are already in game %q: leave it first", o.sock.seat.room.name)
+	}
+	return nil
+}
+
+// create opens a room and seats its creator.
+func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Error) {
+	if err := l.checkOpen(); err != nil {
+		return nil, err
+	}
+	t := l.types[typeName]
+	if t == nil {
+		return nil, errorf(CodeUnknownType, "there is no game type %q", typeName)
+	}
+	if err := l.checkFree(o); err != nil {
+		return nil, err
+	}
+	name, err := l.cleanName("the game's name", req.Name)
+	if err != nil {
+		return nil, err
+	}
+	player, err := l.cleanName("your name", req.Player)
+	if err != nil {
+		return nil, err
+	}
+	hosting := req.Hosting
+	if hosting == "" {
+		hosting = t.hosting()[0]
+	}
+	switch hosting {
+	case ServerHosted:
+		if len(t.servers) == 0 {
+			return nil, errorf(CodeNoServer, "no game server runs %s: create a peer-hosted game", t.Title)
+		}
+	case PeerHosted:
+	default:
+		return nil, errorf(CodeBadRequest, "hosting must be %q or %q, not %q", ServerHosted, PeerHosted, hosting)
+	}
+	max := req.MaxPlayers
+	if max == 0 {
+		max = t.MaxPlayers
+	}
+	if max < t.MinPlayers || max > t.MaxPlayers {
+		return nil, errorf(CodeBadRequest, "max players must be %d to %d, not %d", t.MinPlayers, t.MaxPlayers, max)
+	}
+	if len(t.rooms) >= l.cfg.MaxRoomsPerType {
+		return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
+	}
+	r := &room{
+		id: roomID(), name: name, typ: t, hosting: hosting,
+		maxPlayers: max, created: time.Now().UTC().Truncate(time.Second),
+	}
+	for l.rooms[r.id] != nil {
+		r.id = roomID()
+	}
+	l.rooms[r.id] = r
+	t.rooms = append(t.rooms, r)
+	s := l.seat(r, player, req.HostPort, o)
+	l.metrics.roomsCreated.WithLabelValues(t.Name).Inc()
+	l.roomChanged(r, player+" created the game", s)
+	return s, nil
+}
+
+// join seats a player in an open room.
+func (l *Lobby) join(roomID string, req JoinRequest, o origin) (*seat, *Error) {
+	if err := l.checkOpen(); err != nil {
+		return nil, err
+	}
+	r := l.rooms[roomID]
+	if r == nil {
+		return nil, errorf(CodeUnknownRoom, "there is no open game %q (it may have started)", roomID)
+	}
+	if o.sock != nil && o.sock.typ != r.typ {
+		return nil, errorf(CodeUnknownRoom, "game %q is not a %s game", roomID, o.sock.typ.Title)
+	}
+	if err := l.checkFree(o); err != nil {
+		return nil, err
+	}
+	player, err := l.cleanName("your name", req.Player)
+	if err != nil {
+		return nil, err
+	}
+	if len(r.players) >= r.maxPlayers {
+		return nil, errorf(CodeRoomFull, "game %q is full (%d players)", r.name, r.maxPlayers)
+	}
+	for _, p := range r.players {
+		if strings.EqualFold(p.name, player) {
+			return nil, errorf(CodeNameTaken, "someone in %q is already called %q", r.name, p.name)
+		}
+	}
+	s := l.seat(r, player, req.HostPort, o)
+	l.roomChanged(r, player+" joined", s)
+	return s, nil
+}
+
+func (l *Lobby) seat(r *room, name string, hostPort uint16, o origin) *seat {
+	s := &seat{
+		id: rand.Text(), name: name, room: r, hostPort: hostPort,
+		remote: o.remote, reqHost: o.host, sock: o.sock,
+		done: make(chan struct{}),
+	}
+	r.players = append(r.players, s)
+	l.seats[s.id] = s
+	if o.sock != nil {
+		o.sock.seat = s
+		delete(r.typ.watchers, o.sock)
+		o.sock.sendJSON(wsJoined{Type: "joined", Seat: s.id, Player: name, Room: l.roomInfo(r), Chat: r.chat})
+	} else {
+		s.expiry = time.AfterFunc(l.cfg.SeatTimeout, func() { l.expire(s) })
+		s.deadline = time.Now().Add(l.cfg.SeatTimeout)
+	}
+	return s
+}
+
+// seatIn checks that s is seated in room roomID ("" means its own room).
+func seatIn(s *seat, roomID string) *Error {
+	if s == nil || s.room == nil {
+		if roomID == "" {
+			return errorf(CodeNotJoined, "you have not joined a game")
+		}
+		return errorf(CodeNotJoined, "you have not joined game %q", roomID)
+	}
+	if roomID != "" && s.room.id != roomID {
+		return errorf(CodeNotJoined, "you have not joined game %q (you are in %q)", roomID, s.room.id)
+	}
+	return nil
+}
+
+// setReady marks s ready or not, and starts the room once all are.
+func (l *Lobby) setReady(s *seat, roomID string, ready bool, hostPort uint16) *Error {
+	if err := seatIn(s, roomID); err != nil {
+		return err
+	}
+	r := s.room
+	if s.ready == ready && (hostPort == 0 || hostPort == s.hostPort) {
+		return nil
+	}
+	s.ready = ready
+	if hostPort != 0 {
+		s.hostPort = hostPort
+	}
+	if ready {
+		l.roomChanged(r, s.name+" is ready", nil)
+	} else {
+		l.roomChanged(r, s.name+" is not ready", nil)
+	}
+	l.maybeAssign(r)
+	return nil
+}
+
+func (l *Lobby) chat(s *seat, roomID, text string) *Error {
+	if err := seatIn(s, roomID); err != nil {
+		return err
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return errorf(CodeBadRequest, "empty chat message")
+	}
+	if !utf8.ValidString(text) {
+		return errorf(CodeBadRequest, "chat message is not UTF-8")
+	}
+	if n := utf8.RuneCountInString(text); n > l.cfg.MaxChatLen {
+		return errorf(CodeBadRequest, "chat message has %d characters, at most %d allowed", n, l.cfg.MaxChatLen)
+	}
+	r := s.room
+	line := ChatLine{From: s.name, Text: text, At: time.Now().UTC()}
+	if len(r.chat) == chatHistory {
+		r.chat = append(r.chat[:0], r.chat[1:]...)
+	}
+	r.chat = append(r.chat, line)
+	msg := mustJSON(wsChat{Type: "chat", Room: r.id, ChatLine: line})
+	for _, p := range r.players {
+		if p.sock != nil {
+			p.sock.send(msg)
+		}
+	}
+	l.metrics.chats.Inc()
+	return nil
+}
+
+// leave takes s out of its room at the player's request.
+func (l *Lobby) leave(s *seat, roomID string) *Error {
+	if err := seatIn(s, roomID); err != nil {
+		return err
+	}
+	l.remove(s, "left")
+	return nil
+}
+
+// remove takes s out of its room (left, disconnected, timed out); the
+// room closes when it empties.
+func (l *Lobby) remove(s *seat, why string) {
+	r := s.room
+	if r == nil {
+		return
+	}
+	s.room = nil
+	close(s.done)
+	delete(l.seats, s.id)
+	if s.expiry != nil {
+		s.expiry.Stop()
+	}
+	r.players = slices.DeleteFunc(r.players, func(p *seat) bool { return p == s })
+	l.metrics.playersLeft.WithLabelValues(why).Inc()
+	if len(r.players) == 0 {
+		l.closeRoom(r)
+		l.typeChanged(r.typ)
+	} else {
+		l.roomChanged(r, s.name+" "+why, nil)
+		l.maybeAssign(r)
+	}
+	if sock := s.sock; sock != nil && sock.seat == s {
+		// Back to watching the type's lobby.
+		sock.seat = nil
+		sock.sendJSON(wsLeft{Type: "left", Room: r.id})
+		r.typ.watchers[sock] = struct{}{}
+		sock.sendJSON(wsRooms{Type: "rooms", GameType: r.typ.Name, Rooms: l.roomList(r.typ)})
+	}
+}
+
+func (l *Lobby) closeRoom(r *room) {
+	delete(l.rooms, r.id)
+	r.typ.rooms = slices.DeleteFunc(r.typ.rooms, func(x *room) bool { return x == r })
+}
+
+// expire removes an API seat its player stopped calling for, or forgets an
+// assignment nobody picked up.
+func (l *Lobby) expire(s *seat) {
+	l.mu.Lock()
+	defer l.unlock()
+	if s.polls > 0 || time.Now().Before(s.deadline) {
+		return
+	}
+	if s.assignment != nil {
+		delete(l.seats, s.id)
+		return
+	}
+	l.remove(s, "timed out")
+}
+
+// touch records that an API player is present.
+func (l *Lobby) touch(s *seat) {
+	if s.sock != nil || s.expiry == nil {
+		return
+	}
+	s.deadline = time.Now().Add(l.cfg.SeatTimeout)
+	s.expiry.Reset(l.cfg.SeatTimeout)
+}
+
+// roomChanged tells the room's sockets (but not except's, which already
+// knows) and the type's watchers.
+func (l *Lobby) roomChanged(r *room, event string, except *seat) {
+	msg := mustJSON(wsRoom{Type: "room", Event: event, Room: l.roomInfo(r)})
+	for _, p := range r.players {
+		if p.sock != nil && p != except {
+			p.sock.send(msg)
+		}
+	}
+	l.typeChanged(r.typ)
+}
+
+// typeChanged sends a type's room list to the sockets watching it.
+func (l *Lobby) typeChanged(t *gameType) {
+	if len(t.watchers) == 0 {
+		return
+	}
+	msg := mustJSON(wsRooms{Type: "rooms", GameType: t.Name, Rooms: l.roomList(t)})
+	for w := range t.watchers {
+		w.send(msg)
+	}
+}
+
+func roomID() string { return strings.ToLower(rand.Text()[:10]) }

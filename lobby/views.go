@@ -1,0 +1,159 @@
+package lobby
+
+import (
+	"time"
+
+	"github.com/tickwire/tickwire"
+)
+
+// Hosting says who runs a game: a game server ("server", seed 002's
+// "Steve is host") or one of its players ("peer", "Bob is host").
+type Hosting string
+
+// Hosting values.
+const (
+	ServerHosted Hosting = "server"
+	PeerHosted   Hosting = "peer"
+)
+
+// TypeInfo describes a game type on the menu (GET /api/types).
+type TypeInfo struct {
+	Name        string    `json:"name"`
+	Title       string    `json:"title"`
+	Description string    `json:"description,omitempty"`
+	MinPlayers  int       `json:"minPlayers"`
+	MaxPlayers  int       `json:"maxPlayers"`
+	Hosting     []Hosting `json:"hosting"` // what create accepts; the first is the default
+	Rooms       int       `json:"rooms"`   // open rooms
+	Players     int       `json:"players"` // players in open rooms
+}
+
+// RoomInfo is the public state of an open room, as the pages, the API and
+// every WebSocket "room" message show it.
+type RoomInfo struct {
+	ID         string       `json:"id"`
+	Type       string       `json:"type"`
+	Name       string       `json:"name"`
+	Hosting    Hosting      `json:"hosting"`
+	MinPlayers int          `json:"minPlayers"`
+	MaxPlayers int          `json:"maxPlayers"`
+	Players    []PlayerInfo `json:"players"` // in join order; slot i+1 at assignment
+	Created    time.Time    `json:"created"`
+}
+
+// PlayerInfo is one player in a room.
+type PlayerInfo struct {
+	Name  string `json:"name"`
+	Ready bool   `json:"ready"`
+	// CanHost is set for a player of a peer-hosted room that offered a
+	// UDP port; the first such player hosts the game.
+	CanHost bool `json:"canHost,omitempty"`
+}
+
+// ChatLine is one chat message in a room.
+type ChatLine struct {
+	From string    `json:"from"`
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+// CreateRequest is the body of POST /api/games/{type} and the fields of the
+// WebSocket "create" op. The creator joins the new room as its first
+// player.
+type CreateRequest struct {
+	Name       string  `json:"name"`                 // the game's name
+	MaxPlayers int     `json:"maxPlayers,omitempty"` // zero: the type's MaxPlayers
+	Hosting    Hosting `json:"hosting,omitempty"`    // empty: the type's default
+	Player     string  `json:"player"`               // the creator's name
+	// HostPort is the UDP port the creator's process listens on, offered
+	// to host a peer-hosted game (see the package doc).
+	HostPort uint16 `json:"hostPort,omitempty"`
+}
+
+// JoinRequest is the body of POST /api/rooms/{room}/join.
+type JoinRequest struct {
+	Player   string `json:"player"`
+	HostPort uint16 `json:"hostPort,omitempty"`
+}
+
+// ReadyRequest is the body of POST /api/rooms/{room}/ready.
+type ReadyRequest struct {
+	Seat  string `json:"seat"`
+	Ready bool   `json:"ready"`
+	// HostPort, when not zero, offers (or changes) the UDP port this
+	// player would host a peer-hosted game on.
+	HostPort uint16 `json:"hostPort,omitempty"`
+}
+
+// SeatInfo answers a create or join: the seat id authenticates the
+// player's later calls; keep it secret.
+type SeatInfo struct {
+	Seat   string   `json:"seat"`
+	Player string   `json:"player"`
+	Room   RoomInfo `json:"room"`
+}
+
+// Assignment is what each player of a started room receives: where to
+// connect and the connect token to present. Every player of a game gets
+// the same GameID, Host and Port and its own Slot, ClientID and Token.
+type Assignment struct {
+	GameID  uint64  `json:"gameId,string"` // a string in JSON: JavaScript numbers are 53-bit
+	Type    string  `json:"type"`
+	Room    string  `json:"room"`
+	Hosting Hosting `json:"hosting"`
+	// Host and Port split Addrs[0]: the game's first UDP address.
+	Host  string   `json:"host"`
+	Port  int      `json:"port"`
+	Addrs []string `json:"addrs"`
+	// Slot is this player's slot in the game, 1..len(Players).
+	Slot     uint16                 `json:"slot"`
+	ClientID uint64                 `json:"clientId,string"`
+	Token    *tickwire.ConnectToken `json:"token"`
+	Expires  time.Time              `json:"expires"`
+	// Role is "host" for the player that hosts a peer-hosted game and
+	// "player" for everyone else.
+	Role string `json:"role"`
+	// HostKey is set for the host of a peer-hosted game only: the hex
+	// tickwire.Key (tickwire.ParseKey) that sealed every player's token,
+	// which the host's game server must open them with.
+	HostKey string           `json:"hostKey,omitempty"`
+	Players []AssignedPlayer `json:"players"`
+}
+
+// Roles in an Assignment.
+const (
+	RolePlayer = "player"
+	RoleHost   = "host"
+)
+
+// AssignedPlayer is one player of an assigned game.
+type AssignedPlayer struct {
+	Name     string `json:"name"`
+	Slot     uint16 `json:"slot"`
+	ClientID uint64 `json:"-"` // only Config.OnAssigned sees other players' ids
+	Host     bool   `json:"host,omitempty"`
+}
+
+// AssignmentStatus answers GET /api/rooms/{room}/assignment: Status is
+// "assigned" with Assignment set, or "waiting" with the room's state.
+type AssignmentStatus struct {
+	Status     string      `json:"status"`
+	Assignment *Assignment `json:"assignment,omitempty"`
+	Room       *RoomInfo   `json:"room,omitempty"`
+}
+
+// GameTypeFromUserData returns the game type name the lobby writes into
+// every token's UserData (NUL-padded), so a game server hosting several
+// types knows which game to create for a new game id.
+func GameTypeFromUserData(ud [32]byte) string {
+	n := 0
+	for n < len(ud) && ud[n] != 0 {
+		n++
+	}
+	return string(ud[:n])
+}
+
+func userDataForType(name string) (ud [32]byte) {
+	copy(ud[:], name)
+	return ud
+}
