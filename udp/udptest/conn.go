@@ -7,34 +7,31 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/tickwire/tickwire/udp/internal/inbox"
 )
 
 // Conn is one socket on a Network. It implements net.PacketConn, plus
 // ReadFromUDPAddrPort and WriteToUDPAddrPort like *net.UDPConn. Any
 // number of goroutines may use it at once.
 type Conn struct {
-	net    *Network
-	local  netip.AddrPort
-	laddr  *net.UDPAddr
-	notify chan struct{} // a token when the queue may be non-empty
-	closed chan struct{}
-	once   sync.Once
+	net   *Network
+	local netip.AddrPort
+	laddr *net.UDPAddr
+	in    *inbox.Inbox // arrived, unread
+	wdl   inbox.Deadline
 
 	mu      sync.Mutex
-	queue   []datagram // arrived; queue[head:] is unread
-	head    int
 	air     inflight // sent to this conn, not yet arrived
 	timer   *time.Timer
 	timerAt time.Time
-
-	rdl, wdl deadline
 }
 
 func newConn(n *Network, ap netip.AddrPort) *Conn {
 	return &Conn{
 		net: n, local: ap, laddr: net.UDPAddrFromAddrPort(ap),
-		notify: make(chan struct{}, 1), closed: make(chan struct{}),
-		rdl: makeDeadline(), wdl: makeDeadline(),
+		in:  inbox.New(n.cfg.QueueLen, n.release),
+		wdl: inbox.MakeDeadline(),
 	}
 }
 
@@ -46,36 +43,16 @@ func (c *Conn) AddrPort() netip.AddrPort { return c.local }
 
 // deliver puts an arrived datagram in the receive queue.
 func (c *Conn) deliver(d datagram) {
-	c.mu.Lock()
 	select {
-	case <-c.closed:
-		c.mu.Unlock()
+	case <-c.in.Closed():
 		c.net.release(d.data)
 		return
 	default:
 	}
-	if len(c.queue)-c.head >= c.net.cfg.QueueLen {
-		c.mu.Unlock()
-		c.net.release(d.data)
+	if c.in.Push(inbox.Datagram{Data: d.data, From: d.from}) {
+		c.net.count(func(s *Stats) { s.Delivered++ })
+	} else {
 		c.net.count(func(s *Stats) { s.QueueFull++ })
-		return
-	}
-	if c.head > 0 && len(c.queue) == cap(c.queue) {
-		// Reuse the read prefix rather than growing.
-		k := copy(c.queue, c.queue[c.head:])
-		clear(c.queue[k:])
-		c.queue, c.head = c.queue[:k], 0
-	}
-	c.queue = append(c.queue, d)
-	c.mu.Unlock()
-	c.net.count(func(s *Stats) { s.Delivered++ })
-	c.wake()
-}
-
-func (c *Conn) wake() {
-	select {
-	case c.notify <- struct{}{}:
-	default:
 	}
 }
 
@@ -122,38 +99,11 @@ func (c *Conn) arrive() {
 // ReadFromUDPAddrPort reads one datagram into b (truncating it if b is
 // short) and returns its length and source.
 func (c *Conn) ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error) {
-	for {
-		select {
-		case <-c.closed:
-			return 0, netip.AddrPort{}, c.opError("read", net.ErrClosed)
-		case <-c.rdl.wait():
-			return 0, netip.AddrPort{}, c.opError("read", os.ErrDeadlineExceeded)
-		default:
-		}
-		c.mu.Lock()
-		if c.head < len(c.queue) {
-			d := c.queue[c.head]
-			c.queue[c.head] = datagram{}
-			c.head++
-			more := c.head < len(c.queue)
-			if !more {
-				c.queue, c.head = c.queue[:0], 0
-			}
-			c.mu.Unlock()
-			if more {
-				c.wake() // for another reader
-			}
-			n := copy(b, *d.data)
-			c.net.release(d.data)
-			return n, d.from, nil
-		}
-		c.mu.Unlock()
-		select {
-		case <-c.notify:
-		case <-c.closed:
-		case <-c.rdl.wait():
-		}
+	n, d, err := c.in.Read(b)
+	if err != nil {
+		return 0, netip.AddrPort{}, c.opError("read", err)
 	}
+	return n, d.From, nil
 }
 
 // ReadFrom implements net.PacketConn; the address is a *net.UDPAddr.
@@ -168,9 +118,9 @@ func (c *Conn) ReadFrom(b []byte) (int, net.Addr, error) {
 // WriteToUDPAddrPort sends b to addr. It never blocks.
 func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 	select {
-	case <-c.closed:
+	case <-c.in.Closed():
 		return 0, c.opError("write", net.ErrClosed)
-	case <-c.wdl.wait():
+	case <-c.wdl.Wait():
 		return 0, c.opError("write", os.ErrDeadlineExceeded)
 	default:
 	}
@@ -197,92 +147,38 @@ func (c *Conn) WriteTo(b []byte, addr net.Addr) (int, error) {
 
 // Close closes the conn; queued and in-flight datagrams to it are lost.
 func (c *Conn) Close() error {
-	closed := false
-	c.once.Do(func() {
-		closed = true
-		close(c.closed)
-		c.net.remove(c)
-		c.mu.Lock()
-		if c.timer != nil {
-			c.timer.Stop()
-			c.timer = nil
-		}
-		for _, d := range c.queue[c.head:] {
-			c.net.release(d.data)
-		}
-		for _, d := range c.air {
-			c.net.release(d.data)
-		}
-		c.queue, c.head, c.air = nil, 0, nil
-		c.mu.Unlock()
-		c.rdl.set(time.Time{})
-		c.wdl.set(time.Time{})
-	})
-	if !closed {
+	if !c.in.Close() {
 		return c.opError("close", net.ErrClosed)
 	}
+	c.net.remove(c)
+	c.mu.Lock()
+	if c.timer != nil {
+		c.timer.Stop()
+		c.timer = nil
+	}
+	air := c.air
+	c.air = nil
+	c.mu.Unlock()
+	for _, d := range air {
+		c.net.release(d.data)
+	}
+	c.wdl.Set(time.Time{})
 	return nil
 }
 
+// SetDeadline sets both deadlines.
 func (c *Conn) SetDeadline(t time.Time) error {
-	c.rdl.set(t)
-	c.wdl.set(t)
+	c.in.SetDeadline(t)
+	c.wdl.Set(t)
 	return nil
 }
-func (c *Conn) SetReadDeadline(t time.Time) error  { c.rdl.set(t); return nil }
-func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }
+
+// SetReadDeadline makes reads fail once t has passed; zero clears it.
+func (c *Conn) SetReadDeadline(t time.Time) error { c.in.SetDeadline(t); return nil }
+
+// SetWriteDeadline makes writes fail once t has passed; zero clears it.
+func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.Set(t); return nil }
 
 func (c *Conn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "udp", Source: c.laddr, Err: err}
-}
-
-// deadline is a channel closed when a settable point in time passes.
-type deadline struct {
-	mu     sync.Mutex
-	timer  *time.Timer
-	passed chan struct{}
-}
-
-func makeDeadline() deadline { return deadline{passed: make(chan struct{})} }
-
-func (d *deadline) set(t time.Time) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.timer != nil && !d.timer.Stop() {
-		<-d.passed // the timer fired: wait until it has closed the channel
-	}
-	d.timer = nil
-	closed := isClosed(d.passed)
-	if t.IsZero() {
-		if closed {
-			d.passed = make(chan struct{})
-		}
-		return
-	}
-	if dur := time.Until(t); dur > 0 {
-		if closed {
-			d.passed = make(chan struct{})
-		}
-		ch := d.passed
-		d.timer = time.AfterFunc(dur, func() { close(ch) })
-		return
-	}
-	if !closed {
-		close(d.passed)
-	}
-}
-
-func (d *deadline) wait() <-chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.passed
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }

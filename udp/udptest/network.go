@@ -60,7 +60,7 @@ type Network struct {
 	port  uint16
 	seq   uint64
 	stats Stats
-	bufs  sync.Pool // *[]byte
+	free  [][]byte // recycled datagram buffers
 }
 
 // NewNetwork returns an empty network.
@@ -178,17 +178,28 @@ func (n *Network) send(from *Conn, b []byte, to netip.AddrPort) error {
 	return nil
 }
 
-func (n *Network) copyIn(b []byte) *[]byte {
-	p, _ := n.bufs.Get().(*[]byte)
-	if p == nil || cap(*p) < len(b) {
-		s := make([]byte, len(b), max(len(b), 256))
-		p = &s
+// maxFree bounds the recycled buffers a Network keeps.
+const maxFree = 4096
+
+// copyIn copies b into a recycled buffer; n.mu is held.
+func (n *Network) copyIn(b []byte) []byte {
+	var buf []byte
+	if k := len(n.free); k > 0 && cap(n.free[k-1]) >= len(b) {
+		buf, n.free[k-1] = n.free[k-1], nil
+		n.free = n.free[:k-1]
+	} else {
+		buf = make([]byte, 0, max(len(b), 256))
 	}
-	*p = append((*p)[:0], b...)
-	return p
+	return append(buf[:0], b...)
 }
 
-func (n *Network) release(p *[]byte) { n.bufs.Put(p) }
+func (n *Network) release(b []byte) {
+	n.mu.Lock()
+	if len(n.free) < maxFree {
+		n.free = append(n.free, b)
+	}
+	n.mu.Unlock()
+}
 
 func (n *Network) count(f func(*Stats)) {
 	n.mu.Lock()
@@ -207,7 +218,7 @@ func (n *Network) remove(c *Conn) {
 // datagram is one datagram in flight or queued.
 type datagram struct {
 	from netip.AddrPort
-	data *[]byte
+	data []byte
 	due  time.Time
 	seq  uint64
 }
