@@ -22,7 +22,7 @@ type Stats struct {
 	// (ingress). Only a Conn counts these.
 	Undeliverable uint64
 	// The delay forwarded datagrams had, from offer to leaving the
-	// queue. P99 is from a log-scale histogram (within 3 %).
+	// queue. P99 is from a log-scale histogram (within 1.6 %).
 	DelayMean, DelayP99, DelayMax time.Duration
 }
 
@@ -44,7 +44,7 @@ type statsCounter struct {
 	offered, forwarded, bytes, dropped, overlimit uint64
 	duplicated, reordered, corrupted              uint64
 	delaySum                                      float64
-	delayMax                                      time.Duration
+	delayMin, delayMax                            time.Duration
 	hist                                          [histSize]uint64
 }
 
@@ -53,6 +53,9 @@ func (s *statsCounter) forward(delay time.Duration, n int) {
 	s.forwarded++
 	s.bytes += uint64(n)
 	s.delaySum += float64(delay)
+	if s.forwarded == 1 || delay < s.delayMin {
+		s.delayMin = delay
+	}
 	s.delayMax = max(s.delayMax, delay)
 	s.hist[histIndex(uint64(delay))]++
 }
@@ -90,7 +93,7 @@ func (s *statsCounter) snapshot() Stats {
 	var seen uint64
 	for i, c := range s.hist {
 		if seen += c; seen >= rank {
-			out.DelayP99 = min(time.Duration(histValue(i)), s.delayMax)
+			out.DelayP99 = max(s.delayMin, min(time.Duration(histValue(i)), s.delayMax))
 			break
 		}
 	}
