@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every tickwire test on a Debian/Ubuntu machine with Go installed:
-# installs the tools the tests drive (tshark, ...) with apt-get when they
+# installs the tools the tests drive (tshark, chromium, tc) with apt-get when they
 # are missing, then runs gofmt, go vet, staticcheck, go test and a short
 # run of every fuzz target.
 #
@@ -16,7 +16,7 @@ STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 step() { printf '\n== %s\n' "$*"; }
 
 # Tools the tests drive. Package name for apt-get : command to look for.
-tools=(tshark:tshark)
+tools=(tshark:tshark chromium:chromium iproute2:tc)
 missing=()
 for t in "${tools[@]}"; do
 	command -v "${t#*:}" >/dev/null 2>&1 || missing+=("${t%%:*}")
