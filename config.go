@@ -41,6 +41,11 @@ type Config struct {
 	// the first valid token naming it). Default 64.
 	MaxGames int
 
+	// AcceptGame, if set, says whether the server hosts a game id; tokens
+	// naming another game are denied (DenyWrongGame). Default: any game,
+	// up to MaxGames at once.
+	AcceptGame func(gameID uint64) bool
+
 	// Logger receives connection lifecycle events. Default: discard.
 	Logger *slog.Logger
 }
