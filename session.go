@@ -76,7 +76,7 @@ const maxPacketsPerTick = 16
 type frameHooks interface {
 	// frame receives a frame the session does not handle itself (input,
 	// snapshot, checksum, control...) from the packet numbered pn.
-	frame(t proto.FrameType, f []byte, h *proto.Header)
+	frame(t proto.FrameType, f []byte, h proto.Header)
 	// appendFrames adds frames to the packet that will be numbered pn,
 	// within room bytes; it reports whether it wrote anything.
 	appendFrames(b []byte, room int, pn uint64) []byte
@@ -260,7 +260,7 @@ func (s *session) receive(now time.Time, h *proto.Header, pn uint64, size int, p
 			s.deliver(&f, d, sink)
 		default:
 			if s.hooks != nil {
-				s.hooks.frame(r.Type(), r.Frame(), h)
+				s.hooks.frame(r.Type(), r.Frame(), *h)
 			} else {
 				s.stats.BadFrames++
 			}
@@ -280,7 +280,7 @@ func (s *session) receive(now time.Time, h *proto.Header, pn uint64, size int, p
 		}
 		if t != proto.FrameMessage {
 			if s.hooks != nil {
-				s.hooks.frame(t, msg, h)
+				s.hooks.frame(t, msg, *h)
 			} else {
 				s.stats.BadFrames++
 			}
@@ -361,17 +361,26 @@ func (s *session) appendPacket(out []byte, now time.Time, t proto.PacketType, pf
 	return out
 }
 
-// fillData writes the frames of one data packet: reliable segments, then
-// queued unreliable messages, then (first packet of a tick) the hooks'
-// frames, and if nothing else an ack-only frame.
+// fillData writes the frames of one data packet. The first packet of a
+// tick carries the time-critical frames first: queued unreliable
+// messages, then the hooks' frames (inputs, snapshot deltas), then
+// reliable segments in the room left (acks and short segments; a full
+// segment waits for the next packet). Later packets carry reliable
+// segments first. A packet with nothing else carries an ack-only frame.
 func (s *session) fillData(b []byte, now time.Time, first bool) []byte {
 	start, room := len(b), s.payloadRoom()
-	if s.rel.Pending() > 0 {
-		b, _ = s.rel.AppendFrame(b, room)
+	left := func() int { return room - (len(b) - start) }
+	if first {
+		b = s.takeUnreliable(b, left())
+		if s.hooks != nil {
+			b = s.hooks.appendFrames(b, left(), s.acks.NextPacketNumber())
+		}
 	}
-	b = s.takeUnreliable(b, room-(len(b)-start))
-	if first && s.hooks != nil {
-		b = s.hooks.appendFrames(b, room-(len(b)-start), s.acks.NextPacketNumber())
+	if s.rel.Pending() > 0 {
+		b, _ = s.rel.AppendFrame(b, left())
+	}
+	if !first {
+		b = s.takeUnreliable(b, left())
 	}
 	if len(b) == start {
 		f := proto.AckOnlyFrame{DelayMicros: s.acks.AckDelayMicros(now)}

@@ -1,0 +1,297 @@
+package tickwire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+)
+
+func dialErr(t *testing.T, tok *ConnectToken) error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := (&Dialer{}).Dial(ctx, tok)
+	if err == nil {
+		c.Close()
+		t.Fatal("dial succeeded")
+	}
+	return err
+}
+
+func wantDenied(t *testing.T, err error, r proto.DenyReason) {
+	t.Helper()
+	var de *DeniedError
+	if !errors.As(err, &de) || de.Reason != r {
+		t.Fatalf("err %v, want denied: %v", err, r)
+	}
+}
+
+func TestHandshakeDenials(t *testing.T) {
+	s, key, addr := testServer(t, Config{AcceptGame: func(id uint64) bool { return id == 7 }}, nil, nil)
+	params := TokenParams{GameID: 7, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{addr.String()}, TTL: 10 * time.Second}
+
+	t.Run("expired", func(t *testing.T) {
+		tok, err := MintToken(key, params, time.Now().Add(-time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDenied(t, dialErr(t, tok), proto.DenyExpired)
+	})
+	t.Run("tampered", func(t *testing.T) {
+		tok, _ := MintToken(key, params, time.Now())
+		tok.Sealed[17] ^= 1
+		wantDenied(t, dialErr(t, tok), proto.DenyInvalidToken)
+	})
+	t.Run("tampered-game-id", func(t *testing.T) {
+		// The game id travels in clear but is bound to the token.
+		tok, _ := MintToken(key, params, time.Now())
+		tok.GameID = 8
+		wantDenied(t, dialErr(t, tok), proto.DenyInvalidToken)
+	})
+	t.Run("wrong-key", func(t *testing.T) {
+		other, _ := GenerateKey()
+		tok, _ := MintToken(other, params, time.Now())
+		wantDenied(t, dialErr(t, tok), proto.DenyInvalidToken)
+	})
+	t.Run("wrong-game", func(t *testing.T) {
+		p := params
+		p.GameID = 8
+		tok, _ := MintToken(key, p, time.Now())
+		wantDenied(t, dialErr(t, tok), proto.DenyWrongGame)
+	})
+	t.Run("already-connected", func(t *testing.T) {
+		tok, _ := MintToken(key, params, time.Now())
+		dial(t, tok, Dialer{})
+		wantDenied(t, dialErr(t, tok), proto.DenyAlreadyConnected)
+	})
+	if st := s.Stats(); st.Accepted != 1 || st.HandshakeDenied < 5 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// tap is a net.PacketConn that records every datagram written.
+type tap struct {
+	net.PacketConn
+	mu   sync.Mutex
+	sent [][]byte
+}
+
+func (t *tap) WriteTo(p []byte, a net.Addr) (int, error) {
+	t.mu.Lock()
+	t.sent = append(t.sent, append([]byte(nil), p...))
+	t.mu.Unlock()
+	return t.PacketConn.WriteTo(p, a)
+}
+
+func (t *tap) last(pt proto.PacketType) []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.sent) - 1; i >= 0; i-- {
+		if p := t.sent[i]; len(p) > 4 && proto.PacketType(p[3]&^proto.FlagSealed) == pt {
+			return p
+		}
+	}
+	return nil
+}
+
+// TestSessionPacketForgery replays, re-addresses and alters session
+// packets from another socket and checks the server drops each for the
+// right reason without disturbing the connection.
+func TestSessionPacketForgery(t *testing.T) {
+	h := newEchoHandler()
+	s, key, addr := testServer(t, Config{}, h, nil)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &tap{PacketConn: pc}
+	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: udp.FromPacketConn(tp)})
+	c2 := dial(t, mintFor(t, key, addr, 2), Dialer{})
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.Send(Reliable, 1, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pkt := tp.last(proto.PacketData)
+	if pkt == nil {
+		t.Fatal("no data packet recorded")
+	}
+
+	attacker, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer attacker.Close()
+	ua := net.UDPAddrFromAddrPort(addr)
+
+	before := s.Stats().Dropped
+	send := func(p []byte) {
+		if _, err := attacker.WriteTo(p, ua); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 1. The same packet again, from elsewhere: a replay.
+	send(pkt)
+	// 2. Its connection id changed to the other client's: the header is
+	// authenticated, so it fails to open.
+	// (Its sequence moved ahead so that it is fresh for that connection.)
+	forged := append([]byte(nil), pkt...)
+	binary.LittleEndian.PutUint32(forged[4:], c2.ConnID())
+	binary.LittleEndian.PutUint16(forged[8:], binary.LittleEndian.Uint16(forged[8:])+500)
+	send(forged)
+	// 3. An id nobody has.
+	binary.LittleEndian.PutUint32(forged[4:], c.ConnID()^c2.ConnID()^0x5a5a5a5a)
+	send(forged)
+	// 4. A fresh sequence number with a flipped ciphertext bit.
+	altered := append([]byte(nil), pkt...)
+	binary.LittleEndian.PutUint16(altered[8:], binary.LittleEndian.Uint16(altered[8:])+1000)
+	altered[len(altered)-1] ^= 0x80
+	send(altered)
+
+	// The client's next message reaches the server's socket after the
+	// forgeries (they were sent first, to the same socket), so once its
+	// echo is back every forgery has been judged.
+	if err := c.Send(Reliable, 1, []byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Receive(ctx)
+	if err != nil || string(m.Data) != "still here" {
+		t.Fatalf("after forgery: %q %v", m.Data, err)
+	}
+	want := before
+	want[DropReplay]++
+	want[DropAuth] += 2
+	want[DropUnknownConn]++
+	if got := s.Stats().Dropped; got != want {
+		t.Fatalf("drops %v, want %v", got, want)
+	}
+	s.Do(func() {
+		if sc := s.Conn(c.ConnID()); sc == nil || sc.Addr().Port() != c.LocalAddr().Port() || sc.Stats().Migrations != 0 {
+			t.Fatalf("connection disturbed: %+v", sc)
+		}
+	})
+}
+
+// TestRequestFloodHoldsNoState sends 100,000 valid connection requests
+// that never answer the challenge and checks the server created nothing,
+// answered each with fewer bytes than it received, and still serves.
+func TestRequestFloodHoldsNoState(t *testing.T) {
+	if testing.Short() {
+		t.Skip("flood in -short mode")
+	}
+	s, key, addr := testServer(t, Config{}, nil, nil)
+	tok := mintFor(t, key, addr, 99)
+	req := tok.Request()
+	pkt, _ := req.Append(nil)
+
+	uc, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uc.Close()
+	const total, burst = 100_000, 250
+	out := make([]udp.Message, burst)
+	for i := range out {
+		out[i] = udp.Message{Buf: pkt, Addr: addr}
+	}
+	in := make([]udp.Message, 64)
+	for i := range in {
+		in[i].Buf = make([]byte, 1500)
+	}
+	replies, replyBytes := 0, 0
+	for sent := 0; sent < total; sent += burst {
+		if _, err := uc.WriteBatch(out); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for this burst's challenges before the next, so that the
+		// socket buffers, not the server, never drop anything.
+		for replies < sent+burst {
+			uc.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, err := uc.ReadBatch(in)
+			if err != nil {
+				t.Fatalf("after %d requests, %d replies: %v", sent+burst, replies, err)
+			}
+			for _, m := range in[:n] {
+				if proto.PacketType(m.Buf[3]) != proto.PacketChallenge {
+					t.Fatalf("reply type %d", m.Buf[3])
+				}
+				replies++
+				replyBytes += m.N
+			}
+		}
+	}
+	st := s.Stats()
+	t.Logf("%d requests (%d B) → %d challenges (%d B); amplification %.3f", total, total*len(pkt), replies, replyBytes, float64(replyBytes)/float64(total*len(pkt)))
+	if st.Connections != 0 || st.Accepted != 0 {
+		t.Fatalf("flood created state: %+v", st)
+	}
+	if st.ChallengesSent != total || replies != total {
+		t.Fatalf("challenges %d, replies %d, want %d", st.ChallengesSent, replies, total)
+	}
+	if st.HandshakeOut > st.HandshakeIn || replyBytes > total*len(pkt) {
+		t.Fatalf("amplification: %d B out for %d B in", st.HandshakeOut, st.HandshakeIn)
+	}
+	s.Do(func() {
+		if len(s.conns)+len(s.clients)+len(s.games) != 0 {
+			t.Fatal("server maps not empty")
+		}
+	})
+	// The same token still connects afterwards.
+	dial(t, tok, Dialer{})
+}
+
+// TestHandshakeAmplification checks every handshake reply is no larger
+// than the datagram it answers, for each answer the server can give.
+func TestHandshakeAmplification(t *testing.T) {
+	key, _ := GenerateKey()
+	hs, err := newServerHandshake(key, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := netip.MustParseAddrPort("192.0.2.1:5000")
+	now := time.Now()
+	tok, _ := MintToken(key, TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{"192.0.2.2:7777"}}, now)
+	req := tok.Request()
+	pkt, _ := req.Append(nil)
+	admit := func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 }
+	full := func(*proto.TokenPrivate, uint64) proto.DenyReason { return proto.DenyServerFull }
+	check := func(name string, in, out []byte) {
+		t.Helper()
+		if len(out) > len(in) {
+			t.Errorf("%s: %d bytes answered with %d", name, len(in), len(out))
+		}
+	}
+	ch := hs.request(pkt, addr, now, nil, admit)
+	check("challenge", pkt, ch)
+	check("full", pkt, hs.request(pkt, addr, now, nil, full))
+	check("short request", pkt[:100], hs.request(pkt[:100], addr, now, nil, admit))
+	bad := append([]byte(nil), pkt...)
+	bad[40] ^= 1
+	check("bad token", bad, hs.request(bad, addr, now, nil, admit))
+	resp := proto.ChallengeResponse{}
+	c, _, _ := proto.ParseChallenge(ch)
+	resp.Cookie = c.Cookie
+	rb, _ := resp.Append(nil)
+	_, _, out, ok := hs.response(rb, addr, now, nil)
+	if ok {
+		t.Fatal("response without key proof accepted")
+	}
+	check("bad tag", rb, out)
+	_, _, out, ok = hs.response(rb, netip.MustParseAddrPort("192.0.2.9:5000"), now, nil)
+	if ok {
+		t.Fatal("cookie accepted from another address")
+	}
+	check("other address", rb, out)
+}
