@@ -46,6 +46,11 @@ type Config struct {
 	// up to MaxGames at once.
 	AcceptGame func(gameID uint64) bool
 
+	// ObserveTick, if set, is called on the server's loop after every
+	// tick with the tick number and how long the tick's work took (the
+	// handler's Tick plus building and sending every packet).
+	ObserveTick func(tick uint32, took time.Duration)
+
 	// Logger receives connection lifecycle events. Default: discard.
 	Logger *slog.Logger
 }

@@ -243,6 +243,9 @@ func (s *Server) loop() error {
 			s.flushOut()
 			s.stats.Ticks++
 			s.stats.LastTickDuration = s.now().Sub(start)
+			if s.cfg.ObserveTick != nil {
+				s.cfg.ObserveTick(s.tickNum, s.stats.LastTickDuration)
+			}
 			s.mu.Unlock()
 		case <-s.in.done:
 			readErr = s.in.err

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// options are the validated command-line flags.
+type options struct {
+	listen     string
+	http       string
+	game       string
+	tick       int
+	maxPlayers int
+	keyFile    string
+	logLevel   slog.Level
+	pprof      bool
+	gameID     uint64
+	publicAddr string
+	tokenTTL   time.Duration
+}
+
+// flagHelp is returned for -h: usage was printed, exit 0.
+var flagHelp = flag.ErrHelp
+
+// knownGames are the games this binary embeds.
+var knownGames = []string{"arena"}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("tickwire-server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: tickwire-server [flags]\n\n"+
+			"Runs a tickwire game server with an embedded game, and an HTTP endpoint\n"+
+			"for health, metrics, the lobby and token minting.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic")
+	fs.StringVar(&o.http, "http", ":8080", "HTTP `address` for /healthz, /metrics, the lobby and /api/join (empty: off)")
+	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
+	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
+	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
+	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent")
+	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the HTTP address")
+	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
+	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by /api/join")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
+	}
+	if err := validAddr("-listen", o.listen); err != nil {
+		return nil, err
+	}
+	if o.http != "" {
+		if err := validAddr("-http", o.http); err != nil {
+			return nil, err
+		}
+	}
+	if !contains(knownGames, o.game) {
+		return nil, fmt.Errorf("-game %q is not embedded in this binary (have: %s)", o.game, strings.Join(knownGames, ", "))
+	}
+	if o.tick < 1 || o.tick > 240 {
+		return nil, fmt.Errorf("-tick %d out of range 1..240", o.tick)
+	}
+	if o.maxPlayers < 1 || o.maxPlayers > 4096 {
+		return nil, fmt.Errorf("-max-players %d out of range 1..4096", o.maxPlayers)
+	}
+	if o.keyFile == "" {
+		return nil, errors.New("-key-file must name a file")
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
+	}
+	if o.gameID == 0 {
+		return nil, errors.New("-game-id must be positive")
+	}
+	if o.tokenTTL < time.Second || o.tokenTTL > 24*time.Hour {
+		return nil, fmt.Errorf("-token-ttl %v out of range 1s..24h", o.tokenTTL)
+	}
+	if o.publicAddr == "" {
+		host, port, _ := net.SplitHostPort(o.listen)
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "127.0.0.1"
+		}
+		o.publicAddr = net.JoinHostPort(host, port)
+	} else if err := validAddr("-public-addr", o.publicAddr); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func validAddr(flagName, addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s %q is not host:port: %v", flagName, addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("%s %q: port must be a number 0..65535", flagName, addr)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestFlagsDefaults(t *testing.T) {
+	o, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.listen != ":7777" || o.http != ":8080" || o.game != "arena" || o.tick != 60 || o.publicAddr != "127.0.0.1:7777" {
+		t.Fatalf("defaults: %+v", o)
+	}
+}
+
+func TestFlagsRejected(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-listen", "nonsense"}, "-listen"},
+		{[]string{"-listen", ":99999"}, "port"},
+		{[]string{"-http", "x"}, "-http"},
+		{[]string{"-game", "chess"}, "not embedded"},
+		{[]string{"-tick", "0"}, "-tick"},
+		{[]string{"-tick", "1000"}, "-tick"},
+		{[]string{"-max-players", "0"}, "-max-players"},
+		{[]string{"-log-level", "loud"}, "-log-level"},
+		{[]string{"-key-file", ""}, "-key-file"},
+		{[]string{"-game-id", "0"}, "-game-id"},
+		{[]string{"-token-ttl", "1ms"}, "-token-ttl"},
+		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"-tick", "fast"}, "invalid value"},
+	}
+	for _, c := range cases {
+		var stderr strings.Builder
+		_, err := parseFlags(c.args, &stderr)
+		if err == nil {
+			t.Errorf("%v: accepted", c.args)
+			continue
+		}
+		if msg := err.Error() + stderr.String(); !strings.Contains(msg, c.want) {
+			t.Errorf("%v: message %q does not mention %q", c.args, msg, c.want)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/lobby"
+)
+
+// gameHost is the server's handler: it runs the embedded game and keeps
+// the figures the dashboard, /metrics and /healthz show.
+type gameHost struct {
+	tickwire.Handler // the game's handler
+	srv              *tickwire.Server
+	name             string
+	rate             int
+	log              *slog.Logger
+	tickHist         prometheus.Histogram
+	ticks            atomic.Uint64
+
+	mu       sync.Mutex // guards the tick window and the byte samples
+	window   [128]time.Duration
+	windowN  int
+	lastTick time.Duration
+	prev     map[uint32]byteSample // per connection, for bytes per second
+}
+
+type byteSample struct {
+	at      time.Time
+	in, out uint64
+}
+
+func newGameHost(name string, rate int, log *slog.Logger, h tickwire.Handler) *gameHost {
+	return &gameHost{
+		Handler: h,
+		name:    name,
+		rate:    rate,
+		log:     log,
+		prev:    map[uint32]byteSample{},
+		tickHist: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "tickwire_tick_duration_seconds",
+			Help:    "Time the server spent on one tick: game step, replication and sending.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 12), // 50 µs .. ~100 ms
+		}),
+	}
+}
+
+// observeTick is the server's Config.ObserveTick.
+func (g *gameHost) observeTick(_ uint32, took time.Duration) {
+	g.ticks.Add(1)
+	g.tickHist.Observe(took.Seconds())
+	g.mu.Lock()
+	g.window[g.windowN%len(g.window)] = took
+	g.windowN++
+	g.lastTick = took
+	g.mu.Unlock()
+}
+
+// Stats implements lobby.StatsSource for the dashboard.
+func (g *gameHost) Stats() lobby.ServerStats {
+	var st lobby.ServerStats
+	g.mu.Lock()
+	st.Tick = lobby.TickStats{Rate: float64(g.rate), Ticks: g.ticks.Load(), Last: g.lastTick}
+	n := min(g.windowN, len(g.window))
+	var sum time.Duration
+	for _, d := range g.window[:n] {
+		sum += d
+		st.Tick.Max = max(st.Tick.Max, d)
+	}
+	if n > 0 {
+		st.Tick.Mean = sum / time.Duration(n)
+	}
+	g.mu.Unlock()
+
+	now := time.Now()
+	games := map[uint64]*lobby.GameStats{}
+	var order []uint64
+	seen := map[uint32]bool{}
+	g.srv.Do(func() {
+		tick := uint64(g.srv.Tick())
+		g.srv.Each(func(c *tickwire.Conn) {
+			cs := c.Stats()
+			gs := games[cs.GameID]
+			if gs == nil {
+				gs = &lobby.GameStats{ID: cs.GameID, Type: g.name, Tick: tick}
+				games[cs.GameID] = gs
+				order = append(order, cs.GameID)
+			}
+			lc := lobby.ConnStats{
+				ClientID: cs.ClientID,
+				Addr:     cs.Addr.String(),
+				Players:  append([]uint16(nil), cs.Players...),
+				RTT:      cs.RTT,
+				Jitter:   cs.Jitter,
+				Loss:     cs.Loss,
+			}
+			g.mu.Lock()
+			if p, ok := g.prev[cs.ConnID]; ok && now.Sub(p.at) > 0 {
+				sec := now.Sub(p.at).Seconds()
+				lc.SendBps = float64(cs.BytesOut-p.out) / sec
+				lc.RecvBps = float64(cs.BytesIn-p.in) / sec
+			}
+			g.prev[cs.ConnID] = byteSample{at: now, in: cs.BytesIn, out: cs.BytesOut}
+			g.mu.Unlock()
+			seen[cs.ConnID] = true
+			gs.Connections = append(gs.Connections, lc)
+		})
+		if e, ok := g.Handler.(entityCounter); ok {
+			for id, gs := range games {
+				gs.Entities = e.Entities(id)
+			}
+		}
+	})
+	g.mu.Lock()
+	for id := range g.prev {
+		if !seen[id] {
+			delete(g.prev, id)
+		}
+	}
+	g.mu.Unlock()
+	for _, id := range order {
+		st.Games = append(st.Games, *games[id])
+	}
+	return st
+}
+
+// entityCounter is implemented by a game handler that can say how many
+// entities a game has (called from the server's loop).
+type entityCounter interface {
+	Entities(gameID uint64) int
+}
+
+// Tick forwards to the game's handler when it runs every tick.
+func (g *gameHost) Tick(now time.Time, tick uint32) {
+	if t, ok := g.Handler.(tickwire.Ticker); ok {
+		t.Tick(now, tick)
+	}
+}

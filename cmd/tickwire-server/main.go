@@ -1,0 +1,185 @@
+// Command tickwire-server runs a tickwire game server with an embedded
+// game, and on its HTTP address the lobby, a token endpoint for tools and
+// bots (POST /api/join), /healthz, Prometheus /metrics and, with -pprof,
+// net/http/pprof. Run with -h for its flags.
+//
+// SIGINT or SIGTERM tells every client the server is shutting down, stops
+// the tick loop and the HTTP server, and exits 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/lobby"
+	"github.com/tickwire/tickwire/udp"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr, nil))
+}
+
+// run is main with its environment passed in, for tests: ready (if not
+// nil) receives the bound addresses once the server serves, and the
+// server stops when stop is closed or a signal arrives.
+func run(args []string, stderr io.Writer, ready chan<- addrs) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flagHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tickwire-server:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	if err := serve(o, log, ready); err != nil {
+		log.Error("tickwire-server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// addrs are where a running server listens.
+type addrs struct {
+	udp  net.Addr
+	http net.Addr
+}
+
+func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
+	key, created, err := tickwire.LoadOrCreateKey(o.keyFile)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("generated a new connect-token key", "file", o.keyFile)
+	}
+	game, err := newGame(o, log)
+	if err != nil {
+		return err
+	}
+	srv, err := tickwire.NewServer(key, tickwire.Config{
+		TickRate:       o.tick,
+		MaxConnections: o.maxPlayers,
+		Logger:         log,
+		ObserveTick:    game.observeTick,
+	})
+	if err != nil {
+		return err
+	}
+	srv.Handle(game)
+	game.srv = srv
+
+	conn, err := udp.Listen("udp", o.listen, udp.Config{})
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	info := conn.Info()
+	log.Info("serving game traffic", "udp", conn.LocalAddr(), "game", o.game, "tick", o.tick,
+		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,
+		"rcvbuf", info.ReadBuffer, "sndbuf", info.WriteBuffer, "batch", info.BatchSize)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(newServerCollector(srv, game))
+	reg.MustRegister(game.tickHist)
+
+	var httpSrv *http.Server
+	var httpLn net.Listener
+	var lb *lobby.Lobby
+	if o.http != "" {
+		lb, err = lobby.New(lobby.Config{
+			Types:      []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
+			Servers:    []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
+			Stats:      game,
+			Registerer: reg,
+			Logger:     log,
+		})
+		if err != nil {
+			conn.Close()
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/", lb)
+		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
+		})
+		mux.Handle("POST /api/join", &joinHandler{key: key, o: o, game: game, log: log})
+		if o.pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
+		httpLn, err = net.Listen("tcp", o.http)
+		if err != nil {
+			conn.Close()
+			lb.Close()
+			return fmt.Errorf("listen %s: %w", o.http, err)
+		}
+		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		log.Info("serving HTTP", "addr", httpLn.Addr(), "lobby", "http://"+httpLn.Addr().String()+"/", "pprof", o.pprof)
+	}
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	served := make(chan error, 2)
+	go func() { served <- srv.Serve(conn) }()
+	if httpSrv != nil {
+		go func() {
+			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
+				served <- fmt.Errorf("http: %w", err)
+			}
+		}()
+	}
+	if ready != nil {
+		a := addrs{udp: net.UDPAddrFromAddrPort(conn.LocalAddr())}
+		if httpLn != nil {
+			a.http = httpLn.Addr()
+		}
+		ready <- a
+	}
+
+	var runErr error
+	select {
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	case runErr = <-served:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if httpSrv != nil {
+		httpSrv.Shutdown(ctx)
+		lb.Close()
+	}
+	if err := srv.Shutdown(ctx); err != nil && runErr == nil {
+		runErr = err
+	}
+	st := srv.Stats()
+	log.Info("stopped", "ticks", st.Ticks, "accepted", st.Accepted, "packets_in", st.PacketsIn, "packets_out", st.PacketsOut)
+	return runErr
+}
+
+func gameTitle(name string) string {
+	switch name {
+	case "arena":
+		return "Arena"
+	}
+	return name
+}

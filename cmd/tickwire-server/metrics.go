@@ -1,0 +1,99 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// serverCollector reads the server's counters at scrape time.
+type serverCollector struct {
+	srv  *tickwire.Server
+	host *gameHost
+
+	connections, players, games  *prometheus.Desc
+	packets, bytes               *prometheus.Desc
+	drops, disconnects           *prometheus.Desc
+	accepted, denied, challenges *prometheus.Desc
+	ticks                        *prometheus.Desc
+	resyncs, desyncs             *prometheus.Desc
+}
+
+func newServerCollector(srv *tickwire.Server, host *gameHost) *serverCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("tickwire_"+name, help, labels, nil)
+	}
+	return &serverCollector{
+		srv:         srv,
+		host:        host,
+		connections: d("connections", "Open client connections."),
+		players:     d("players", "Player slots carried by open connections."),
+		games:       d("games", "Games with at least one connection."),
+		packets:     d("packets_total", "Datagrams by direction.", "direction"),
+		bytes:       d("bytes_total", "UDP payload bytes by direction.", "direction"),
+		drops:       d("dropped_packets_total", "Datagrams dropped, by reason.", "reason"),
+		disconnects: d("disconnects_total", "Connections ended, by reason.", "reason"),
+		accepted:    d("connections_accepted_total", "Connections created by the handshake."),
+		denied:      d("handshakes_denied_total", "Handshake denials sent."),
+		challenges:  d("challenges_total", "Challenges sent (stateless)."),
+		ticks:       d("ticks_total", "Ticks run."),
+		resyncs:     d("resyncs_total", "Full-state resyncs sent to clients."),
+		desyncs:     d("desyncs_total", "Checksum mismatches clients reported."),
+	}
+}
+
+func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
+	prometheus.DescribeByCollect(c, ch)
+}
+
+// gameCounters is implemented by a game handler that counts resyncs and
+// desyncs (called from the server's loop).
+type gameCounters interface {
+	Resyncs() uint64
+	Desyncs() uint64
+}
+
+func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.srv.Stats()
+	var players, games int
+	var resyncs, desyncs uint64
+	c.srv.Do(func() {
+		seen := map[uint64]bool{}
+		c.srv.Each(func(cn *tickwire.Conn) {
+			players += len(cn.Players())
+			if !seen[cn.GameID()] {
+				seen[cn.GameID()] = true
+				games++
+			}
+		})
+		if gc, ok := c.host.Handler.(gameCounters); ok {
+			resyncs, desyncs = gc.Resyncs(), gc.Desyncs()
+		}
+	})
+	gauge := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), l...)
+	}
+	gauge(c.connections, float64(st.Connections))
+	gauge(c.players, float64(players))
+	gauge(c.games, float64(games))
+	counter(c.packets, st.PacketsIn, "in")
+	counter(c.packets, st.PacketsOut, "out")
+	counter(c.bytes, st.BytesIn, "in")
+	counter(c.bytes, st.BytesOut, "out")
+	for r, n := range st.Dropped {
+		counter(c.drops, n, tickwire.DropReasonName(r))
+	}
+	for r := proto.DisconnectClosed; int(r) < len(st.Disconnects); r++ {
+		counter(c.disconnects, st.Disconnects[r], r.String())
+	}
+	counter(c.accepted, st.Accepted)
+	counter(c.denied, st.HandshakeDenied)
+	counter(c.challenges, st.ChallengesSent)
+	counter(c.ticks, st.Ticks)
+	counter(c.resyncs, resyncs)
+	counter(c.desyncs, desyncs)
+}
