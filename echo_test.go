@@ -1,0 +1,91 @@
+package tickwire
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/netem"
+)
+
+// echoRTTs sends n 1 KB reliable messages at 60/s from a client to an
+// echoing server, both directions impaired with spec over real loopback
+// sockets, and returns each message's round trip, sorted.
+func echoRTTs(t testing.TB, spec string, n int) []time.Duration {
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := func(seed uint64) udp.BatchConn {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
+	}
+	_, key, addr := testServer(t, Config{}, newEchoHandler(), listen(21))
+	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen(22)})
+	sent := make([]time.Time, n)
+	rtts := make([]time.Duration, 0, n)
+	msg := make([]byte, 1024)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*time.Second/60+30*time.Second)
+	defer cancel()
+	got := make(chan int, n)
+	go func() {
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				close(got)
+				return
+			}
+			got <- int(binary.LittleEndian.Uint32(m.Data))
+		}
+	}()
+	tick := time.NewTicker(time.Second / 60)
+	defer tick.Stop()
+	next := 0
+	for len(rtts) < n {
+		select {
+		case <-tick.C:
+			if next < n {
+				binary.LittleEndian.PutUint32(msg, uint32(next))
+				sent[next] = time.Now()
+				if err := c.Send(Reliable, 1, msg); err != nil {
+					t.Fatal(err)
+				}
+				next++
+			}
+		case i, ok := <-got:
+			if !ok {
+				t.Fatalf("after %d echoes: %v", len(rtts), ctx.Err())
+			}
+			if i != len(rtts) {
+				t.Fatalf("echo %d arrived as number %d", i, len(rtts))
+			}
+			rtts = append(rtts, time.Since(sent[i]))
+		}
+	}
+	slices.Sort(rtts)
+	return rtts
+}
+
+// TestEchoLatency is the latency scenario end to end: 1 KB
+// reliable messages at 60/s echoed through "delay 25ms 5ms loss 5%" each
+// way. A lost packet is known lost about a round trip later from the acks
+// in every header, so the tail stays near two round trips.
+func TestEchoLatency(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-time run")
+	}
+	const n = 600 // 10 s
+	rtts := echoRTTs(t, "delay 25ms 5ms loss 5%", n)
+	p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
+	t.Logf("echo RTT over 25±5 ms, 5%% loss each way, 1 KB at 60/s: p50 %v p99 %v max %v", p50, p99, pmax)
+	if p50 > 90*time.Millisecond || p99 > 250*time.Millisecond {
+		t.Errorf("p50 %v p99 %v", p50, p99)
+	}
+}
