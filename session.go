@@ -114,7 +114,11 @@ type session struct {
 	inMsg    Message
 	lastRecv time.Time
 	lastSend time.Time
-	stats    sessionStats
+	// ackOwed: a packet with more than acks arrived since we last sent
+	// one. Ack-only packets and keep-alives are acknowledged by the next
+	// packet that goes anyway, so two idle peers do not ping-pong acks.
+	ackOwed bool
+	stats   sessionStats
 }
 
 func newSession(id uint32, maxPacket int, txKey, rxKey *[proto.KeySize]byte, now time.Time) (*session, error) {
@@ -230,6 +234,9 @@ func (s *session) receive(now time.Time, h *proto.Header, pn uint64, size int, p
 	var ackDelay time.Duration
 	r = proto.FrameReader{Payload: payload}
 	for r.Next() {
+		if r.Type() != proto.FrameAckOnly {
+			s.ackOwed = true
+		}
 		switch r.Type() {
 		case proto.FrameAckOnly:
 			f, _, err := proto.ParseAckOnlyFrame(r.Frame())
@@ -356,6 +363,7 @@ func (s *session) appendPacket(out []byte, now time.Time, t proto.PacketType, pf
 	}
 	out = append(out[:start], s.tx.seal(out[start:], pn)...)
 	s.lastSend = now
+	s.ackOwed = false
 	s.stats.PacketsOut++
 	s.stats.BytesOut += uint64(size)
 	return out
@@ -418,8 +426,7 @@ func (s *session) wantsData() bool {
 // returning frames whether the first packet carries more than acks.
 func (s *session) tick(now time.Time, pf packetFields, heartbeat time.Duration, alwaysSend bool, next func() []byte, emit func([]byte)) {
 	s.rel.Update(now)
-	owed := s.acks.AcksPending() > 0
-	if !s.wantsData() && !alwaysSend && !owed {
+	if !s.wantsData() && !alwaysSend && !s.ackOwed {
 		if now.Sub(s.lastSend) >= heartbeat {
 			emit(s.appendPacket(next(), now, proto.PacketKeepAlive, pf, fillNone, nil))
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/lobby"
 )
 
@@ -133,6 +134,18 @@ func (g *gameHost) Stats() lobby.ServerStats {
 // entities a game has (called from the server's loop).
 type entityCounter interface {
 	Entities(gameID uint64) int
+}
+
+// Message answers reliable messages on botproto.EchoChannel (the bots'
+// end-to-end check) and hands everything else to the game.
+func (g *gameHost) Message(c *tickwire.Conn, m *tickwire.Message) {
+	if m.Channel == botproto.EchoChannel && m.Delivery == tickwire.Reliable {
+		if err := c.Send(tickwire.Reliable, botproto.EchoChannel, m.Data); err != nil {
+			g.log.Warn("echo", "conn", c.ID(), "err", err)
+		}
+		return
+	}
+	g.Handler.Message(c, m)
 }
 
 // Tick forwards to the game's handler when it runs every tick.

@@ -1,0 +1,137 @@
+// Command tickwire-bot fills a tickwire server with headless players: N
+// clients in one process that get tokens from the server's POST /api/join,
+// connect over UDP, play the game with scripted random inputs and send a
+// numbered reliable message every 100 ms that the server echoes back. It
+// prints a progress line every few seconds and a summary at the end (one
+// JSON object on stdout with -json), and exits non-zero when any client
+// desynced or lost, duplicated or reordered a reliable message.
+//
+//	tickwire-bot -server http://127.0.0.1:8080 -n 50 -duration 30s
+//	tickwire-bot -n 50 -via 127.0.0.1:7000     # through tickwire-netem
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	server    string
+	n         int
+	duration  time.Duration
+	via       string
+	json      bool
+	players   int
+	echoEvery time.Duration
+	seed      uint64
+	rampUp    time.Duration
+	logLevel  slog.Level
+	progress  time.Duration
+}
+
+var errHelp = flag.ErrHelp
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("tickwire-bot", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: tickwire-bot [flags]\n\n"+
+			"Runs N headless tickwire clients against a server and reports what they saw.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.server, "server", "http://127.0.0.1:8080", "server's HTTP `URL` (tokens come from its POST /api/join)")
+	fs.IntVar(&o.n, "n", 50, "number of `clients` (1..5000)")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to play once all clients are connected")
+	fs.StringVar(&o.via, "via", "", "send game traffic to UDP `host:port` instead of the assigned address (a proxy such as tickwire-netem)")
+	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object on stdout")
+	fs.IntVar(&o.players, "players", 1, "player slots per connection (1..4)")
+	fs.DurationVar(&o.echoEvery, "echo-every", 100*time.Millisecond, "interval of each client's numbered reliable message")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
+	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
+	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
+	level := fs.String("log-level", "warn", "log `level`: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
+	}
+	u, err := url.Parse(o.server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("-server %q is not an http(s) URL", o.server)
+	}
+	if o.n < 1 || o.n > 5000 {
+		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)
+	}
+	if o.duration <= 0 {
+		return nil, fmt.Errorf("-duration %v must be positive", o.duration)
+	}
+	if o.via != "" {
+		_, port, err := net.SplitHostPort(o.via)
+		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
+			return nil, fmt.Errorf("-via %q is not host:port", o.via)
+		}
+	}
+	if o.players < 1 || o.players > 4 {
+		return nil, fmt.Errorf("-players %d out of range 1..4", o.players)
+	}
+	if o.echoEvery < time.Millisecond {
+		return nil, fmt.Errorf("-echo-every %v too short", o.echoEvery)
+	}
+	if o.rampUp < 0 {
+		return nil, fmt.Errorf("-ramp-up %v is negative", o.rampUp)
+	}
+	if o.rampUp == 0 {
+		o.rampUp = time.Duration(o.n) * 2 * time.Millisecond
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "tickwire-bot:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	sum, err := play(ctx, o, log, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "tickwire-bot:", err)
+		return 1
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.Encode(sum)
+	} else {
+		sum.print(stderr)
+	}
+	if sum.failed() {
+		return 1
+	}
+	return 0
+}

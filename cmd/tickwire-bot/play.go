@@ -1,0 +1,391 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// bot is one headless client.
+type bot struct {
+	id     int
+	client *tickwire.Client
+	game   botGame
+
+	mu          sync.Mutex // guards the echo state (the client's loop writes it)
+	sentAt      []time.Time
+	nextEcho    uint32 // next number to send
+	wantEcho    uint32 // next number expected back
+	received    uint64
+	duplicates  uint64
+	outOfOrder  uint64
+	echoRTT     []time.Duration
+	disconnect  proto.DisconnectReason
+	disconnects int
+	closed      bool // we closed it: no longer count disconnects
+}
+
+// Message implements tickwire.ClientHandler.
+func (b *bot) Message(_ *tickwire.Client, m *tickwire.Message) {
+	if m.Channel != botproto.EchoChannel || len(m.Data) < 4 {
+		return
+	}
+	n := binary.LittleEndian.Uint32(m.Data)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case n < b.wantEcho:
+		b.duplicates++
+	case n > b.wantEcho:
+		b.outOfOrder++
+		b.wantEcho = n + 1
+		b.received++
+	default:
+		b.wantEcho++
+		b.received++
+		if int(n) < len(b.sentAt) {
+			b.echoRTT = append(b.echoRTT, time.Since(b.sentAt[n]))
+		}
+	}
+}
+
+// Disconnected implements tickwire.ClientHandler.
+func (b *bot) Disconnected(_ *tickwire.Client, r proto.DisconnectReason) {
+	b.mu.Lock()
+	if !b.closed {
+		b.disconnect = r
+		b.disconnects++
+	}
+	b.mu.Unlock()
+}
+
+func (b *bot) sendEcho() {
+	b.mu.Lock()
+	n := b.nextEcho
+	var msg [16]byte
+	binary.LittleEndian.PutUint32(msg[:], n)
+	b.sentAt = append(b.sentAt, time.Now())
+	b.nextEcho++
+	b.mu.Unlock()
+	if err := b.client.Send(tickwire.Reliable, botproto.EchoChannel, msg[:]); err != nil {
+		b.mu.Lock()
+		b.nextEcho-- // not sent: do not expect it
+		b.sentAt = b.sentAt[:len(b.sentAt)-1]
+		b.mu.Unlock()
+	}
+}
+
+// outstanding is how many echoes have not come back.
+func (b *bot) outstanding() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int(b.nextEcho - b.wantEcho)
+}
+
+// joinResponse mirrors the server's POST /api/join answer.
+type joinResponse struct {
+	GameID  uint64   `json:"gameId,string"`
+	Addr    string   `json:"addr"`
+	Players []uint16 `json:"players"`
+	Token   string   `json:"token"`
+	Error   string   `json:"error"`
+}
+
+func fetchToken(ctx context.Context, server string, players int) (*tickwire.ConnectToken, error) {
+	body := fmt.Sprintf(`{"players":%d}`, players)
+	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(server, "/")+"/api/join", strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("POST /api/join: %w", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var jr joinResponse
+	if err := json.Unmarshal(b, &jr); err != nil {
+		return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, jr.Error)
+	}
+	return tickwire.ParseConnectToken(jr.Token)
+}
+
+// play connects the bots, plays for the duration and summarises.
+func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*summary, error) {
+	bots := make([]*bot, o.n)
+	var wg sync.WaitGroup
+	errs := make([]error, o.n)
+	start := time.Now()
+	gap := o.rampUp / time.Duration(o.n)
+	for i := range bots {
+		b := &bot{id: i}
+		bots[i] = b
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = b.connect(ctx, o, gap*time.Duration(i), log)
+		}()
+	}
+	wg.Wait()
+	connected := 0
+	for i, err := range errs {
+		if err == nil {
+			connected++
+		} else {
+			log.Warn("client failed to connect", "bot", i, "err", err)
+		}
+	}
+	if connected == 0 {
+		return nil, fmt.Errorf("no client connected: %w", errs[0])
+	}
+	if o.progress > 0 {
+		fmt.Fprintf(stderr, "tickwire-bot: %d/%d clients connected in %v\n", connected, o.n, time.Since(start).Round(time.Millisecond))
+	}
+
+	sum := &summary{Clients: o.n, Connected: connected}
+	played := time.Now()
+	before := totals(bots)
+	echo := time.NewTicker(o.echoEvery)
+	defer echo.Stop()
+	var progress <-chan time.Time
+	if o.progress > 0 {
+		t := time.NewTicker(o.progress)
+		defer t.Stop()
+		progress = t.C
+	}
+	sample := time.NewTicker(time.Second)
+	defer sample.Stop()
+	end := time.NewTimer(o.duration)
+	defer end.Stop()
+	var rtts []time.Duration
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-end.C:
+			break loop
+		case <-echo.C:
+			for _, b := range bots {
+				if b.client != nil && b.client.Err() == nil {
+					b.sendEcho()
+				}
+			}
+		case <-sample.C:
+			for _, b := range bots {
+				if b.client != nil && b.client.Err() == nil {
+					rtts = append(rtts, b.client.Stats().RTT)
+				}
+			}
+		case <-progress:
+			t := totals(bots)
+			fmt.Fprintf(stderr, "tickwire-bot: %v: %d connected, %d disconnected, echo %d/%d, %s\n",
+				time.Since(played).Round(time.Second), t.connected, t.disconnects, t.received, t.sent, gameProgress(bots))
+		}
+	}
+	elapsed := time.Since(played)
+	// Let the last echoes come back (a few round trips).
+	drain := time.NewTimer(5 * time.Second)
+	defer drain.Stop()
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+wait:
+	for {
+		pending := 0
+		for _, b := range bots {
+			if b.client != nil && b.client.Err() == nil {
+				pending += b.outstanding()
+			}
+		}
+		if pending == 0 {
+			break
+		}
+		select {
+		case <-drain.C:
+			break wait
+		case <-poll.C:
+		}
+	}
+	after := totals(bots)
+	for _, b := range bots {
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+		if b.client != nil {
+			b.client.Close()
+		}
+	}
+	sum.fill(bots, before, after, elapsed, rtts)
+	return sum, nil
+}
+
+func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log *slog.Logger) error {
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	tok, err := fetchToken(ctx, o.server, o.players)
+	if err != nil {
+		return err
+	}
+	if o.via != "" {
+		tok.ServerAddrs = []string{o.via}
+	}
+	b.game = newBotGame(o.seed+uint64(b.id), tok.Players)
+	d := tickwire.Dialer{Handler: b}
+	b.game.attach(&d)
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := d.Dial(dctx, tok)
+	if err != nil {
+		return err
+	}
+	b.client = c
+	log.Debug("connected", "bot", b.id, "conn", c.ConnID(), "players", c.Players())
+	return nil
+}
+
+// counts are totals over all bots at one moment.
+type counts struct {
+	connected, disconnects int
+	sent, received         uint64
+	bytesIn, bytesOut      uint64
+}
+
+func totals(bots []*bot) counts {
+	var t counts
+	for _, b := range bots {
+		if b.client == nil {
+			continue
+		}
+		st := b.client.Stats()
+		t.bytesIn += st.BytesIn
+		t.bytesOut += st.BytesOut
+		b.mu.Lock()
+		if b.disconnects == 0 {
+			t.connected++
+		}
+		t.disconnects += b.disconnects
+		t.sent += uint64(b.nextEcho)
+		t.received += b.received
+		b.mu.Unlock()
+	}
+	return t
+}
+
+// summary is the bot run's result; its JSON form is the -json output.
+type summary struct {
+	Clients            int        `json:"clients"`
+	Connected          int        `json:"connected"`
+	Disconnects        int        `json:"disconnects"`
+	Desyncs            uint64     `json:"desyncs"`
+	Resyncs            uint64     `json:"resyncs"`
+	InputsSent         uint64     `json:"inputs_sent"`
+	LateInputs         uint64     `json:"late_inputs"`
+	RTTms              percentile `json:"rtt_ms"`
+	EchoMs             percentile `json:"echo_ms"`
+	DownKbpsPerClient  float64    `json:"down_kbps_per_client"`
+	UpKbpsPerClient    float64    `json:"up_kbps_per_client"`
+	Corrections        uint64     `json:"corrections"`
+	InterpStalls       uint64     `json:"interp_stalls"`
+	InterpFrames       uint64     `json:"interp_frames"`
+	ReliableSent       uint64     `json:"reliable_sent"`
+	ReliableReceived   uint64     `json:"reliable_received"`
+	ReliableDuplicates uint64     `json:"reliable_duplicates"`
+	ReliableOutOfOrder uint64     `json:"reliable_out_of_order"`
+	ReliableLost       uint64     `json:"reliable_lost"`
+	DurationSeconds    float64    `json:"duration_s"`
+	DisconnectReasons  []string   `json:"disconnect_reasons,omitempty"`
+}
+
+type percentile struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+func percentiles(d []time.Duration) percentile {
+	if len(d) == 0 {
+		return percentile{}
+	}
+	slices.Sort(d)
+	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
+	return percentile{P50: ms(d[len(d)/2]), P99: ms(d[len(d)*99/100])}
+}
+
+func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
+	var echo []time.Duration
+	reasons := map[string]int{}
+	for _, b := range bots {
+		b.mu.Lock()
+		s.Disconnects += b.disconnects
+		if b.disconnects > 0 {
+			reasons[b.disconnect.String()]++
+		}
+		s.ReliableSent += uint64(b.nextEcho)
+		s.ReliableReceived += b.received
+		s.ReliableDuplicates += b.duplicates
+		s.ReliableOutOfOrder += b.outOfOrder
+		s.ReliableLost += uint64(b.nextEcho - b.wantEcho)
+		echo = append(echo, b.echoRTT...)
+		b.mu.Unlock()
+		if b.game != nil {
+			g := b.game.stats()
+			s.Desyncs += g.desyncs
+			s.Resyncs += g.resyncs
+			s.InputsSent += g.inputsSent
+			s.LateInputs += g.lateInputs
+			s.Corrections += g.corrections
+			s.InterpStalls += g.interpStalls
+			s.InterpFrames += g.interpFrames
+		}
+	}
+	for r, n := range reasons {
+		s.DisconnectReasons = append(s.DisconnectReasons, fmt.Sprintf("%s×%d", r, n))
+	}
+	slices.Sort(s.DisconnectReasons)
+	s.RTTms = percentiles(rtts)
+	s.EchoMs = percentiles(echo)
+	sec := elapsed.Seconds()
+	if s.Connected > 0 && sec > 0 {
+		s.DownKbpsPerClient = float64(after.bytesIn-before.bytesIn) * 8 / 1000 / sec / float64(s.Connected)
+		s.UpKbpsPerClient = float64(after.bytesOut-before.bytesOut) * 8 / 1000 / sec / float64(s.Connected)
+	}
+	s.DurationSeconds = sec
+}
+
+// failed: any desync, or any reliable message lost, duplicated or out of
+// order, or a client that never connected.
+func (s *summary) failed() bool {
+	return s.Desyncs > 0 || s.ReliableLost > 0 || s.ReliableDuplicates > 0 || s.ReliableOutOfOrder > 0 || s.Connected < s.Clients
+}
+
+func (s *summary) print(w io.Writer) {
+	fmt.Fprintf(w, "tickwire-bot summary over %.1f s:\n", s.DurationSeconds)
+	fmt.Fprintf(w, "  clients %d, connected %d, disconnects %d %v\n", s.Clients, s.Connected, s.Disconnects, s.DisconnectReasons)
+	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
+	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s\n", s.DownKbpsPerClient, s.UpKbpsPerClient)
+	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+	fmt.Fprintf(w, "  game: inputs %d, late %d, corrections %d, interp stalls %d/%d frames, resyncs %d, desyncs %d\n",
+		s.InputsSent, s.LateInputs, s.Corrections, s.InterpStalls, s.InterpFrames, s.Resyncs, s.Desyncs)
+	if s.failed() {
+		fmt.Fprintln(w, "  FAILED")
+	}
+}

@@ -1,0 +1,8 @@
+// Package botproto holds the conventions tickwire-server and
+// tickwire-bot share beyond the game itself.
+package botproto
+
+// EchoChannel is the message channel on which the server sends every
+// reliable message straight back: bots number their messages on it and
+// check that each comes back exactly once and in order.
+const EchoChannel = 250
