@@ -87,8 +87,12 @@ func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", o.listen, err)
 	}
+	if host, port, _ := net.SplitHostPort(o.publicAddr); port == "0" {
+		// -listen asked for any port: tokens name the one we got.
+		o.publicAddr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().Port()))
+	}
 	info := conn.Info()
-	log.Info("serving game traffic", "udp", conn.LocalAddr(), "game", o.game, "tick", o.tick,
+	log.Info("serving game traffic", "udp", conn.LocalAddr(), "public", o.publicAddr, "game", o.game, "tick", o.tick,
 		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,
 		"rcvbuf", info.ReadBuffer, "sndbuf", info.WriteBuffer, "batch", info.BatchSize)
 

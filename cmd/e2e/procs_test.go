@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+)
+
+// bin holds the binaries TestMain built.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tickwire-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "../tickwire-server", "../tickwire-bot", "../tickwire-netem")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binaries:", err)
+		os.Exit(1)
+	}
+	bin = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running binary whose output is kept and scanned.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+// start runs a built binary until the test ends (it is interrupted then).
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, pw
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.Write(sc.Bytes())
+			p.out.WriteByte('\n')
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		p.err = p.cmd.Wait()
+		pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// await waits until the output matches re and returns the first
+// submatch.
+func (p *proc) await(t *testing.T, re string) string {
+	t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if m := rx.FindStringSubmatch(p.output()); m != nil {
+			if len(m) > 1 {
+				return m[1]
+			}
+			return m[0]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("%s exited (%v) before printing /%s/:\n%s", p.cmd.Path, p.err, re, p.output())
+		case <-time.After(10 * time.Millisecond): // polling the output for a line
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never printed /%s/:\n%s", p.cmd.Path, re, p.output())
+		}
+	}
+}
+
+// server starts tickwire-server on loopback with free ports and returns
+// it with its UDP and HTTP addresses.
+func server(t *testing.T, args ...string) (p *proc, udpAddr, httpAddr string) {
+	t.Helper()
+	key := filepath.Join(t.TempDir(), "server.key")
+	p = start(t, "tickwire-server", append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", key}, args...)...)
+	udpAddr = p.await(t, `msg="serving game traffic" udp=(\S+)`)
+	httpAddr = p.await(t, `msg="serving HTTP" addr=(\S+)`)
+	return p, udpAddr, httpAddr
+}
+
+// botSummary is tickwire-bot's -json output.
+type botSummary struct {
+	Clients            int     `json:"clients"`
+	Connected          int     `json:"connected"`
+	Disconnects        int     `json:"disconnects"`
+	Desyncs            uint64  `json:"desyncs"`
+	Resyncs            uint64  `json:"resyncs"`
+	InputsSent         uint64  `json:"inputs_sent"`
+	LateInputs         uint64  `json:"late_inputs"`
+	RTTms              pctl    `json:"rtt_ms"`
+	EchoMs             pctl    `json:"echo_ms"`
+	DownKbps           float64 `json:"down_kbps_per_client"`
+	UpKbps             float64 `json:"up_kbps_per_client"`
+	Corrections        uint64  `json:"corrections"`
+	InterpStalls       uint64  `json:"interp_stalls"`
+	InterpFrames       uint64  `json:"interp_frames"`
+	ReliableSent       uint64  `json:"reliable_sent"`
+	ReliableReceived   uint64  `json:"reliable_received"`
+	ReliableDuplicates uint64  `json:"reliable_duplicates"`
+	ReliableOutOfOrder uint64  `json:"reliable_out_of_order"`
+	ReliableLost       uint64  `json:"reliable_lost"`
+}
+
+type pctl struct{ P50, P99 float64 }
+
+// bots runs tickwire-bot to completion and returns its summary.
+func bots(t *testing.T, args ...string) (botSummary, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "tickwire-bot"), append([]string{"-json", "-progress", "0"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var s botSummary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
+		t.Fatalf("bot output (exit %d): %v\nstdout: %s\nstderr: %s", code, err, stdout.String(), stderr.String())
+	}
+	if code != 0 {
+		t.Logf("tickwire-bot exit %d, stderr:\n%s", code, stderr.String())
+	}
+	return s, code
+}
