@@ -19,6 +19,10 @@ type handshakeStats struct {
 	BytesOut   uint64 // handshake bytes sent (challenges, denials, accepts)
 }
 
+// denySilently is what an admit function returns to have a request
+// dropped without an answer (the server answered it another way).
+const denySilently proto.DenyReason = 255
+
 // serverHandshake answers connection requests without keeping any state:
 // the token is opened, re-sealed into a cookie bound to the sender's
 // address and sent back; only a response that echoes a valid cookie and
@@ -58,6 +62,9 @@ func (h *serverHandshake) request(pkt []byte, addr netip.AddrPort, now time.Time
 	priv, deny := h.opener.open(&req, now)
 	if deny == 0 {
 		deny = admit(&priv, req.GameID)
+	}
+	if deny == denySilently {
+		return out
 	}
 	if deny != 0 {
 		return h.deny(out, deny)

@@ -295,3 +295,36 @@ func TestHandshakeAmplification(t *testing.T) {
 	}
 	check("other address", rb, out)
 }
+
+// TestLateRequestResendsAccept: a connection request that arrives after
+// its client was accepted (a duplicate, or a resend that crossed the
+// challenge) gets the accept again instead of a denial, and the client
+// stays connected.
+func TestLateRequestResendsAccept(t *testing.T) {
+	h := newEchoHandler()
+	s, key, addr := testServer(t, Config{}, h, nil)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &tap{PacketConn: pc}
+	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: udp.FromPacketConn(tp)})
+	req := tp.last(proto.PacketConnectionRequest)
+	if _, err := pc.WriteTo(req, net.UDPAddrFromAddrPort(addr)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Send(Reliable, 1, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.Receive(ctx); err != nil || string(m.Data) != "after" {
+		t.Fatalf("%q %v", m.Data, err)
+	}
+	if st := s.Stats(); st.HandshakeDenied != 0 || st.Accepted != 1 || st.Connections != 1 {
+		t.Fatalf("stats after a late request: %+v", st)
+	}
+	if c.Err() != nil {
+		t.Fatal(c.Err())
+	}
+}

@@ -317,7 +317,15 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 			s.queue(s.hs.deny(s.nextOut(), proto.DenyShuttingDown), addr)
 			return
 		}
-		s.queue(s.hs.request(pkt, addr, at, s.nextOut(), s.admit), addr)
+		s.queue(s.hs.request(pkt, addr, at, s.nextOut(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
+			if c := s.clients[priv.ClientID]; c != nil && c.addr == addr {
+				// A late or repeated request from a client we accepted:
+				// its accept may have been lost, so send that again.
+				s.queue(c.appendAccept(s.nextOut(), at), addr)
+				return denySilently
+			}
+			return s.admit(priv, gameID)
+		}), addr)
 	case proto.PacketChallengeResponse:
 		s.handleResponse(pkt, addr, at)
 	case proto.PacketData, proto.PacketKeepAlive, proto.PacketDisconnect:

@@ -1,0 +1,64 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// profiles are the loss suite's network conditions, from public presets
+// (netem's examples, network-link-conditioner style Wi-Fi/4G/3G).
+var profiles = []struct{ name, spec string }{
+	{"LAN", ""},
+	{"Wi-Fi", "delay 5ms 1ms loss 2% reorder 2%"},
+	{"4G", "delay 50ms 10ms loss 4%"},
+	{"3G", "delay 180ms 15ms loss 7%"},
+	{"terrible", "delay 100ms 20ms loss 20% reorder 4% duplicate 2%"},
+	{"burst loss", "loss gemodel 1% 30% 100% 0%"},
+}
+
+// TestLossSuite runs the server and bots through tickwire-netem under
+// each profile (both directions) and checks every bot stayed connected,
+// no reliable message was lost, duplicated or reordered, nobody desynced
+// and late inputs stayed bounded. It prints a table of the bots'
+// summaries.
+func TestLossSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loss suite in -short mode")
+	}
+	const n, duration = 8, "8s"
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %7s %6s\n",
+		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "correct", "stalls", "desync")
+	for _, p := range profiles {
+		t.Run(strings.ReplaceAll(p.name, " ", "-"), func(t *testing.T) {
+			_, udpAddr, httpAddr := server(t)
+			args := []string{"-server", "http://" + httpAddr, "-n", fmt.Sprint(n), "-duration", duration}
+			if p.spec != "" {
+				proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", udpAddr, "-spec", p.spec, "-seed", "7", "-stats-interval", "0")
+				via := proxy.await(t, `listening on (\S+),`)
+				args = append(args, "-via", via)
+			}
+			s, code := bots(t, args...)
+			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %7d %6d\n",
+				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbps, s.UpKbps,
+				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Corrections, s.InterpStalls, s.Desyncs)
+			if code != 0 {
+				t.Errorf("tickwire-bot exit %d", code)
+			}
+			if s.Connected != n || s.Disconnects != 0 {
+				t.Errorf("%d/%d connected, %d disconnects", s.Connected, n, s.Disconnects)
+			}
+			if s.ReliableLost+s.ReliableDuplicates+s.ReliableOutOfOrder != 0 || s.ReliableReceived == 0 {
+				t.Errorf("reliable: %d received, %d lost, %d duplicated, %d out of order", s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+			}
+			if s.Desyncs != 0 {
+				t.Errorf("%d desyncs", s.Desyncs)
+			}
+			if s.InputsSent > 0 && float64(s.LateInputs) > 0.05*float64(s.InputsSent) {
+				t.Errorf("%d of %d inputs late", s.LateInputs, s.InputsSent)
+			}
+		})
+	}
+	t.Logf("loss suite, %d bots each, %s per profile:\n%s", n, duration, table.String())
+}
