@@ -68,6 +68,9 @@ type Dialer struct {
 	Conn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Game, if set, plays a game on the connection: it consumes the
+	// server's game frames and sends the players' inputs.
+	Game *GameClient
 }
 
 // Dial connects to the server named in token with default settings.
@@ -102,6 +105,7 @@ type Client struct {
 	queue    []Message // for Receive when there is no handler
 	queued   chan struct{}
 	stopLoop chan struct{}
+	game     *GameClient
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -180,6 +184,7 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		done:     make(chan struct{}),
 		queued:   make(chan struct{}, 1),
 		stopLoop: make(chan struct{}),
+		game:     d.Game,
 	}
 	c.in = newInbox(conn, now)
 	go c.in.run()
@@ -321,6 +326,9 @@ func (c *Client) receiveAccept(pkt []byte, now time.Time) bool {
 	c.cfg.Timeout = time.Duration(body.TimeoutMs) * time.Millisecond
 	c.tickNum = h.Tick
 	c.tick0 = now
+	if c.game != nil {
+		c.game.attach(c, now, h.Tick)
+	}
 	return true
 }
 
@@ -560,12 +568,18 @@ func (c *Client) end(r proto.DisconnectReason, remote bool, now time.Time) {
 
 // fields are the header fields of the client's packets.
 func (c *Client) fields() packetFields {
+	if c.game != nil {
+		return c.game.fields()
+	}
 	return packetFields{tick: c.tickNum, interpFrom: c.tickNum, interpTo: c.tickNum}
 }
 
 // tick advances the tick estimate and sends this tick's packets.
 func (c *Client) tick(now time.Time) {
 	c.tickNum++
+	if c.game != nil {
+		c.game.advance(now)
+	}
 	c.sess.tick(now, c.fields(), c.cfg.Heartbeat, c.sess.hooks != nil, c.nextOut, c.queueOut)
 }
 

@@ -58,6 +58,12 @@ func testServer(t testing.TB, cfg Config, h Handler, conn udp.BatchConn) (*Serve
 	if h != nil {
 		s.Handle(h)
 	}
+	return s, key, serveTest(t, s, conn)
+}
+
+// serveTest runs s on conn (a loopback socket if nil) until the test ends.
+func serveTest(t testing.TB, s *Server, conn udp.BatchConn) netip.AddrPort {
+	t.Helper()
 	if conn == nil {
 		uc, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
 		if err != nil {
@@ -73,7 +79,7 @@ func testServer(t testing.TB, cfg Config, h Handler, conn udp.BatchConn) (*Serve
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return s, key, conn.LocalAddr()
+	return conn.LocalAddr()
 }
 
 func mintFor(t testing.TB, key Key, addr netip.AddrPort, clientID uint64, players ...uint16) *ConnectToken {

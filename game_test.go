@@ -1,0 +1,97 @@
+package tickwire
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/examples/arena"
+)
+
+// randomInputs drives arena players with seeded random inputs.
+func randomInputs(seed uint64) InputFunc {
+	r := rand.New(rand.NewPCG(seed, 2))
+	return func(player uint16, tick uint32, dst []byte) []byte {
+		in := arena.Input{MoveX: int8(r.IntN(255) - 127), MoveY: int8(r.IntN(255) - 127), Aim: uint16(r.Uint32())}
+		if r.IntN(20) == 0 {
+			in.Buttons = arena.FireProjectile
+		}
+		return arena.AppendInput(dst, in)
+	}
+}
+
+// arenaServer serves the arena (npcs NPCs) on a loopback socket.
+func arenaServer(t testing.TB, cfg Config, npcs int) (*Server, *GameHost, Key, string) {
+	key, _ := GenerateKey()
+	s, err := NewServer(key, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(npcs), nil }, GameConfig{})
+	s.Handle(h)
+	addr := serveTest(t, s, nil)
+	return s, h, key, addr.String()
+}
+
+// TestGameOverLoopback plays the arena over loopback: the client receives
+// the join snapshot and deltas, checksums match, its inputs reach the
+// server, and its replica holds the server's entities.
+func TestGameOverLoopback(t *testing.T) {
+	s, host, key, addr := arenaServer(t, Config{}, 100)
+	gc, err := NewGameClient(arena.InputSize, arena.RecordSize, randomInputs(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := MintToken(key, TokenParams{GameID: 5, ClientID: 1, Players: []uint16{3}, ServerAddrs: []string{addr}}, time.Now())
+	c := dial(t, tok, Dialer{Game: gc})
+	_ = c
+
+	// Play until three checksums (every 60 ticks) compared equal.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for gc.Stats().ChecksumsOK < 3 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("stats after 15 s: %+v", gc.Stats())
+		case <-tick.C:
+		}
+	}
+	st := gc.Stats()
+	t.Logf("client: %+v", st)
+	if st.Desyncs != 0 || st.FullSnapshots != 1 || st.Deltas == 0 {
+		t.Fatalf("client stats %+v", st)
+	}
+	gc.State(func(snap *deltacomp.Snapshot) {
+		npcs, player := 0, false
+		for _, id := range snap.IDs {
+			switch {
+			case id == arena.PlayerID(3):
+				player = true
+			case id >= arena.NPCID(0) && id <= arena.NPCID(99):
+				npcs++
+			}
+		}
+		if npcs != 100 || !player {
+			t.Fatalf("replica holds %d NPCs (want 100), player %v", npcs, player)
+		}
+	})
+	s.Do(func() {
+		eng := host.Engine(5)
+		if eng == nil {
+			t.Fatal("game 5 not running")
+		}
+		ps := eng.PlayerStats(3)
+		if ps == nil || ps.Received == 0 {
+			t.Fatalf("server got no inputs from player 3: %+v", ps)
+		}
+		est := eng.Stats()
+		t.Logf("server engine: %+v", est)
+		if hs := host.Stats(); hs.Joins != 1 || hs.Desyncs != 0 {
+			t.Fatalf("host stats %+v", hs)
+		}
+	})
+}

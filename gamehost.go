@@ -1,0 +1,460 @@
+package tickwire
+
+import (
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/interest"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// Game is the interface game code implements: a deterministic fixed-step
+// world with its rules (see sim.Game for the contract).
+type Game = sim.Game
+
+// GameFactory makes the world of a new game the first time a connect
+// token names its id. It may refuse with an error.
+type GameFactory func(gameID uint64) (Game, error)
+
+// GameConfig tunes a GameHost. The zero value is the default.
+type GameConfig struct {
+	// Sim configures each game's tick engine (input buffering, checksum
+	// interval, lag compensation). Its TickRate is the server's.
+	Sim sim.ServerConfig
+	// Ring is how many past states each game keeps as delta baselines.
+	// Default deltacomp.DefaultRingSize (about 1 s at 60 Hz).
+	Ring int
+	// Interest configures relevance and priorities per entity kind.
+	Interest interest.WorldConfig
+	// Scheduler configures each player's packet scheduler (view radius,
+	// bandwidth cap).
+	Scheduler interest.SchedulerConfig
+	// FullCodec compresses join and resync snapshots. Default zstd.
+	FullCodec proto.Codec
+	// Handler, if set, also receives the connections' events (messages
+	// the engine does not consume: those not postmarked).
+	Handler Handler
+}
+
+// GameHost runs games on a Server: one tick engine (package sim) per
+// game id, fed by its connections' input frames, replicated to each
+// connection as XOR+RLE delta frames chosen by an interest scheduler, with
+// join and resync snapshots on the reliable channel. Use it as the
+// server's Handler.
+type GameHost struct {
+	srv     *Server
+	factory GameFactory
+	cfg     GameConfig
+	games   map[uint64]*hostedGame
+	codecs  deltacomp.Codecs
+	scratch []byte
+	stats   GameHostStats
+}
+
+// GameHostStats count what a GameHost did.
+type GameHostStats struct {
+	Games        int    // running now
+	Joins        uint64 // players joined
+	JoinFailures uint64 // joins the game refused
+	Leaves       uint64
+	Resyncs      uint64 // full snapshots sent on a client's request
+	Desyncs      uint64 // checksum mismatches clients reported
+	BadFrames    uint64 // frames from clients that did not parse or named another player
+	SnapshotLate uint64 // joins whose full snapshot did not fit the reliable queue
+}
+
+// NewGameHost returns a host that creates games with factory. Install it
+// with srv.Handle.
+func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) *GameHost {
+	if cfg.FullCodec == 0 {
+		cfg.FullCodec = proto.CodecZstd
+	}
+	cfg.Sim.TickRate = srv.cfg.TickRate
+	if cfg.Handler == nil {
+		cfg.Handler = nopHandler{}
+	}
+	return &GameHost{srv: srv, factory: factory, cfg: cfg, games: map[uint64]*hostedGame{}}
+}
+
+// hostedGame is one running game.
+type hostedGame struct {
+	id     uint64
+	eng    *sim.Server
+	ring   *deltacomp.Ring
+	world  *interest.World
+	conns  []*gameConn
+	bodies []sim.Body
+	// pending control frames for everyone, sent reliably after the tick
+	broadcast [][]byte
+}
+
+// gameConn is the replication state of one connection in a game.
+type gameConn struct {
+	host  *GameHost
+	game  *hostedGame
+	c     *Conn
+	enc   *deltacomp.Encoder
+	sched *interest.Scheduler
+	now   time.Time
+	// full snapshot in flight on the reliable channel: taken as the
+	// encoder's baseline once the reliable queue has drained.
+	fullRev  uint32
+	fullIDs  []proto.NetworkID
+	fullSent bool
+	joinFull bool // a join snapshot is due after the next step
+	sumDue   bool
+}
+
+// Stats returns the host's counters. Call from the server's loop.
+func (h *GameHost) Stats() GameHostStats {
+	st := h.stats
+	st.Games = len(h.games)
+	return st
+}
+
+// Resyncs and Desyncs are for metrics.
+func (h *GameHost) Resyncs() uint64 { return h.stats.Resyncs }
+
+// Desyncs counts checksum mismatches clients reported.
+func (h *GameHost) Desyncs() uint64 { return h.stats.Desyncs }
+
+// Entities is how many entities a game has now.
+func (h *GameHost) Entities(gameID uint64) int {
+	if g := h.games[gameID]; g != nil {
+		return g.eng.Snapshot().Len()
+	}
+	return 0
+}
+
+// Engine returns a game's tick engine (nil if the game is not running),
+// for inspection from the server's loop.
+func (h *GameHost) Engine(gameID uint64) *sim.Server {
+	if g := h.games[gameID]; g != nil {
+		return g.eng
+	}
+	return nil
+}
+
+func (h *GameHost) game(id uint64, now time.Time) (*hostedGame, error) {
+	if g := h.games[id]; g != nil {
+		return g, nil
+	}
+	world, err := h.factory(id)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := sim.NewServer(world, h.cfg.Sim)
+	if err != nil {
+		return nil, err
+	}
+	eng.Start(now, 0)
+	g := &hostedGame{
+		id:    id,
+		eng:   eng,
+		ring:  deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring}),
+		world: interest.NewWorld(h.cfg.Interest),
+	}
+	h.games[id] = g
+	g.publish()
+	h.srv.cfg.Logger.Info("game started", "game", id)
+	return g, nil
+}
+
+// publish pushes the engine's current state into the ring and the
+// interest world.
+func (g *hostedGame) publish() {
+	snap := g.eng.Snapshot()
+	if _, err := g.ring.Push(snap); err != nil {
+		return
+	}
+	g.bodies = g.eng.World().AppendBodies(g.bodies[:0])
+	g.world.Begin(snap.Tick)
+	b := 0
+	for _, id := range snap.IDs {
+		for b < len(g.bodies) && g.bodies[b].ID < id {
+			b++
+		}
+		var pos interest.Vec3
+		kind := uint8(0)
+		if b < len(g.bodies) && g.bodies[b].ID == id {
+			p := g.bodies[b].Pos
+			pos = interest.Vec3{X: float32(p.X), Y: float32(p.Y), Z: float32(p.Z)}
+		}
+		g.world.Add(id, pos, kind)
+	}
+	g.world.End(g.ring.Changed())
+}
+
+// Connected joins the connection's players to its game.
+func (h *GameHost) Connected(c *Conn) {
+	now := h.srv.now()
+	g, err := h.game(c.gameID, now)
+	if err != nil {
+		h.srv.cfg.Logger.Warn("game refused", "game", c.gameID, "err", err)
+		h.stats.JoinFailures++
+		c.Close(proto.DisconnectKicked)
+		return
+	}
+	gc := &gameConn{
+		host:  h,
+		game:  g,
+		c:     c,
+		enc:   deltacomp.NewEncoder(g.ring, deltacomp.EncoderConfig{}),
+		sched: interest.NewScheduler(h.cfg.Scheduler),
+		now:   now,
+	}
+	for _, p := range c.players {
+		ctrl, err := g.eng.Join(p)
+		if err != nil {
+			h.srv.cfg.Logger.Warn("join refused", "game", g.id, "player", p, "err", err)
+			h.stats.JoinFailures++
+			for _, q := range c.players {
+				if q == p {
+					break
+				}
+				if ctrl, err := g.eng.Leave(q, "join failed"); err == nil {
+					g.queueBroadcast(&ctrl.Frame)
+				}
+			}
+			c.Close(proto.DisconnectKicked)
+			return
+		}
+		h.stats.Joins++
+		g.queueBroadcast(&ctrl.Frame)
+	}
+	gc.joinFull = true
+	c.Value = gc
+	c.sess.hooks = gc
+	g.conns = append(g.conns, gc)
+	h.cfg.Handler.Connected(c)
+}
+
+// Disconnected removes the connection's players from its game.
+func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
+	gc, _ := c.Value.(*gameConn)
+	if gc != nil {
+		g := gc.game
+		for i, x := range g.conns {
+			if x == gc {
+				g.conns = append(g.conns[:i], g.conns[i+1:]...)
+				break
+			}
+		}
+		for _, p := range c.players {
+			if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
+				h.stats.Leaves++
+				g.queueBroadcast(&ctrl.Frame)
+			}
+		}
+		if len(g.conns) == 0 {
+			delete(h.games, g.id)
+			h.srv.cfg.Logger.Info("game ended", "game", g.id)
+		}
+	}
+	h.cfg.Handler.Disconnected(c, r)
+}
+
+// Message hands postmarked messages to the engine (they run at their
+// tick) and everything else to GameConfig.Handler.
+func (h *GameHost) Message(c *Conn, m *Message) {
+	gc, _ := c.Value.(*gameConn)
+	if gc != nil && m.Postmarked && len(c.players) > 0 {
+		f := proto.MessageFrame{Channel: m.Channel, Postmarked: true, Tick: m.Tick, Data: m.Data}
+		if err := gc.game.eng.ReceiveMessage(h.srv.now(), c.players[0], &f); err == nil {
+			return
+		}
+	}
+	h.cfg.Handler.Message(c, m)
+}
+
+// Tick runs every game's due steps and prepares each connection's frames.
+func (h *GameHost) Tick(now time.Time, tick uint32) {
+	for _, g := range h.games {
+		for n := g.eng.Due(now); n > 0; n-- {
+			g.eng.Step()
+			g.publish()
+			for _, ctrl := range g.eng.Controls() {
+				if ctrl.To == 0 {
+					g.queueBroadcast(&ctrl.Frame)
+					continue
+				}
+				for _, gc := range g.conns {
+					if gc.has(ctrl.To) {
+						gc.sendControl(&ctrl.Frame)
+					}
+				}
+			}
+			if _, ok := g.eng.Checksum(); ok {
+				for _, gc := range g.conns {
+					gc.sumDue = true
+				}
+			}
+		}
+		for _, b := range g.broadcast {
+			for _, gc := range g.conns {
+				gc.c.sess.sendReliableFrame(b)
+			}
+		}
+		g.broadcast = g.broadcast[:0]
+		for _, gc := range g.conns {
+			gc.now = now
+			if gc.joinFull {
+				gc.joinFull = false
+				gc.sendFull(proto.CauseJoin)
+			}
+			if gc.fullSent && gc.c.sess.rel.Stats().QueuedSegments == 0 {
+				// Everything queued before (and with) the snapshot was
+				// acknowledged: the client holds it.
+				gc.fullSent = false
+				gc.enc.FullDelivered(gc.fullRev, gc.fullIDs)
+			}
+		}
+	}
+	if t, ok := h.cfg.Handler.(Ticker); ok {
+		t.Tick(now, tick)
+	}
+}
+
+func (g *hostedGame) queueBroadcast(f *proto.ControlFrame) {
+	b, err := f.Append(nil)
+	if err == nil {
+		g.broadcast = append(g.broadcast, b)
+	}
+}
+
+func (gc *gameConn) has(player uint16) bool {
+	for _, p := range gc.c.players {
+		if p == player {
+			return true
+		}
+	}
+	return false
+}
+
+func (gc *gameConn) sendControl(f *proto.ControlFrame) {
+	h := gc.host
+	b, err := f.Append(h.scratch[:0])
+	if err != nil {
+		return
+	}
+	h.scratch = b
+	gc.c.sess.sendReliableFrame(b)
+}
+
+// sendFull queues the game's latest state as a compressed full snapshot
+// on the reliable channel.
+func (gc *gameConn) sendFull(cause proto.SnapshotCause) {
+	h := gc.host
+	g := gc.game
+	latest := g.ring.Latest()
+	rev := g.ring.Revision()
+	b, err := h.codecs.AppendFullSnapshot(h.scratch[:0], latest, cause, rev, h.cfg.FullCodec)
+	if err != nil {
+		h.srv.cfg.Logger.Warn("full snapshot", "game", g.id, "err", err)
+		return
+	}
+	h.scratch = b
+	if err := gc.c.sess.sendReliableFrame(b); err != nil {
+		h.stats.SnapshotLate++
+		gc.joinFull = true // try again next tick
+		return
+	}
+	gc.fullRev = rev
+	gc.fullIDs = append(gc.fullIDs[:0], latest.IDs...)
+	gc.fullSent = true
+}
+
+// frame handles the game frames of a client packet.
+func (gc *gameConn) frame(t proto.FrameType, f []byte, hdr proto.Header) {
+	h := gc.host
+	switch t {
+	case proto.FrameInput:
+		in, _, err := proto.ParseInputFrame(f)
+		if err != nil || !gc.has(in.Player) {
+			h.stats.BadFrames++
+			return
+		}
+		if err := gc.game.eng.ReceiveInput(gc.c.sess.lastRecv, &hdr, &in); err != nil {
+			h.stats.BadFrames++
+		}
+	case proto.FrameResyncRequest:
+		req, _, err := proto.ParseResyncRequestFrame(f)
+		if err != nil {
+			h.stats.BadFrames++
+			return
+		}
+		if req.Reason == proto.ResyncChecksum {
+			h.stats.Desyncs++
+			h.srv.cfg.Logger.Warn("client desynced", "game", gc.game.id, "conn", gc.c.id, "tick", req.Tick)
+		}
+		h.stats.Resyncs++
+		gc.enc.Reset()
+		gc.sched.Reset()
+		gc.sendFull(proto.CauseResync)
+	default:
+		h.stats.BadFrames++
+	}
+}
+
+// appendFrames writes this tick's frames for the connection: input acks
+// of its players, then the snapshot delta in the room left, then, when
+// one is due (every GameConfig.Sim.ChecksumInterval ticks), the checksum
+// of the entities that delta carried (see sumEntities).
+func (gc *gameConn) appendFrames(b []byte, room int, pn uint64) []byte {
+	start := len(b)
+	g := gc.game
+	for _, p := range gc.c.players {
+		if ack, ok := g.eng.InputAck(p); ok {
+			if nb, err := ack.Append(b); err == nil && len(nb)-start <= room {
+				b = nb
+			}
+		}
+	}
+	reserve := 0
+	if gc.sumDue {
+		reserve = (&proto.ChecksumFrame{}).Len()
+	}
+	left := room - (len(b) - start) - reserve
+	if left < proto.SnapshotDeltaHeaderSize+8 {
+		gc.sched.Update(g.world)
+		return b
+	}
+	gc.enc.Prepare()
+	sel, ok := gc.sched.Schedule(uint16(pn), gc.now, g.world, left, gc.enc)
+	if !ok {
+		return b
+	}
+	nb, err := gc.enc.AppendFrame(b, uint16(pn), sel)
+	if err != nil {
+		gc.host.srv.cfg.Logger.Warn("snapshot delta", "game", g.id, "err", err)
+		return b
+	}
+	b = nb
+	if gc.sumDue && len(sel) > 0 {
+		sum := proto.ChecksumFrame{Tick: g.ring.Latest().Tick, Sum: gc.host.sumEntities(g.ring.Latest(), sel)}
+		if nb, err := sum.Append(b); err == nil {
+			b = nb
+			gc.sumDue = false
+		}
+	}
+	return b
+}
+
+// sumEntities is the desync check's checksum: 64-bit FNV-1a over the id
+// (u32 LE) and record of each selected entity of s, in order. The client
+// computes it over the entities the delta frame just applied carried
+// (those whose revision is the frame's) and resyncs when it differs.
+func (h *GameHost) sumEntities(s *deltacomp.Snapshot, sel []int32) uint64 {
+	return SumEntities(s, sel)
+}
+
+func (gc *gameConn) delivered(pn uint64) {
+	gc.enc.Delivered(uint16(pn))
+	gc.sched.Delivered(uint16(pn))
+}
+
+func (gc *gameConn) lost(pn uint64) {
+	gc.enc.Lost(uint16(pn))
+	gc.sched.Lost(uint16(pn))
+}

@@ -1,0 +1,596 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// ServerConfig configures the server engine. The zero value of every
+// field means its documented default.
+type ServerConfig struct {
+	// TickRate is the fixed simulation rate in Hz (default 60).
+	TickRate int
+	// InputBufferTicks is how far ahead of the simulation (in ticks) a
+	// player's input may arrive and still be kept (default 64, rounded up
+	// to a power of two; at least proto.MaxInputsPerFrame).
+	InputBufferTicks int
+	// ChecksumInterval: a checksum of the networked state is produced
+	// every this many ticks (default 60; negative disables).
+	ChecksumInterval int
+	// History is how long body history is kept for lag compensation
+	// (default 1 s).
+	History time.Duration
+	// MaxRewind bounds lag compensation: how far before an input's
+	// arrival the world it rendered may be (default 200 ms). See
+	// RewindInfo and clampView for the policy beyond it.
+	MaxRewind time.Duration
+	// MaxCatchUp and MaxBehind configure the Scheduler (defaults 4 ticks,
+	// 250 ms).
+	MaxCatchUp int
+	MaxBehind  time.Duration
+	// SpawnsPerTick is how many predicted spawns a player may make per
+	// tick (default 4; see SpawnIDs). Clients must use the same value.
+	SpawnsPerTick int
+	// LateMessages is the policy for postmarked messages that arrive late
+	// (default RunLate).
+	LateMessages LateMessagePolicy
+}
+
+func (c *ServerConfig) defaults() error {
+	if c.TickRate == 0 {
+		c.TickRate = 60
+	}
+	if c.TickRate < 1 || c.TickRate > 1000 {
+		return &ConfigError{"TickRate", "must be 1..1000"}
+	}
+	if c.InputBufferTicks == 0 {
+		c.InputBufferTicks = 64
+	}
+	c.InputBufferTicks = max(c.InputBufferTicks, proto.MaxInputsPerFrame)
+	if c.ChecksumInterval == 0 {
+		c.ChecksumInterval = 60
+	}
+	if c.History == 0 {
+		c.History = time.Second
+	}
+	if c.MaxRewind == 0 {
+		c.MaxRewind = 200 * time.Millisecond
+	}
+	if c.History < 0 || c.MaxRewind < 0 || c.MaxRewind > c.History {
+		return &ConfigError{"MaxRewind", "must be within History"}
+	}
+	if c.SpawnsPerTick == 0 {
+		c.SpawnsPerTick = 4
+	}
+	return nil
+}
+
+// Control is a control frame for one player (To) or for everyone (To 0).
+type Control struct {
+	To    uint16
+	Frame proto.ControlFrame
+}
+
+// ServerStats are the server engine's counters.
+type ServerStats struct {
+	Ticks uint64
+	// Inputs stored, and the drops (see InputBuffer).
+	InputsReceived, InputsStale, InputsLate, InputsTooEarly uint64
+	// InputsMissing counts (player, tick) pairs simulated without input.
+	InputsMissing uint64
+	// ActionsRejected counts actions ValidateAction rejected.
+	ActionsRejected uint64
+	// MessagesLate and MessagesDropped count late postmarked messages.
+	MessagesLate, MessagesDropped uint64
+	// Reanchors counts schedule re-anchors (see Scheduler).
+	Reanchors uint64
+	// RewindsClamped counts lag compensation requests beyond the policy.
+	RewindsClamped uint64
+	// SnapshotErrors counts ticks whose own snapshot ReadSnapshot
+	// rejected (a game bug: lag compensation used stale bodies).
+	SnapshotErrors uint64
+	// SpawnCollisions and SpawnsExhausted come from SpawnIDs.
+	SpawnCollisions, SpawnsExhausted uint64
+}
+
+type serverPlayer struct {
+	slot uint16
+	buf  *InputBuffer
+	cur  Taken
+	ack  proto.InputAckFrame
+}
+
+// Server is the authoritative tick engine: it buffers players' inputs by
+// tick, steps the game at a fixed rate, and after every step exposes the
+// state snapshot, per-player input acks (with input ages for clock sync),
+// the periodic checksum, and control frames (rejected actions, late
+// messages). It does no I/O, reads no clock and starts no goroutines;
+// one goroutine drives it.
+type Server struct {
+	cfg     ServerConfig
+	schema  Schema
+	period  time.Duration
+	game    Game
+	scratch Game
+	sched   Scheduler
+	started bool
+	paused  bool
+	tick    uint32
+
+	players  []*serverPlayer
+	freeBufs []*InputBuffer
+	inputs   []PlayerInput
+	ctx      Tick
+	spawn    spawnContext
+	fx       effectLog
+	rw       serverRewinder
+	msgs     postmarkQueue
+
+	snap         deltacomp.Snapshot
+	hist         *BodyHistory
+	histFirst    uint32
+	sum          Checksummer
+	checksum     proto.ChecksumFrame
+	hasSum       bool
+	controls     []Control
+	lateControls []lateNote
+	text         []byte
+	revision     uint32
+	stats        ServerStats
+	retired      ServerStats // counters of players who left
+}
+
+// NewServer returns a server engine for game, whose current state is the
+// world the server starts from.
+func NewServer(game Game, cfg ServerConfig) (*Server, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	schema := game.Schema()
+	if err := schema.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, schema: schema, game: game, scratch: game.Clone()}
+	s.period = time.Second / time.Duration(cfg.TickRate)
+	s.sched = Scheduler{Period: s.period, MaxCatchUp: cfg.MaxCatchUp, MaxBehind: cfg.MaxBehind}
+	s.hist = NewBodyHistory(int(cfg.History/s.period) + 1)
+	s.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
+	s.rw.s = s
+	s.ctx.spawn, s.ctx.effects, s.ctx.rewind = &s.spawn, &s.fx, &s.rw
+	return s, nil
+}
+
+// Start anchors the tick schedule: the world is the state at tick, and
+// tick+1 is due one period after now.
+func (s *Server) Start(now time.Time, tick uint32) {
+	s.tick = tick
+	s.sched.Start(now.Add(s.period), tick+1)
+	s.started = true
+	s.writeState(tick)
+	s.histFirst = tick
+}
+
+// Period is the fixed step.
+func (s *Server) Period() time.Duration { return s.period }
+
+// Tick is the tick of the current state (the last simulated tick).
+func (s *Server) Tick() uint32 { return s.tick }
+
+// Scheduled is the time tick is (or was) due.
+func (s *Server) Scheduled(tick uint32) time.Time { return s.sched.TimeOf(tick) }
+
+// Due is how many ticks to run now (call Step that many times, handling
+// each step's output in between). It is 0 while a join or leave holds
+// the tick loop paused.
+func (s *Server) Due(now time.Time) int {
+	if s.paused {
+		return 0
+	}
+	return s.sched.Due(now)
+}
+
+// World is the authoritative world (read it between steps only).
+func (s *Server) World() Game { return s.game }
+
+// Revision counts structural changes (joins and leaves).
+func (s *Server) Revision() uint32 { return s.revision }
+
+// ReceiveInput stores the inputs of an input frame that arrived at now in
+// a packet with header h (its Tick and interpolation fields name what the
+// client rendered; h may be nil when unknown). The caller must have
+// checked that f.Player belongs to the sending connection.
+func (s *Server) ReceiveInput(now time.Time, h *proto.Header, f *proto.InputFrame) error {
+	p := s.player(f.Player)
+	if p == nil {
+		return ErrNoPlayer
+	}
+	if int(f.Size) != s.schema.InputSize || len(f.Data) != int(f.Count)*int(f.Size) {
+		return fmt.Errorf("sim: input size %d, want %d", f.Size, s.schema.InputSize)
+	}
+	first := f.FirstTick()
+	for i := range int(f.Count) {
+		t := first + uint32(i)
+		var v View
+		if h != nil {
+			v = ViewFromHeader(h).shift(h.Tick - t)
+		}
+		p.buf.Put(now, t, s.tick, f.Input(i), v)
+	}
+	return nil
+}
+
+// ReceiveMessage queues a tick-postmarked message from player that
+// arrived at now, to run at its tick. A message for a tick already
+// simulated follows the LateMessages policy and produces a
+// proto.ControlMessageLate for the player in the next step's Controls.
+// Messages postmarked further ahead than the input buffer run at that
+// horizon. Unpostmarked messages are not the engine's business.
+func (s *Server) ReceiveMessage(now time.Time, player uint16, f *proto.MessageFrame) error {
+	if s.player(player) == nil {
+		return ErrNoPlayer
+	}
+	m := Message{Player: player, Channel: f.Channel, Tick: f.Tick, Data: f.Data}
+	next := s.tick + 1
+	if !f.Postmarked {
+		m.Tick = next
+	}
+	d := int32(m.Tick - next)
+	switch {
+	case d >= 0:
+		runAt := m.Tick
+		if int(d) > s.cfg.InputBufferTicks {
+			runAt = next + uint32(s.cfg.InputBufferTicks)
+		}
+		s.msgs.add(m, runAt)
+	case s.cfg.LateMessages == DropLate:
+		s.stats.MessagesDropped++
+		s.lateControls = append(s.lateControls, lateNote{player: player, channel: f.Channel, tick: f.Tick})
+	default:
+		m.Late = true
+		s.stats.MessagesLate++
+		s.msgs.add(m, next)
+		s.lateControls = append(s.lateControls, lateNote{player: player, channel: f.Channel, tick: f.Tick, ranAt: next})
+	}
+	return nil
+}
+
+type lateNote struct {
+	player  uint16
+	channel uint8
+	tick    uint32
+	ranAt   uint32
+}
+
+// Step simulates the next tick. Afterwards Snapshot, InputAck, Checksum,
+// Controls and Effects describe it until the next Step.
+func (s *Server) Step() {
+	if !s.started || s.paused {
+		return
+	}
+	tick := s.sched.Next()
+	sched := s.sched.TimeOf(tick)
+	s.controls = s.controls[:0]
+	s.text = s.text[:0]
+	s.fx.events = s.fx.events[:0]
+	for _, n := range s.lateControls {
+		s.controls = append(s.controls, Control{To: n.player, Frame: proto.ControlFrame{
+			Code: proto.ControlMessageLate, Player: uint16(n.channel), Tick: n.tick, Arg: uint64(n.ranAt)}})
+	}
+	s.lateControls = s.lateControls[:0]
+
+	s.inputs = s.inputs[:0]
+	ab := s.schema.ActionBytes
+	for _, p := range s.players {
+		p.cur = p.buf.Take(tick, sched)
+		newest, _ := p.buf.Newest()
+		p.ack = proto.InputAckFrame{Player: p.slot, Newest: newest, Age: p.cur.Age}
+		in := PlayerInput{Player: p.slot, Data: p.cur.Data, Missing: p.cur.Missing}
+		if !in.Missing && ab > 0 {
+			action := in.Data[len(in.Data)-ab:]
+			if !allZero(action) {
+				if err := s.game.ValidateAction(p.slot, tick, action); err != nil {
+					clear(action)
+					in.Rejected = true
+					s.stats.ActionsRejected++
+					s.reject(p.slot, tick, err)
+				}
+			}
+		}
+		s.inputs = append(s.inputs, in)
+	}
+
+	s.ctx.Tick = tick
+	s.ctx.Inputs = s.inputs
+	s.ctx.Messages = s.msgs.take(tick)
+	s.ctx.Predicted = false
+	s.spawn.ids.SetLive(s.snap.IDs)
+	s.spawn.ids.Begin(tick)
+	s.game.Step(&s.ctx)
+	s.ctx.Messages = nil
+
+	s.sched.Ran()
+	s.tick = tick
+	s.stats.Ticks++
+	s.writeState(tick)
+}
+
+// writeState snapshots the world at tick, records its bodies (through the
+// snapshot round trip, so they are exactly what clients rebuild) and the
+// checksum when due.
+func (s *Server) writeState(tick uint32) {
+	s.snap.Reset(tick, s.schema.RecordSize)
+	s.game.WriteSnapshot(&s.snap)
+	bodies := s.hist.Put(tick)
+	if err := s.scratch.ReadSnapshot(&s.snap); err != nil {
+		s.stats.SnapshotErrors++
+		bodies = s.game.AppendBodies(bodies)
+	} else {
+		bodies = s.scratch.AppendBodies(bodies)
+	}
+	s.hist.Set(tick, bodies)
+	s.hasSum = false
+	if iv := s.cfg.ChecksumInterval; iv > 0 && tick%uint32(iv) == 0 {
+		s.checksum = proto.ChecksumFrame{Tick: tick, Sum: s.sum.SnapshotSum(&s.snap)}
+		s.hasSum = true
+	}
+}
+
+func (s *Server) reject(player uint16, tick uint32, err error) {
+	start := len(s.text)
+	s.text = append(s.text, err.Error()...)
+	if len(s.text)-start > proto.MaxControlText {
+		s.text = s.text[:start+proto.MaxControlText]
+	}
+	s.controls = append(s.controls, Control{To: player, Frame: proto.ControlFrame{
+		Code: proto.ControlActionRejected, Player: player, Tick: tick, Arg: uint64(tick),
+		Text: s.text[start:len(s.text):len(s.text)]}})
+}
+
+// Snapshot is the networked state after the last step (or join/leave
+// hook, see Join). The engine reuses it: copy what you keep (the
+// deltacomp ring does).
+func (s *Server) Snapshot() *deltacomp.Snapshot { return &s.snap }
+
+// InputAck is the InputAckFrame for player in the update for the last
+// step's tick: the newest input tick received and how long the input for
+// that tick waited (or proto.InputAgeMissing).
+func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
+	p := s.player(player)
+	if p == nil {
+		return proto.InputAckFrame{}, false
+	}
+	return p.ack, true
+}
+
+// Checksum is the checksum frame for the last step's tick, if one is due
+// at that tick (every ChecksumInterval ticks).
+func (s *Server) Checksum() (proto.ChecksumFrame, bool) { return s.checksum, s.hasSum }
+
+// Controls are the control frames the last step produced: rejected
+// actions (to the player; Arg is the tick the action rode in, which is
+// how a client names it) and late postmarked messages. Text aliases
+// engine memory until the next Step.
+func (s *Server) Controls() []Control { return s.controls }
+
+// Effects are the effects the last step emitted (status
+// EffectAuthoritative), for games that network them.
+func (s *Server) Effects() []EffectEvent { return s.fx.events }
+
+// Players lists joined player slots in ascending order (appended to dst).
+func (s *Server) Players(dst []uint16) []uint16 {
+	for _, p := range s.players {
+		dst = append(dst, p.slot)
+	}
+	return dst
+}
+
+// Stats returns the counters.
+func (s *Server) Stats() ServerStats {
+	st := s.stats
+	st.InputsReceived += s.retired.InputsReceived
+	st.InputsStale += s.retired.InputsStale
+	st.InputsLate += s.retired.InputsLate
+	st.InputsTooEarly += s.retired.InputsTooEarly
+	st.InputsMissing += s.retired.InputsMissing
+	for _, p := range s.players {
+		b := p.buf
+		st.InputsReceived += b.Received
+		st.InputsStale += b.Stale + b.Duplicates
+		st.InputsLate += b.Late
+		st.InputsTooEarly += b.TooEarly
+		st.InputsMissing += b.Missing
+	}
+	st.Reanchors = s.sched.Reanchors
+	st.SpawnCollisions = s.spawn.ids.Collisions
+	st.SpawnsExhausted = s.spawn.ids.Exhausted
+	return st
+}
+
+// PlayerStats returns player's input buffer (its counters), or nil.
+func (s *Server) PlayerStats(player uint16) *InputBuffer {
+	if p := s.player(player); p != nil {
+		return p.buf
+	}
+	return nil
+}
+
+func (s *Server) player(slot uint16) *serverPlayer {
+	i, ok := slices.BinarySearchFunc(s.players, slot, func(p *serverPlayer, slot uint16) int {
+		return int(p.slot) - int(slot)
+	})
+	if !ok {
+		return nil
+	}
+	return s.players[i]
+}
+
+// Join adds player in a critical section (seed 001): the tick loop is
+// paused (Due reports 0, Step does nothing), the player gets an input
+// buffer (its defaults: no input, all zeros), OnPlayerJoin adds its
+// entities to the world, and the revision is bumped. The loop always
+// resumes, even when the hook fails or panics; then the world and the
+// player list are restored to their state before the call and an error
+// is returned (ErrJoinPanicked for a panic).
+//
+// The join takes effect at the next tick: the first snapshot that holds
+// the player is the one after the next Step. Send that snapshot in full
+// to the joiner (proto.CauseJoin) and the returned control frame
+// (ControlPlayerJoined, Tick = that tick, Arg = the new revision) to
+// everyone else, whose next delta carries the new entities.
+func (s *Server) Join(player uint16) (c Control, err error) {
+	if !s.started {
+		return c, ErrNotStarted
+	}
+	if player == 0 || player > proto.MaxSpawner {
+		return c, ErrBadPlayer
+	}
+	if s.player(player) != nil {
+		return c, ErrPlayerExists
+	}
+	s.paused = true
+	defer func() { s.paused = false }()
+	s.scratch.CopyFrom(s.game)
+	s.addPlayer(player)
+	ok := false
+	defer func() {
+		if ok {
+			return
+		}
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrJoinPanicked, r)
+		}
+		s.game.CopyFrom(s.scratch)
+		s.removePlayer(player, false)
+	}()
+	s.hookContext()
+	if err = s.game.OnPlayerJoin(&s.ctx, player); err != nil {
+		return c, err
+	}
+	ok = true
+	s.revision++
+	return Control{Frame: proto.ControlFrame{Code: proto.ControlPlayerJoined, Player: player,
+		Tick: s.tick + 1, Arg: uint64(s.revision)}}, nil
+}
+
+// Leave removes player in a critical section: OnPlayerLeave removes or
+// hands over its entities, its input buffer is dropped, and the revision
+// is bumped. The returned frame (ControlPlayerLeft, Tick = the first tick
+// without the player, Arg = the new revision, Text = reason) goes to
+// everyone. A panicking hook still removes the player; the panic is
+// returned as an error.
+func (s *Server) Leave(player uint16, reason string) (c Control, err error) {
+	if s.player(player) == nil {
+		return c, ErrNoPlayer
+	}
+	s.paused = true
+	defer func() { s.paused = false }()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("sim: OnPlayerLeave panicked: %v", r)
+		}
+		s.removePlayer(player, true)
+		s.revision++
+		start := len(s.text)
+		s.text = append(s.text, reason[:min(len(reason), proto.MaxControlText)]...)
+		c = Control{Frame: proto.ControlFrame{Code: proto.ControlPlayerLeft, Player: player,
+			Tick: s.tick + 1, Arg: uint64(s.revision), Text: s.text[start:]}}
+	}()
+	s.hookContext()
+	s.game.OnPlayerLeave(&s.ctx, player, reason)
+	return c, nil
+}
+
+func (s *Server) hookContext() {
+	s.ctx.Tick = s.tick
+	s.ctx.Inputs = s.inputs[:0]
+	s.ctx.Messages = nil
+	s.ctx.Predicted = false
+	s.spawn.ids.SetLive(s.snap.IDs)
+	s.spawn.ids.Begin(s.tick)
+}
+
+func (s *Server) addPlayer(slot uint16) {
+	var b *InputBuffer
+	if n := len(s.freeBufs); n > 0 {
+		b, s.freeBufs = s.freeBufs[n-1], s.freeBufs[:n-1]
+		b.Reset()
+	} else {
+		b = NewInputBuffer(s.cfg.InputBufferTicks, s.schema.InputSize, s.schema.ActionBytes)
+	}
+	p := &serverPlayer{slot: slot, buf: b}
+	i, _ := slices.BinarySearchFunc(s.players, slot, func(p *serverPlayer, slot uint16) int {
+		return int(p.slot) - int(slot)
+	})
+	s.players = slices.Insert(s.players, i, p)
+}
+
+func (s *Server) removePlayer(slot uint16, keepStats bool) {
+	i, ok := slices.BinarySearchFunc(s.players, slot, func(p *serverPlayer, slot uint16) int {
+		return int(p.slot) - int(slot)
+	})
+	if !ok {
+		return
+	}
+	b := s.players[i].buf
+	if keepStats {
+		s.retired.InputsReceived += b.Received
+		s.retired.InputsStale += b.Stale + b.Duplicates
+		s.retired.InputsLate += b.Late
+		s.retired.InputsTooEarly += b.TooEarly
+		s.retired.InputsMissing += b.Missing
+	}
+	s.freeBufs = append(s.freeBufs, b)
+	s.players = slices.Delete(s.players, i, i+1)
+}
+
+// serverRewinder rebuilds a player's view for lag compensation.
+type serverRewinder struct {
+	s   *Server
+	buf []Body
+}
+
+func (r *serverRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo) {
+	s := r.s
+	newest := tick - 1
+	var info RewindInfo
+	p := s.player(player)
+	if p == nil || p.cur.Missing || s.ctx.Predicted {
+		info.Unknown = true
+		info.Used = View{From: newest, To: newest}
+	} else {
+		oldest := newest - uint32(s.hist.Len()-1)
+		if int32(s.histFirst-oldest) > 0 {
+			oldest = s.histFirst
+		}
+		recv := s.sched.TickAt(p.cur.Arrived)
+		maxRewind := float64(s.cfg.MaxRewind) / float64(s.period)
+		info.Requested = p.cur.View
+		info.Used, info.Clamped = clampView(p.cur.View, tick, recv, maxRewind, oldest)
+		info.Rewind = time.Duration((recv - viewTime(info.Used)) * float64(s.period))
+		if info.Clamped {
+			s.stats.RewindsClamped++
+		}
+	}
+	from, ok1 := s.hist.Get(info.Used.From)
+	to, ok2 := s.hist.Get(info.Used.To)
+	if !ok1 || !ok2 {
+		from, _ = s.hist.Get(newest)
+		to = from
+		info.Used = View{From: newest, To: newest}
+	}
+	r.buf = InterpolateBodies(r.buf[:0], from, to, info.Used.Blend)
+	return r.buf, info
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
