@@ -106,6 +106,7 @@ type Client struct {
 	queued   chan struct{}
 	stopLoop chan struct{}
 	game     *GameClient
+	sentAt   time.Time // last handshake packet sent: the accept's RTT sample
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -217,6 +218,7 @@ func (c *Client) handshake(ctx context.Context) error {
 		if response != nil {
 			p = response
 		}
+		c.sentAt = c.now()
 		c.conn.WriteBatch([]udp.Message{{Buf: p, Addr: c.server}})
 	}
 	send()
@@ -327,7 +329,7 @@ func (c *Client) receiveAccept(pkt []byte, now time.Time) bool {
 	c.tickNum = h.Tick
 	c.tick0 = now
 	if c.game != nil {
-		c.game.attach(c, now, h.Tick)
+		c.game.attach(c, now, h.Tick, now.Sub(c.sentAt))
 	}
 	return true
 }

@@ -54,6 +54,8 @@ type GameClient struct {
 	resyncWhy proto.ResyncReason
 	resyncAt  time.Time
 	checkIdx  []int32
+	connected time.Time
+	jumpWait  time.Time
 	frameBuf  []byte
 	stats     GameClientStats
 }
@@ -65,7 +67,8 @@ type GameClientStats struct {
 	Desyncs               uint64 // checksum mismatches
 	ChecksumsOK           uint64
 	InputsSent            uint64 // distinct inputs sampled and sent
-	LateInputs            uint64 // server reported our input missing or late
+	LateInputs            uint64 // server reported our input missing or late (after ConvergeTime)
+	ClockJumps            uint64 // times the clock jumped ahead instead of dilating
 	Rejected              uint64 // actions the server rejected
 	Lead                  float64
 	InputAge              time.Duration // smoothed input age the server reports
@@ -74,6 +77,10 @@ type GameClientStats struct {
 }
 
 type gameSchema struct{ input, record int }
+
+// ConvergeTime is how long after connecting a GameClient's clock is
+// given to converge before late inputs count in its statistics.
+const ConvergeTime = 3 * time.Second
 
 // inputRing is how many ticks of inputs are kept (a power of two, at
 // least proto.MaxInputsPerFrame).
@@ -94,7 +101,7 @@ func NewGameClient(inputSize, recordSize int, input InputFunc) (*GameClient, err
 }
 
 // attach binds g to a client whose session was just accepted.
-func (g *GameClient) attach(c *Client, now time.Time, serverTick uint32) {
+func (g *GameClient) attach(c *Client, now time.Time, serverTick uint32, rtt time.Duration) {
 	g.c = c
 	g.period = time.Second / time.Duration(c.tickRate)
 	g.players = append(g.players[:0], c.Players()...)
@@ -105,9 +112,11 @@ func (g *GameClient) attach(c *Client, now time.Time, serverTick uint32) {
 	g.hasNewest = make([]bool, n)
 	g.ackedTick = serverTick
 	g.last = now
-	// Start ahead by half the RTT measured by the handshake's first
-	// exchange plus two ticks; the input age feedback takes over.
-	lead := (c.sess.acks.RTT()/2 + 2*g.period).Seconds() / g.period.Seconds()
+	// Start ahead by half the handshake's round trip (the response and
+	// the accept) plus the target input age and a tick; the input age
+	// feedback takes over from there.
+	g.connected = now
+	lead := (rtt/2 + 2*g.period).Seconds() / g.period.Seconds()
 	g.pred = float64(serverTick) + lead
 	g.nextInput = uint32(g.pred)
 	g.started = true
@@ -277,20 +286,41 @@ func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
 		if err != nil {
 			return
 		}
+		known := false // the server held an input of this player before
 		for p, player := range g.players {
 			if player != a.Player {
 				continue
 			}
+			known = g.hasNewest[p]
 			if !g.hasNewest[p] || int32(a.Newest-g.newest[p]) > 0 {
 				g.newest[p], g.hasNewest[p] = a.Newest, true
 			}
 		}
+		if !known {
+			return // the first inputs are still on their way: no age yet
+		}
+		// Late inputs count once the clock had time to converge.
+		settled := g.c.now().Sub(g.connected) > ConvergeTime
 		age := -g.period.Seconds() // missing: as late as a tick
 		if a.Age == proto.InputAgeMissing {
-			g.stats.LateInputs++
+			if settled {
+				g.stats.LateInputs++
+			}
+			if behind := int32(h.Tick - a.Newest); behind > 2 && g.c.now().After(g.jumpWait) {
+				// Far behind (the delay grew, or a bad start): jump ahead
+				// by what is missing plus the target instead of creeping
+				// up at 10 %.
+				g.pred += float64(behind) + g.targetAge()/g.period.Seconds()
+				g.ageEMA = g.targetAge()
+				g.stats.ClockJumps++
+				// Acks in flight still describe the old clock: do not
+				// jump again before they are through.
+				g.jumpWait = g.c.now().Add(g.c.sess.acks.RTT() + 4*g.period)
+				return
+			}
 		} else {
 			age = float64(a.Age) * 100e-6
-			if a.Age < 0 {
+			if a.Age < 0 && settled {
 				g.stats.LateInputs++
 			}
 		}
@@ -298,7 +328,7 @@ func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
 		// Too old an input: we run too far ahead, slow down; too young or
 		// late: speed up. Full dilation at 4 ticks of error.
 		e := (g.ageEMA - g.targetAge()) / (4 * g.period.Seconds())
-		g.dilation = -max(-0.1, min(0.1, e*0.1))
+		g.dilation = -0.1 * max(-1, min(1, e))
 	case proto.FrameControl:
 		ctl, _, err := proto.ParseControlFrame(f)
 		if err == nil && ctl.Code == proto.ControlActionRejected {

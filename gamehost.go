@@ -30,6 +30,10 @@ type GameConfig struct {
 	// Scheduler configures each player's packet scheduler (view radius,
 	// bandwidth cap).
 	Scheduler interest.SchedulerConfig
+	// View, if set, gives the position a connection's first player views
+	// the world from (its avatar), for Scheduler.Radius. Without it, or
+	// when it reports !ok, the view stays where it was.
+	View func(world Game, player uint16) (pos interest.Vec3, ok bool)
 	// FullCodec compresses join and resync snapshots. Default zstd.
 	FullCodec proto.Codec
 	// Handler, if set, also receives the connections' events (messages
@@ -299,6 +303,11 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		g.broadcast = g.broadcast[:0]
 		for _, gc := range g.conns {
 			gc.now = now
+			if h.cfg.View != nil && len(gc.c.players) > 0 {
+				if pos, ok := h.cfg.View(g.eng.World(), gc.c.players[0]); ok {
+					gc.sched.SetView(pos)
+				}
+			}
 			if gc.joinFull {
 				gc.joinFull = false
 				gc.sendFull(proto.CauseJoin)
@@ -448,6 +457,10 @@ func (gc *gameConn) appendFrames(b []byte, room int, pn uint64) []byte {
 func (h *GameHost) sumEntities(s *deltacomp.Snapshot, sel []int32) uint64 {
 	return SumEntities(s, sel)
 }
+
+// stateTick is the tick of the game's newest state: the header tick of
+// this connection's packets.
+func (gc *gameConn) stateTick() uint32 { return gc.game.eng.Tick() }
 
 func (gc *gameConn) delivered(pn uint64) {
 	gc.enc.Delivered(uint16(pn))

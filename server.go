@@ -384,8 +384,16 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 	s.hs.stats.Accepted++
 	s.stats.Accepted++
 	s.cfg.Logger.Info("client connected", "conn", c.id, "client", c.clientID, "game", gameID, "addr", addr)
-	s.queue(c.appendAccept(s.nextOut(), at), addr)
+	// The handler first: a game host attaches the game, whose tick the
+	// accept then carries.
 	s.handler.Connected(c)
+	if c.closed {
+		// The handler refused it (a game that could not start): the
+		// client has no session yet, so tell it as a denial.
+		s.queue(s.hs.deny(s.nextOut(), proto.DenyWrongGame), addr)
+		return
+	}
+	s.queue(c.appendAccept(s.nextOut(), at), addr)
 }
 
 // newConnID picks a fresh random-looking connection id.

@@ -191,14 +191,25 @@ func (c *Conn) appendAccept(out []byte, now time.Time) []byte {
 		}
 		copy(body.Players[:], c.players)
 		b, _ := body.Append(nil)
-		c.accept = c.sess.appendPacket(nil, now, proto.PacketAccept, c.srv.fields(), fillNone, b)
+		c.accept = c.sess.appendPacket(nil, now, proto.PacketAccept, c.fields(), fillNone, b)
 	}
 	return append(out, c.accept...)
 }
 
-// fields are the header fields of the server's packets: its tick.
-func (s *Server) fields() packetFields {
-	return packetFields{tick: s.tickNum, interpFrom: s.tickNum, interpTo: s.tickNum}
+// fields are the header fields of c's packets: the tick of its game's
+// newest state when it plays one (see tickSource), else the server's.
+func (c *Conn) fields() packetFields {
+	t := c.srv.tickNum
+	if ts, ok := c.sess.hooks.(tickSource); ok {
+		t = ts.stateTick()
+	}
+	return packetFields{tick: t, interpFrom: t, interpTo: t}
+}
+
+// tickSource is implemented by frame hooks whose connection's packets
+// carry their own tick numbers (a game's).
+type tickSource interface {
+	stateTick() uint32
 }
 
 // receiveSession authenticates a session packet and hands its payload to
@@ -265,7 +276,7 @@ func (s *Server) disconnect(c *Conn, r proto.DisconnectReason, now time.Time, no
 	if notify {
 		reason := [1]byte{byte(r)}
 		for range 3 {
-			s.queue(c.sess.appendPacket(s.nextOut(), now, proto.PacketDisconnect, s.fields(), fillNone, reason[:]), c.addr)
+			s.queue(c.sess.appendPacket(s.nextOut(), now, proto.PacketDisconnect, c.fields(), fillNone, reason[:]), c.addr)
 		}
 	}
 	delete(s.conns, c.id)
@@ -290,9 +301,8 @@ func (s *Server) tick(now time.Time) {
 	if t, ok := s.handler.(Ticker); ok {
 		t.Tick(now, s.tickNum)
 	}
-	pf := s.fields()
 	for _, c := range s.conns {
-		c.sess.tick(now, pf, s.cfg.Heartbeat, c.sess.hooks != nil, s.nextOut, func(b []byte) { s.queue(b, c.addr) })
+		c.sess.tick(now, c.fields(), s.cfg.Heartbeat, c.sess.hooks != nil, s.nextOut, func(b []byte) { s.queue(b, c.addr) })
 		c.ackQueued = false
 	}
 	s.ackDue = s.ackDue[:0]
@@ -301,10 +311,9 @@ func (s *Server) tick(now time.Time) {
 // sendDueAcks sends an ack-only packet to every connection that received
 // many packets since it last sent one.
 func (s *Server) sendDueAcks(now time.Time) {
-	pf := s.fields()
 	for _, c := range s.ackDue {
 		if !c.closed && c.ackQueued {
-			s.queue(c.sess.appendPacket(s.nextOut(), now, proto.PacketData, pf, fillData, nil), c.addr)
+			s.queue(c.sess.appendPacket(s.nextOut(), now, proto.PacketData, c.fields(), fillData, nil), c.addr)
 		}
 		c.ackQueued = false
 	}

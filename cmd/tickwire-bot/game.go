@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/examples/arena"
 )
 
 // gameStats are one bot's game-side counters.
@@ -14,28 +16,77 @@ type gameStats struct {
 	interpStalls, interpFrames uint64
 }
 
-// botGame plays the game for one bot.
-type botGame interface {
-	attach(d *tickwire.Dialer)
-	stats() gameStats
+// botGame plays the arena for one bot: scripted random inputs (a heading
+// held for a second or two, aim sweeping, a shot now and then).
+type botGame struct {
+	gc  *tickwire.GameClient
+	r   *rand.Rand
+	cur map[uint16]*script
 }
 
-func newBotGame(seed uint64, players []uint16) botGame { return noGame{} }
+type script struct {
+	in    arena.Input
+	until uint32
+}
 
-type noGame struct{}
+func newBotGame(seed uint64, players []uint16) *botGame {
+	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
+	for _, p := range players {
+		b.cur[p] = &script{}
+	}
+	gc, err := tickwire.NewGameClient(arena.InputSize, arena.RecordSize, b.input)
+	if err != nil {
+		panic(err) // the arena's sizes are constants in range
+	}
+	b.gc = gc
+	return b
+}
 
-func (noGame) attach(*tickwire.Dialer) {}
-func (noGame) stats() gameStats        { return gameStats{} }
+// input is the GameClient's InputFunc (called on the client's loop).
+func (b *botGame) input(player uint16, tick uint32, dst []byte) []byte {
+	s := b.cur[player]
+	if s == nil {
+		s = &script{}
+		b.cur[player] = s
+	}
+	if int32(tick-s.until) >= 0 {
+		s.in.MoveX = int8(b.r.IntN(255) - 127)
+		s.in.MoveY = int8(b.r.IntN(255) - 127)
+		s.until = tick + 60 + uint32(b.r.IntN(60))
+	}
+	s.in.Aim += 300
+	in := s.in
+	switch n := b.r.IntN(40); n {
+	case 0:
+		in.Buttons = arena.FireRay
+	case 1:
+		in.Buttons = arena.FireProjectile
+	}
+	return arena.AppendInput(dst, in)
+}
+
+func (b *botGame) attach(d *tickwire.Dialer) { d.Game = b.gc }
+
+func (b *botGame) stats() gameStats {
+	st := b.gc.Stats()
+	return gameStats{
+		desyncs:    st.Desyncs,
+		resyncs:    st.Resyncs,
+		inputsSent: st.InputsSent,
+		lateInputs: st.LateInputs,
+	}
+}
 
 func gameProgress(bots []*bot) string {
 	var g gameStats
 	for _, b := range bots {
-		if b.game != nil {
+		if b.game != nil && b.client != nil {
 			s := b.game.stats()
 			g.inputsSent += s.inputsSent
+			g.lateInputs += s.lateInputs
 			g.desyncs += s.desyncs
 			g.resyncs += s.resyncs
 		}
 	}
-	return fmt.Sprintf("inputs %d, resyncs %d, desyncs %d", g.inputsSent, g.resyncs, g.desyncs)
+	return fmt.Sprintf("inputs %d (late %d), resyncs %d, desyncs %d", g.inputsSent, g.lateInputs, g.resyncs, g.desyncs)
 }

@@ -23,7 +23,7 @@ import (
 type bot struct {
 	id     int
 	client *tickwire.Client
-	game   botGame
+	game   *botGame
 
 	mu          sync.Mutex // guards the echo state (the client's loop writes it)
 	sentAt      []time.Time

@@ -25,6 +25,7 @@ type options struct {
 	gameID     uint64
 	publicAddr string
 	tokenTTL   time.Duration
+	npcs       int
 }
 
 // flagHelp is returned for -h: usage was printed, exit 0.
@@ -54,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by /api/join")
+	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -82,6 +84,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
+	}
+	if o.npcs < 0 || o.npcs > 4000 {
+		return nil, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)
 	}
 	if o.gameID == 0 {
 		return nil, errors.New("-game-id must be positive")

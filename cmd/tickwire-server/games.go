@@ -5,22 +5,25 @@ import (
 	"log/slog"
 
 	"github.com/tickwire/tickwire"
-	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/interest"
 )
 
-// newGame builds the handler of the embedded game named by -game.
-func newGame(o *options, log *slog.Logger) (*gameHost, error) {
+// newGame builds the handler that runs the embedded game named by -game
+// on srv.
+func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, error) {
 	switch o.game {
 	case "arena":
-		return newGameHost(o.game, o.tick, log, connectionsOnly{}), nil
+		host := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
+			return arena.NewGame(o.npcs), nil
+		}, tickwire.GameConfig{
+			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
+			View: func(world tickwire.Game, player uint16) (interest.Vec3, bool) {
+				x, y, ok := arena.View(world, player)
+				return interest.Vec3{X: x, Y: y}, ok
+			},
+		})
+		return newGameHost(o.game, o.tick, log, host), nil
 	}
 	return nil, fmt.Errorf("game %q is not embedded", o.game)
 }
-
-// connectionsOnly runs connections without a game: what the server does
-// until the arena is wired to the tick engine.
-type connectionsOnly struct{}
-
-func (connectionsOnly) Connected(*tickwire.Conn)                            {}
-func (connectionsOnly) Message(*tickwire.Conn, *tickwire.Message)           {}
-func (connectionsOnly) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}

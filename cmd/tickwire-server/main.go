@@ -67,17 +67,17 @@ func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
 	if created {
 		log.Info("generated a new connect-token key", "file", o.keyFile)
 	}
-	game, err := newGame(o, log)
-	if err != nil {
-		return err
-	}
+	var game *gameHost
 	srv, err := tickwire.NewServer(key, tickwire.Config{
 		TickRate:       o.tick,
 		MaxConnections: o.maxPlayers,
 		Logger:         log,
-		ObserveTick:    game.observeTick,
+		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
 	})
 	if err != nil {
+		return err
+	}
+	if game, err = newGame(o, log, srv); err != nil {
 		return err
 	}
 	srv.Handle(game)

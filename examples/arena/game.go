@@ -159,3 +159,21 @@ func (r *rewindRays) Raycast(shooter uint16, ox, oy, dx, dy, reach int32) (proto
 	}
 	return best, bestT <= int64(reach)
 }
+
+// ViewRadius is the demo's view distance: entities farther from a
+// player's avatar are not replicated to it (the arena is 256 m across).
+const ViewRadius = 64 * Unit
+
+// View returns where player sees the world from: its avatar's position,
+// in the units of interest.Vec3 (the arena's 1/256 m).
+func View(world sim.Game, player uint16) (x, y float32, ok bool) {
+	g, isArena := world.(*Game)
+	if !isArena {
+		return 0, 0, false
+	}
+	e := g.W.Entity(PlayerID(player))
+	if e == nil {
+		return 0, 0, false
+	}
+	return float32(e.X), float32(e.Y), true
+}
