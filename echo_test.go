@@ -27,7 +27,7 @@ func echoRTTs(t testing.TB, spec string, n int) []time.Duration {
 		}
 		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
 	}
-	_, key, addr := testServer(t, Config{}, newEchoHandler(), listen(21))
+	srv, key, addr := testServer(t, Config{}, newEchoHandler(), listen(21))
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen(22)})
 	sent := make([]time.Time, n)
 	rtts := make([]time.Duration, 0, n)
@@ -67,16 +67,27 @@ func echoRTTs(t testing.TB, spec string, n int) []time.Duration {
 				t.Fatalf("echo %d arrived as number %d", i, len(rtts))
 			}
 			rtts = append(rtts, time.Since(sent[i]))
+			if d := time.Since(sent[i]); d > 110*time.Millisecond && testing.Verbose() {
+				t.Logf("slow echo %d: %v", i, d.Round(time.Millisecond))
+			}
 		}
 	}
 	slices.Sort(rtts)
+	c.mu.Lock()
+	t.Logf("client: loss %.3f, repeats %d, packets out %d", c.sess.acks.Loss(), c.sess.stats.ReliableRepeats, c.sess.stats.PacketsOut)
+	c.mu.Unlock()
+	srv.Do(func() {
+		srv.Each(func(sc *Conn) {
+			t.Logf("server: loss %.3f samples %d, repeats %d, packets out %d, kcp %+v", sc.sess.acks.Loss(), sc.sess.acks.Stats().LossSamples, sc.sess.stats.ReliableRepeats, sc.sess.stats.PacketsOut, sc.sess.rel.Stats())
+		})
+	})
 	return rtts
 }
 
 // TestEchoLatency is the latency scenario end to end: 1 KB
 // reliable messages at 60/s echoed through "delay 25ms 5ms loss 5%" each
-// way. A lost packet is known lost about a round trip later from the acks
-// in every header, so the tail stays near two round trips.
+// way. Reliable data goes out twice on lossy links (redundantReliable), so
+// most single losses cost one tick instead of a retransmission timeout.
 func TestEchoLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time run")
@@ -85,7 +96,7 @@ func TestEchoLatency(t *testing.T) {
 	rtts := echoRTTs(t, "delay 25ms 5ms loss 5%", n)
 	p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
 	t.Logf("echo RTT over 25±5 ms, 5%% loss each way, 1 KB at 60/s: p50 %v p99 %v max %v", p50, p99, pmax)
-	if p50 > 90*time.Millisecond || p99 > 250*time.Millisecond {
+	if p50 > 90*time.Millisecond || p99 > 200*time.Millisecond {
 		t.Errorf("p50 %v p99 %v", p50, p99)
 	}
 }
