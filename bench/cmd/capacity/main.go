@@ -166,16 +166,15 @@ func run(ctx context.Context, o options) error {
 
 // sample is one reading of the server's metrics and the processes' CPU.
 type reading struct {
-	at         time.Time
-	buckets    map[float64]float64 // le → cumulative count
-	count      float64
-	players    float64
-	bytesOut   float64
-	desyncs    float64
-	serverCPU  time.Duration
-	botCPU     time.Duration
-	rssMB      float64
-	maxSeconds float64
+	at        time.Time
+	buckets   map[float64]float64 // le → cumulative count
+	count     float64
+	players   float64
+	bytesOut  float64
+	desyncs   float64
+	serverCPU time.Duration
+	botCPU    time.Duration
+	rssMB     float64
 }
 
 var metricLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
