@@ -124,7 +124,9 @@ type session struct {
 	// tick they are relCopy and go out once more, in the first packet if
 	// they fit, else in a packet of their own (see redundantReliable).
 	relNext, relCopy []byte
-	stats   sessionStats
+	relMaxSN         uint32 // newest KCP data segment repeated
+	relSent          bool
+	stats            sessionStats
 }
 
 func newSession(id uint32, maxPacket int, txKey, rxKey *[proto.KeySize]byte, now time.Time) (*session, error) {
@@ -398,8 +400,13 @@ func (s *session) fillData(b []byte, now time.Time, first bool) []byte {
 	if s.rel.Pending() > 0 {
 		at := len(b)
 		b, _ = s.rel.AppendFrame(b, left())
-		if n := len(b) - at; n > 0 && len(s.relNext)+n <= room && s.redundantReliable() && framePushes(b[at:]) {
-			s.relNext = append(s.relNext, b[at:]...)
+		if n := len(b) - at; n > 0 && len(s.relNext)+n <= maxRepeat*room && s.redundantReliable() {
+			// Repeat frames with new data only: KCP's own
+			// retransmissions are already a second copy.
+			if sn, ok := framePushes(b[at:]); ok && (!s.relSent || int32(sn-s.relMaxSN) > 0) {
+				s.relNext = append(s.relNext, b[at:]...)
+				s.relMaxSN, s.relSent = sn, true
+			}
 		}
 	}
 	if !first {
@@ -412,15 +419,30 @@ func (s *session) fillData(b []byte, now time.Time, first bool) []byte {
 	return b
 }
 
-// repeatReliable sends the last tick's reliable data again in a packet of
+// maxRepeat bounds the packets of repeated reliable data per tick.
+const maxRepeat = 4
+
+// repeatReliable sends the last tick's reliable data again in packets of
 // its own when the first packet had no room for it.
 func (s *session) repeatReliable(now time.Time, pf packetFields, next func() []byte, emit func([]byte)) {
-	if len(s.relCopy) == 0 {
-		return
+	room := s.payloadRoom()
+	for len(s.relCopy) > 0 {
+		n := 0
+		for n < len(s.relCopy) {
+			_, k, err := proto.SkipFrame(s.relCopy[n:])
+			if err != nil || n+k > room {
+				break
+			}
+			n += k
+		}
+		if n == 0 {
+			break
+		}
+		emit(s.appendPacket(next(), now, proto.PacketData, pf, fillNone, s.relCopy[:n]))
+		s.relCopy = s.relCopy[n:]
+		s.stats.ReliableRepeats++
 	}
-	emit(s.appendPacket(next(), now, proto.PacketData, pf, fillNone, s.relCopy))
 	s.relCopy = s.relCopy[:0]
-	s.stats.ReliableRepeats++
 }
 
 // redundantReliable says whether new reliable data is sent twice, in
@@ -435,20 +457,24 @@ func (s *session) redundantReliable() bool {
 }
 
 // framePushes reports whether a reliable frame holds a KCP data segment
-// (not only acknowledgements).
-func framePushes(frame []byte) bool {
+// (not only acknowledgements), and the newest one's sequence number.
+func framePushes(frame []byte) (maxSN uint32, ok bool) {
 	f, _, err := proto.ParseReliableFrame(frame)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	d := f.Data
 	for off := 0; off+kcpHeaderSize <= len(d); {
 		if d[off+4] == kcpCmdPush {
-			return true
+			sn := binary.LittleEndian.Uint32(d[off+12:])
+			if !ok || int32(sn-maxSN) > 0 {
+				maxSN = sn
+			}
+			ok = true
 		}
 		off += kcpHeaderSize + int(binary.LittleEndian.Uint32(d[off+20:]))
 	}
-	return false
+	return maxSN, ok
 }
 
 // KCP segment header: conv u32, cmd u8, frg u8, wnd u16, ts u32, sn u32,

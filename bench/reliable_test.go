@@ -1,0 +1,207 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	kcp "github.com/xtaci/kcp-go/v5"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/netem"
+)
+
+// The reliable-messaging comparison: 1 KB messages sent at 60/s and
+// echoed back, through a netem proxy with the same impairment each way,
+// over tickwire's reliable channel and over a plain kcp-go UDPSession in
+// fast mode (nodelay 1, interval 10, resend 2, no congestion control).
+const (
+	echoSpec  = "delay 25ms 5ms loss 5%"
+	echoCount = 600 // 10 s at 60/s
+	echoSize  = 1024
+)
+
+type echoResult struct {
+	rtts       []time.Duration
+	elapsed    time.Duration
+	p50, p99   time.Duration
+	maxRTT     time.Duration
+	msgsPerSec float64
+}
+
+func summarize(rtts []time.Duration, elapsed time.Duration) echoResult {
+	slices.Sort(rtts)
+	n := len(rtts)
+	return echoResult{rtts: rtts, elapsed: elapsed, p50: rtts[n/2], p99: rtts[n*99/100], maxRTT: rtts[n-1],
+		msgsPerSec: float64(n) / elapsed.Seconds()}
+}
+
+func proxy(b *testing.B, upstream string) string {
+	spec, err := netem.Parse(echoSpec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := netem.ListenProxy("127.0.0.1:0", upstream, netem.ProxyConfig{Up: spec, Down: spec, Seed: 3})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	return p.Addr().String()
+}
+
+// echoTickwire runs the echo over a tickwire Server and Client.
+func echoTickwire(b *testing.B) echoResult {
+	key, _ := tickwire.GenerateKey()
+	s, err := tickwire.NewServer(key, tickwire.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Handle(echoHandler{})
+	uc, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	go s.Serve(uc)
+	defer s.Close()
+	via := proxy(b, uc.LocalAddr().String())
+	tok, _ := tickwire.MintToken(key, tickwire.TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{via}}, time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := tickwire.Dial(ctx, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	return runEcho(b, func(msg []byte) error { return c.Send(tickwire.Reliable, 1, msg) }, func() (int, error) {
+		m, err := c.Receive(ctx)
+		if err != nil {
+			return 0, err
+		}
+		return int(binary.LittleEndian.Uint32(m.Data)), nil
+	})
+}
+
+type echoHandler struct{}
+
+func (echoHandler) Connected(*tickwire.Conn) {}
+func (echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
+	c.Send(tickwire.Reliable, m.Channel, m.Data)
+}
+func (echoHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
+
+// echoKCP runs the echo over kcp-go sessions in fast mode.
+func echoKCP(b *testing.B) echoResult {
+	ln, err := kcp.ListenWithOptions("127.0.0.1:0", nil, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	tune := func(s *kcp.UDPSession) {
+		s.SetNoDelay(1, 10, 2, 1)
+		s.SetWindowSize(256, 256)
+		s.SetMtu(1200)
+	}
+	go func() {
+		for {
+			s, err := ln.AcceptKCP()
+			if err != nil {
+				return
+			}
+			tune(s)
+			go func() {
+				buf := make([]byte, echoSize)
+				for {
+					if _, err := io.ReadFull(s, buf); err != nil {
+						return
+					}
+					s.Write(buf)
+				}
+			}()
+		}
+	}()
+	via := proxy(b, ln.Addr().String())
+	c, err := kcp.DialWithOptions(via, nil, 0, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	tune(c)
+	buf := make([]byte, echoSize)
+	return runEcho(b, func(msg []byte) error { _, err := c.Write(msg); return err }, func() (int, error) {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0, err
+		}
+		return int(binary.LittleEndian.Uint32(buf)), nil
+	})
+}
+
+// runEcho sends echoCount numbered messages at 60/s and times each echo.
+func runEcho(b *testing.B, send func([]byte) error, recv func() (int, error)) echoResult {
+	sent := make([]time.Time, echoCount)
+	rtts := make([]time.Duration, 0, echoCount)
+	got := make(chan int, echoCount)
+	errs := make(chan error, 1)
+	go func() {
+		for range echoCount {
+			i, err := recv()
+			if err != nil {
+				errs <- err
+				return
+			}
+			got <- i
+		}
+	}()
+	msg := make([]byte, echoSize)
+	tick := time.NewTicker(time.Second / 60)
+	defer tick.Stop()
+	start := time.Now()
+	next := 0
+	timeout := time.After(2 * time.Minute)
+	for len(rtts) < echoCount {
+		select {
+		case <-tick.C:
+			if next < echoCount {
+				binary.LittleEndian.PutUint32(msg, uint32(next))
+				sent[next] = time.Now()
+				if err := send(msg); err != nil {
+					b.Fatal(err)
+				}
+				next++
+			}
+		case i := <-got:
+			if i < 0 || i >= echoCount {
+				b.Fatalf("echo number %d", i)
+			}
+			rtts = append(rtts, time.Since(sent[i]))
+		case err := <-errs:
+			b.Fatal(err)
+		case <-timeout:
+			b.Fatalf("%d of %d echoes after 2 minutes", len(rtts), echoCount)
+		}
+	}
+	return summarize(rtts, time.Since(start))
+}
+
+// BenchmarkReliableEcho compares the two in one run; one iteration is a
+// whole 10 s exchange each, so run it with -benchtime=1x.
+func BenchmarkReliableEcho(b *testing.B) {
+	for b.Loop() {
+		tw := echoTickwire(b)
+		kc := echoKCP(b)
+		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+		b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")
+		b.ReportMetric(ms(tw.p99), "tickwire-p99-ms")
+		b.ReportMetric(ms(tw.maxRTT), "tickwire-max-ms")
+		b.ReportMetric(ms(kc.p50), "kcp-p50-ms")
+		b.ReportMetric(ms(kc.p99), "kcp-p99-ms")
+		b.ReportMetric(ms(kc.maxRTT), "kcp-max-ms")
+		b.ReportMetric(tw.msgsPerSec, "tickwire-msg/s")
+		b.ReportMetric(kc.msgsPerSec, "kcp-msg/s")
+		b.ReportMetric(ms(tw.p99)/ms(kc.p99), "p99-ratio")
+	}
+}
