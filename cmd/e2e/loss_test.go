@@ -28,8 +28,8 @@ func TestLossSuite(t *testing.T) {
 	}
 	const n, duration = 8, "8s"
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %7s %6s\n",
-		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "correct", "stalls", "desync")
+	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %6s\n",
+		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync")
 	for _, p := range profiles {
 		t.Run(strings.ReplaceAll(p.name, " ", "-"), func(t *testing.T) {
 			_, udpAddr, httpAddr := server(t)
@@ -40,9 +40,9 @@ func TestLossSuite(t *testing.T) {
 				args = append(args, "-via", via)
 			}
 			s, code := bots(t, args...)
-			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %7d %6d\n",
+			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %6d\n",
 				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbps, s.UpKbps,
-				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Corrections, s.InterpStalls, s.Desyncs)
+				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Resyncs, s.Desyncs)
 			if code != 0 {
 				t.Errorf("tickwire-bot exit %d", code)
 			}

@@ -138,9 +138,6 @@ type botSummary struct {
 	EchoMs             pctl    `json:"echo_ms"`
 	DownKbps           float64 `json:"down_kbps_per_client"`
 	UpKbps             float64 `json:"up_kbps_per_client"`
-	Corrections        uint64  `json:"corrections"`
-	InterpStalls       uint64  `json:"interp_stalls"`
-	InterpFrames       uint64  `json:"interp_frames"`
 	ReliableSent       uint64  `json:"reliable_sent"`
 	ReliableReceived   uint64  `json:"reliable_received"`
 	ReliableDuplicates uint64  `json:"reliable_duplicates"`

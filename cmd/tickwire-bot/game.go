@@ -10,10 +10,8 @@ import (
 
 // gameStats are one bot's game-side counters.
 type gameStats struct {
-	desyncs, resyncs           uint64
-	inputsSent, lateInputs     uint64
-	corrections                uint64
-	interpStalls, interpFrames uint64
+	desyncs, resyncs       uint64
+	inputsSent, lateInputs uint64
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading

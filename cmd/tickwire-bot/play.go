@@ -352,9 +352,6 @@ func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration,
 			s.Resyncs += g.resyncs
 			s.InputsSent += g.inputsSent
 			s.LateInputs += g.lateInputs
-			s.Corrections += g.corrections
-			s.InterpStalls += g.interpStalls
-			s.InterpFrames += g.interpFrames
 		}
 	}
 	for r, n := range reasons {
@@ -383,8 +380,8 @@ func (s *summary) print(w io.Writer) {
 	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
 	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s\n", s.DownKbpsPerClient, s.UpKbpsPerClient)
 	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
-	fmt.Fprintf(w, "  game: inputs %d, late %d, corrections %d, interp stalls %d/%d frames, resyncs %d, desyncs %d\n",
-		s.InputsSent, s.LateInputs, s.Corrections, s.InterpStalls, s.InterpFrames, s.Resyncs, s.Desyncs)
+	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d, desyncs %d\n",
+		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
 	if s.failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}
