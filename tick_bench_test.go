@@ -32,6 +32,7 @@ func newTickRig(t testing.TB, n int) *tickRig {
 	}
 	s.conn = &discardConn{}
 	host := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, GameConfig{
+		Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 		Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 		View: func(w Game, p uint16) (interest.Vec3, bool) {
 			x, y, ok := arena.View(w, p)

@@ -17,6 +17,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 		host := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
+			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 			View: func(world tickwire.Game, player uint16) (interest.Vec3, bool) {
 				x, y, ok := arena.View(world, player)
