@@ -17,6 +17,7 @@ type handshakeStats struct {
 	Denied     [proto.DenyShuttingDown + 1]uint64
 	BytesIn    uint64 // handshake bytes received (requests and responses)
 	BytesOut   uint64 // handshake bytes sent (challenges, denials, accepts)
+	Malformed  uint64 // requests and responses that did not parse (dropped unanswered)
 }
 
 // denySilently is what an admit function returns to have a request
@@ -57,6 +58,7 @@ func (h *serverHandshake) request(pkt []byte, addr netip.AddrPort, now time.Time
 	h.stats.BytesIn += uint64(len(pkt))
 	req, _, err := proto.ParseConnectionRequest(pkt)
 	if err != nil {
+		h.stats.Malformed++
 		return out // too short to answer without amplification
 	}
 	priv, deny := h.opener.open(&req, now)
@@ -84,6 +86,7 @@ func (h *serverHandshake) response(pkt []byte, addr netip.AddrPort, now time.Tim
 	h.stats.BytesIn += uint64(len(pkt))
 	resp, _, err := proto.ParseChallengeResponse(pkt)
 	if err != nil {
+		h.stats.Malformed++
 		return proto.TokenPrivate{}, 0, out, false
 	}
 	priv, gameID, deny := h.jar.open(&resp.Cookie, addr, now)

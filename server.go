@@ -209,6 +209,7 @@ func (s *Server) Stats() ServerStats {
 	st.HandshakeIn = s.hs.stats.BytesIn
 	st.HandshakeOut = s.hs.stats.BytesOut
 	st.ChallengesSent = s.hs.stats.Challenges
+	st.Dropped[DropMalformed] += s.hs.stats.Malformed
 	for _, n := range s.hs.stats.Denied {
 		st.HandshakeDenied += n
 	}
