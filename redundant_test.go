@@ -19,7 +19,7 @@ func (c *tickSink) message(m *Message) { c.at[int(m.Data[0])|int(m.Data[1])<<8] 
 // TestRedundantReliableDelivery runs two sessions in virtual time over a
 // link with 2 ticks of one-way delay and 5 % loss each way, a 1 KB
 // reliable message every tick, and checks the repeat of new reliable data
-// (redundantReliable): a single loss costs one tick, so at least 98 % of
+// (reliableCopies): a single loss costs one tick, so at least 98 % of
 // messages arrive within one tick of the base delay (the rest wait behind
 // a message whose both copies were lost).
 func TestRedundantReliableDelivery(t *testing.T) {

@@ -3,6 +3,7 @@ package tickwire
 import (
 	"encoding/binary"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -94,7 +95,7 @@ type sessionStats struct {
 	MessagesOut           uint64
 	BadFrames             uint64 // frames dropped as malformed
 	UnreliableDropped     uint64 // queued unreliable messages never sent
-	ReliableRepeats       uint64 // reliable frames sent a second time (redundantReliable)
+	ReliableRepeats       uint64 // reliable frames sent again as a copy (reliableCopies)
 }
 
 // session is the part of a connection both ends share: packet numbers and
@@ -120,13 +121,17 @@ type session struct {
 	// one. Ack-only packets and keep-alives are acknowledged by the next
 	// packet that goes anyway, so two idle peers do not ping-pong acks.
 	ackOwed bool
-	// relNext collects this tick's reliable frames with new data; next
-	// tick they are relCopy and go out once more, in the first packet if
-	// they fit, else in a packet of their own (see redundantReliable).
-	relNext, relCopy []byte
-	relMaxSN         uint32 // newest KCP data segment repeated
-	relSent          bool
-	stats            sessionStats
+	// relHist holds the reliable frames with new data of the last ticks
+	// (relHist[relCur] collects this tick's) and how many more times each
+	// goes out. At every tick the ones still owed a copy are gathered in
+	// relCopy and go out once more, in the first packet if they fit, else
+	// in packets of their own (see reliableCopies).
+	relHist  [maxCopies - 1]relRepeat
+	relCur   int
+	relCopy  []byte
+	relMaxSN uint32 // newest KCP data segment repeated
+	relSent  bool
+	stats    sessionStats
 }
 
 func newSession(id uint32, maxPacket int, txKey, rxKey *[proto.KeySize]byte, now time.Time) (*session, error) {
@@ -400,12 +405,16 @@ func (s *session) fillData(b []byte, now time.Time, first bool) []byte {
 	if s.rel.Pending() > 0 {
 		at := len(b)
 		b, _ = s.rel.AppendFrame(b, left())
-		if n := len(b) - at; n > 0 && len(s.relNext)+n <= maxRepeat*room && s.redundantReliable() {
+		cur := &s.relHist[s.relCur]
+		if n := len(b) - at; n > 0 && len(cur.frames)+n <= maxRepeat*room {
 			// Repeat frames with new data only: KCP's own
-			// retransmissions are already a second copy.
-			if sn, ok := framePushes(b[at:]); ok && (!s.relSent || int32(sn-s.relMaxSN) > 0) {
-				s.relNext = append(s.relNext, b[at:]...)
-				s.relMaxSN, s.relSent = sn, true
+			// retransmissions are already another copy.
+			if copies := s.reliableCopies(); copies > 1 {
+				if sn, ok := framePushes(b[at:]); ok && (!s.relSent || int32(sn-s.relMaxSN) > 0) {
+					cur.frames = append(cur.frames, b[at:]...)
+					cur.left = copies - 1
+					s.relMaxSN, s.relSent = sn, true
+				}
 			}
 		}
 	}
@@ -445,15 +454,59 @@ func (s *session) repeatReliable(now time.Time, pf packetFields, next func() []b
 	s.relCopy = s.relCopy[:0]
 }
 
-// redundantReliable says whether new reliable data is sent twice, in
-// consecutive ticks: until 200 packets have shown the link loses at most
-// 1 % of them. A single loss then costs nothing instead of a
-// retransmission timeout, which keeps the tail latency of game messages
-// near one round trip, at the price of sending reliable data twice on
-// lossy links (KCP drops the duplicate).
-func (s *session) redundantReliable() bool {
+// relRepeat is one tick's new reliable frames and the copies they are
+// still owed.
+type relRepeat struct {
+	frames []byte
+	left   int
+}
+
+// maxCopies bounds how many times new reliable data goes out.
+const maxCopies = 4
+
+// residualLoss is the probability that every copy of new reliable data
+// is lost which reliableCopies aims for.
+const residualLoss = 1e-3
+
+// reliableCopies says how many times new reliable data goes out, in
+// consecutive ticks: once when 200 packets have shown the link loses at
+// most 1 % of them; else enough copies that all are lost with
+// probability at most residualLoss at the measured loss rate (2 until
+// the loss rate is known, 3 at 5 % loss, 4 from 18 %). A lost copy then
+// costs a tick instead of a retransmission timeout, and the messages
+// behind it in order do not wait either, which keeps the tail latency of
+// game messages near one round trip, at the price of sending reliable
+// data more than once on lossy links (KCP drops the duplicates).
+func (s *session) reliableCopies() int {
 	st := s.acks.Stats()
-	return st.LossSamples < 200 || st.Loss > 0.01
+	switch {
+	case st.LossSamples < 200:
+		return 2
+	case st.Loss <= 0.01:
+		return 1
+	}
+	n := int(math.Ceil(math.Log(residualLoss) / math.Log(st.Loss)))
+	return min(max(n, 2), maxCopies)
+}
+
+// gatherRepeats collects in relCopy the earlier ticks' reliable frames
+// still owed a copy, oldest first, and starts a new tick's collection.
+func (s *session) gatherRepeats() {
+	s.relCopy = s.relCopy[:0]
+	limit := maxRepeat * s.payloadRoom()
+	for i := range len(s.relHist) {
+		r := &s.relHist[(s.relCur+1+i)%len(s.relHist)]
+		if r.left == 0 {
+			continue
+		}
+		r.left--
+		if len(s.relCopy)+len(r.frames) <= limit {
+			s.relCopy = append(s.relCopy, r.frames...)
+		}
+	}
+	s.relCur = (s.relCur + 1) % len(s.relHist)
+	cur := &s.relHist[s.relCur]
+	cur.frames, cur.left = cur.frames[:0], 0
 }
 
 // framePushes reports whether a reliable frame holds a KCP data segment
@@ -513,7 +566,7 @@ func (s *session) wantsData() bool {
 // returning frames whether the first packet carries more than acks.
 func (s *session) tick(now time.Time, pf packetFields, heartbeat time.Duration, alwaysSend bool, next func() []byte, emit func([]byte)) {
 	s.rel.Update(now)
-	s.relCopy, s.relNext = s.relNext, s.relCopy[:0]
+	s.gatherRepeats()
 	defer s.repeatReliable(now, pf, next, emit)
 	if !s.wantsData() && !alwaysSend && !s.ackOwed {
 		if now.Sub(s.lastSend) >= heartbeat {
