@@ -25,8 +25,13 @@ type ServerConfig struct {
 	// (default 1 s).
 	History time.Duration
 	// MaxRewind bounds lag compensation: how far before an input's
-	// arrival the world it rendered may be (default 200 ms). See
-	// RewindInfo and clampView for the policy beyond it.
+	// arrival the world it rendered may be (default 200 ms). Beyond it
+	// (and for views outside History or in the future) Tick.Rewind
+	// clamps: it rebuilds the world at arrival - MaxRewind (at the oldest
+	// recorded or the newest state if those are nearer) instead of the
+	// view the client named, and sets RewindInfo.Clamped. A player whose
+	// round trip plus interpolation delay exceeds MaxRewind therefore has
+	// to lead its targets by the excess.
 	MaxRewind time.Duration
 	// MaxCatchUp and MaxBehind configure the Scheduler (defaults 4 ticks,
 	// 250 ms).
