@@ -362,10 +362,11 @@ func (s *Server) Snapshot() *deltacomp.Snapshot { return &s.snap }
 
 // InputAck is the InputAckFrame for player in the update for the last
 // step's tick: the newest input tick received and how long the input for
-// that tick waited (or proto.InputAgeMissing).
+// that tick waited (or proto.InputAgeMissing). ok is false for a player
+// that is not joined or that no step has covered yet (just joined).
 func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
 	p := s.player(player)
-	if p == nil {
+	if p == nil || p.ack.Player == 0 {
 		return proto.InputAckFrame{}, false
 	}
 	return p.ack, true

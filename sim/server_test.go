@@ -237,6 +237,10 @@ func TestServerJoinMidGameAndLeave(t *testing.T) {
 	}
 
 	c, err = s.Join(2)
+	// No update has covered the joiner yet: nothing to acknowledge.
+	if a, ok := s.InputAck(2); ok {
+		t.Fatalf("input ack %+v for a player no step has covered yet", a)
+	}
 	if err != nil || !sameControl(c.Frame, proto.ControlFrame{Code: proto.ControlPlayerJoined, Player: 2, Tick: 31, Arg: 2}) {
 		t.Fatalf("join 2 at tick 30: %+v %v", c, err)
 	}
@@ -244,6 +248,9 @@ func TestServerJoinMidGameAndLeave(t *testing.T) {
 	s.Step()
 	if !slices.Equal(ids(s), []proto.NetworkID{tgPlayerID(1), tgPlayerID(2)}) {
 		t.Fatalf("ids after mid-game join: %v", ids(s))
+	}
+	if a, ok := s.InputAck(2); !ok || a.Player != 2 || a.Age != proto.InputAgeMissing {
+		t.Fatalf("joiner's first input ack %+v %v", a, ok)
 	}
 	if st := lastStep(t, tg); len(st.inputs) != 2 || st.inputs[1].player != 2 || !st.inputs[1].missing {
 		t.Fatalf("tick 31 inputs %+v", st.inputs)
