@@ -3,6 +3,7 @@ package tickwire
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/udp/udptest"
 )
@@ -339,4 +341,38 @@ func TestGameResync(t *testing.T) {
 			})
 		})
 	}
+}
+
+// refusingArena is the arena with joins refused.
+type refusingArena struct{ *arena.Game }
+
+func (g refusingArena) Clone() Game { return refusingArena{g.Game.Clone().(*arena.Game)} }
+func (g refusingArena) CopyFrom(src Game) {
+	g.Game.CopyFrom(src.(refusingArena).Game)
+}
+func (refusingArena) OnPlayerJoin(*sim.Tick, uint16) error { return errors.New("game full") }
+
+// TestGameJoinRefused: a game that refuses the only joiner denies the
+// connection and does not keep running without players.
+func TestGameJoinRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		r.host.factory = func(uint64) (Game, error) { return refusingArena{arena.NewGame(2)}, nil }
+		pc, err := r.net.Listen("10.0.1.1:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: 1, Players: []uint16{3},
+			ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
+		d := Dialer{Conn: udp.FromPacketConn(pc)}
+		_, err = d.Dial(context.Background(), tok)
+		var denied *DeniedError
+		if !errors.As(err, &denied) || denied.Reason != proto.DenyWrongGame {
+			t.Fatalf("dial: %v, want a denial", err)
+		}
+		if hs := r.hostStats(); hs.JoinFailures != 1 || hs.Joins != 0 || hs.Games != 0 {
+			t.Fatalf("host stats %+v, want 1 join failure and no game left running", hs)
+		}
+	})
 }
