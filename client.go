@@ -71,6 +71,12 @@ type Dialer struct {
 	// Game, if set, plays a game on the connection: it consumes the
 	// server's game frames and sends the players' inputs.
 	Game *GameClient
+
+	// frameFilter is a test hook (nil in production): it sees every game
+	// frame before the game does and returns the frame to deliver (the
+	// same slice, a modified copy) or nil to drop it. Tests use it to
+	// inject faults behind the AEAD.
+	frameFilter func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial connects to the server named in token with default settings.
@@ -107,6 +113,7 @@ type Client struct {
 	stopLoop chan struct{}
 	game     *GameClient
 	sentAt   time.Time // last handshake packet sent: the accept's RTT sample
+	filter   func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -186,6 +193,7 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		queued:   make(chan struct{}, 1),
 		stopLoop: make(chan struct{}),
 		game:     d.Game,
+		filter:   d.frameFilter,
 	}
 	c.in = newInbox(conn, now)
 	go c.in.run()
@@ -331,7 +339,22 @@ func (c *Client) receiveAccept(pkt []byte, now time.Time) bool {
 	if c.game != nil {
 		c.game.attach(c, now, h.Tick, now.Sub(c.sentAt))
 	}
+	if c.filter != nil && c.sess.hooks != nil {
+		c.sess.hooks = filteredHooks{c.sess.hooks, c.filter}
+	}
 	return true
+}
+
+// filteredHooks passes game frames through Dialer.frameFilter (tests).
+type filteredHooks struct {
+	frameHooks
+	filter func(t proto.FrameType, f []byte) []byte
+}
+
+func (h filteredHooks) frame(t proto.FrameType, f []byte, hdr proto.Header) {
+	if f = h.filter(t, f); f != nil {
+		h.frameHooks.frame(t, f, hdr)
+	}
 }
 
 // ConnID is the connection id the server assigned.

@@ -221,6 +221,10 @@ func (h *GameHost) Connected(c *Conn) {
 					g.queueBroadcast(&ctrl.Frame)
 				}
 			}
+			if len(g.conns) == 0 {
+				// Nobody plays it: do not keep it running.
+				delete(h.games, g.id)
+			}
 			c.Close(proto.DisconnectKicked)
 			return
 		}

@@ -224,8 +224,11 @@ func (t *Tick) Emit(kind uint16, entity proto.NetworkID, player uint16, data [4]
 // input for this tick (interpolated between the two snapshots named in its
 // packet header, at its blend), for hit tests with RayCast. On a client it
 // rebuilds the client's own view for that tick. info says which ticks and
-// blend were used and whether the rewind was clamped. The slice is reused
-// by the next call.
+// blend were used and whether the rewind was clamped: a view further
+// back than ServerConfig.MaxRewind before the input arrived, outside the
+// history or in the future is replaced by the nearest moment inside that
+// window (see ServerConfig.MaxRewind). A missing input gets the newest
+// state (RewindInfo.Unknown). The slice is reused by the next call.
 func (t *Tick) Rewind(player uint16) (bodies []Body, info RewindInfo) {
 	if t.rewind == nil {
 		return nil, RewindInfo{}

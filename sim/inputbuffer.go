@@ -88,16 +88,21 @@ func (b *InputBuffer) Reset() {
 	b.Received, b.Duplicates, b.Stale, b.Late, b.TooEarly, b.Missing = 0, 0, 0, 0, 0, 0
 }
 
-// Newest is the newest input tick received (ok false before any).
+// Newest is the newest input tick received, simulated or held (ok false
+// before any); inputs dropped as too early do not count.
 func (b *InputBuffer) Newest() (tick uint32, ok bool) { return b.newest, b.hasNewest }
 
 // Put stores the input for tick that arrived at now, given the last tick
 // the server has simulated. view is what the client rendered for it.
 func (b *InputBuffer) Put(now time.Time, tick, simulated uint32, input []byte, view View) {
+	d := int32(tick - simulated)
+	if d > int32(b.mask) {
+		b.TooEarly++ // not held: Newest must not claim it
+		return
+	}
 	if !b.hasNewest || int32(tick-b.newest) > 0 {
 		b.newest, b.hasNewest = tick, true
 	}
-	d := int32(tick - simulated)
 	s := &b.slots[tick&b.mask]
 	switch {
 	case d <= 0:
@@ -107,9 +112,6 @@ func (b *InputBuffer) Put(now time.Time, tick, simulated uint32, input []byte, v
 		} else {
 			b.Stale++
 		}
-		return
-	case d > int32(b.mask):
-		b.TooEarly++
 		return
 	case s.tick == tick && s.state == slotReceived:
 		b.Duplicates++

@@ -25,8 +25,13 @@ type ServerConfig struct {
 	// (default 1 s).
 	History time.Duration
 	// MaxRewind bounds lag compensation: how far before an input's
-	// arrival the world it rendered may be (default 200 ms). See
-	// RewindInfo and clampView for the policy beyond it.
+	// arrival the world it rendered may be (default 200 ms). Beyond it
+	// (and for views outside History or in the future) Tick.Rewind
+	// clamps: it rebuilds the world at arrival - MaxRewind (at the oldest
+	// recorded or the newest state if those are nearer) instead of the
+	// view the client named, and sets RewindInfo.Clamped. A player whose
+	// round trip plus interpolation delay exceeds MaxRewind therefore has
+	// to lead its targets by the excess.
 	MaxRewind time.Duration
 	// MaxCatchUp and MaxBehind configure the Scheduler (defaults 4 ticks,
 	// 250 ms).
@@ -357,10 +362,11 @@ func (s *Server) Snapshot() *deltacomp.Snapshot { return &s.snap }
 
 // InputAck is the InputAckFrame for player in the update for the last
 // step's tick: the newest input tick received and how long the input for
-// that tick waited (or proto.InputAgeMissing).
+// that tick waited (or proto.InputAgeMissing). ok is false for a player
+// that is not joined or that no step has covered yet (just joined).
 func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
 	p := s.player(player)
-	if p == nil {
+	if p == nil || p.ack.Player == 0 {
 		return proto.InputAckFrame{}, false
 	}
 	return p.ack, true

@@ -1,0 +1,378 @@
+package tickwire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
+)
+
+// The join, leave, resync and desync flows of seed 001, end to end over
+// the in-memory network in virtual time: a server running the arena
+// through a GameHost, GameClients dialling it, faults injected inside the
+// client (behind the AEAD) with Dialer.frameFilter. Every case ends with
+// the client's replica equal to the server's state at the replica's tick.
+
+const rigGame = 11
+
+// gameRig is a game server on a udptest network.
+type gameRig struct {
+	t    *testing.T
+	net  *udptest.Network
+	srv  *Server
+	host *GameHost
+	key  Key
+	done chan error
+	// hist holds the game's state after each server tick, by game tick.
+	// Written and read on the server's loop (Handler.Tick, Server.Do).
+	hist map[uint32]stateCopy
+}
+
+type stateCopy struct {
+	ids  []proto.NetworkID
+	recs []byte
+}
+
+func (a stateCopy) equal(b stateCopy) bool {
+	return slices.Equal(a.ids, b.ids) && bytes.Equal(a.recs, b.recs)
+}
+
+// historyHandler records the game's state after every server tick, which
+// is the state the tick's packets replicate.
+type historyHandler struct{ rig *gameRig }
+
+func (historyHandler) Connected(*Conn)                            {}
+func (historyHandler) Message(*Conn, *Message)                    {}
+func (historyHandler) Disconnected(*Conn, proto.DisconnectReason) {}
+func (h historyHandler) Tick(time.Time, uint32) {
+	if eng := h.rig.host.Engine(rigGame); eng != nil {
+		s := eng.Snapshot()
+		h.rig.hist[s.Tick] = stateCopy{slices.Clone(s.IDs), slices.Clone(s.Records)}
+	}
+}
+
+// newGameRig starts the server; call it inside the synctest bubble and
+// stop it with close.
+func newGameRig(t *testing.T) *gameRig { return newGameRigConfig(t, GameConfig{}) }
+
+func newGameRigConfig(t *testing.T, cfg GameConfig) *gameRig {
+	r := &gameRig{t: t, hist: map[uint32]stateCopy{}, done: make(chan error, 1)}
+	r.net = udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}})
+	pc, err := r.net.Listen("10.0.0.1:7777")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.key, _ = GenerateKey()
+	r.srv, err = NewServer(r.key, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Handler = historyHandler{r}
+	r.host = NewGameHost(r.srv, func(uint64) (Game, error) { return arena.NewGame(8), nil }, cfg)
+	r.srv.Handle(r.host)
+	go func() { r.done <- r.srv.Serve(udp.FromPacketConn(pc)) }()
+	return r
+}
+
+func (r *gameRig) close() {
+	r.srv.Close()
+	if err := <-r.done; err != nil {
+		r.t.Errorf("Serve: %v", err)
+	}
+}
+
+// dial connects a game client for player slot; filter (may be nil) sees
+// its game frames.
+func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType, []byte) []byte) (*Client, *GameClient) {
+	r.t.Helper()
+	gc, err := NewGameClient(arena.InputSize, arena.RecordSize, randomInputs(clientID))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	tok, err := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: clientID, Players: []uint16{slot},
+		ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d := Dialer{Game: gc, Conn: udp.FromPacketConn(pc), frameFilter: filter}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := d.Dial(ctx, tok)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return c, gc
+}
+
+// replica copies the client's replicated state.
+func replica(gc *GameClient) (uint32, stateCopy) {
+	var tick uint32
+	var s stateCopy
+	gc.State(func(snap *deltacomp.Snapshot) {
+		tick = snap.Tick
+		s = stateCopy{slices.Clone(snap.IDs), slices.Clone(snap.Records)}
+	})
+	return tick, s
+}
+
+// waitSynced polls (in virtual time) until cond holds for every client's
+// stats and each client's replica equals the server's state at the
+// replica's tick; it fails the test after 10 s.
+func (r *gameRig) waitSynced(what string, cond func(i int, st GameClientStats) bool, gcs ...*GameClient) {
+	r.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, why := true, ""
+		for i, gc := range gcs {
+			if st := gc.Stats(); !cond(i, st) {
+				ok, why = false, fmt.Sprintf("client %d stats %+v", i, st)
+				break
+			}
+			tick, cl := replica(gc)
+			var sv stateCopy
+			var held bool
+			r.srv.Do(func() { sv, held = r.hist[tick] })
+			if !held || !cl.equal(sv) {
+				ok, why = false, fmt.Sprintf("client %d replica at tick %d (%d entities) differs from the server's (%d entities, recorded %v)",
+					i, tick, len(cl.ids), len(sv.ids), held)
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: not in sync after 10 s: %s", what, why)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (r *gameRig) hostStats() GameHostStats {
+	var st GameHostStats
+	r.srv.Do(func() { st = r.host.Stats() })
+	return st
+}
+
+func holds(gc *GameClient, id proto.NetworkID) bool {
+	_, s := replica(gc)
+	_, ok := slices.BinarySearch(s.ids, id)
+	return ok
+}
+
+func checksummed(n uint64) func(int, GameClientStats) bool {
+	return func(_ int, st GameClientStats) bool { return st.ChecksumsOK >= n }
+}
+
+func TestGameJoinAtTickZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		c, gc := r.dial(1, 3, nil)
+		defer c.Close()
+		r.waitSynced("join", checksummed(2), gc)
+		st := gc.Stats()
+		if st.FullSnapshots != 1 || st.Resyncs != 0 || st.Desyncs != 0 || st.Deltas == 0 {
+			t.Fatalf("client stats %+v", st)
+		}
+		if !holds(gc, arena.PlayerID(3)) {
+			t.Fatal("replica lacks the player's avatar")
+		}
+		joinedAt := -1
+		r.srv.Do(func() {
+			// The game started with this join at tick 0: the first step's
+			// state holds the player.
+			for tick := range uint32(10) {
+				s, ok := r.hist[tick]
+				if _, has := slices.BinarySearch(s.ids, arena.PlayerID(3)); ok && has {
+					joinedAt = int(tick)
+					break
+				}
+			}
+		})
+		if joinedAt != 1 {
+			t.Fatalf("player first in the recorded state at tick %d, want 1 (joined at tick 0)", joinedAt)
+		}
+		if hs := r.hostStats(); hs.Joins != 1 || hs.Resyncs != 0 || hs.Desyncs != 0 {
+			t.Fatalf("host stats %+v", hs)
+		}
+	})
+}
+
+func TestGameJoinMidGameAndLeave(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		ca, a := r.dial(1, 3, nil)
+		defer ca.Close()
+		r.waitSynced("first join", checksummed(2), a)
+
+		// A second client joins two seconds into the game.
+		cb, b := r.dial(2, 9, nil)
+		r.waitSynced("mid-game join", checksummed(a.Stats().ChecksumsOK+1), a, b)
+		for i, gc := range []*GameClient{a, b} {
+			if !holds(gc, arena.PlayerID(3)) || !holds(gc, arena.PlayerID(9)) {
+				t.Fatalf("client %d does not hold both avatars", i)
+			}
+		}
+		if st := b.Stats(); st.FullSnapshots != 1 || st.Resyncs != 0 || st.Desyncs != 0 {
+			t.Fatalf("late joiner stats %+v", st)
+		}
+
+		// It leaves: the other client sees its avatar removed.
+		cb.Close()
+		okA := a.Stats().ChecksumsOK
+		r.waitSynced("leave", func(_ int, st GameClientStats) bool { return st.ChecksumsOK > okA }, a)
+		if holds(a, arena.PlayerID(9)) {
+			t.Fatal("the leaver's avatar is still in the other client's replica")
+		}
+		if st := a.Stats(); st.Resyncs != 0 || st.Desyncs != 0 || st.FullSnapshots != 1 {
+			t.Fatalf("remaining client stats %+v", st)
+		}
+		var players []uint16
+		r.srv.Do(func() { players = r.host.Engine(rigGame).Players(nil) })
+		if hs := r.hostStats(); hs.Joins != 2 || hs.Leaves != 1 || !slices.Equal(players, []uint16{3}) {
+			t.Fatalf("host stats %+v, players %v", hs, players)
+		}
+	})
+}
+
+// faultAt returns a frame filter that applies fault to the n-th frame of
+// type ft (counting from 1) and passes every other frame; hit is set
+// when it fired. It runs on the client's loop.
+func faultAt(ft proto.FrameType, n int, hit *atomic.Bool, fault func(f []byte) []byte) func(proto.FrameType, []byte) []byte {
+	seen := 0
+	return func(t proto.FrameType, f []byte) []byte {
+		if t != ft {
+			return f
+		}
+		if seen++; seen != n {
+			return f
+		}
+		hit.Store(true)
+		return fault(f)
+	}
+}
+
+func flipByte(i int) func([]byte) []byte {
+	return func(f []byte) []byte {
+		c := slices.Clone(f)
+		if i < 0 {
+			i += len(c)
+		}
+		c[i] ^= 0x5a
+		return c
+	}
+}
+
+// truncatePatch drops the last byte of a delta frame's data (keeping
+// the frame well formed): the last entry no longer decodes, whatever it
+// held.
+func truncatePatch(f []byte) []byte {
+	d, _, err := proto.ParseSnapshotDeltaFrame(f)
+	if err != nil || len(d.Data) == 0 {
+		panic("test setup: not a delta frame with data")
+	}
+	d.Data = d.Data[:len(d.Data)-1]
+	b, err := d.Append(nil)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestGameResync(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		interval int // GameConfig.Sim.ChecksumInterval
+		frame    proto.FrameType
+		n        int
+		fault    func([]byte) []byte
+		desyncs  bool // the path is a checksum mismatch
+	}{
+		// A delta lost after its packet was acknowledged: the server uses
+		// it as a baseline the client never had (a revision gap).
+		{"revision gap", 0, proto.FrameSnapshotDelta, 30, func([]byte) []byte { return nil }, false},
+		// A patch that does not apply.
+		{"corrupt patch", 0, proto.FrameSnapshotDelta, 30, truncatePatch, false},
+		// A patch that applies to a wrong value (byte 7 of the data is a
+		// literal of the player's record in this deterministic run): only
+		// the checksum can tell. With checksums every tick the first delta
+		// carrying a value built on it shows the mismatch.
+		{"corrupt patch value", 1, proto.FrameSnapshotDelta, 30, flipByte(proto.SnapshotDeltaHeaderSize + 7), true},
+		// A checksum that does not match the client's state.
+		{"checksum mismatch", 0, proto.FrameChecksum, 2, flipByte(-1), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := GameConfig{}
+				cfg.Sim.ChecksumInterval = tc.interval
+				r := newGameRigConfig(t, cfg)
+				defer r.close()
+				var hit atomic.Bool
+				c, gc := r.dial(1, 3, faultAt(tc.frame, tc.n, &hit, tc.fault))
+				defer c.Close()
+				r.waitSynced(tc.name, func(_ int, st GameClientStats) bool {
+					return hit.Load() && st.Resyncs >= 1 && st.FullSnapshots >= 2 && st.ChecksumsOK >= 3
+				}, gc)
+				st, hs := gc.Stats(), r.hostStats()
+				if hs.Resyncs < 1 {
+					t.Fatalf("host answered %d resyncs", hs.Resyncs)
+				}
+				if tc.desyncs != (st.Desyncs > 0) || tc.desyncs != (hs.Desyncs > 0) {
+					t.Fatalf("checksum mismatches: client %d, host %d; want some: %v", st.Desyncs, hs.Desyncs, tc.desyncs)
+				}
+			})
+		})
+	}
+}
+
+// refusingArena is the arena with joins refused.
+type refusingArena struct{ *arena.Game }
+
+func (g refusingArena) Clone() Game { return refusingArena{g.Game.Clone().(*arena.Game)} }
+func (g refusingArena) CopyFrom(src Game) {
+	g.Game.CopyFrom(src.(refusingArena).Game)
+}
+func (refusingArena) OnPlayerJoin(*sim.Tick, uint16) error { return errors.New("game full") }
+
+// TestGameJoinRefused: a game that refuses the only joiner denies the
+// connection and does not keep running without players.
+func TestGameJoinRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		r.host.factory = func(uint64) (Game, error) { return refusingArena{arena.NewGame(2)}, nil }
+		pc, err := r.net.Listen("10.0.1.1:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, _ := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: 1, Players: []uint16{3},
+			ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
+		d := Dialer{Conn: udp.FromPacketConn(pc)}
+		_, err = d.Dial(context.Background(), tok)
+		var denied *DeniedError
+		if !errors.As(err, &denied) || denied.Reason != proto.DenyWrongGame {
+			t.Fatalf("dial: %v, want a denial", err)
+		}
+		if hs := r.hostStats(); hs.JoinFailures != 1 || hs.Joins != 0 || hs.Games != 0 {
+			t.Fatalf("host stats %+v, want 1 join failure and no game left running", hs)
+		}
+	})
+}
