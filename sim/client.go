@@ -1,0 +1,338 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// SampleFunc returns a local player's input for a tick, appended to dst
+// (exactly Schema.InputSize bytes; anything else counts as an idle, all
+// zero input). dst has room for one input: appending to dst[:0] does not
+// allocate.
+type SampleFunc func(player uint16, tick uint32, dst []byte) []byte
+
+// ClientStats are the client engine's counters and clock state.
+type ClientStats struct {
+	// InputsSampled counts ticks sampled (for all local players at once).
+	InputsSampled uint64
+	// InputAcks counts input acks taken; LateInputs those reporting the
+	// input for their tick missing or late.
+	InputAcks, LateInputs uint64
+	// Snapshots counts authoritative states taken; StaleSnapshots those
+	// ignored because a newer one had arrived.
+	Snapshots, StaleSnapshots uint64
+	// RejectedActions counts actions the server rejected.
+	RejectedActions uint64
+	// ClockJumps counts jumps of a far-behind predicted clock.
+	ClockJumps uint64
+	// Lead is how far the predicted tick runs ahead of the newest server
+	// tick received, in ticks.
+	Lead float64
+	// InputAge is the smoothed input age the server reports, TargetAge
+	// what the clock steers it to, Dilation the predicted clock's current
+	// time dilation (within ±0.1).
+	InputAge, TargetAge time.Duration
+	Dilation            float64
+}
+
+// Client is the client side of the tick engine (seed 003). Each frame it
+// moves a predicted clock that runs just far enough ahead of the server
+// for inputs to arrive right before they are needed, samples the local
+// players' inputs for every tick it passes, and hands out input frames
+// that repeat every input the server has not acknowledged.
+//
+// The caller owns the network: it passes in what arrived (PacketReceived,
+// InputAck, Authoritative, Rejected) and sends what AppendInputFrames
+// writes in a packet whose header carries Tick and View. It does no I/O,
+// reads no clock and starts no goroutines; one goroutine drives it, and
+// the slices it returns are valid until its next call.
+type Client struct {
+	cfg     ClientConfig
+	schema  Schema
+	period  time.Duration
+	started bool
+
+	clock     predClock
+	ring      inputRing
+	nextInput uint32 // the next tick to sample
+	sampled   bool   // a tick has been sampled (nextInput-1 is valid)
+
+	acked      []uint32 // per local player: newest input tick the server holds
+	firstInput uint32   // the first tick sampled since Start
+	frameBuf   []byte
+
+	newestServer uint32 // newest server tick seen in a packet
+	hasServer    bool
+
+	// The newest authoritative state (and a scratch world a snapshot is
+	// read into first, so a malformed one leaves auth intact).
+	auth, scratch Game
+	authTick      uint32
+	hasAuth       bool
+	authIDs       []proto.NetworkID
+
+	stats ClientStats
+}
+
+// NewClient returns a client engine for game, a world of the game the
+// server runs (its state does not matter: the first authoritative state
+// replaces it).
+func NewClient(game Game, cfg ClientConfig) (*Client, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	schema := game.Schema()
+	if err := schema.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, schema: schema, auth: game.Clone(), scratch: game.Clone()}
+	c.period = time.Second / time.Duration(cfg.TickRate)
+	c.clock.period = c.period
+	n := len(cfg.Players)
+	c.ring = newInputRing(cfg.InputRing, n, schema.InputSize)
+	c.acked = make([]uint32, n)
+	c.frameBuf = make([]byte, 0, proto.MaxInputBytes)
+	return c, nil
+}
+
+// Period is the fixed step.
+func (c *Client) Period() time.Duration { return c.period }
+
+// Players are the local player slots, ascending.
+func (c *Client) Players() []uint16 { return c.cfg.Players }
+
+// Start anchors the clocks from the handshake: the server was at
+// serverTick when it answered, and the handshake took rtt. Calling it
+// again (after a reconnect) starts over.
+func (c *Client) Start(now time.Time, serverTick uint32, rtt time.Duration) {
+	c.clock.start(now, serverTick, rtt)
+	c.ring.reset()
+	c.nextInput = uint32(int64(c.clock.tick))
+	c.sampled = false
+	c.firstInput = c.nextInput
+	for p := range c.acked {
+		c.acked[p] = c.nextInput - 1 // nothing before the first sample is needed
+	}
+	c.newestServer, c.hasServer = serverTick, true
+	c.started = true
+}
+
+// Advance runs one client frame at now: it moves the predicted clock and
+// calls sample for every local player and every tick the clock passed.
+func (c *Client) Advance(now time.Time, sample SampleFunc) {
+	if !c.started {
+		return
+	}
+	c.clock.advance(now)
+	c.sample(sample)
+}
+
+// sample samples the inputs of the ticks the clock passed.
+func (c *Client) sample(sample SampleFunc) {
+	target := uint32(int64(math.Floor(c.clock.tick)))
+	if int32(target-c.nextInput) >= int32(c.cfg.InputRing/2) {
+		// Far behind (a stall or a clock jump): skip to now rather than
+		// burst half a ring of inputs.
+		c.nextInput = target - uint32(c.cfg.InputRing/2) + 1
+	}
+	for ; int32(target-c.nextInput) >= 0; c.nextInput++ {
+		t := c.nextInput
+		c.ring.put(t)
+		for p, player := range c.cfg.Players {
+			dst := c.ring.input(t, p)
+			in := dst[:0]
+			if sample != nil {
+				in = sample(player, t, dst[:0])
+			}
+			switch {
+			case len(in) != c.schema.InputSize:
+				clear(dst)
+			case &in[0] != &dst[0]:
+				copy(dst, in)
+			}
+		}
+		c.sampled = true
+		c.stats.InputsSampled++
+	}
+}
+
+// Tick is the predicted tick: the newest tick whose inputs were sampled.
+// Put it in the header of packets carrying AppendInputFrames' frames.
+func (c *Client) Tick() uint32 { return c.nextInput - 1 }
+
+// View is what the client rendered when it sampled the input for Tick:
+// put it in the same header (InterpFrom, InterpTo, Blend). The server
+// rebuilds it for lag compensation.
+func (c *Client) View() View {
+	if s := c.ring.slot(c.Tick()); s != nil {
+		return s.view
+	}
+	t := c.Tick()
+	return View{From: t, To: t}
+}
+
+// Lead is how far (in ticks) the predicted clock runs ahead of the newest
+// server tick received.
+func (c *Client) Lead() float64 { return c.clock.tick - float64(c.newestServer) }
+
+// Redundancy is how many inputs each input frame repeats at least, for a
+// packet loss rate loss (0..1): enough that losing them all in a row has
+// a probability below 1e-4, and never fewer than 3.
+func Redundancy(loss float64) int {
+	if !(loss > 0) {
+		return 3
+	}
+	loss = min(loss, 0.9)
+	k := int(math.Ceil(math.Log(1e-4) / math.Log(loss)))
+	return max(3, min(k, proto.MaxInputsPerFrame))
+}
+
+// AppendInputFrames appends one proto.InputFrame per local player to b:
+// its inputs up to Tick, at least Redundancy(loss) of them and every one
+// the server has not acknowledged (up to proto.MaxInputsPerFrame and what
+// the ring holds), using at most room bytes. A frame that does not fit
+// whole carries fewer, newest, inputs.
+func (c *Client) AppendInputFrames(b []byte, room int, loss float64) []byte {
+	if !c.started || !c.sampled {
+		return b
+	}
+	start := len(b)
+	newest := c.Tick()
+	size := c.schema.InputSize
+	want := Redundancy(loss)
+	for p, player := range c.cfg.Players {
+		count := want
+		if un := int32(newest - c.acked[p]); un > int32(count) {
+			count = int(un)
+		}
+		count = min(count, proto.MaxInputsPerFrame, proto.MaxInputBytes/size, c.cfg.InputRing)
+		overhead := 1 + 2 + 4 + 1 + proto.VarintLen(uint32(size))
+		count = min(count, (room-(len(b)-start)-overhead)/size)
+		// Only contiguous sampled ticks ending at newest.
+		n := 0
+		for n < count && c.ring.slot(newest-uint32(n)) != nil {
+			n++
+		}
+		if n == 0 {
+			continue
+		}
+		data := c.frameBuf[:0]
+		for t := newest - uint32(n) + 1; int32(newest-t) >= 0; t++ {
+			data = append(data, c.ring.input(t, p)...)
+		}
+		c.frameBuf = data
+		f := proto.InputFrame{Player: player, Tick: newest, Count: uint8(n), Size: uint16(size), Data: data}
+		if nb, err := f.Append(b); err == nil {
+			b = nb
+		}
+	}
+	// Every sampled tick has now gone out under this header's view.
+	for t := newest; ; t-- {
+		s := c.ring.slot(t)
+		if s == nil || s.sent {
+			break
+		}
+		s.sent = true
+	}
+	return b
+}
+
+// PacketReceived notes that a packet from the server for serverTick (its
+// header tick) arrived at now.
+func (c *Client) PacketReceived(now time.Time, serverTick uint32) {
+	if !c.hasServer || int32(serverTick-c.newestServer) > 0 {
+		c.newestServer, c.hasServer = serverTick, true
+	}
+}
+
+// InputAck takes an input ack frame from the server's update for
+// serverTick: the newest input it holds for the player (which inputs need
+// no repeating) and how long the input for serverTick waited (the clock
+// steers that age to a target of one tick plus 2 × rttVar, the round-trip
+// time variation). Acks for other players are ignored.
+func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint32, rttVar time.Duration) {
+	p := c.playerIndex(a.Player)
+	if p < 0 || !c.started {
+		return
+	}
+	if int32(a.Newest-c.firstInput) < 0 {
+		return // none of our inputs has arrived yet: no age to steer by
+	}
+	if int32(a.Newest-c.acked[p]) > 0 {
+		c.acked[p] = a.Newest
+	}
+	c.PacketReceived(now, serverTick)
+	c.stats.InputAcks++
+	late, jumped := c.clock.ack(now, a.Age, a.Newest, serverTick, rttVar)
+	if late {
+		c.stats.LateInputs++
+	}
+	if jumped {
+		c.stats.ClockJumps++
+	}
+}
+
+// Authoritative takes the newest confirmed state: the server's snapshot
+// for tick (for a client of an interest-managed server, the replica's
+// state after applying the update for tick). States older than one
+// already taken are ignored. s is read during the call only. An error
+// (ReadSnapshot rejected a record) leaves the previous state in place;
+// ask the server for a resync.
+func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
+	if c.hasAuth && int32(tick-c.authTick) <= 0 {
+		c.stats.StaleSnapshots++
+		return nil
+	}
+	if err := c.scratch.ReadSnapshot(s); err != nil {
+		return fmt.Errorf("sim: authoritative state for tick %d: %w", tick, err)
+	}
+	c.auth, c.scratch = c.scratch, c.auth
+	c.authTick, c.hasAuth = tick, true
+	c.authIDs = append(c.authIDs[:0], s.IDs...)
+	c.stats.Snapshots++
+	return nil
+}
+
+// Confirmed is the newest authoritative world and its tick (ok false
+// before the first). Read it between calls only.
+func (c *Client) Confirmed() (world Game, tick uint32, ok bool) {
+	return c.auth, c.authTick, c.hasAuth
+}
+
+// Rejected takes the server's rejection of player's action in the input
+// for tick (proto.ControlActionRejected; Arg is the tick): the action is
+// zeroed in the input ring, so re-simulation no longer predicts it.
+func (c *Client) Rejected(player uint16, tick uint32) {
+	p := c.playerIndex(player)
+	if p < 0 {
+		return
+	}
+	c.stats.RejectedActions++
+	if c.ring.slot(tick) != nil && c.schema.ActionBytes > 0 {
+		in := c.ring.input(tick, p)
+		clear(in[len(in)-c.schema.ActionBytes:])
+	}
+}
+
+func (c *Client) playerIndex(player uint16) int {
+	for i, p := range c.cfg.Players {
+		if p == player {
+			return i
+		}
+	}
+	return -1
+}
+
+// Stats returns the counters and clock state.
+func (c *Client) Stats() ClientStats {
+	st := c.stats
+	st.Lead = c.Lead()
+	st.InputAge = time.Duration(c.clock.ageEMA * float64(time.Second))
+	st.TargetAge = time.Duration(c.clock.target * float64(time.Second))
+	st.Dilation = c.clock.dilation
+	return st
+}

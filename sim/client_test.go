@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+func TestClientConfigErrors(t *testing.T) {
+	bad := []ClientConfig{
+		{},                           // no players
+		{Players: []uint16{0}},       // server slot
+		{Players: []uint16{4096}},    // beyond MaxSpawner
+		{Players: []uint16{3, 2, 3}}, // duplicate
+		{Players: []uint16{1}, TickRate: -1},
+		{Players: []uint16{1}, TickRate: 1001},
+		{Players: []uint16{1}, InputRing: -1},
+		{Players: []uint16{1}, InputRing: 1 << 13},
+		{Players: []uint16{1}, MaxInterpLag: -time.Millisecond},
+		{Players: []uint16{1}, MaxCorrection: -1},
+		{Players: []uint16{1}, SpawnsPerTick: -2},
+	}
+	for i, cfg := range bad {
+		_, err := NewClient(&toyGame{}, cfg)
+		var ce *ConfigError
+		if !errors.As(err, &ce) {
+			t.Errorf("config %d (%+v): error %v, want a ConfigError", i, cfg, err)
+		}
+	}
+	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{7, 2}, InputRing: 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Players(); len(got) != 2 || got[0] != 2 || got[1] != 7 {
+		t.Errorf("players %v, want sorted [2 7]", got)
+	}
+	if c.cfg.InputRing != 64 || c.Period() != time.Second/60 || c.cfg.MaxInterpLag != 200*time.Millisecond {
+		t.Errorf("defaults: ring %d period %v lag %v", c.cfg.InputRing, c.Period(), c.cfg.MaxInterpLag)
+	}
+	if _, err := NewClient(&badSchemaGame{}, ClientConfig{Players: []uint16{1}}); !errors.As(err, new(*ConfigError)) {
+		t.Errorf("bad schema: %v", err)
+	}
+}
+
+type badSchemaGame struct{ toyGame }
+
+func (badSchemaGame) Schema() Schema { return Schema{InputSize: 0, RecordSize: 8} }
+
+func TestRedundancy(t *testing.T) {
+	for _, c := range []struct {
+		loss float64
+		want int
+	}{{0, 3}, {-1, 3}, {0.02, 3}, {0.05, 4}, {0.1, 4}, {0.3, 8}, {0.9, 32}, {2, 32}} {
+		if got := Redundancy(c.loss); got != c.want {
+			t.Errorf("Redundancy(%v) = %d, want %d", c.loss, got, c.want)
+		}
+	}
+}
+
+// parseFrames decodes every input frame in b.
+func parseFrames(t *testing.T, b []byte) []proto.InputFrame {
+	t.Helper()
+	var out []proto.InputFrame
+	for len(b) > 0 {
+		f, n, err := proto.ParseInputFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, f)
+		b = b[n:]
+	}
+	return out
+}
+
+func TestClientInputFrames(t *testing.T) {
+	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := c.AppendInputFrames(nil, 1200, 0); len(b) != 0 {
+		t.Fatal("frames before Start")
+	}
+	now := epoch
+	c.Start(now, 100, 0)
+	input := func(player uint16, tick uint32, dst []byte) []byte {
+		return append(dst, byte(tick), byte(player))
+	}
+	// Two seconds of frames without any ack: every frame repeats as many
+	// inputs as it can (everything is unacknowledged).
+	for range 120 {
+		now = now.Add(c.Period())
+		c.Advance(now, input)
+	}
+	check := func(fs []proto.InputFrame, want int) {
+		t.Helper()
+		if len(fs) != 2 {
+			t.Fatalf("%d frames, want one per player", len(fs))
+		}
+		for i, f := range fs {
+			if f.Player != uint16(i+1) || f.Tick != c.Tick() || int(f.Count) != want || f.Size != 2 {
+				t.Fatalf("frame %+v, want player %d tick %d count %d", f, i+1, c.Tick(), want)
+			}
+			for k := range int(f.Count) {
+				in := f.Input(k)
+				tick := f.FirstTick() + uint32(k)
+				if in[0] != byte(tick) || in[1] != byte(f.Player) {
+					t.Fatalf("input %d of player %d is %x, want tick %d", k, f.Player, in, tick)
+				}
+			}
+		}
+	}
+	check(parseFrames(t, c.AppendInputFrames(nil, 1200, 0)), proto.MaxInputsPerFrame)
+	// The server acknowledges up to Tick-5 for player 1 and Tick-1 for
+	// player 2 (the first ack only says "inputs arrive").
+	for _, p := range []uint16{1, 2} {
+		c.InputAck(now, proto.InputAckFrame{Player: p, Newest: c.Tick() - 40, Age: 50}, c.Tick()-10, 0)
+	}
+	c.InputAck(now, proto.InputAckFrame{Player: 1, Newest: c.Tick() - 5, Age: 50}, c.Tick()-10, 0)
+	c.InputAck(now, proto.InputAckFrame{Player: 2, Newest: c.Tick() - 1, Age: 50}, c.Tick()-10, 0)
+	fs := parseFrames(t, c.AppendInputFrames(nil, 1200, 0))
+	if fs[0].Count != 5 || fs[1].Count != 3 {
+		t.Fatalf("counts %d, %d; want 5 unacknowledged and 3 (the minimum)", fs[0].Count, fs[1].Count)
+	}
+	if fs := parseFrames(t, c.AppendInputFrames(nil, 1200, 0.3)); fs[1].Count != 8 {
+		t.Fatalf("count %d at 30 %% loss, want 8", fs[1].Count)
+	}
+	// Room for one frame header and two inputs only.
+	b := c.AppendInputFrames(nil, 1+2+4+1+1+2*2, 0)
+	if fs := parseFrames(t, b); len(fs) != 1 || fs[0].Count != 2 || fs[0].Tick != c.Tick() {
+		t.Fatalf("small room: %+v", fs)
+	}
+	// Allocation-free once the buffers exist.
+	buf := make([]byte, 0, 1500)
+	if n := testing.AllocsPerRun(100, func() {
+		now = now.Add(c.Period())
+		c.Advance(now, input)
+		buf = c.AppendInputFrames(buf[:0], 1200, 0.02)
+	}); n != 0 {
+		t.Errorf("Advance+AppendInputFrames: %v allocs", n)
+	}
+}
+
+func TestClientRejectedZeroesAction(t *testing.T) {
+	c, _ := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1}})
+	now := epoch
+	c.Start(now, 0, 0)
+	now = now.Add(10 * c.Period())
+	c.Advance(now, func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 5, toyFire) })
+	tick := c.Tick() - 2
+	c.Rejected(1, tick)
+	c.Rejected(9, tick) // not ours: ignored
+	if in := c.ring.input(tick, 0); in[0] != 5 || in[1] != 0 {
+		t.Fatalf("rejected input %x, want the move kept and the action zeroed", in)
+	}
+	if in := c.ring.input(tick+1, 0); in[1] != toyFire {
+		t.Fatalf("other input %x changed", in)
+	}
+	if c.Stats().RejectedActions != 1 {
+		t.Fatalf("stats %+v", c.Stats())
+	}
+}
+
+// The predicted clock converges to inputs arriving about the target age
+// before they are needed, and again after the path gets longer (the clock
+// jumps or speeds up) and shorter (it slows down).
+func TestClientClockConverges(t *testing.T) {
+	for _, oneWay := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond} {
+		n := newToyNet(t, &toyGame{}, oneWay, ClientConfig{}, 1)
+		target := n.srv.Period() // rttVar is 0 here
+		converged := func(phase string) {
+			t.Helper()
+			n.run(3 * time.Second)
+			mark := n.srv.Tick()
+			missing := n.srv.PlayerStats(1).Missing
+			n.run(2 * time.Second)
+			if m := n.srv.PlayerStats(1).Missing - missing; m != 0 {
+				t.Errorf("%v %s: %d inputs missing after convergence", oneWay, phase, m)
+			}
+			for _, a := range n.agesSince(mark) {
+				if a < target/2 || a > target+3*n.srv.Period() {
+					t.Errorf("%v %s: input age %v, want about %v", oneWay, phase, a, target)
+					break
+				}
+			}
+			t.Logf("%v %s: %+v", oneWay, phase, n.cli.Stats())
+			if d := n.cli.Stats().Dilation; d < -maxDilation || d > maxDilation {
+				t.Errorf("dilation %v", d)
+			}
+		}
+		converged("start")
+		n.oneWay += 60 * time.Millisecond
+		converged("after +60 ms")
+		n.oneWay -= 60 * time.Millisecond
+		converged("after -60 ms")
+	}
+}

@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"slices"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// ClientConfig configures the client engine. The zero value of every
+// field except Players means its documented default.
+type ClientConfig struct {
+	// TickRate is the server's fixed simulation rate in Hz (default 60).
+	TickRate int
+	// Players are the local player slots this client plays (at least
+	// one; 1..proto.MaxSpawner, no duplicates).
+	Players []uint16
+	// InputRing is how many ticks of sampled inputs are kept (default
+	// 64, rounded up to a power of two, at least
+	// proto.MaxInputsPerFrame). It bounds both redundancy and how far
+	// prediction may run ahead of the newest authoritative state: ticks
+	// older than the ring are re-simulated as missing inputs.
+	InputRing int
+	// MaxInterpLag bounds how far the interpolated (rendered) moment may
+	// trail the moment the client's input reaches the server (the
+	// predicted tick minus the input age the server reports), like the
+	// server's ServerConfig.MaxRewind, so that the view a client reports
+	// stays within what lag compensation honours (default 200 ms).
+	MaxInterpLag time.Duration
+	// CorrectionHalfLife is how fast a correction of displayed (predicted)
+	// positions fades: the remaining offset halves every CorrectionHalfLife
+	// (default 100 ms). Negative disables smoothing: corrections snap.
+	CorrectionHalfLife time.Duration
+	// MaxCorrection: corrections longer than this (in the game's position
+	// units, Euclidean) snap instead of fading, for teleports and respawns
+	// (default 0: every correction fades).
+	MaxCorrection float64
+	// SpawnsPerTick must equal the server's ServerConfig.SpawnsPerTick
+	// (default 4) so that predicted spawn ids match.
+	SpawnsPerTick int
+	// Own reports whether an entity is the client's own: shown predicted
+	// and counted in the correction statistics. Default: ids whose
+	// spawner (proto.NetworkID.Spawner) is a local player.
+	Own func(id proto.NetworkID) bool
+}
+
+func (c *ClientConfig) defaults() error {
+	if c.TickRate == 0 {
+		c.TickRate = 60
+	}
+	if c.TickRate < 1 || c.TickRate > 1000 {
+		return &ConfigError{"TickRate", "must be 1..1000"}
+	}
+	if len(c.Players) == 0 {
+		return &ConfigError{"Players", "need at least one local player"}
+	}
+	c.Players = slices.Clone(c.Players)
+	slices.Sort(c.Players)
+	for i, p := range c.Players {
+		if p == 0 || p > proto.MaxSpawner {
+			return &ConfigError{"Players", "slots must be 1..proto.MaxSpawner"}
+		}
+		if i > 0 && c.Players[i-1] == p {
+			return &ConfigError{"Players", "duplicate slot"}
+		}
+	}
+	switch {
+	case c.InputRing == 0:
+		c.InputRing = 64
+	case c.InputRing < 0 || c.InputRing > 1<<12:
+		return &ConfigError{"InputRing", "must be 0..4096"}
+	}
+	n := proto.MaxInputsPerFrame
+	for n < c.InputRing {
+		n <<= 1
+	}
+	c.InputRing = n
+	switch {
+	case c.MaxInterpLag == 0:
+		c.MaxInterpLag = 200 * time.Millisecond
+	case c.MaxInterpLag < 0 || c.MaxInterpLag > 10*time.Second:
+		return &ConfigError{"MaxInterpLag", "must be 0..10s"}
+	}
+	if c.CorrectionHalfLife == 0 {
+		c.CorrectionHalfLife = 100 * time.Millisecond
+	}
+	if !(c.MaxCorrection >= 0) { // also NaN
+		return &ConfigError{"MaxCorrection", "must not be negative"}
+	}
+	switch {
+	case c.SpawnsPerTick == 0:
+		c.SpawnsPerTick = 4
+	case c.SpawnsPerTick < 0:
+		return &ConfigError{"SpawnsPerTick", "must not be negative"}
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// Clock steering constants (seed 003), shared by the predicted clock and
+// the interpolation clock.
+const (
+	// maxDilation bounds time dilation: a clock runs at most 10 % fast or
+	// slow, so the simulation never visibly changes pace.
+	maxDilation = 0.1
+	// emaWeight is the weight of a new measurement in the smoothed input
+	// age, packet interval, jitter and interpolation delay. (Seed 003
+	// uses 1/32; 1/16 halves the filter's lag, which keeps the loop
+	// well damped at 150 ms round trips, and still leaves a 25 % noise
+	// of a single sample at 6 %.)
+	emaWeight = 1.0 / 16
+	// fullDilationError is the error (in ticks) at which a clock reaches
+	// full dilation; the dilation is proportional below it.
+	fullDilationError = 4
+	// maxFrameStep bounds how much time one Advance moves a clock: after a
+	// longer stall the predicted clock is behind and catches up by
+	// jumping (see predClock.ack), the interpolation clock snaps.
+	maxFrameStep = 250 * time.Millisecond
+)
+
+func clamp1(v float64) float64 { return max(-1, min(1, v)) }
+
+// predClock is the client's predicted clock: the tick the client samples
+// inputs for and predicts to, as a real number. It runs at the fixed
+// tick rate times (1 + dilation) and steers the dilation so that the
+// input age the server reports converges to a target: inputs arrive just
+// before the server needs them (seed 003: no server-clock estimate, only
+// "how long did my input for tick N wait").
+type predClock struct {
+	period   time.Duration
+	tick     float64
+	last     time.Time
+	ageEMA   float64 // seconds
+	target   float64 // seconds
+	dilation float64
+	jumpWait time.Time
+}
+
+// start anchors the clock from the handshake: serverTick is the server's
+// tick when it answered, rtt the handshake round trip. The clock starts
+// a full round trip plus the target age ahead (the answer took half the
+// round trip to arrive and our inputs take the other half), plus a tick.
+func (k *predClock) start(now time.Time, serverTick uint32, rtt time.Duration) {
+	p := k.period.Seconds()
+	k.target = p
+	k.ageEMA = k.target
+	k.dilation = 0
+	k.tick = float64(serverTick) + (max(rtt, 0).Seconds()+k.target)/p + 1
+	k.last = now
+	k.jumpWait = time.Time{}
+}
+
+// advance moves the clock to now.
+func (k *predClock) advance(now time.Time) {
+	dt := now.Sub(k.last)
+	k.last = now
+	if dt <= 0 {
+		return
+	}
+	dt = min(dt, maxFrameStep)
+	k.tick += dt.Seconds() / k.period.Seconds() * (1 + k.dilation)
+}
+
+// ack takes the input age the server reported in its update for
+// serverTick (newest: the newest input tick it holds for the player).
+// rttVar sets the target age: one tick (an input whose packet is lost
+// goes out again with the next one) plus twice the round-trip variation.
+// It reports whether the input was late and whether the clock jumped.
+//
+// A missing input while the server holds nothing newer than a few ticks
+// before serverTick means the clock is far behind (a longer path, a bad
+// start, a stall): the clock jumps ahead by what is missing plus the
+// target rather than creeping up at 10 %, and does not jump again until
+// acks describing the new clock can have arrived (one lead later).
+func (k *predClock) ack(now time.Time, age int16, newest, serverTick uint32, rttVar time.Duration) (late, jumped bool) {
+	p := k.period.Seconds()
+	k.target = p + 2*max(rttVar, 0).Seconds()
+	sample := -p // a missing input counts as a tick late
+	if age == proto.InputAgeMissing {
+		late = true
+		if behind := int32(serverTick - newest); behind > 2 && !now.Before(k.jumpWait) {
+			k.tick += float64(behind) + k.target/p
+			k.ageEMA = k.target
+			k.dilation = 0
+			lead := k.tick - float64(serverTick)
+			k.jumpWait = now.Add(time.Duration((lead + 4) * float64(k.period)))
+			return late, true
+		}
+	} else {
+		d, _ := AgeDuration(age)
+		sample = d.Seconds()
+		late = age < 0
+	}
+	k.ageEMA += emaWeight * (sample - k.ageEMA)
+	// Too old: we run too far ahead, slow down; too young: speed up.
+	k.dilation = -maxDilation * clamp1((k.ageEMA-k.target)/(fullDilationError*p))
+	return late, false
+}
