@@ -113,7 +113,9 @@ type Client struct {
 	stopLoop chan struct{}
 	game     *GameClient
 	sentAt   time.Time // last handshake packet sent: the accept's RTT sample
-	filter   func(t proto.FrameType, f []byte) []byte
+	// attachErr: the game could not start on the accepted session.
+	attachErr error
+	filter    func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -293,6 +295,9 @@ func (c *Client) handshake(ctx context.Context) error {
 			if accepted {
 				return nil
 			}
+			if c.attachErr != nil {
+				return c.attachErr
+			}
 			if err != nil {
 				return err
 			}
@@ -337,7 +342,10 @@ func (c *Client) receiveAccept(pkt []byte, now time.Time) bool {
 	c.tickNum = h.Tick
 	c.tick0 = now
 	if c.game != nil {
-		c.game.attach(c, now, h.Tick, now.Sub(c.sentAt))
+		if err := c.game.attach(c, now, h.Tick, now.Sub(c.sentAt)); err != nil {
+			c.attachErr = err
+			return false
+		}
 	}
 	if c.filter != nil && c.sess.hooks != nil {
 		c.sess.hooks = filteredHooks{c.sess.hooks, c.filter}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // randomInputs drives arena players with seeded random inputs.
@@ -40,7 +41,7 @@ func arenaServer(t testing.TB, cfg Config, npcs int) (*Server, *GameHost, Key, s
 // server, and its replica holds the server's entities.
 func TestGameOverLoopback(t *testing.T) {
 	s, host, key, addr := arenaServer(t, Config{}, 100)
-	gc, err := NewGameClient(arena.InputSize, arena.RecordSize, randomInputs(1))
+	gc, err := NewGameClient(arena.NewGame(0), randomInputs(1), sim.ClientConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

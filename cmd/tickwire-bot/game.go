@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // gameStats are one bot's game-side counters.
@@ -32,9 +33,9 @@ func newBotGame(seed uint64, players []uint16) *botGame {
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.InputSize, arena.RecordSize, b.input)
+	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{})
 	if err != nil {
-		panic(err) // the arena's sizes are constants in range
+		panic(err) // the default engine configuration is valid
 	}
 	b.gc = gc
 	return b
@@ -70,7 +71,7 @@ func (b *botGame) stats() gameStats {
 	return gameStats{
 		desyncs:    st.Desyncs,
 		resyncs:    st.Resyncs,
-		inputsSent: st.InputsSent,
+		inputsSent: st.Engine.InputsSampled,
 		lateInputs: st.LateInputs,
 	}
 }
