@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,7 @@ type gameRig struct {
 	// hist holds the game's state after each server tick, by game tick.
 	// Written and read on the server's loop (Handler.Tick, Server.Do).
 	hist map[uint32]stateCopy
+	wrap func(pc net.PacketConn, seed uint64) net.PacketConn
 }
 
 type stateCopy struct {
@@ -68,11 +70,22 @@ func (h historyHandler) Tick(time.Time, uint32) {
 func newGameRig(t *testing.T) *gameRig { return newGameRigConfig(t, GameConfig{}) }
 
 func newGameRigConfig(t *testing.T, cfg GameConfig) *gameRig {
-	r := &gameRig{t: t, hist: map[uint32]stateCopy{}, done: make(chan error, 1)}
-	r.net = udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}})
+	return newGameRigLink(t, cfg, 15*time.Millisecond, nil)
+}
+
+// newGameRigLink is newGameRig with a one-way latency and, if wrap is
+// set, every socket (the server's and each client's) passed through it
+// (an impairment) with a seed of its own.
+func newGameRigLink(t *testing.T, cfg GameConfig, latency time.Duration, wrap func(pc net.PacketConn, seed uint64) net.PacketConn) *gameRig {
+	r := &gameRig{t: t, hist: map[uint32]stateCopy{}, done: make(chan error, 1), wrap: wrap}
+	r.net = udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: latency}})
+	var pc net.PacketConn
 	pc, err := r.net.Listen("10.0.0.1:7777")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		pc = wrap(pc, 1)
 	}
 	r.key, _ = GenerateKey()
 	r.srv, err = NewServer(r.key, Config{})
@@ -101,9 +114,13 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
+	var pc net.PacketConn
+	pc, err = r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if r.wrap != nil {
+		pc = r.wrap(pc, 100+clientID)
 	}
 	tok, err := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: clientID, Players: []uint16{slot},
 		ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())

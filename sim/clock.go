@@ -43,6 +43,36 @@ type predClock struct {
 	target   float64 // seconds
 	dilation float64
 	jumpWait time.Time
+	// extra is the ticks dilation added in total; hist samples it at
+	// recent frames so that the part the server has not seen yet in the
+	// ages it reports can be told (see inFlight).
+	extra float64
+	hist  [128]clockSample
+	histN int
+}
+
+type clockSample struct {
+	at    time.Time
+	extra float64
+}
+
+// inFlight is how many ticks dilation added in the last span: the effect
+// of recent steering that the reported ages cannot show yet (inputs
+// sampled since then are still on their way, or are not yet in the
+// smoothed age). Counting it in the error keeps the loop from
+// overshooting however long the round trip.
+func (k *predClock) inFlight(now time.Time, span time.Duration) float64 {
+	n := min(k.histN, len(k.hist))
+	for i := 1; i <= n; i++ {
+		s := &k.hist[(k.histN-i)%len(k.hist)]
+		if now.Sub(s.at) >= span {
+			return k.extra - s.extra
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return k.extra - k.hist[(k.histN-n)%len(k.hist)].extra
 }
 
 // start anchors the clock from the handshake: serverTick is the server's
@@ -67,7 +97,11 @@ func (k *predClock) advance(now time.Time) {
 		return
 	}
 	dt = min(dt, maxFrameStep)
-	k.tick += dt.Seconds() / k.period.Seconds() * (1 + k.dilation)
+	ticks := dt.Seconds() / k.period.Seconds()
+	k.tick += ticks * (1 + k.dilation)
+	k.extra += ticks * k.dilation
+	k.hist[k.histN%len(k.hist)] = clockSample{now, k.extra}
+	k.histN++
 }
 
 // ack takes the input age the server reported in its update for
@@ -101,7 +135,12 @@ func (k *predClock) ack(now time.Time, age int16, newest, serverTick uint32, rtt
 		late = age < 0
 	}
 	k.ageEMA += emaWeight * (sample - k.ageEMA)
-	// Too old: we run too far ahead, slow down; too young: speed up.
-	k.dilation = -maxDilation * clamp1((k.ageEMA-k.target)/(fullDilationError*p))
+	// Too old: we run too far ahead, slow down; too young: speed up. The
+	// ticks dilation added within the last lead (a round trip plus the
+	// target, in ticks) and the smoothing's lag (1/emaWeight acks, one
+	// per tick) are not in the age yet: count them as if they were.
+	span := time.Duration((max(k.tick-float64(serverTick), 0) + 1/emaWeight) * float64(k.period))
+	steer := k.ageEMA + k.inFlight(now, span)*p
+	k.dilation = -maxDilation * clamp1((steer-k.target)/(fullDilationError*p))
 	return late, false
 }

@@ -1,0 +1,99 @@
+package tickwire
+
+import (
+	"net"
+	"net/netip"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tickwire/tickwire/udp/netem"
+	"github.com/tickwire/tickwire/udp/udptest"
+)
+
+// clockPhase is what a client's clock did during one network condition.
+type clockPhase struct {
+	converged time.Duration // from the phase's start until the lead settled
+	lead      float64       // the settled lead (mean over the last 5 s)
+	inputs    uint64        // ticks sampled after convergence
+	late      uint64        // inputs reported late or missing after convergence
+	frames    uint64        // interpolated frames after convergence
+	stalls    uint64        // of which interpolation ran out of snapshots
+}
+
+// watchClock samples gc's statistics every 100 ms for d and reports when
+// the lead settled: the first moment from which every half-second mean of
+// the lead stays within one tick of the phase's final value.
+func watchClock(gc *GameClient, d time.Duration) clockPhase {
+	const step = 100 * time.Millisecond
+	var stats []GameClientStats
+	for range int(d / step) {
+		time.Sleep(step)
+		stats = append(stats, gc.Stats())
+	}
+	mean := func(from, to int) float64 {
+		s := 0.0
+		for _, st := range stats[from:to] {
+			s += st.Engine.Lead
+		}
+		return s / float64(to-from)
+	}
+	n := len(stats)
+	final := mean(n-50, n)
+	settled := n - 5
+	for i := n - 5; i >= 0; i-- {
+		if m := mean(i, i+5); m < final-1 || m > final+1 {
+			break
+		}
+		settled = i
+	}
+	first, last := stats[settled].Engine, stats[n-1].Engine
+	return clockPhase{
+		converged: time.Duration(settled+1) * step,
+		lead:      final,
+		inputs:    last.InputsSampled - first.InputsSampled,
+		late:      last.LateInputs - first.LateInputs,
+	}
+}
+
+// TestGameClockVirtual is issue 6's clock scenario end to end, in virtual
+// time: a GameClient plays the arena through "delay 50ms 10ms loss 2%"
+// each way (a 40 ms link plus netem's 10±10 ms), then the delay steps to
+// 150 ms each way. After each start the lead must settle within 3 s, and
+// once it has, fewer than 1 % of inputs may arrive late.
+func TestGameClockVirtual(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp, err := netem.Parse("delay 10ms 10ms loss 2%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newGameRigLink(t, GameConfig{}, 40*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
+			return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
+		})
+		defer r.close()
+		c, gc := r.dial(1, 3, nil)
+		defer c.Close()
+
+		check := func(name string, p clockPhase) {
+			t.Logf("%s: lead settled after %v at %.1f ticks; late inputs %d of %d", name, p.converged, p.lead, p.late, p.inputs)
+			if p.converged > 3*time.Second {
+				t.Errorf("%s: lead settled after %v, want <= 3 s", name, p.converged)
+			}
+			if p.inputs == 0 || float64(p.late) >= 0.01*float64(p.inputs) {
+				t.Errorf("%s: %d of %d inputs late after convergence, want < 1 %%", name, p.late, p.inputs)
+			}
+		}
+		p1 := watchClock(gc, 20*time.Second)
+		check("50 ms", p1)
+
+		srv, cli := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.1.1")
+		r.net.SetLink(srv, cli, udptest.Link{Latency: 140 * time.Millisecond})
+		r.net.SetLink(cli, srv, udptest.Link{Latency: 140 * time.Millisecond})
+		p2 := watchClock(gc, 20*time.Second)
+		check("150 ms", p2)
+		// 200 ms more each way is 12 ticks more round trip.
+		if d := p2.lead - p1.lead; d < 10 || d > 14 {
+			t.Errorf("lead grew by %.1f ticks with 200 ms more round trip, want about 12", d)
+		}
+	})
+}
