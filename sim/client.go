@@ -29,6 +29,16 @@ type ClientStats struct {
 	RejectedActions uint64
 	// ClockJumps counts jumps of a far-behind predicted clock.
 	ClockJumps uint64
+	// Rollbacks counts rollbacks to a new authoritative state;
+	// Resimulated the ticks re-simulated by them, Predicted the ticks
+	// predicted for the first time.
+	Rollbacks, Resimulated, Predicted uint64
+	// Corrections counts re-simulations that moved one of the client's own
+	// bodies (ClientConfig.Own) at a tick it had shown; CorrectionMax and
+	// CorrectionTotal are the largest and summed distances (game units).
+	// Visible is the largest smoothed offset of an own body shown now.
+	Corrections                             uint64
+	CorrectionMax, CorrectionTotal, Visible float64
 	// Lead is how far the predicted tick runs ahead of the newest server
 	// tick received, in ticks.
 	Lead float64
@@ -75,6 +85,25 @@ type Client struct {
 	hasAuth       bool
 	authIDs       []proto.NetworkID
 
+	// Prediction: the predicted world at simTick, the step context.
+	pred        Game
+	simTick     uint32
+	predicting  bool // pred holds a prediction (from an authoritative state)
+	rollbackDue bool // a newer authoritative state arrived
+	ctx         Tick
+	inputs      []PlayerInput
+	scratchIn   [][]byte // per local player: a missing or rejected input
+	spawn       spawnContext
+
+	// Display: predicted bodies and their smoothed corrections.
+	own        func(proto.NetworkID) bool
+	predBodies []Body
+	newBodies  []Body
+	display    []Body
+	smooth     smoother
+	corr       correctionStats
+	lastFrame  time.Time
+
 	stats ClientStats
 }
 
@@ -89,7 +118,17 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 	if err := schema.validate(); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, schema: schema, auth: game.Clone(), scratch: game.Clone()}
+	c := &Client{cfg: cfg, schema: schema, auth: game.Clone(), scratch: game.Clone(), pred: game.Clone()}
+	c.own = cfg.Own
+	if c.own == nil {
+		c.own = c.spawnedLocally
+	}
+	c.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
+	c.ctx.spawn = &c.spawn
+	c.inputs = make([]PlayerInput, 0, len(cfg.Players))
+	for range cfg.Players {
+		c.scratchIn = append(c.scratchIn, make([]byte, schema.InputSize))
+	}
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.clock.period = c.period
 	n := len(cfg.Players)
@@ -118,17 +157,30 @@ func (c *Client) Start(now time.Time, serverTick uint32, rtt time.Duration) {
 		c.acked[p] = c.nextInput - 1 // nothing before the first sample is needed
 	}
 	c.newestServer, c.hasServer = serverTick, true
+	c.predicting = false
+	c.rollbackDue = c.hasAuth
+	c.lastFrame = now
 	c.started = true
 }
 
-// Advance runs one client frame at now: it moves the predicted clock and
-// calls sample for every local player and every tick the clock passed.
+// Advance runs one client frame at now: it moves the predicted clock
+// (with its time dilation) and calls sample for every local player and
+// every tick the clock passed; if a newer authoritative state arrived
+// since the last frame it rolls the predicted world back to it and
+// re-simulates every tick since with the sampled inputs (always, not
+// only on a misprediction), then predicts the new ticks; it fades the
+// display corrections.
 func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	if !c.started {
 		return
 	}
+	dt := now.Sub(c.lastFrame)
+	c.lastFrame = now
 	c.clock.advance(now)
 	c.sample(sample)
+	c.decayCorrections(min(dt, maxFrameStep))
+	c.predict()
+	c.display = c.smooth.apply(c.display[:0], c.predBodies)
 }
 
 // sample samples the inputs of the ticks the clock passed.
@@ -293,6 +345,7 @@ func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 	c.auth, c.scratch = c.scratch, c.auth
 	c.authTick, c.hasAuth = tick, true
 	c.authIDs = append(c.authIDs[:0], s.IDs...)
+	c.rollbackDue = true
 	c.stats.Snapshots++
 	return nil
 }
@@ -318,6 +371,10 @@ func (c *Client) Rejected(player uint16, tick uint32) {
 	}
 }
 
+func (c *Client) spawnedLocally(id proto.NetworkID) bool {
+	return c.playerIndex(id.Spawner()) >= 0
+}
+
 func (c *Client) playerIndex(player uint16) int {
 	for i, p := range c.cfg.Players {
 		if p == player {
@@ -334,5 +391,7 @@ func (c *Client) Stats() ClientStats {
 	st.InputAge = time.Duration(c.clock.ageEMA * float64(time.Second))
 	st.TargetAge = time.Duration(c.clock.target * float64(time.Second))
 	st.Dilation = c.clock.dilation
+	st.Corrections, st.CorrectionMax, st.CorrectionTotal = c.corr.count, c.corr.max, c.corr.total
+	st.Visible = c.smooth.visible(c.own)
 	return st
 }

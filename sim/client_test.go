@@ -196,3 +196,132 @@ func TestClientClockConverges(t *testing.T) {
 		converged("after -60 ms")
 	}
 }
+
+// randomToyInput moves randomly and fires now and then.
+func randomToyInput(seed uint64) SampleFunc {
+	return func(player uint16, tick uint32, dst []byte) []byte {
+		h := splitmix64(seed ^ uint64(tick)<<16 ^ uint64(player))
+		var act byte
+		if h>>40%16 == 0 {
+			act = toyFire
+		}
+		return append(dst, byte(int8(h%15)-7), act)
+	}
+}
+
+func toyOwn(slot uint16) func(proto.NetworkID) bool {
+	return func(id proto.NetworkID) bool { return id == toyPlayerID(slot) || id.Spawner() == slot }
+}
+
+// With nobody else touching it, the client's prediction equals the
+// server's state tick for tick: no correction at all.
+func TestClientPredictionMatchesServer(t *testing.T) {
+	n := newToyNet(t, &toyGame{}, 30*time.Millisecond, ClientConfig{Own: toyOwn(1)}, 1)
+	n.input = randomToyInput(1)
+	n.run(2 * time.Second)
+	before := n.cli.Stats()
+	if before.Rollbacks == 0 || before.Predicted == 0 {
+		t.Fatalf("no prediction: %+v", before)
+	}
+	predicted := map[uint32][]byte{}
+	compared := 0
+	for range 3000 {
+		n.run(time.Millisecond)
+		if w := n.cli.Predicted(); n.cli.predicting {
+			if _, ok := predicted[n.cli.simTick]; !ok {
+				predicted[n.cli.simTick] = w.AppendCanonical(nil)
+			}
+		}
+		if p, ok := predicted[n.srv.Tick()]; ok {
+			if got := n.srv.World().AppendCanonical(nil); string(got) != string(p) {
+				t.Fatalf("tick %d: first prediction %x, server %x", n.srv.Tick(), p, got)
+			}
+			delete(predicted, n.srv.Tick())
+			compared++
+		}
+	}
+	st := n.cli.Stats()
+	if compared < 150 {
+		t.Fatalf("only %d ticks compared", compared)
+	}
+	if st.Corrections != before.Corrections || st.Visible != 0 {
+		t.Errorf("corrections %d -> %d, visible %v", before.Corrections, st.Corrections, st.Visible)
+	}
+	if st.Resimulated-before.Resimulated < 150*2 {
+		t.Errorf("resimulated %d ticks: rollback is not unconditional", st.Resimulated-before.Resimulated)
+	}
+	t.Logf("%d ticks compared, %+v", compared, st)
+}
+
+// A correction (the server moves our player behind our back) is added to
+// the display offset, so the display does not jump, and then fades with
+// the configured half-life.
+func TestClientCorrectionSmoothed(t *testing.T) {
+	half := 100 * time.Millisecond
+	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{CorrectionHalfLife: half, Own: toyOwn(1)}, 1)
+	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 1, 0) }
+	n.run(2 * time.Second)
+	shown := func() int32 {
+		for _, b := range n.cli.DisplayBodies() {
+			if b.ID == toyPlayerID(1) {
+				return b.Pos.X
+			}
+		}
+		t.Fatal("own body not shown")
+		return 0
+	}
+	predicted := func() int32 { return n.cli.pred.(*toyGame).ents[0].x }
+	if n.cli.Stats().Corrections != 0 {
+		t.Fatalf("corrections before the teleport: %+v", n.cli.Stats())
+	}
+	n.srv.World().(*toyGame).ents[0].x += 1000
+	last := shown()
+	for i := 0; n.cli.Stats().Corrections == 0; i++ {
+		if i > 1000 {
+			t.Fatal("no correction")
+		}
+		last = shown()
+		n.run(time.Millisecond)
+	}
+	st := n.cli.Stats()
+	if st.Corrections != 1 || st.CorrectionMax != 1000 {
+		t.Fatalf("stats %+v, want one correction of 1000", st)
+	}
+	// The frame with the correction shows the body where it was, plus at
+	// most a frame of motion (1 unit per tick).
+	if d := shown() - last; d < 0 || d > 2 {
+		t.Fatalf("display jumped by %d", d)
+	}
+	off := func() float64 { return float64(predicted() - shown()) }
+	o0 := off()
+	if o0 < 990 || st.Visible < 990 {
+		t.Fatalf("offset %v visible %v, want about 1000", o0, st.Visible)
+	}
+	n.run(half)
+	if o := off(); o < o0*0.4 || o > o0*0.6 {
+		t.Errorf("offset %v after one half-life, want about %v", o, o0/2)
+	}
+	n.run(2 * time.Second)
+	if o := off(); o != 0 || n.cli.Stats().Visible != 0 {
+		t.Errorf("offset %v after 2 s", o)
+	}
+}
+
+// Snapping instead of smoothing: a negative half-life, or a correction
+// beyond MaxCorrection.
+func TestClientCorrectionSnaps(t *testing.T) {
+	for _, cfg := range []ClientConfig{{CorrectionHalfLife: -1, Own: toyOwn(1)}, {MaxCorrection: 500, Own: toyOwn(1)}} {
+		n := newToyNet(t, &toyGame{}, 20*time.Millisecond, cfg, 1)
+		n.run(time.Second)
+		n.srv.World().(*toyGame).ents[0].x += 1000
+		for i := 0; n.cli.Stats().Corrections == 0; i++ {
+			if i > 1000 {
+				t.Fatal("no correction")
+			}
+			n.run(time.Millisecond)
+		}
+		if v := n.cli.Stats().Visible; v != 0 {
+			t.Errorf("%+v: visible offset %v, want a snap", cfg, v)
+		}
+	}
+}
