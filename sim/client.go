@@ -122,6 +122,9 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 	c.own = cfg.Own
 	if c.own == nil {
 		c.own = c.spawnedLocally
+		if o, ok := game.(EntityOwner); ok {
+			c.own = func(id proto.NetworkID) bool { return c.playerIndex(o.Owner(id)) >= 0 }
+		}
 	}
 	c.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
 	c.ctx.spawn = &c.spawn

@@ -39,8 +39,9 @@ type ClientConfig struct {
 	// (default 4) so that predicted spawn ids match.
 	SpawnsPerTick int
 	// Own reports whether an entity is the client's own: shown predicted
-	// and counted in the correction statistics. Default: ids whose
-	// spawner (proto.NetworkID.Spawner) is a local player.
+	// and counted in the correction statistics. Default: the game's
+	// EntityOwner if it implements it, else ids whose spawner
+	// (proto.NetworkID.Spawner) is a local player.
 	Own func(id proto.NetworkID) bool
 }
 

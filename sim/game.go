@@ -111,6 +111,15 @@ type Game interface {
 	AppendBodies(dst []Body) []Body
 }
 
+// EntityOwner is an optional interface of a Game whose entity ids do not
+// all carry their owner in the spawner bits (a player's avatar with a
+// fixed server id, say). Owner returns the player slot that owns id, 0
+// for none. A client engine without ClientConfig.Own uses it to tell the
+// client's own entities.
+type EntityOwner interface {
+	Owner(id proto.NetworkID) uint16
+}
+
 // Schema is the fixed layout of a game's inputs and records.
 type Schema struct {
 	// InputSize is the size in bytes of one player's input for one tick

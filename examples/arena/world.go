@@ -43,6 +43,15 @@ const npcBase = 1 << 16
 // PlayerID is the entity id of the player in slot.
 func PlayerID(slot uint16) proto.NetworkID { return proto.MakeNetworkID(0, uint32(slot)) }
 
+// Owner returns the player slot that owns the entity id: the player of an
+// avatar, the shooter of a projectile, 0 for NPCs.
+func Owner(id proto.NetworkID) uint16 {
+	if id.Spawner() == 0 && id.Index() < npcBase {
+		return uint16(id.Index())
+	}
+	return id.Spawner()
+}
+
 // NPCID is the entity id of the n-th NPC.
 func NPCID(n int) proto.NetworkID { return proto.MakeNetworkID(0, npcBase+uint32(n)) }
 
