@@ -13,6 +13,7 @@ import (
 type gameStats struct {
 	desyncs, resyncs       uint64
 	inputsSent, lateInputs uint64
+	corrections, rollbacks uint64
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading
@@ -73,6 +74,10 @@ func (b *botGame) stats() gameStats {
 		resyncs:    st.Resyncs,
 		inputsSent: st.Engine.InputsSampled,
 		lateInputs: st.LateInputs,
+		// Re-simulations that moved the bot's own avatar or projectiles
+		// at a tick it had shown (smoothed, not snapped).
+		corrections: st.Engine.Corrections,
+		rollbacks:   st.Engine.Rollbacks,
 	}
 }
 

@@ -304,6 +304,7 @@ type summary struct {
 	EchoMs             percentile `json:"echo_ms"`
 	DownKbpsPerClient  float64    `json:"down_kbps_per_client"`
 	UpKbpsPerClient    float64    `json:"up_kbps_per_client"`
+	Rollbacks          uint64     `json:"rollbacks"`
 	Corrections        uint64     `json:"corrections"`
 	InterpStalls       uint64     `json:"interp_stalls"`
 	InterpFrames       uint64     `json:"interp_frames"`
@@ -352,6 +353,8 @@ func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration,
 			s.Resyncs += g.resyncs
 			s.InputsSent += g.inputsSent
 			s.LateInputs += g.lateInputs
+			s.Corrections += g.corrections
+			s.Rollbacks += g.rollbacks
 		}
 	}
 	for r, n := range reasons {
@@ -382,6 +385,7 @@ func (s *summary) print(w io.Writer) {
 	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
 	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d, desyncs %d\n",
 		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
+	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d\n", s.Rollbacks, s.Corrections)
 	if s.failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}
