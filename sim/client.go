@@ -39,6 +39,18 @@ type ClientStats struct {
 	// Visible is the largest smoothed offset of an own body shown now.
 	Corrections                             uint64
 	CorrectionMax, CorrectionTotal, Visible float64
+	// InterpFrames counts frames that showed interpolated state;
+	// InterpStalls those whose interpolation time was past the newest
+	// snapshot (they show the newest); InterpClamps those where the
+	// interpolation time was pulled up to MaxInterpLag; InterpSnaps resets
+	// of an interpolation delay far off its target.
+	InterpFrames, InterpStalls, InterpClamps, InterpSnaps uint64
+	// InterpDelay is the smoothed delay of the interpolation time behind
+	// the newest snapshot, InterpTarget what it is steered to (packet
+	// interval + 2 × jitter), InterpDilation the interpolation clock's
+	// time dilation.
+	InterpDelay, InterpTarget time.Duration
+	InterpDilation            float64
 	// Lead is how far the predicted tick runs ahead of the newest server
 	// tick received, in ticks.
 	Lead float64
@@ -95,6 +107,15 @@ type Client struct {
 	scratchIn   [][]byte // per local player: a missing or rejected input
 	spawn       spawnContext
 
+	// Interpolation: the clock, the bodies of recent authoritative
+	// states, this frame's view and its bodies.
+	interp       interpClock
+	hist         *BodyHistory
+	histNewest   uint32
+	hasHist      bool
+	view         View
+	interpBodies []Body
+
 	// Display: predicted bodies and their smoothed corrections.
 	own        func(proto.NetworkID) bool
 	predBodies []Body
@@ -131,6 +152,8 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 	}
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.clock.period = c.period
+	c.interp.reset(c.period)
+	c.hist = NewBodyHistory(cfg.InputRing + int(cfg.MaxInterpLag/c.period) + 16)
 	n := len(cfg.Players)
 	c.ring = newInputRing(cfg.InputRing, n, schema.InputSize)
 	c.acked = make([]uint32, n)
@@ -160,6 +183,8 @@ func (c *Client) Start(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.predicting = false
 	c.rollbackDue = c.hasAuth
 	c.lastFrame = now
+	c.interp.reset(c.period)
+	c.interp.packet(now, serverTick)
 	c.started = true
 }
 
@@ -177,7 +202,9 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	dt := now.Sub(c.lastFrame)
 	c.lastFrame = now
 	c.clock.advance(now)
+	c.interpolate(now)
 	c.sample(sample)
+	c.assignViews()
 	c.decayCorrections(min(dt, maxFrameStep))
 	c.predict()
 	c.display = c.smooth.apply(c.display[:0], c.predBodies)
@@ -209,6 +236,31 @@ func (c *Client) sample(sample SampleFunc) {
 		}
 		c.sampled = true
 		c.stats.InputsSampled++
+	}
+}
+
+// assignViews gives the ticks sampled since the last input frames the
+// view shown now. They go out together in the next packet, whose header
+// names the view of the newest, and the server derives each older tick's
+// view by shifting it back by the tick difference; the client records
+// exactly that, so its own rewinds rebuild what the server will.
+func (c *Client) assignViews() {
+	if !c.sampled {
+		return
+	}
+	h := c.Tick()
+	v := c.view
+	if int32(v.To-h) > 0 || int32(v.From-h) > 0 {
+		// The newest snapshot is ahead of the prediction (just started).
+		f := min(v.From, h)
+		v = View{From: f, To: f}
+	}
+	for t := h; ; t-- {
+		s := c.ring.slot(t)
+		if s == nil || s.sent {
+			break
+		}
+		s.view = v.shift(h - t)
 	}
 }
 
@@ -296,6 +348,7 @@ func (c *Client) AppendInputFrames(b []byte, room int, loss float64) []byte {
 // PacketReceived notes that a packet from the server for serverTick (its
 // header tick) arrived at now.
 func (c *Client) PacketReceived(now time.Time, serverTick uint32) {
+	c.interp.packet(now, serverTick)
 	if !c.hasServer || int32(serverTick-c.newestServer) > 0 {
 		c.newestServer, c.hasServer = serverTick, true
 	}
@@ -337,6 +390,12 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 	if c.hasAuth && int32(tick-c.authTick) <= 0 {
 		c.stats.StaleSnapshots++
+		// Reordered: still good for interpolation if it is missing there.
+		if _, ok := c.hist.Get(tick); !ok && int32(c.histNewest-tick) < int32(c.hist.Len()) {
+			if c.scratch.ReadSnapshot(s) == nil {
+				c.record(tick, c.scratch)
+			}
+		}
 		return nil
 	}
 	if err := c.scratch.ReadSnapshot(s); err != nil {
@@ -346,6 +405,7 @@ func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 	c.authTick, c.hasAuth = tick, true
 	c.authIDs = append(c.authIDs[:0], s.IDs...)
 	c.rollbackDue = true
+	c.record(tick, c.auth)
 	c.stats.Snapshots++
 	return nil
 }
@@ -393,5 +453,9 @@ func (c *Client) Stats() ClientStats {
 	st.Dilation = c.clock.dilation
 	st.Corrections, st.CorrectionMax, st.CorrectionTotal = c.corr.count, c.corr.max, c.corr.total
 	st.Visible = c.smooth.visible(c.own)
+	st.InterpSnaps = c.interp.snaps
+	st.InterpDelay = time.Duration(c.interp.delay * float64(time.Second))
+	st.InterpTarget = time.Duration(c.interp.target() * float64(time.Second))
+	st.InterpDilation = c.interp.dilation
 	return st
 }
