@@ -106,6 +106,9 @@ type Client struct {
 	inputs      []PlayerInput
 	scratchIn   [][]byte // per local player: a missing or rejected input
 	spawn       spawnContext
+	fx          effectLog
+	rw          clientRewinder
+	rejected    []rejection // rejections not yet covered by authoritative state
 
 	// Interpolation: the clock, the bodies of recent authoritative
 	// states, this frame's view and its bodies.
@@ -145,7 +148,9 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 		c.own = c.spawnedLocally
 	}
 	c.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
-	c.ctx.spawn = &c.spawn
+	c.fx.track = true
+	c.rw.c = c
+	c.ctx.spawn, c.ctx.effects, c.ctx.rewind = &c.spawn, &c.fx, &c.rw
 	c.inputs = make([]PlayerInput, 0, len(cfg.Players))
 	for range cfg.Players {
 		c.scratchIn = append(c.scratchIn, make([]byte, schema.InputSize))
@@ -201,6 +206,7 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	}
 	dt := now.Sub(c.lastFrame)
 	c.lastFrame = now
+	c.fx.events = c.fx.events[:0]
 	c.clock.advance(now)
 	c.interpolate(now)
 	c.sample(sample)
@@ -418,13 +424,19 @@ func (c *Client) Confirmed() (world Game, tick uint32, ok bool) {
 
 // Rejected takes the server's rejection of player's action in the input
 // for tick (proto.ControlActionRejected; Arg is the tick): the action is
-// zeroed in the input ring, so re-simulation no longer predicts it.
+// zeroed in the input ring, so re-simulation no longer predicts it, and
+// the effects predicted for that player at that tick are cancelled (see
+// Effects). Call it before the Advance that takes the authoritative state
+// of that tick, as the server sends both in the same update.
 func (c *Client) Rejected(player uint16, tick uint32) {
 	p := c.playerIndex(player)
 	if p < 0 {
 		return
 	}
 	c.stats.RejectedActions++
+	if len(c.rejected) < 4*c.cfg.InputRing {
+		c.rejected = append(c.rejected, rejection{player, tick})
+	}
 	if c.ring.slot(tick) != nil && c.schema.ActionBytes > 0 {
 		in := c.ring.input(tick, p)
 		clear(in[len(in)-c.schema.ActionBytes:])
