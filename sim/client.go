@@ -39,6 +39,18 @@ type ClientStats struct {
 	// Visible is the largest smoothed offset of an own body shown now.
 	Corrections                             uint64
 	CorrectionMax, CorrectionTotal, Visible float64
+	// InterpFrames counts frames that showed interpolated state;
+	// InterpStalls those whose interpolation time was past the newest
+	// snapshot (they show the newest); InterpClamps those where the
+	// interpolation time was pulled up to MaxInterpLag; InterpSnaps resets
+	// of an interpolation delay far off its target.
+	InterpFrames, InterpStalls, InterpClamps, InterpSnaps uint64
+	// InterpDelay is the smoothed delay of the interpolation time behind
+	// the newest snapshot, InterpTarget what it is steered to (packet
+	// interval + 2 × jitter), InterpDilation the interpolation clock's
+	// time dilation.
+	InterpDelay, InterpTarget time.Duration
+	InterpDilation            float64
 	// Lead is how far the predicted tick runs ahead of the newest server
 	// tick received, in ticks.
 	Lead float64
@@ -94,6 +106,18 @@ type Client struct {
 	inputs      []PlayerInput
 	scratchIn   [][]byte // per local player: a missing or rejected input
 	spawn       spawnContext
+	fx          effectLog
+	rw          clientRewinder
+	rejected    []rejection // rejections not yet covered by authoritative state
+
+	// Interpolation: the clock, the bodies of recent authoritative
+	// states, this frame's view and its bodies.
+	interp       interpClock
+	hist         *BodyHistory
+	histNewest   uint32
+	hasHist      bool
+	view         View
+	interpBodies []Body
 
 	// Display: predicted bodies and their smoothed corrections.
 	own        func(proto.NetworkID) bool
@@ -127,13 +151,17 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 		}
 	}
 	c.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
-	c.ctx.spawn = &c.spawn
+	c.fx.track = true
+	c.rw.c = c
+	c.ctx.spawn, c.ctx.effects, c.ctx.rewind = &c.spawn, &c.fx, &c.rw
 	c.inputs = make([]PlayerInput, 0, len(cfg.Players))
 	for range cfg.Players {
 		c.scratchIn = append(c.scratchIn, make([]byte, schema.InputSize))
 	}
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.clock.period = c.period
+	c.interp.reset(c.period)
+	c.hist = NewBodyHistory(cfg.InputRing + int(cfg.MaxInterpLag/c.period) + 16)
 	n := len(cfg.Players)
 	c.ring = newInputRing(cfg.InputRing, n, schema.InputSize)
 	c.acked = make([]uint32, n)
@@ -163,6 +191,8 @@ func (c *Client) Start(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.predicting = false
 	c.rollbackDue = c.hasAuth
 	c.lastFrame = now
+	c.interp.reset(c.period)
+	c.interp.packet(now, serverTick)
 	c.started = true
 }
 
@@ -179,8 +209,11 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	}
 	dt := now.Sub(c.lastFrame)
 	c.lastFrame = now
+	c.fx.events = c.fx.events[:0]
 	c.clock.advance(now)
+	c.interpolate(now)
 	c.sample(sample)
+	c.assignViews()
 	c.decayCorrections(min(dt, maxFrameStep))
 	c.predict()
 	c.display = c.smooth.apply(c.display[:0], c.predBodies)
@@ -212,6 +245,31 @@ func (c *Client) sample(sample SampleFunc) {
 		}
 		c.sampled = true
 		c.stats.InputsSampled++
+	}
+}
+
+// assignViews gives the ticks sampled since the last input frames the
+// view shown now. They go out together in the next packet, whose header
+// names the view of the newest, and the server derives each older tick's
+// view by shifting it back by the tick difference; the client records
+// exactly that, so its own rewinds rebuild what the server will.
+func (c *Client) assignViews() {
+	if !c.sampled {
+		return
+	}
+	h := c.Tick()
+	v := c.view
+	if int32(v.To-h) > 0 || int32(v.From-h) > 0 {
+		// The newest snapshot is ahead of the prediction (just started).
+		f := min(v.From, h)
+		v = View{From: f, To: f}
+	}
+	for t := h; ; t-- {
+		s := c.ring.slot(t)
+		if s == nil || s.sent {
+			break
+		}
+		s.view = v.shift(h - t)
 	}
 }
 
@@ -299,6 +357,7 @@ func (c *Client) AppendInputFrames(b []byte, room int, loss float64) []byte {
 // PacketReceived notes that a packet from the server for serverTick (its
 // header tick) arrived at now.
 func (c *Client) PacketReceived(now time.Time, serverTick uint32) {
+	c.interp.packet(now, serverTick)
 	if !c.hasServer || int32(serverTick-c.newestServer) > 0 {
 		c.newestServer, c.hasServer = serverTick, true
 	}
@@ -340,6 +399,12 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 	if c.hasAuth && int32(tick-c.authTick) <= 0 {
 		c.stats.StaleSnapshots++
+		// Reordered: still good for interpolation if it is missing there.
+		if _, ok := c.hist.Get(tick); !ok && int32(c.histNewest-tick) < int32(c.hist.Len()) {
+			if c.scratch.ReadSnapshot(s) == nil {
+				c.record(tick, c.scratch)
+			}
+		}
 		return nil
 	}
 	if err := c.scratch.ReadSnapshot(s); err != nil {
@@ -349,6 +414,7 @@ func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 	c.authTick, c.hasAuth = tick, true
 	c.authIDs = append(c.authIDs[:0], s.IDs...)
 	c.rollbackDue = true
+	c.record(tick, c.auth)
 	c.stats.Snapshots++
 	return nil
 }
@@ -361,13 +427,19 @@ func (c *Client) Confirmed() (world Game, tick uint32, ok bool) {
 
 // Rejected takes the server's rejection of player's action in the input
 // for tick (proto.ControlActionRejected; Arg is the tick): the action is
-// zeroed in the input ring, so re-simulation no longer predicts it.
+// zeroed in the input ring, so re-simulation no longer predicts it, and
+// the effects predicted for that player at that tick are cancelled (see
+// Effects). Call it before the Advance that takes the authoritative state
+// of that tick, as the server sends both in the same update.
 func (c *Client) Rejected(player uint16, tick uint32) {
 	p := c.playerIndex(player)
 	if p < 0 {
 		return
 	}
 	c.stats.RejectedActions++
+	if len(c.rejected) < 4*c.cfg.InputRing {
+		c.rejected = append(c.rejected, rejection{player, tick})
+	}
 	if c.ring.slot(tick) != nil && c.schema.ActionBytes > 0 {
 		in := c.ring.input(tick, p)
 		clear(in[len(in)-c.schema.ActionBytes:])
@@ -396,5 +468,9 @@ func (c *Client) Stats() ClientStats {
 	st.Dilation = c.clock.dilation
 	st.Corrections, st.CorrectionMax, st.CorrectionTotal = c.corr.count, c.corr.max, c.corr.total
 	st.Visible = c.smooth.visible(c.own)
+	st.InterpSnaps = c.interp.snaps
+	st.InterpDelay = time.Duration(c.interp.delay * float64(time.Second))
+	st.InterpTarget = time.Duration(c.interp.target() * float64(time.Second))
+	st.InterpDilation = c.interp.dilation
 	return st
 }

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -95,4 +98,58 @@ func (l *effectLog) emit(e Effect, predicted bool) {
 	}
 	l.pending = append(l.pending, trackedEffect{Effect: e, gen: l.gen})
 	l.events = append(l.events, EffectEvent{Effect: e, Status: EffectPredicted})
+}
+
+// rejection names an action the server rejected.
+type rejection struct {
+	player uint16
+	tick   uint32
+}
+
+// settle ends the prediction of the effects of ticks up to auth, which
+// the authoritative state now covers: each is confirmed, or cancelled if
+// it came from an action the server rejected (same player and tick) or
+// if it is a spawn the authoritative state lacks while the prediction
+// (shown) still had it.
+func (l *effectLog) settle(auth uint32, authIDs []proto.NetworkID, shown []Body, rejected []rejection) {
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		if int32(p.Tick-auth) > 0 {
+			keep = append(keep, p)
+			continue
+		}
+		status := EffectConfirmed
+		switch {
+		case slices.Contains(rejected, rejection{p.Player, p.Tick}):
+			status = EffectCancelled
+		case p.Kind == EffectSpawn:
+			_, inAuth := slices.BinarySearch(authIDs, p.Entity)
+			_, wasShown := slices.BinarySearchFunc(shown, p.Entity, func(b Body, id proto.NetworkID) int {
+				return cmp.Compare(b.ID, id)
+			})
+			if !inAuth && wasShown {
+				status = EffectCancelled
+			}
+		}
+		l.events = append(l.events, EffectEvent{Effect: p.Effect, Status: status})
+	}
+	l.pending = keep
+}
+
+// beginPass starts a re-simulation: every pending effect must be emitted
+// again to survive it.
+func (l *effectLog) beginPass() { l.gen++ }
+
+// endPass cancels the pending effects the re-simulation did not emit
+// again (it covered every tick they belong to).
+func (l *effectLog) endPass() {
+	keep := l.pending[:0]
+	for _, p := range l.pending {
+		if p.gen != l.gen {
+			l.events = append(l.events, EffectEvent{Effect: p.Effect, Status: EffectCancelled})
+			continue
+		}
+		keep = append(keep, p)
+	}
+	l.pending = keep
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -39,6 +40,9 @@ func (c *Client) rollback(target uint32) {
 	c.rollbackDue = false
 	c.stats.Rollbacks++
 	old, hadPred := c.simTick, c.predicting
+	c.fx.settle(c.authTick, c.authIDs, c.predBodies, c.rejected)
+	c.rejected = slices.DeleteFunc(c.rejected, func(r rejection) bool { return int32(r.tick-c.authTick) <= 0 })
+	c.fx.beginPass()
 	c.pred.CopyFrom(c.auth)
 	c.simTick, c.predicting = c.authTick, true
 	if hadPred && int32(old-c.authTick) > 0 {
@@ -48,6 +52,7 @@ func (c *Client) rollback(target uint32) {
 		c.predBodies, c.newBodies = c.newBodies, c.predBodies
 	}
 	c.stepTo(target, old)
+	c.fx.endPass()
 }
 
 // stepTo steps the predicted world up to tick; ticks up to resimTo count
@@ -127,3 +132,44 @@ func (c *Client) DisplayBodies() []Body { return c.display }
 // Own reports whether id is one of the client's own entities
 // (ClientConfig.Own).
 func (c *Client) Own(id proto.NetworkID) bool { return c.own(id) }
+
+// Effects are the effect status changes of the last Advance: effects
+// predicted for the first time (play them), and earlier predictions
+// confirmed (their tick is now authoritative and they survived every
+// re-simulation) or cancelled (a re-simulation no longer produces them,
+// the server rejected the action behind them, or a predicted spawn is
+// missing from the authoritative state: fade them out). A re-simulation
+// that produces an effect again does not report it again. The slice is
+// reused by the next Advance.
+func (c *Client) Effects() []EffectEvent { return c.fx.events }
+
+// clientRewinder rebuilds, for Tick.Rewind in a predicted step, the view
+// the client showed when it sampled its input for that tick: the same
+// bodies the server's lag compensation rebuilds from the packet header.
+type clientRewinder struct {
+	c   *Client
+	buf []Body
+}
+
+func (r *clientRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo) {
+	c := r.c
+	s := c.ring.slot(tick)
+	if s == nil || c.playerIndex(player) < 0 {
+		// A remote player, or an input the client never had: the server
+		// has no view for it either.
+		return nil, RewindInfo{Unknown: true}
+	}
+	v := s.view
+	info := RewindInfo{Requested: v, Used: v}
+	from, ok1 := c.hist.Get(v.From)
+	to, ok2 := c.hist.Get(v.To)
+	if !ok1 || !ok2 {
+		info.Unknown = true
+		return nil, info
+	}
+	p := c.period.Seconds()
+	arrival := float64(tick) - c.clock.ageEMA/p
+	info.Rewind = time.Duration((arrival - viewTime(v)) * float64(c.period))
+	r.buf = InterpolateBodies(r.buf[:0], from, to, v.Blend)
+	return r.buf, info
+}

@@ -19,6 +19,9 @@ import (
 type toyGame struct {
 	ents    []toyEnt
 	spawned []toyEnt
+	// strict (set on the server's world only) also rejects toyFire|toyOdd,
+	// a rule clients do not know.
+	strict bool
 }
 
 type toyEnt struct {
@@ -33,6 +36,7 @@ type toyEnt struct {
 const (
 	toyFire   = 1
 	toyDisarm = 2
+	toyOdd    = 0x40
 	toyBad    = 0x80
 
 	toyEffectShot   = 1
@@ -95,7 +99,7 @@ func (g *toyGame) Step(t *Tick) {
 }
 
 func (g *toyGame) ValidateAction(player uint16, tick uint32, action []byte) error {
-	if action[0]&toyBad != 0 {
+	if action[0]&toyBad != 0 || g.strict && action[0]&toyOdd != 0 {
 		return errToyBad
 	}
 	return nil
@@ -151,4 +155,20 @@ func (g *toyGame) AppendBodies(dst []Body) []Body {
 		dst = append(dst, Body{ID: e.id, Shape: ShapeSphere, Pos: Vec3{X: e.x}, Size: Vec3{X: 1}})
 	}
 	return dst
+}
+func (g *toyGame) find(id proto.NetworkID) int {
+	i, ok := slices.BinarySearchFunc(g.ents, id, func(e toyEnt, id proto.NetworkID) int {
+		return int(int64(e.id) - int64(id))
+	})
+	if !ok {
+		return -1
+	}
+	return i
+}
+
+func (g *toyGame) entity(id proto.NetworkID) *toyEnt {
+	if i := g.find(id); i >= 0 {
+		return &g.ents[i]
+	}
+	return nil
 }

@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// interpSnap: an interpolation delay this far off its target (a path
+// that changed by a lot, a long stall) is not steered but reset.
+const interpSnap = 250 * time.Millisecond
+
+// interpClock is the client's interpolation clock (seed 003): the moment,
+// in (fractional) server ticks, at which remote entities are shown,
+// between the two received snapshots around it. Its delay behind the
+// newest snapshot is steered, with its own time dilation, towards the
+// smoothed interval between packets plus twice their jitter: as small as
+// possible while a late packet rarely leaves it without a snapshot ahead.
+type interpClock struct {
+	period    time.Duration
+	time      float64 // ticks
+	last      time.Time
+	started   bool
+	newest    uint32 // newest server tick in a packet
+	hasNewest bool
+	arrival   time.Time // when newest arrived
+	interval  float64   // smoothed time between packets with newer ticks (s)
+	jitter    float64   // smoothed |interval sample - interval| (s)
+	delay     float64   // smoothed newest - time at arrivals (s)
+	dilation  float64
+	snaps     uint64
+}
+
+// target is the interpolation delay the clock steers to, in seconds.
+func (k *interpClock) target() float64 { return k.interval + 2*k.jitter }
+
+func (k *interpClock) reset(p time.Duration) {
+	*k = interpClock{period: p, interval: p.Seconds(), jitter: p.Seconds() / 2}
+}
+
+// advance moves the clock to now.
+func (k *interpClock) advance(now time.Time) {
+	dt := now.Sub(k.last)
+	k.last = now
+	if dt <= 0 || !k.started {
+		return
+	}
+	dt = min(dt, maxFrameStep)
+	k.time += dt.Seconds() / k.period.Seconds() * (1 + k.dilation)
+}
+
+// packet takes the arrival at now of a packet for server tick.
+func (k *interpClock) packet(now time.Time, tick uint32) {
+	if k.hasNewest && int32(tick-k.newest) <= 0 {
+		return // not newer: says nothing about the interval
+	}
+	p := k.period.Seconds()
+	if k.hasNewest {
+		iv := now.Sub(k.arrival).Seconds()
+		k.interval += emaWeight * (iv - k.interval)
+		k.jitter += emaWeight * (math.Abs(iv-k.interval) - k.jitter)
+	}
+	k.newest, k.hasNewest, k.arrival = tick, true, now
+	if !k.started {
+		k.started, k.last = true, now
+		k.time = float64(tick) - k.target()/p
+		k.delay = k.target()
+		return
+	}
+	k.advance(now)
+	d := (float64(tick) - k.time) * p
+	if math.Abs(d-k.target()) > interpSnap.Seconds() {
+		k.time = float64(tick) - k.target()/p
+		k.delay, k.dilation = k.target(), 0
+		k.snaps++
+		return
+	}
+	k.delay += emaWeight * (d - k.delay)
+	// Too much delay: speed up; too little: slow down.
+	k.dilation = maxDilation * clamp1((k.delay-k.target())/(fullDilationError*p))
+}
+
+// interpolate moves the interpolation clock to now, keeps it within
+// MaxInterpLag of the moment inputs sampled now reach the server, and
+// computes the view shown this frame and its bodies.
+func (c *Client) interpolate(now time.Time) {
+	k := &c.interp
+	k.advance(now)
+	if !k.started || !c.hasAuth {
+		c.view = View{From: c.authTick, To: c.authTick}
+		c.interpBodies = c.interpBodies[:0]
+		return
+	}
+	p := c.period.Seconds()
+	if lo := c.clock.tick - (c.clock.ageEMA+c.cfg.MaxInterpLag.Seconds())/p; k.time < lo {
+		k.time = lo
+		c.stats.InterpClamps++
+	}
+	k.time = min(k.time, c.clock.tick)
+	c.stats.InterpFrames++
+	if k.time > float64(c.histNewest) {
+		c.stats.InterpStalls++
+	}
+	c.view = c.viewAt(k.time)
+	from, _ := c.hist.Get(c.view.From)
+	to, _ := c.hist.Get(c.view.To)
+	c.interpBodies = InterpolateBodies(c.interpBodies[:0], from, to, c.view.Blend)
+}
+
+// viewAt is the view of the moment t (in ticks) between the two recorded
+// snapshots around it: the newest at or before t and the next one. Past
+// the newest snapshot it holds the newest (a stall); before the oldest
+// it holds the oldest.
+func (c *Client) viewAt(t float64) View {
+	newest := c.histNewest
+	back := int64(newest) - int64(math.Floor(t))
+	if back <= 0 {
+		return View{From: newest, To: newest}
+	}
+	n := int64(c.hist.Len())
+	for k := back; k < n; k++ {
+		from := newest - uint32(k)
+		if _, ok := c.hist.Get(from); !ok {
+			continue
+		}
+		to := from + 1
+		for ; to != newest; to++ {
+			if _, ok := c.hist.Get(to); ok {
+				break
+			}
+		}
+		f := (t - (float64(newest) - float64(k))) / float64(to-from)
+		return View{From: from, To: to, Blend: proto.BlendFromFloat(f)}
+	}
+	// Older than anything recorded: the oldest recorded snapshot.
+	for k := min(back, n-1); k > 0; k-- {
+		if _, ok := c.hist.Get(newest - uint32(k)); ok {
+			return View{From: newest - uint32(k), To: newest - uint32(k)}
+		}
+	}
+	return View{From: newest, To: newest}
+}
+
+// record keeps the bodies of an authoritative world for interpolation and
+// for client-side rewinds.
+func (c *Client) record(tick uint32, world Game) {
+	if !c.hasHist || int32(tick-c.histNewest) > 0 {
+		c.histNewest, c.hasHist = tick, true
+	}
+	b := c.hist.Put(tick)
+	b = world.AppendBodies(b)
+	c.hist.Set(tick, b)
+}
+
+// InterpolatedBodies are the bodies of the authoritative state at the
+// interpolation time of this frame (View's moment): what remote entities
+// should be shown as. They are what lag compensation rebuilds on the
+// server. The slice is reused by the next Advance.
+func (c *Client) InterpolatedBodies() []Body { return c.interpBodies }
+
+// InterpTime is the moment shown this frame, in (fractional) server
+// ticks.
+func (c *Client) InterpTime() float64 { return c.interp.time }
