@@ -53,6 +53,8 @@ func watchClock(gc *GameClient, d time.Duration) clockPhase {
 		lead:      final,
 		inputs:    last.InputsSampled - first.InputsSampled,
 		late:      last.LateInputs - first.LateInputs,
+		frames:    last.InterpFrames - first.InterpFrames,
+		stalls:    last.InterpStalls - first.InterpStalls,
 	}
 }
 
@@ -60,7 +62,8 @@ func watchClock(gc *GameClient, d time.Duration) clockPhase {
 // time: a GameClient plays the arena through "delay 50ms 10ms loss 2%"
 // each way (a 40 ms link plus netem's 10±10 ms), then the delay steps to
 // 150 ms each way. After each start the lead must settle within 3 s, and
-// once it has, fewer than 1 % of inputs may arrive late.
+// once it has, fewer than 1 % of inputs may arrive late and
+// interpolation may run out of snapshots in at most 0.1 % of frames.
 func TestGameClockVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sp, err := netem.Parse("delay 10ms 10ms loss 2%")
@@ -75,12 +78,16 @@ func TestGameClockVirtual(t *testing.T) {
 		defer c.Close()
 
 		check := func(name string, p clockPhase) {
-			t.Logf("%s: lead settled after %v at %.1f ticks; late inputs %d of %d", name, p.converged, p.lead, p.late, p.inputs)
+			t.Logf("%s: lead settled after %v at %.1f ticks; late inputs %d of %d; interpolation stalled %d of %d frames",
+				name, p.converged, p.lead, p.late, p.inputs, p.stalls, p.frames)
 			if p.converged > 3*time.Second {
 				t.Errorf("%s: lead settled after %v, want <= 3 s", name, p.converged)
 			}
 			if p.inputs == 0 || float64(p.late) >= 0.01*float64(p.inputs) {
 				t.Errorf("%s: %d of %d inputs late after convergence, want < 1 %%", name, p.late, p.inputs)
+			}
+			if p.frames == 0 || float64(p.stalls) > 0.001*float64(p.frames) {
+				t.Errorf("%s: interpolation ran out of snapshots in %d of %d frames, want <= 0.1 %%", name, p.stalls, p.frames)
 			}
 		}
 		p1 := watchClock(gc, 20*time.Second)

@@ -25,7 +25,10 @@ type ClientConfig struct {
 	// trail the moment the client's input reaches the server (the
 	// predicted tick minus the input age the server reports), like the
 	// server's ServerConfig.MaxRewind, so that the view a client reports
-	// stays within what lag compensation honours (default 200 ms).
+	// stays within what lag compensation honours (default 200 ms). It
+	// never pulls the view closer to the newest snapshot than the
+	// interpolation delay: on a longer path remote entities stay smooth
+	// and the server clamps the rewind instead.
 	MaxInterpLag time.Duration
 	// CorrectionHalfLife is how fast a correction of displayed (predicted)
 	// positions fades: the remaining offset halves every CorrectionHalfLife

@@ -30,10 +30,24 @@ type interpClock struct {
 	delay     float64   // smoothed newest - time at arrivals (s)
 	dilation  float64
 	snaps     uint64
+	gapAt     time.Time // when a packet last arrived after a lost one
 }
 
-// target is the interpolation delay the clock steers to, in seconds.
-func (k *interpClock) target() float64 { return k.interval + 2*k.jitter }
+// gapMemory is how long after a lost packet the interpolation delay
+// covers one more packet interval.
+const gapMemory = 2 * time.Second
+
+// target is the interpolation delay the clock steers to, in seconds: the
+// packet interval plus twice its jitter (seed 003), and, while packets
+// are being lost, one interval more, so that a single lost packet leaves
+// the next one time to arrive before interpolation runs out.
+func (k *interpClock) target() float64 {
+	t := k.interval + 2*k.jitter
+	if !k.gapAt.IsZero() && k.last.Sub(k.gapAt) < gapMemory {
+		t += k.period.Seconds()
+	}
+	return t
+}
 
 func (k *interpClock) reset(p time.Duration) {
 	*k = interpClock{period: p, interval: p.Seconds(), jitter: p.Seconds() / 2}
@@ -57,6 +71,9 @@ func (k *interpClock) packet(now time.Time, tick uint32) {
 	}
 	p := k.period.Seconds()
 	if k.hasNewest {
+		if tick-k.newest > 1 {
+			k.gapAt = now
+		}
 		iv := now.Sub(k.arrival).Seconds()
 		k.interval += emaWeight * (iv - k.interval)
 		k.jitter += emaWeight * (math.Abs(iv-k.interval) - k.jitter)
@@ -93,7 +110,13 @@ func (c *Client) interpolate(now time.Time) {
 		return
 	}
 	p := c.period.Seconds()
-	if lo := c.clock.tick - (c.clock.ageEMA+c.cfg.MaxInterpLag.Seconds())/p; k.time < lo {
+	// The lag bound never pulls the view closer to the newest snapshot
+	// than the interpolation delay: on a path longer than MaxInterpLag
+	// remote entities stay smooth and the server's lag compensation
+	// clamps instead (ServerConfig.MaxRewind).
+	lo := c.clock.tick - (c.clock.ageEMA+c.cfg.MaxInterpLag.Seconds())/p
+	lo = min(lo, float64(c.histNewest)-k.target()/p)
+	if k.time < lo {
 		k.time = lo
 		c.stats.InterpClamps++
 	}
