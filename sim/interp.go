@@ -30,21 +30,26 @@ type interpClock struct {
 	delay     float64   // smoothed newest - time at arrivals (s)
 	dilation  float64
 	snaps     uint64
-	gapAt     time.Time // when a packet last arrived after a lost one
+	gapAt     time.Time // when a packet last arrived after lost ones
+	gap       int       // the most packets lost in a row since gapMemory before gapAt
 }
 
-// gapMemory is how long after a lost packet the interpolation delay
-// covers one more packet interval.
+// gapMemory is how long after lost packets the interpolation delay
+// covers their interval.
 const gapMemory = 2 * time.Second
+
+// maxGap bounds the lost packets in a row the delay covers.
+const maxGap = 6
 
 // target is the interpolation delay the clock steers to, in seconds: the
 // packet interval plus twice its jitter (seed 003), and, while packets
-// are being lost, one interval more, so that a single lost packet leaves
-// the next one time to arrive before interpolation runs out.
+// are being lost, the interval of the longest run of lost packets seen
+// in the last gapMemory (up to maxGap), so that the packet after them
+// has time to arrive before interpolation runs out.
 func (k *interpClock) target() float64 {
 	t := k.interval + 2*k.jitter
-	if !k.gapAt.IsZero() && k.last.Sub(k.gapAt) < gapMemory {
-		t += k.period.Seconds()
+	if k.gap > 0 && k.last.Sub(k.gapAt) < gapMemory {
+		t += float64(k.gap) * k.period.Seconds()
 	}
 	return t
 }
@@ -71,8 +76,11 @@ func (k *interpClock) packet(now time.Time, tick uint32) {
 	}
 	p := k.period.Seconds()
 	if k.hasNewest {
-		if tick-k.newest > 1 {
-			k.gapAt = now
+		if lost := int(min(tick-k.newest-1, maxGap)); lost > 0 {
+			if now.Sub(k.gapAt) >= gapMemory {
+				k.gap = 0
+			}
+			k.gap, k.gapAt = max(k.gap, lost), now
 		}
 		iv := now.Sub(k.arrival).Seconds()
 		k.interval += emaWeight * (iv - k.interval)

@@ -28,8 +28,8 @@ func TestLossSuite(t *testing.T) {
 	}
 	const n, duration = 8, "8s"
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %6s\n",
-		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync")
+	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %6s %9s %7s %8s\n",
+		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync", "rollbacks", "correct", "stalls")
 	for _, p := range profiles {
 		t.Run(strings.ReplaceAll(p.name, " ", "-"), func(t *testing.T) {
 			_, udpAddr, httpAddr := server(t)
@@ -40,9 +40,14 @@ func TestLossSuite(t *testing.T) {
 				args = append(args, "-via", via)
 			}
 			s, code := bots(t, args...)
-			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %6d\n",
+			stalls := 0.0
+			if s.InterpFrames > 0 {
+				stalls = 100 * float64(s.InterpStalls) / float64(s.InterpFrames)
+			}
+			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %6d %9d %7d %7.2f%%\n",
 				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbps, s.UpKbps,
-				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Resyncs, s.Desyncs)
+				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Resyncs, s.Desyncs,
+				s.Rollbacks, s.Corrections, stalls)
 			if code != 0 {
 				t.Errorf("tickwire-bot exit %d", code)
 			}
@@ -57,6 +62,9 @@ func TestLossSuite(t *testing.T) {
 			}
 			if s.InputsSent > 0 && float64(s.LateInputs) > 0.05*float64(s.InputsSent) {
 				t.Errorf("%d of %d inputs late", s.LateInputs, s.InputsSent)
+			}
+			if s.Rollbacks == 0 || s.InterpFrames == 0 {
+				t.Errorf("the bots did not predict (%d rollbacks) or interpolate (%d frames)", s.Rollbacks, s.InterpFrames)
 			}
 		})
 	}

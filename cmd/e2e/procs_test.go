@@ -143,6 +143,10 @@ type botSummary struct {
 	ReliableDuplicates uint64  `json:"reliable_duplicates"`
 	ReliableOutOfOrder uint64  `json:"reliable_out_of_order"`
 	ReliableLost       uint64  `json:"reliable_lost"`
+	Rollbacks          uint64  `json:"rollbacks"`
+	Corrections        uint64  `json:"corrections"`
+	InterpFrames       uint64  `json:"interp_frames"`
+	InterpStalls       uint64  `json:"interp_stalls"`
 }
 
 type pctl struct{ P50, P99 float64 }

@@ -14,6 +14,7 @@ type gameStats struct {
 	desyncs, resyncs       uint64
 	inputsSent, lateInputs uint64
 	corrections, rollbacks uint64
+	interpFrames, stalls   uint64
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading
@@ -78,6 +79,10 @@ func (b *botGame) stats() gameStats {
 		// at a tick it had shown (smoothed, not snapped).
 		corrections: st.Engine.Corrections,
 		rollbacks:   st.Engine.Rollbacks,
+		// Frames that showed remote entities, and those whose
+		// interpolation time had run past the newest snapshot.
+		interpFrames: st.Engine.InterpFrames,
+		stalls:       st.Engine.InterpStalls,
 	}
 }
 

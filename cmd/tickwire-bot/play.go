@@ -355,6 +355,8 @@ func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration,
 			s.LateInputs += g.lateInputs
 			s.Corrections += g.corrections
 			s.Rollbacks += g.rollbacks
+			s.InterpFrames += g.interpFrames
+			s.InterpStalls += g.stalls
 		}
 	}
 	for r, n := range reasons {
@@ -385,7 +387,8 @@ func (s *summary) print(w io.Writer) {
 	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
 	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d, desyncs %d\n",
 		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
-	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d\n", s.Rollbacks, s.Corrections)
+	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
+		s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
 	if s.failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}
