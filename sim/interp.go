@@ -11,6 +11,14 @@ import (
 // that changed by a lot, a long stall) is not steered but reset.
 const interpSnap = 250 * time.Millisecond
 
+// Weights of a new deviation in the smoothed jitter when it is above and
+// below the current value (rise: halfway to a new peak at once; decay:
+// over about two seconds of packets).
+const (
+	jitterRise  = 1.0 / 2
+	jitterDecay = 1.0 / 128
+)
+
 // interpClock is the client's interpolation clock (seed 003): the moment,
 // in (fractional) server ticks, at which remote entities are shown,
 // between the two received snapshots around it. Its delay behind the
@@ -84,7 +92,17 @@ func (k *interpClock) packet(now time.Time, tick uint32) {
 		}
 		iv := now.Sub(k.arrival).Seconds()
 		k.interval += emaWeight * (iv - k.interval)
-		k.jitter += emaWeight * (math.Abs(iv-k.interval) - k.jitter)
+		// The jitter rises fast and decays slowly (over about a second of
+		// packets): a lost or late packet is the event the delay must
+		// cover, and it recurs, so a plain average of deviations (seed
+		// 003's 1/32) forgets it long before the next one and the
+		// interpolation runs dry at every loss.
+		dev := math.Abs(iv - k.interval)
+		w := jitterDecay
+		if dev > k.jitter {
+			w = jitterRise
+		}
+		k.jitter += w * (dev - k.jitter)
 	}
 	k.newest, k.hasNewest, k.arrival = tick, true, now
 	if !k.started {
@@ -118,11 +136,16 @@ func (c *Client) interpolate(now time.Time) {
 		return
 	}
 	p := c.period.Seconds()
-	// The lag bound never pulls the view closer to the newest snapshot
-	// than the interpolation delay: on a path longer than MaxInterpLag
-	// remote entities stay smooth and the server's lag compensation
-	// clamps instead (ServerConfig.MaxRewind).
-	lo := c.clock.tick - (c.clock.ageEMA+c.cfg.MaxInterpLag.Seconds())/p
+	// The input sampled now reaches the server about ageEMA before its
+	// tick, give or take the path's variation, which the target age
+	// holds twice beyond one tick: keep that much margin so that the
+	// server honours the view (see ServerConfig.MaxRewind). The bound
+	// never pulls the view closer to the newest snapshot than the
+	// interpolation delay, though: on a path longer than MaxInterpLag
+	// remote entities stay smooth and the server's rewind clamps
+	// instead.
+	margin := max(c.clock.target-p, 0)
+	lo := c.clock.tick - (c.clock.ageEMA-margin+c.cfg.MaxInterpLag.Seconds())/p
 	lo = min(lo, float64(c.histNewest)-k.target()/p)
 	if k.time < lo {
 		k.time = lo
