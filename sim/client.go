@@ -61,17 +61,25 @@ type ClientStats struct {
 	Dilation            float64
 }
 
-// Client is the client side of the tick engine (seed 003). Each frame it
-// moves a predicted clock that runs just far enough ahead of the server
-// for inputs to arrive right before they are needed, samples the local
-// players' inputs for every tick it passes, and hands out input frames
-// that repeat every input the server has not acknowledged.
+// Client is the client side of the tick engine (seed 003). Each frame
+// (Advance) it moves a predicted clock that runs just far enough ahead of
+// the server for inputs to arrive right before they are needed, samples
+// the local players' inputs for every tick it passes, rolls the predicted
+// world back to the newest authoritative state and re-simulates every
+// unconfirmed tick (always), smooths the resulting corrections of what it
+// displays, and moves an interpolation clock that shows remote entities
+// between two received snapshots. Input frames repeat every input the
+// server has not acknowledged; each input is tagged with the view shown
+// when it was sampled, which the server rebuilds for lag compensation and
+// the client's own re-simulation rebuilds through Tick.Rewind.
 //
-// The caller owns the network: it passes in what arrived (PacketReceived,
-// InputAck, Authoritative, Rejected) and sends what AppendInputFrames
-// writes in a packet whose header carries Tick and View. It does no I/O,
-// reads no clock and starts no goroutines; one goroutine drives it, and
-// the slices it returns are valid until its next call.
+// Per received packet the caller passes in PacketReceived, then
+// Authoritative (the replica's state after applying the update),
+// InputAck and Rejected; per frame it calls Advance and sends what
+// AppendInputFrames writes in a packet whose header carries Tick and
+// View. It does no I/O, reads no clock and starts no goroutines; one
+// goroutine drives it, and the slices it returns are valid until its
+// next call.
 type Client struct {
 	cfg     ClientConfig
 	schema  Schema
