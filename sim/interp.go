@@ -55,12 +55,15 @@ const maxGap = 6
 // in the last gapMemory (up to maxGap), so that the packet after them
 // has time to arrive before interpolation runs out.
 func (k *interpClock) target() float64 {
-	t := k.interval + 2*k.jitter
+	t := k.base()
 	if k.gap > 0 && k.last.Sub(k.gapAt) < gapMemory {
 		t += float64(k.gap) * k.period.Seconds()
 	}
 	return t
 }
+
+// base is the part of the target the path's jitter calls for.
+func (k *interpClock) base() float64 { return k.interval + 2*k.jitter }
 
 func (k *interpClock) reset(p time.Duration) {
 	*k = interpClock{period: p, interval: p.Seconds(), jitter: p.Seconds() / 2}
@@ -141,12 +144,13 @@ func (c *Client) interpolate(now time.Time) {
 	// holds twice beyond one tick: keep that much margin so that the
 	// server honours the view (see ServerConfig.MaxRewind). The bound
 	// never pulls the view closer to the newest snapshot than the
-	// interpolation delay, though: on a path longer than MaxInterpLag
-	// remote entities stay smooth and the server's rewind clamps
-	// instead.
+	// jitter part of the interpolation delay, though: on a path longer
+	// than MaxInterpLag remote entities stay smooth and the server's
+	// rewind clamps instead. (The cover for lost packets gives way to
+	// the bound.)
 	margin := max(c.clock.target-p, 0)
 	lo := c.clock.tick - (c.clock.ageEMA-margin+c.cfg.MaxInterpLag.Seconds())/p
-	lo = min(lo, float64(c.histNewest)-k.target()/p)
+	lo = min(lo, float64(c.histNewest)-k.base()/p)
 	if k.time < lo {
 		k.time = lo
 		c.stats.InterpClamps++

@@ -90,7 +90,7 @@ func TestClientInterpolation(t *testing.T) {
 		t.Errorf("want clamps and no stalls: %+v", st)
 	}
 	lo := c.clock.tick - (c.clock.ageEMA+0.05)/c.period.Seconds()
-	lo = min(lo, float64(c.histNewest)-c.interp.target()/c.period.Seconds())
+	lo = min(lo, float64(c.histNewest)-c.interp.base()/c.period.Seconds())
 	if c.InterpTime() < lo-1e-9 {
 		t.Errorf("interp time %v, more than the bound behind (%v)", c.InterpTime(), lo)
 	}
