@@ -123,6 +123,7 @@ type Client struct {
 	interp       interpClock
 	hist         *BodyHistory
 	histNewest   uint32
+	histBodies   int // bodies in the newest recorded state: the size of new history slots
 	hasHist      bool
 	view         View
 	interpBodies []Body
@@ -169,7 +170,13 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.clock.period = c.period
 	c.interp.reset(c.period)
-	c.hist = NewBodyHistory(cfg.InputRing + int(cfg.MaxInterpLag/c.period) + 16)
+	// The history covers interpolation (MaxInterpLag and some) and, for
+	// prediction, the views of every input in the ring (Tick.Rewind).
+	histTicks := int(cfg.MaxInterpLag/c.period) + 16 + cfg.InputRing
+	if cfg.Headless {
+		histTicks = 1
+	}
+	c.hist = NewBodyHistory(histTicks)
 	n := len(cfg.Players)
 	c.ring = newInputRing(cfg.InputRing, n, schema.InputSize)
 	c.acked = make([]uint32, n)
@@ -219,6 +226,12 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	c.lastFrame = now
 	c.fx.events = c.fx.events[:0]
 	c.clock.advance(now)
+	if c.cfg.Headless {
+		c.view = View{From: c.authTick, To: c.authTick}
+		c.sample(sample)
+		c.assignViews()
+		return
+	}
 	c.interpolate(now)
 	c.sample(sample)
 	c.assignViews()
@@ -405,6 +418,13 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 // (ReadSnapshot rejected a record) leaves the previous state in place;
 // ask the server for a resync.
 func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
+	if c.cfg.Headless {
+		if !c.hasAuth || int32(tick-c.authTick) > 0 {
+			c.authTick, c.hasAuth = tick, true
+			c.stats.Snapshots++
+		}
+		return nil
+	}
 	if c.hasAuth && int32(tick-c.authTick) <= 0 {
 		c.stats.StaleSnapshots++
 		// Reordered: still good for interpolation if it is missing there.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -323,5 +324,31 @@ func TestClientCorrectionSnaps(t *testing.T) {
 		if v := n.cli.Stats().Visible; v != 0 {
 			t.Errorf("%+v: visible offset %v, want a snap", cfg, v)
 		}
+	}
+}
+
+// A headless client keeps its clock and inputs just in time but decodes,
+// predicts and interpolates nothing.
+func TestClientHeadless(t *testing.T) {
+	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{Headless: true}, 1)
+	n.run(3 * time.Second)
+	missing := n.srv.PlayerStats(1).Missing
+	n.run(2 * time.Second)
+	if m := n.srv.PlayerStats(1).Missing - missing; m != 0 {
+		t.Errorf("%d inputs missing after convergence", m)
+	}
+	st := n.cli.Stats()
+	if st.Snapshots == 0 || st.InputsSampled == 0 {
+		t.Fatalf("no states or inputs: %+v", st)
+	}
+	if st.Rollbacks != 0 || st.InterpFrames != 0 || len(n.cli.DisplayBodies()) != 0 {
+		t.Errorf("headless client predicted or interpolated: %+v", st)
+	}
+	// States are not decoded: a record the game would reject is taken.
+	var bad deltacomp.Snapshot
+	bad.Reset(n.srv.Tick()+100, 1)
+	bad.Append(1, []byte{0})
+	if err := n.cli.Authoritative(n.srv.Tick()+100, &bad); err != nil {
+		t.Errorf("headless Authoritative decoded the state: %v", err)
 	}
 }

@@ -41,6 +41,12 @@ type ClientConfig struct {
 	// SpawnsPerTick must equal the server's ServerConfig.SpawnsPerTick
 	// (default 4) so that predicted spawn ids match.
 	SpawnsPerTick int
+	// Headless runs only the clock and the inputs, for clients that show
+	// nothing (bots, load generators): authoritative states are not
+	// decoded into worlds, nothing is predicted or interpolated (no
+	// rollbacks, corrections, effects or interpolation statistics), and
+	// the view reported for lag compensation is the newest state's tick.
+	Headless bool
 	// Own reports whether an entity is the client's own: shown predicted
 	// and counted in the correction statistics. Default: the game's
 	// EntityOwner if it implements it, else ids whose spawner

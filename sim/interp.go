@@ -207,7 +207,13 @@ func (c *Client) record(tick uint32, world Game) {
 		c.histNewest, c.hasHist = tick, true
 	}
 	b := c.hist.Put(tick)
+	if cap(b) < c.histBodies {
+		// One allocation per slot instead of append's doubling from zero
+		// in every one of them.
+		b = make([]Body, 0, c.histBodies+c.histBodies/4)
+	}
 	b = world.AppendBodies(b)
+	c.histBodies = len(b)
 	c.hist.Set(tick, b)
 }
 

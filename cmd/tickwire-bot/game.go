@@ -30,12 +30,12 @@ type script struct {
 	until uint32
 }
 
-func newBotGame(seed uint64, players []uint16) *botGame {
+func newBotGame(seed uint64, players []uint16, headless bool) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{})
+	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
 	}

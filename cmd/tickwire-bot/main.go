@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -36,9 +37,11 @@ type options struct {
 	players   int
 	echoEvery time.Duration
 	seed      uint64
+	headless  bool
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
+	cpuProf   string
 }
 
 var errHelp = flag.ErrHelp
@@ -60,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.players, "players", 1, "player slots per connection (1..4)")
 	fs.DurationVar(&o.echoEvery, "echo-every", 100*time.Millisecond, "interval of each client's numbered reliable message")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
+	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
+	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	level := fs.String("log-level", "warn", "log `level`: debug, info, warn or error")
@@ -119,6 +124,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if o.cpuProf != "" {
+		f, err := os.Create(o.cpuProf)
+		if err != nil {
+			fmt.Fprintln(stderr, "tickwire-bot:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "tickwire-bot:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
 	sum, err := play(ctx, o, log, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "tickwire-bot:", err)

@@ -249,7 +249,7 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log 
 	if o.via != "" {
 		tok.ServerAddrs = []string{o.via}
 	}
-	b.game = newBotGame(o.seed+uint64(b.id), tok.Players)
+	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless)
 	d := tickwire.Dialer{Handler: b}
 	b.game.attach(&d)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
