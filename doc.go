@@ -39,6 +39,9 @@
 //
 // A GameClient (Dialer.Game) rebuilds the state with a deltacomp.Replica,
 // asks for a resync on a revision gap, a patch that does not apply or a
-// checksum mismatch, and sends its players' inputs (each packet repeats
-// those not yet acknowledged) for the ticks it runs ahead to.
+// checksum mismatch, and runs the client tick engine (sim.Client) on it:
+// a clock just far enough ahead of the server, the players' inputs for
+// every tick it passes (each packet repeats those not yet acknowledged),
+// prediction by rollback and re-simulation from every new state,
+// smoothed corrections, and interpolation of what the server sent.
 package tickwire

@@ -15,9 +15,9 @@ import (
 // Snapshot mode checksums the networked state (SnapshotSum: what a client
 // can rebuild), so a client compares it with the snapshot it decoded.
 // With interest management a client holds only part of the state: checksum
-// the same filtered snapshot the client was sent. Lockstep mode checksums
-// the whole simulation (WorldSum over Game.AppendCanonical), since every
-// peer simulates everything.
+// the same filtered snapshot the client was sent. WorldSum checksums the
+// whole simulation (Game.AppendCanonical), for peers that all simulate
+// everything and for tests that compare worlds.
 type Checksummer struct {
 	h   hash.Hash64
 	buf []byte

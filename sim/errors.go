@@ -12,12 +12,6 @@ var (
 	ErrBadPlayer = errors.New("sim: invalid player slot")
 	// ErrNotStarted: the engine has no state yet (Start not called).
 	ErrNotStarted = errors.New("sim: not started")
-	// ErrCommitted: a lockstep command for a tick that is already
-	// committed; it can no longer take effect.
-	ErrCommitted = errors.New("sim: tick already committed")
-	// ErrBufferFull: a lockstep command or advance beyond the command
-	// buffer; the peer must wait for a commit.
-	ErrBufferFull = errors.New("sim: command buffer full")
 	// ErrJoinPanicked: OnPlayerJoin panicked; the world was restored.
 	ErrJoinPanicked = errors.New("sim: OnPlayerJoin panicked")
 )

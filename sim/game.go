@@ -7,9 +7,9 @@ import (
 
 // Game is a game's world state together with its rules. One value is one
 // world; the engine clones the value it is given (Clone, at setup) to get
-// the extra worlds it needs (the client's authoritative and predicted
-// worlds, the server's scratch world, lockstep's committed and live
-// worlds) and from then on only copies between them (CopyFrom).
+// the extra worlds it needs (the client's authoritative, scratch and
+// predicted worlds, the server's scratch world) and from then on only
+// copies between them (CopyFrom).
 //
 // # Determinism
 //
