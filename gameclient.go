@@ -38,7 +38,8 @@ type GameClient struct {
 
 	lastSeq   uint16 // header sequence of the last packet with game frames
 	seenSeq   bool
-	lastDelta uint32 // revision of the last delta applied
+	recvAt    time.Time // when that packet was taken
+	lastDelta uint32    // revision of the last delta applied
 	deltaTick uint32
 	resyncDue bool
 	resyncWhy proto.ResyncReason
@@ -153,10 +154,9 @@ func (g *GameClient) authoritative(tick uint32) {
 
 // frame handles a game frame from the server.
 func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
-	now := g.c.now()
 	if !g.seenSeq || h.Seq != g.lastSeq {
-		g.lastSeq, g.seenSeq = h.Seq, true
-		g.eng.PacketReceived(now, h.Tick)
+		g.lastSeq, g.seenSeq, g.recvAt = h.Seq, true, g.c.now()
+		g.eng.PacketReceived(g.recvAt, h.Tick)
 	}
 	switch t {
 	case proto.FrameSnapshotDelta:
@@ -205,9 +205,8 @@ func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
 		if err != nil {
 			return
 		}
-		before := g.eng.Stats().LateInputs
-		g.eng.InputAck(now, a, h.Tick, g.c.sess.acks.RTTVar())
-		if g.eng.Stats().LateInputs > before && now.Sub(g.connected) > ConvergeTime {
+		late := g.eng.InputAck(g.recvAt, a, h.Tick, g.c.sess.acks.RTTVar())
+		if late && g.recvAt.Sub(g.connected) > ConvergeTime {
 			g.stats.LateInputs++
 		}
 	case proto.FrameControl:

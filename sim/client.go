@@ -385,22 +385,24 @@ func (c *Client) PacketReceived(now time.Time, serverTick uint32) {
 }
 
 // InputAck takes an input ack frame from the server's update for
-// serverTick: the newest input it holds for the player (which inputs need
-// no repeating) and how long the input for serverTick waited (the clock
-// steers that age to a target of one tick plus 2 × rttVar, the round-trip
-// time variation). Acks for other players are ignored.
-func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint32, rttVar time.Duration) {
+// serverTick (after PacketReceived for its packet): the newest input it
+// holds for the player (which inputs need no repeating) and how long the
+// input for serverTick waited (the clock steers that age to a target of
+// one tick plus 2 × rttVar, the round-trip time variation). It reports
+// whether the server had that input late or not at all (counted in
+// ClientStats.LateInputs). Acks for other players, and acks from before
+// any of our inputs arrived, are ignored.
+func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint32, rttVar time.Duration) (late bool) {
 	p := c.playerIndex(a.Player)
 	if p < 0 || !c.started {
-		return
+		return false
 	}
 	if int32(a.Newest-c.firstInput) < 0 {
-		return // none of our inputs has arrived yet: no age to steer by
+		return false // none of our inputs has arrived yet: no age to steer by
 	}
 	if int32(a.Newest-c.acked[p]) > 0 {
 		c.acked[p] = a.Newest
 	}
-	c.PacketReceived(now, serverTick)
 	c.stats.InputAcks++
 	late, jumped := c.clock.ack(now, a.Age, a.Newest, serverTick, rttVar)
 	if late {
@@ -409,6 +411,7 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 	if jumped {
 		c.stats.ClockJumps++
 	}
+	return late
 }
 
 // Authoritative takes the newest confirmed state: the server's snapshot
@@ -454,7 +457,7 @@ func (c *Client) Confirmed() (world Game, tick uint32, ok bool) {
 }
 
 // Rejected takes the server's rejection of player's action in the input
-// for tick (proto.ControlActionRejected; Arg is the tick): the action is
+// for tick (proto.ControlActionRejected: its Player and Tick): the action is
 // zeroed in the input ring, so re-simulation no longer predicts it, and
 // the effects predicted for that player at that tick are cancelled (see
 // Effects). Call it before the Advance that takes the authoritative state
