@@ -58,6 +58,18 @@ func watchClock(gc *GameClient, d time.Duration) clockPhase {
 	}
 }
 
+// newLossyRig is a game rig whose every socket sees "delay 50ms 10ms
+// loss 2%" each way: a 40 ms link plus netem's 10±10 ms and loss.
+func newLossyRig(t *testing.T) *gameRig {
+	sp, err := netem.Parse("delay 10ms 10ms loss 2%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newGameRigLink(t, GameConfig{}, 40*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
+		return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
+	})
+}
+
 // TestGameClockVirtual is issue 6's clock scenario end to end, in virtual
 // time: a GameClient plays the arena through "delay 50ms 10ms loss 2%"
 // each way (a 40 ms link plus netem's 10±10 ms), then the delay steps to
@@ -66,13 +78,7 @@ func watchClock(gc *GameClient, d time.Duration) clockPhase {
 // interpolation may run out of snapshots in at most 0.1 % of frames.
 func TestGameClockVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 10ms 10ms loss 2%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := newGameRigLink(t, GameConfig{}, 40*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
-			return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
-		})
+		r := newLossyRig(t)
 		defer r.close()
 		c, gc := r.dial(1, 3, nil)
 		defer c.Close()
@@ -112,13 +118,7 @@ func TestGameClockVirtual(t *testing.T) {
 // every authoritative state, matches the server tick for tick.
 func TestGamePredictionVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 10ms 10ms loss 2%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := newGameRigLink(t, GameConfig{}, 40*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
-			return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
-		})
+		r := newLossyRig(t)
 		defer r.close()
 		c, gc := r.dial(1, 3, nil)
 		defer c.Close()
