@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -23,10 +24,21 @@ func (d *discardConn) WriteBatch(m []udp.Message) (int, error) {
 func (d *discardConn) LocalAddr() netip.AddrPort { return netip.MustParseAddrPort("127.0.0.1:7777") }
 func (d *discardConn) Close() error              { return nil }
 
-// clientSink counts messages a client-side session receives.
-type clientSink struct{ n int }
+// clientEnd is the client's side of a loopPair: a bare session whose
+// handler counts the messages it receives.
+type clientEnd struct {
+	received int
+	out      [][]byte
+	buf      []byte
+}
 
-func (c *clientSink) message(*Message) { c.n++ }
+func (c *clientEnd) Message(*Message, *PacketInfo)                      { c.received++ }
+func (c *clientEnd) Frame(proto.FrameType, []byte, *PacketInfo) error   { return nil }
+func (c *clientEnd) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte { return b }
+func (c *clientEnd) Delivered(uint64)                                   {}
+func (c *clientEnd) Lost(uint64)                                        {}
+func (c *clientEnd) Buffer() []byte                                     { return c.buf[:0] }
+func (c *clientEnd) Emit(b []byte)                                      { c.out = append(c.out, b) }
 
 // loopPair is a server with one connection and the client's session,
 // exchanging packets through memory.
@@ -34,10 +46,9 @@ type loopPair struct {
 	srv    *Server
 	conn   *discardConn
 	sc     *Conn
-	client *session
-	sink   clientSink
+	client *session.Session
+	end    clientEnd
 	addr   netip.AddrPort
-	buf    []byte
 	now    time.Time
 }
 
@@ -49,7 +60,7 @@ func newLoopPair(t testing.TB) *loopPair {
 	}
 	s.Handle(newEchoHandler())
 	dc := &discardConn{}
-	s.conn = dc
+	s.conn, s.out.conn = dc, dc
 	now := time.Now()
 	var priv proto.TokenPrivate
 	priv.ClientID, priv.PlayerCount, priv.Players[0] = 1, 1, 1
@@ -59,11 +70,15 @@ func newLoopPair(t testing.TB) *loopPair {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := newSession(sc.id, s.cfg.MaxPacketSize, &priv.ClientToServerKey, &priv.ServerToClientKey, now)
+	p := &loopPair{srv: s, conn: dc, sc: sc, addr: addr, now: now}
+	p.end.buf = make([]byte, 0, proto.MaxPacketSizeLimit)
+	p.client, err = session.New(session.Config{ID: sc.id, MaxPacket: s.cfg.MaxPacketSize,
+		TxKey: &priv.ClientToServerKey, RxKey: &priv.ServerToClientKey,
+		Heartbeat: s.cfg.Heartbeat, Timeout: s.cfg.Timeout, Handler: &p.end}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &loopPair{srv: s, conn: dc, sc: sc, client: cs, addr: addr, buf: make([]byte, 0, proto.MaxPacketSizeLimit), now: now}
+	return p
 }
 
 // round sends one client packet carrying msgs to the server, runs one
@@ -79,24 +94,26 @@ func (p *loopPair) round(t testing.TB, msg []byte, reliable bool) {
 		p.now = p.now.Add(time.Second / 60)
 	}
 	if reliable {
-		p.client.send(Reliable, 1, false, 0, msg)
+		p.client.Send(Reliable, 1, false, 0, msg)
 	}
-	p.client.send(Sequenced, 2, true, 99, msg)
-	p.client.rel.Update(p.now)
-	pkt := p.client.appendPacket(p.buf[:0], p.now, proto.PacketData, packetFields{}, fillFirst, nil)
-	p.srv.receiveDatagram(pkt, p.addr.Addr(), p.addr.Port(), p.now)
+	p.client.Send(Sequenced, 2, true, 99, msg)
+	p.end.out = p.end.out[:0]
+	p.client.Tick(p.now, Ticks{}, true, &p.end)
+	for _, pkt := range p.end.out {
+		p.srv.receiveDatagram(pkt, p.addr.Addr(), p.addr.Port(), p.now)
+	}
 	p.srv.tick(p.now)
-	p.srv.flushOut()
+	p.srv.out.flush()
 	for _, m := range p.conn.last {
 		h, _, err := proto.ParseHeader(m.Buf)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pn, payload, drop := p.client.open(m.Buf, &h)
-		if drop >= 0 {
-			t.Fatalf("client dropped server packet: %s", DropReasonName(drop))
+		pn, payload, drop, ok := p.client.Open(m.Buf, &h)
+		if !ok {
+			t.Fatalf("client dropped server packet: %v", drop)
 		}
-		if err := p.client.receive(p.now, &h, pn, len(m.Buf), payload, &p.sink); err != nil {
+		if err := p.client.Receive(p.now, &h, pn, len(m.Buf), payload); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -120,7 +137,7 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 			for range 200 { // warm up: buffers grow to their steady size
 				p.round(t, msg, tc.reliable)
 			}
-			before := p.sink.n
+			before := p.end.received
 			allocs := testing.AllocsPerRun(500, func() { p.round(t, msg, tc.reliable) })
 			if allocs > tc.max {
 				t.Fatalf("%.1f allocations per round trip, want at most %v", allocs, tc.max)
@@ -129,7 +146,7 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 			if tc.reliable {
 				want = 1000
 			}
-			if got := p.sink.n - before; got < want {
+			if got := p.end.received - before; got < want {
 				t.Fatalf("client received %d echoed messages in 500 rounds, want at least %d", got, want)
 			}
 		})

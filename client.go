@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -68,9 +69,11 @@ type Dialer struct {
 	Conn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Game, if set, plays a game on the connection: it consumes the
-	// server's game frames and sends the players' inputs.
-	Game *GameClient
+	// Game, if set, plays a game on the connection (a *GameClient, or
+	// any other ClientLayer): it is attached once the server accepted,
+	// before Dial returns, and consumes the server's frames beyond
+	// messages.
+	Game ClientLayer
 
 	// frameFilter is a test hook (nil in production): it sees every game
 	// frame before the game does and returns the frame to deliver (the
@@ -79,43 +82,56 @@ type Dialer struct {
 	frameFilter func(t proto.FrameType, f []byte) []byte
 }
 
+// ClientLayer is a protocol layer that starts on a client's accepted
+// session: Attach returns the FrameHandler that reads and writes the
+// connection's frames from then on, or an error that fails the Dial.
+// GameClient is one.
+type ClientLayer interface {
+	Attach(c *Client, a Accepted) (FrameHandler, error)
+}
+
+// Accepted describes the server's accept, for ClientLayer.Attach.
+type Accepted struct {
+	Time       time.Time     // when the accept arrived
+	ServerTick uint32        // the server's tick in the accept's header
+	RTT        time.Duration // from the last handshake packet sent to the accept
+}
+
 // Dial connects to the server named in token with default settings.
 func Dial(ctx context.Context, token *ConnectToken) (*Client, error) {
 	var d Dialer
 	return d.Dial(ctx, token)
 }
 
-// Client is one connection to a game server. Send, Receive, Stats and
-// Close are safe for concurrent use.
+// Client is one connection to a game server. Send, Receive, Stats, Do
+// and Close are safe for concurrent use.
 type Client struct {
 	cfg     Config
 	handler ClientHandler
 	conn    udp.BatchConn
-	in      *inbox
+	in      *udp.ReadLoop
 	now     func() time.Time
 	server  netip.AddrPort
 	token   *ConnectToken
 
 	mu       sync.Mutex // held by the loop while it works
-	sess     *session
+	sess     *session.Session
+	sh       sessionHandler
 	accept   proto.AcceptBody
 	tickRate int
 	tickNum  uint32 // the server tick this client estimates
 	tick0    time.Time
-	out      []udp.Message
-	outBufs  [][]byte
-	dropped  [dropReasonCount]uint64
+	out      outQueue
+	peer     peerOutput
+	dropped  DropCounts
 	err      error // set once the session ended
 	closing  bool
 	done     chan struct{}
 	queue    []Message // for Receive when there is no handler
 	queued   chan struct{}
 	stopLoop chan struct{}
-	game     *GameClient
-	sentAt   time.Time // last handshake packet sent: the accept's RTT sample
-	// attachErr: the game could not start on the accepted session.
-	attachErr error
-	filter    func(t proto.FrameType, f []byte) []byte
+	layer    ClientLayer
+	filter   func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -194,14 +210,17 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		done:     make(chan struct{}),
 		queued:   make(chan struct{}, 1),
 		stopLoop: make(chan struct{}),
-		game:     d.Game,
+		layer:    d.Game,
 		filter:   d.frameFilter,
+		out:      outQueue{conn: conn, log: cfg.Logger},
 	}
-	c.in = newInbox(conn, now)
-	go c.in.run()
+	c.peer = peerOutput{q: &c.out, addr: addr}
+	c.sh.message = c.message
+	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: now})
+	go c.in.Run()
 	if err := c.handshake(ctx); err != nil {
 		conn.Close()
-		c.drainInbox()
+		c.in.Drain()
 		return nil, err
 	}
 	go c.loop()
@@ -217,19 +236,15 @@ func (c *Client) handshake(ctx context.Context) error {
 	defer resend.Stop()
 
 	req := c.token.Request()
-	request, _ := req.Append(make([]byte, 0, proto.ConnectionRequestSize))
-	aead, err := newAEAD(c.token.ClientKey[:])
+	hs, err := session.NewInitiator(&req, &c.token.ClientKey, &c.token.ServerKey)
 	if err != nil {
 		return err
 	}
-	var response []byte
+	var sentAt time.Time // last handshake packet sent: the accept's RTT sample
 	send := func() {
-		p := request
-		if response != nil {
-			p = response
-		}
-		c.sentAt = c.now()
-		c.conn.WriteBatch([]udp.Message{{Buf: p, Addr: c.server}})
+		sentAt = c.now()
+		c.out.queue(append(c.out.next(), hs.Packet()...), c.server)
+		c.out.flush()
 	}
 	send()
 	for {
@@ -240,133 +255,114 @@ func (c *Client) handshake(ctx context.Context) error {
 			return fmt.Errorf("%w: %v", ErrHandshakeTimeout, c.server)
 		case <-resend.C:
 			send()
-		case <-c.in.done:
-			if c.in.err != nil {
-				return c.in.err
+		case <-c.in.Done():
+			if err := c.in.Err(); err != nil {
+				return err
 			}
 			return net.ErrClosed
-		case b := <-c.in.full:
-			var err error
-			var accepted bool
-			for i := range b.n {
-				m := &b.msgs[i]
-				if m.Addr != c.server && netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port()) != c.server {
-					c.dropped[DropUnexpected]++
-					continue
-				}
-				pkt := m.Buf[:m.N]
-				t, _, perr := proto.ParsePrefix(pkt)
-				if perr != nil {
-					c.dropped[DropMalformed]++
-					continue
-				}
-				switch t {
-				case proto.PacketChallenge:
-					if response != nil {
-						continue
-					}
-					ch, _, perr := proto.ParseChallenge(pkt)
-					if perr != nil {
-						c.dropped[DropMalformed]++
-						continue
-					}
-					r := proto.ChallengeResponse{Cookie: ch.Cookie}
-					response, _ = r.Append(make([]byte, 0, proto.ChallengeResponseSize))
-					tag := responseTag(aead, nil, response)
-					copy(response[proto.PrefixSize+proto.CookieSize:], tag)
-					send()
-				case proto.PacketDenied:
-					d, _, perr := proto.ParseDenied(pkt)
-					if perr != nil {
-						c.dropped[DropMalformed]++
-						continue
-					}
-					err = &DeniedError{Addr: c.server, Reason: d.Reason}
-				case proto.PacketAccept:
-					if response == nil {
-						continue
-					}
-					accepted = c.receiveAccept(pkt, b.at)
-				default:
-					c.dropped[DropUnexpected]++
-				}
-			}
-			c.in.free <- b
-			if accepted {
-				return nil
-			}
-			if c.attachErr != nil {
-				return c.attachErr
-			}
-			if err != nil {
+		case b := <-c.in.Batches():
+			err := c.handshakeBatch(b, hs, sentAt, send)
+			c.in.Release(b)
+			if err != nil || c.sess != nil {
 				return err
 			}
 		}
 	}
 }
 
-// receiveAccept opens the accept packet and creates the session.
-func (c *Client) receiveAccept(pkt []byte, now time.Time) bool {
-	h, _, err := proto.ParseHeader(pkt)
-	if err != nil || !h.Sealed {
-		c.dropped[DropMalformed]++
-		return false
-	}
-	sess, err := newSession(h.ConnID, proto.MaxPacketSizeLimit, &c.token.ClientKey, &c.token.ServerKey, now)
-	if err != nil {
-		return false
-	}
-	pn, payload, drop := sess.open(pkt, &h)
-	if drop >= 0 {
-		c.dropped[drop]++
-		return false
-	}
-	body, _, err := proto.ParseAcceptBody(payload)
-	if err != nil || body.TickRate == 0 || int(body.MaxPacket) < minPacketSize || int(body.MaxPacket) > proto.MaxPacketSizeLimit {
-		c.dropped[DropMalformed]++
-		return false
-	}
-	if sess.maxPacket != int(body.MaxPacket) {
-		// The reliable channel's MTU follows the server's packet size.
-		if sess, err = newSession(h.ConnID, int(body.MaxPacket), &c.token.ClientKey, &c.token.ServerKey, now); err != nil {
-			return false
+// handshakeBatch handles one batch of datagrams during the handshake: it
+// answers a challenge, fails on a denial (or a game that cannot start),
+// and creates the session from the accept.
+func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time.Time, send func()) error {
+	var denied error
+	for i := range b.N {
+		m := &b.Msgs[i]
+		if netip.AddrPortFrom(m.Addr.Addr().Unmap(), m.Addr.Port()) != c.server {
+			c.dropped[DropUnexpected]++
+			continue
 		}
-		sess.acks.ExpandSeq(h.Seq)
-	}
-	sess.acks.OnReceive(now, &h, pn, len(pkt), 0)
-	c.sess = sess
-	c.accept = body
-	c.tickRate = int(body.TickRate)
-	c.cfg.Heartbeat = time.Duration(body.HeartbeatMs) * time.Millisecond
-	c.cfg.Timeout = time.Duration(body.TimeoutMs) * time.Millisecond
-	c.tickNum = h.Tick
-	c.tick0 = now
-	if c.game != nil {
-		if err := c.game.attach(c, now, h.Tick, now.Sub(c.sentAt)); err != nil {
-			c.attachErr = err
-			return false
+		pkt := m.Buf[:m.N]
+		t, _, err := proto.ParsePrefix(pkt)
+		if err != nil {
+			c.dropped[DropMalformed]++
+			continue
+		}
+		switch t {
+		case proto.PacketChallenge:
+			if hs.Challenged() {
+				continue
+			}
+			if err := hs.Challenge(pkt); err != nil {
+				c.dropped[DropMalformed]++
+				continue
+			}
+			send()
+		case proto.PacketDenied:
+			d, _, err := proto.ParseDenied(pkt)
+			if err != nil {
+				c.dropped[DropMalformed]++
+				continue
+			}
+			denied = &DeniedError{Addr: c.server, Reason: d.Reason}
+		case proto.PacketAccept:
+			if !hs.Challenged() {
+				continue
+			}
+			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh})
+			if !ok {
+				c.dropped[drop]++
+				continue
+			}
+			return c.start(w, b.At, sentAt)
+		default:
+			c.dropped[DropUnexpected]++
 		}
 	}
-	if c.filter != nil && c.sess.hooks != nil {
-		c.sess.hooks = filteredHooks{c.sess.hooks, c.filter}
-	}
-	return true
+	return denied
 }
 
-// filteredHooks passes game frames through Dialer.frameFilter (tests).
-type filteredHooks struct {
-	frameHooks
+// start takes the session the accept created and attaches the game.
+func (c *Client) start(w session.Welcome, now, sentAt time.Time) error {
+	c.accept = w.Body
+	c.tickRate = int(w.Body.TickRate)
+	c.tickNum = w.Tick
+	c.tick0 = now
+	c.sess = w.Session
+	if c.layer != nil {
+		fh, err := c.layer.Attach(c, Accepted{Time: now, ServerTick: c.tickNum, RTT: now.Sub(sentAt)})
+		if err != nil {
+			c.sess = nil
+			return err
+		}
+		if c.filter != nil {
+			fh = filteredFrames{fh, c.filter}
+		}
+		c.sh.frames = fh
+	}
+	return nil
+}
+
+// filteredFrames passes game frames through Dialer.frameFilter (tests).
+type filteredFrames struct {
+	FrameHandler
 	filter func(t proto.FrameType, f []byte) []byte
 }
 
-func (h filteredHooks) frame(t proto.FrameType, f []byte, hdr proto.Header) {
+func (h filteredFrames) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 	if f = h.filter(t, f); f != nil {
-		h.frameHooks.frame(t, f, hdr)
+		return h.FrameHandler.Frame(t, f, p)
+	}
+	return nil
+}
+
+func (h filteredFrames) Tick(now time.Time, tick uint32) {
+	if t, ok := h.FrameHandler.(Ticker); ok {
+		t.Tick(now, tick)
 	}
 }
 
 // ConnID is the connection id the server assigned.
-func (c *Client) ConnID() uint32 { return c.sess.id }
+func (c *Client) ConnID() uint32 { return c.sess.ID() }
 
 // ClientID is the client id from the token.
 func (c *Client) ClientID() uint64 { return c.accept.ClientID }
@@ -402,7 +398,17 @@ func (c *Client) sendLocked(d Delivery, channel uint8, postmarked bool, tick uin
 	if c.err != nil || c.closing {
 		return ErrNotConnected
 	}
-	return c.sess.send(d, channel, postmarked, tick, data)
+	return c.sess.Send(d, channel, postmarked, tick, data)
+}
+
+// Do runs f serialised with the client's loop: between two of its
+// frames, never during a handler callback. Do not call it from a
+// ClientHandler or FrameHandler method (the loop already holds the
+// client there).
+func (c *Client) Do(f func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f()
 }
 
 // Receive returns the next message (with its own copy of the data), or an
@@ -461,36 +467,27 @@ func (c *Client) Err() error {
 func (c *Client) Stats() ConnStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	a := c.sess.acks.Stats()
-	r := c.sess.rel.Stats()
-	st := c.sess.stats
-	return ConnStats{
-		ConnID:        c.sess.id,
-		ClientID:      c.accept.ClientID,
-		GameID:        c.token.GameID,
-		Players:       c.Players(),
-		Addr:          c.server,
-		Connected:     c.tick0,
-		RTT:           a.RTT,
-		Jitter:        a.RTTVar,
-		Loss:          a.Loss,
-		PacketsIn:     st.PacketsIn,
-		PacketsOut:    st.PacketsOut,
-		BytesIn:       st.BytesIn,
-		BytesOut:      st.BytesOut,
-		MessagesIn:    st.MessagesIn,
-		MessagesOut:   st.MessagesOut,
-		ReliableQueue: r.QueuedSegments,
-		BadFrames:     st.BadFrames,
-	}
+	st := sessionConnStats(c.sess)
+	st.ClientID = c.accept.ClientID
+	st.GameID = c.token.GameID
+	st.Players = c.Players()
+	st.Addr = c.server
+	st.Connected = c.tick0
+	return st
 }
 
-// Dropped returns how many datagrams the client dropped, by reason (see
-// DropReasonName).
-func (c *Client) Dropped() [dropReasonCount]uint64 {
+// Dropped returns how many datagrams the client dropped, by reason.
+func (c *Client) Dropped() DropCounts {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dropped
+}
+
+// SendErrors counts failed socket writes.
+func (c *Client) SendErrors() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.errors
 }
 
 // Close tells the server the client is leaving and closes the socket. It
@@ -517,13 +514,13 @@ func (c *Client) loop() {
 	defer ticker.Stop()
 	for {
 		select {
-		case b := <-c.in.full:
+		case b := <-c.in.Batches():
 			c.mu.Lock()
 			c.receive(b)
-			c.flushOut()
+			c.out.flush()
 			ended := c.err != nil
 			c.mu.Unlock()
-			c.in.free <- b
+			c.in.Release(b)
 			if ended {
 				c.finish()
 				return
@@ -531,14 +528,14 @@ func (c *Client) loop() {
 		case <-ticker.C:
 			c.mu.Lock()
 			now := c.now()
-			if now.Sub(c.sess.lastRecv) > c.cfg.Timeout {
+			if c.sess.TimedOut(now) {
 				c.end(proto.DisconnectTimeout, true, now)
 				c.mu.Unlock()
 				c.finish()
 				return
 			}
 			c.tick(now)
-			c.flushOut()
+			c.out.flush()
 			c.mu.Unlock()
 		case <-c.stopLoop:
 			c.mu.Lock()
@@ -548,7 +545,7 @@ func (c *Client) loop() {
 			c.mu.Unlock()
 			c.finish()
 			return
-		case <-c.in.done:
+		case <-c.in.Done():
 			c.mu.Lock()
 			c.end(proto.DisconnectClosed, false, c.now())
 			c.mu.Unlock()
@@ -561,20 +558,8 @@ func (c *Client) loop() {
 // finish closes the socket and releases the reader.
 func (c *Client) finish() {
 	c.conn.Close()
-	c.drainInbox()
+	c.in.Drain()
 	close(c.done)
-}
-
-func (c *Client) drainInbox() {
-	for {
-		select {
-		case b := <-c.in.full:
-			c.in.free <- b
-			continue
-		case <-c.in.done:
-		}
-		return
-	}
 }
 
 // end records the end of the session; a local end tells the server.
@@ -585,9 +570,9 @@ func (c *Client) end(r proto.DisconnectReason, remote bool, now time.Time) {
 	if !remote || r == proto.DisconnectTimeout {
 		reason := [1]byte{byte(r)}
 		for range 3 {
-			c.queueOut(c.sess.appendPacket(c.nextOut(), now, proto.PacketDisconnect, c.fields(), fillNone, reason[:]))
+			c.peer.Emit(c.sess.AppendControl(c.out.next(), now, proto.PacketDisconnect, c.ticks(), reason[:]))
 		}
-		c.flushOut()
+		c.out.flush()
 	}
 	c.err = &DisconnectError{Reason: r, Remote: remote}
 	if c.handler != nil {
@@ -599,26 +584,22 @@ func (c *Client) end(r proto.DisconnectReason, remote bool, now time.Time) {
 	}
 }
 
-// fields are the header fields of the client's packets.
-func (c *Client) fields() packetFields {
-	if c.game != nil {
-		return c.game.fields()
-	}
-	return packetFields{tick: c.tickNum, interpFrom: c.tickNum, interpTo: c.tickNum}
-}
+// ticks are the header ticks of the client's packets: the game's
+// predicted tick and view, else the client's estimate of the server tick.
+func (c *Client) ticks() Ticks { return c.sh.ticks(c.tickNum) }
 
 // tick advances the tick estimate and sends this tick's packets.
 func (c *Client) tick(now time.Time) {
 	c.tickNum++
-	if c.game != nil {
-		c.game.advance(now)
+	if t, ok := c.sh.frames.(Ticker); ok {
+		t.Tick(now, c.tickNum)
 	}
-	c.sess.tick(now, c.fields(), c.cfg.Heartbeat, c.sess.hooks != nil, c.nextOut, c.queueOut)
+	c.sess.Tick(now, c.ticks(), c.sh.frames != nil, &c.peer)
 }
 
-func (c *Client) receive(b *rxBatch) {
-	for i := range b.n {
-		m := &b.msgs[i]
+func (c *Client) receive(b *udp.Batch) {
+	for i := range b.N {
+		m := &b.Msgs[i]
 		if m.N > proto.MaxPacketSizeLimit {
 			c.dropped[DropOversize]++
 			continue
@@ -627,7 +608,7 @@ func (c *Client) receive(b *rxBatch) {
 			c.dropped[DropUnexpected]++
 			continue
 		}
-		c.receiveDatagram(m.Buf[:m.N], b.at)
+		c.receiveDatagram(m.Buf[:m.N], b.At)
 		if c.err != nil {
 			return
 		}
@@ -659,19 +640,19 @@ func (c *Client) receiveDatagram(pkt []byte, at time.Time) {
 		c.dropped[DropMalformed]++
 		return
 	}
-	if h.ConnID != c.sess.id {
+	if h.ConnID != c.sess.ID() {
 		c.dropped[DropUnknownConn]++
 		return
 	}
-	pn, payload, drop := c.sess.open(pkt, &h)
-	if drop >= 0 {
+	pn, payload, drop, ok := c.sess.Open(pkt, &h)
+	if !ok {
 		c.dropped[drop]++
 		return
 	}
 	switch t {
 	case proto.PacketAccept:
 		// A repeated accept (we repeated our response): acks only.
-		c.sess.acks.OnReceive(at, &h, pn, len(pkt), 0)
+		c.sess.ReceiveAcks(at, &h, pn, len(pkt))
 	case proto.PacketDisconnect:
 		r, _, err := proto.ParseDisconnectReason(payload)
 		if err != nil {
@@ -679,37 +660,14 @@ func (c *Client) receiveDatagram(pkt []byte, at time.Time) {
 		}
 		c.end(r, true, at)
 	case proto.PacketKeepAlive:
-		c.sess.receive(at, &h, pn, len(pkt), nil, c)
+		c.sess.Receive(at, &h, pn, len(pkt), nil)
 	case proto.PacketData:
-		if err := c.sess.receive(at, &h, pn, len(pkt), payload, c); err != nil {
+		if err := c.sess.Receive(at, &h, pn, len(pkt), payload); err != nil {
 			c.dropped[DropMalformed]++
 			return
 		}
-		if c.sess.acks.AcksPending() >= ackOnlyThreshold {
-			c.queueOut(c.sess.appendPacket(c.nextOut(), at, proto.PacketData, c.fields(), fillData, nil))
+		if c.sess.AckDue() {
+			c.peer.Emit(c.sess.AppendAckPacket(c.out.next(), at, c.ticks()))
 		}
 	}
-}
-
-func (c *Client) nextOut() []byte {
-	i := len(c.out)
-	if i == len(c.outBufs) {
-		c.outBufs = append(c.outBufs, make([]byte, 0, proto.MaxPacketSizeLimit))
-	}
-	return c.outBufs[i][:0]
-}
-
-func (c *Client) queueOut(b []byte) {
-	c.out = append(c.out, udp.Message{Buf: b, Addr: c.server})
-}
-
-func (c *Client) flushOut() {
-	if len(c.out) == 0 {
-		return
-	}
-	c.conn.WriteBatch(c.out)
-	for i := range c.out {
-		c.outBufs[i] = c.out[i].Buf[:0]
-	}
-	c.out = c.out[:0]
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -95,8 +96,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.TickRate < 1 || c.TickRate > 1000:
 		return c, fmt.Errorf("tickwire: Config.TickRate %d out of range 1..1000", c.TickRate)
-	case c.MaxPacketSize < minPacketSize || c.MaxPacketSize > proto.MaxPacketSizeLimit:
-		return c, fmt.Errorf("tickwire: Config.MaxPacketSize %d out of range %d..%d", c.MaxPacketSize, minPacketSize, proto.MaxPacketSizeLimit)
+	case c.MaxPacketSize < session.MinPacketSize || c.MaxPacketSize > proto.MaxPacketSizeLimit:
+		return c, fmt.Errorf("tickwire: Config.MaxPacketSize %d out of range %d..%d", c.MaxPacketSize, session.MinPacketSize, proto.MaxPacketSizeLimit)
 	case c.Heartbeat < time.Millisecond || c.Heartbeat > 30*time.Second:
 		return c, fmt.Errorf("tickwire: Config.Heartbeat %v out of range 1ms..30s", c.Heartbeat)
 	case c.Timeout <= c.Heartbeat || c.Timeout > time.Minute:
@@ -110,7 +111,3 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	return c, nil
 }
-
-// minPacketSize leaves room for the header, the AEAD tag and a useful
-// payload.
-const minPacketSize = 256

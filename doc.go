@@ -3,12 +3,24 @@
 // server, GameClient on the client) that runs a Game — the interface game
 // code implements (package sim).
 //
-// It wires the lower packages together (proto for bytes, udp for sockets,
-// reliability for acks and the reliable channel, deltacomp and interest for
-// replication, sim for the tick engine) and owns the parts that need all of
-// them: connect tokens, the stateless handshake, packet sealing and replay
-// protection, connections versus players, keep-alives, timeouts and
-// disconnect reasons, and the join / leave / resync / desync flows.
+// It is the API over the lower packages: proto for bytes, udp for
+// sockets, internal/session for the mechanics of one connection (packet
+// numbers, sealing and the replay window, acks, the reliable channel,
+// keep-alives and timeouts, the stateless handshake), deltacomp and
+// interest for replication, sim for the tick engine. The root holds what
+// users call: Server and Client with their loops and sockets, Conn (one
+// client's connection; Connection ≠ Player), connect tokens and keys,
+// and the game layer with the join / leave / resync / desync flows.
+//
+// # Layers on a connection
+//
+// A protocol layer rides on a connection through one exported seam, the
+// FrameHandler: it receives the frames the connection does not handle
+// itself, adds its frames to the first packet of every tick, names the
+// header ticks and hears which of its packets were delivered or lost.
+// GameHost attaches one per connection with Conn.SetFrameHandler;
+// GameClient is a ClientLayer that Dialer.Game attaches once the server
+// accepted. Neither uses anything a third-party layer could not.
 //
 // # Connections
 //

@@ -81,12 +81,12 @@ func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.D
 		}
 	}
 	slices.Sort(rtts)
-	c.mu.Lock()
-	t.Logf("client: loss %.3f, repeats %d, packets out %d", c.sess.acks.Loss(), c.sess.stats.ReliableRepeats, c.sess.stats.PacketsOut)
-	c.mu.Unlock()
+	st := c.Stats()
+	t.Logf("client: loss %.3f, repeats %d, packets out %d", st.Loss, st.ReliableRepeats, st.PacketsOut)
 	srv.Do(func() {
 		srv.Each(func(sc *Conn) {
-			t.Logf("server: loss %.3f, repeats %d, packets out %d", sc.sess.acks.Loss(), sc.sess.stats.ReliableRepeats, sc.sess.stats.PacketsOut)
+			st := sc.Stats()
+			t.Logf("server: loss %.3f, repeats %d, packets out %d", st.Loss, st.ReliableRepeats, st.PacketsOut)
 		})
 	})
 	return rtts

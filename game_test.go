@@ -8,6 +8,7 @@ import (
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -30,7 +31,10 @@ func arenaServer(t testing.TB, cfg Config, npcs int) (*Server, *GameHost, Key, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(npcs), nil }, GameConfig{})
+	h, err := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(npcs), nil }, GameConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Handle(h)
 	addr := serveTest(t, s, nil)
 	return s, h, key, addr.String()
@@ -93,6 +97,58 @@ func TestGameOverLoopback(t *testing.T) {
 		t.Logf("server engine: %+v", est)
 		if hs := host.Stats(); hs.Joins != 1 || hs.Desyncs != 0 {
 			t.Fatalf("host stats %+v", hs)
+		}
+	})
+}
+
+// valueHandler is an application handler that keeps its own state in
+// Conn.Value, as the field's documentation allows.
+type valueHandler struct {
+	nopHandler
+	left chan any // Conn.Value seen at Disconnected
+}
+
+func (h *valueHandler) Connected(c *Conn) { c.Value = "the application's" }
+func (h *valueHandler) Disconnected(c *Conn, _ proto.DisconnectReason) {
+	h.left <- c.Value
+}
+
+// TestConnValueIsTheApplications: a GameConfig.Handler that sets
+// Conn.Value keeps it, and the game host still finds the connection's
+// players when the client leaves: the player leaves and the game ends.
+func TestConnValueIsTheApplications(t *testing.T) {
+	key, _ := GenerateKey()
+	s, err := NewServer(key, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := &valueHandler{left: make(chan any, 1)}
+	host, err := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(4), nil }, GameConfig{Handler: app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Handle(host)
+	addr := serveTest(t, s, nil)
+	gc, err := NewGameClient(arena.NewGame(0), randomInputs(1), sim.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, mintFor(t, key, addr, 1, 3), Dialer{Game: gc})
+	s.Do(func() {
+		if st := host.Stats(); st.Joins != 1 || st.Games != 1 {
+			t.Fatalf("after connecting: %+v", st)
+		}
+	})
+	c.Close()
+	if v := <-app.left; v != "the application's" {
+		t.Fatalf("Conn.Value at Disconnected = %v, want the application's value", v)
+	}
+	s.Do(func() {
+		if st := host.Stats(); st.Leaves != 1 || st.Games != 0 {
+			t.Fatalf("after the client left: %+v (the player must leave and the game end)", st)
+		}
+		if host.Engine(7) != nil {
+			t.Fatal("game 7 still running with nobody in it")
 		}
 	})
 }

@@ -24,7 +24,9 @@ type InputFunc func(player uint16, tick uint32, dst []byte) []byte
 // action rejections. The engine runs the predicted clock, prediction with
 // rollback, interpolation and correction smoothing (see sim.Client).
 //
-// Create it with NewGameClient and pass it in Dialer.Game. Use Do to read
+// Create it with NewGameClient and pass it in Dialer.Game (it is a
+// ClientLayer: it attaches to the accepted session through the same seam
+// any other protocol layer would use). Use Do to read
 // the engine (the predicted world, the interpolated bodies, effects)
 // while the client's loop is not running it.
 type GameClient struct {
@@ -91,42 +93,53 @@ func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClien
 	return &GameClient{game: game, input: input, cfg: cfg, replica: r}, nil
 }
 
-// attach binds g to a client whose session was just accepted.
-func (g *GameClient) attach(c *Client, now time.Time, serverTick uint32, rtt time.Duration) error {
+// Attach binds g to a client whose session was just accepted (it is
+// Dialer.Game's ClientLayer): it starts the tick engine for the client's
+// players at the server's tick and returns the handler of the game's
+// frames.
+func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 	cfg := g.cfg
 	cfg.Players = c.Players()
-	cfg.TickRate = c.tickRate
+	cfg.TickRate = c.TickRate()
 	eng, err := sim.NewClient(g.game, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	g.c, g.eng = c, eng
-	g.connected = now
-	eng.Start(now, serverTick, rtt)
-	c.sess.hooks = g
-	return nil
+	g.connected = a.Time
+	eng.Start(a.Time, a.ServerTick, a.RTT)
+	return (*gameFrames)(g), nil
 }
 
-// advance runs one client frame: the engine's clock, input sampling,
+// gameFrames is the GameClient seen as its connection's FrameHandler
+// and Ticker, so those methods stay out of GameClient's API.
+type gameFrames GameClient
+
+// Tick runs one client frame: the engine's clock, input sampling,
 // rollback and prediction.
-func (g *GameClient) advance(now time.Time) {
+func (f *gameFrames) Tick(now time.Time, _ uint32) {
+	g := (*GameClient)(f)
 	g.eng.Advance(now, sim.SampleFunc(g.input))
 }
 
-// fields puts the predicted tick and the view the client rendered when it
+// Ticks put the predicted tick and the view the client rendered when it
 // sampled that tick's input in the header.
-func (g *GameClient) fields() packetFields {
-	v := g.eng.View()
-	return packetFields{tick: g.eng.Tick(), interpFrom: v.From, interpTo: v.To, blend: v.Blend}
+func (f *gameFrames) Ticks() Ticks {
+	v := f.eng.View()
+	return Ticks{Tick: f.eng.Tick(), InterpFrom: v.From, InterpTo: v.To, Blend: v.Blend}
 }
 
-// appendFrames writes the engine's input frames (every input the server
+func (f *gameFrames) Delivered(uint64) {}
+func (f *gameFrames) Lost(uint64)      {}
+
+// AppendFrames writes the engine's input frames (every input the server
 // has not acknowledged, at least enough for the measured loss) and a
 // pending resync request.
-func (g *GameClient) appendFrames(b []byte, room int, pn uint64) []byte {
+func (f *gameFrames) AppendFrames(b []byte, room int, p *PacketInfo) []byte {
+	g := (*GameClient)(f)
 	start := len(b)
-	b = g.eng.AppendInputFrames(b, room, g.c.sess.acks.Loss())
-	now := g.c.now()
+	b = g.eng.AppendInputFrames(b, room, p.Loss)
+	now := p.Time
 	if g.resyncDue && now.Sub(g.resyncAt) > 500*time.Millisecond {
 		req := g.replica.ResyncRequest(g.resyncWhy)
 		if nb, err := req.Append(b); err == nil && len(nb)-start <= room {
@@ -152,18 +165,19 @@ func (g *GameClient) authoritative(tick uint32) {
 	}
 }
 
-// frame handles a game frame from the server.
-func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
+// Frame handles a game frame from the server.
+func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error {
+	g := (*GameClient)(f)
+	h := &p.Header
 	if !g.seenSeq || h.Seq != g.lastSeq {
-		g.lastSeq, g.seenSeq, g.recvAt = h.Seq, true, g.c.now()
+		g.lastSeq, g.seenSeq, g.recvAt = h.Seq, true, p.Time
 		g.eng.PacketReceived(g.recvAt, h.Tick)
 	}
 	switch t {
 	case proto.FrameSnapshotDelta:
-		d, _, err := proto.ParseSnapshotDeltaFrame(f)
+		d, _, err := proto.ParseSnapshotDeltaFrame(frame)
 		if err != nil {
-			g.c.sess.stats.BadFrames++
-			return
+			return err
 		}
 		switch err := g.replica.Apply(&d); {
 		case err == nil:
@@ -177,22 +191,25 @@ func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
 			g.resync(proto.ResyncPatchError)
 		}
 	case proto.FrameFullSnapshot:
-		full, _, err := proto.ParseFullSnapshotFrame(f)
+		full, _, err := proto.ParseFullSnapshotFrame(frame)
 		if err != nil {
 			g.resync(proto.ResyncPatchError)
-			return
+			return err
 		}
 		if err := g.replica.ApplyFull(&full, &g.codecs); err != nil {
 			g.resync(proto.ResyncPatchError)
-			return
+			return nil // the frame was well formed; the state it names is not ours
 		}
 		g.stats.FullSnapshots++
 		g.resyncDue = false
 		g.authoritative(g.replica.State().Tick)
 	case proto.FrameChecksum:
-		cs, _, err := proto.ParseChecksumFrame(f)
-		if err != nil || g.lastDelta == 0 || g.replica.Revision() != g.lastDelta || cs.Tick != g.deltaTick {
-			return // not right after the delta it describes: nothing to compare
+		cs, _, err := proto.ParseChecksumFrame(frame)
+		if err != nil {
+			return err
+		}
+		if g.lastDelta == 0 || g.replica.Revision() != g.lastDelta || cs.Tick != g.deltaTick {
+			return nil // not right after the delta it describes: nothing to compare
 		}
 		if g.sumReplica(g.lastDelta) != cs.Sum {
 			g.stats.Desyncs++
@@ -201,23 +218,27 @@ func (g *GameClient) frame(t proto.FrameType, f []byte, h proto.Header) {
 			g.stats.ChecksumsOK++
 		}
 	case proto.FrameInputAck:
-		a, _, err := proto.ParseInputAckFrame(f)
+		a, _, err := proto.ParseInputAckFrame(frame)
 		if err != nil {
-			return
+			return err
 		}
-		late := g.eng.InputAck(g.recvAt, a, h.Tick, g.c.sess.acks.RTTVar())
+		late := g.eng.InputAck(g.recvAt, a, h.Tick, p.RTTVar)
 		if late && g.recvAt.Sub(g.connected) > ConvergeTime {
 			g.stats.LateInputs++
 		}
 	case proto.FrameControl:
-		ctl, _, err := proto.ParseControlFrame(f)
-		if err == nil && ctl.Code == proto.ControlActionRejected {
+		ctl, _, err := proto.ParseControlFrame(frame)
+		if err != nil {
+			return err
+		}
+		if ctl.Code == proto.ControlActionRejected {
 			g.stats.Rejected++
 			g.eng.Rejected(ctl.Player, ctl.Tick)
 		}
 	default:
-		g.c.sess.stats.BadFrames++
+		return errUnexpectedFrame
 	}
+	return nil
 }
 
 // sumReplica is SumEntities over the replica's entities whose value came
@@ -233,28 +254,27 @@ func (g *GameClient) sumReplica(rev uint32) uint64 {
 	return SumEntities(s, g.checkIdx)
 }
 
-func (g *GameClient) delivered(uint64) {}
-func (g *GameClient) lost(uint64)      {}
-
 // Stats returns the counters. Safe from any goroutine.
 func (g *GameClient) Stats() GameClientStats {
 	if g.c == nil {
 		return GameClientStats{}
 	}
-	g.c.mu.Lock()
-	defer g.c.mu.Unlock()
-	st := g.stats
-	st.Engine = g.eng.Stats()
-	st.Entities = g.replica.State().Len()
+	var st GameClientStats
+	g.c.Do(func() {
+		st = g.stats
+		st.Engine = g.eng.Stats()
+		st.Entities = g.replica.State().Len()
+	})
 	return st
 }
 
 // State calls f with the replicated state (the newest value of every
 // entity the server sent), under the client's lock.
 func (g *GameClient) State(f func(s *deltacomp.Snapshot)) {
-	g.c.mu.Lock()
-	defer g.c.mu.Unlock()
-	f(g.replica.State())
+	if g.c == nil {
+		return
+	}
+	g.c.Do(func() { f(g.replica.State()) })
 }
 
 // Do calls f with the tick engine (the predicted and confirmed worlds,
@@ -264,7 +284,5 @@ func (g *GameClient) Do(f func(eng *sim.Client)) {
 	if g.c == nil {
 		return
 	}
-	g.c.mu.Lock()
-	defer g.c.mu.Unlock()
-	f(g.eng)
+	g.c.Do(func() { f(g.eng) })
 }

@@ -1,6 +1,10 @@
 package tickwire
 
 import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -35,10 +39,37 @@ type GameConfig struct {
 	// when it reports !ok, the view stays where it was.
 	View func(world Game, player uint16) (pos interest.Vec3, ok bool)
 	// FullCodec compresses join and resync snapshots. Default zstd.
-	FullCodec proto.Codec
+	FullCodec FullCodec
 	// Handler, if set, also receives the connections' events (messages
 	// the engine does not consume: those not postmarked).
 	Handler Handler
+}
+
+// FullCodec is how join and resync snapshots are compressed. The zero
+// value is zstd.
+type FullCodec uint8
+
+// Full snapshot codecs.
+const (
+	FullZstd FullCodec = iota // klauspost/compress zstd: smallest (default)
+	FullLZ4                   // pierrec/lz4: fastest to compress
+	FullS2                    // klauspost/compress s2
+	FullRaw                   // uncompressed records
+)
+
+// codec is the wire codec c names.
+func (c FullCodec) codec() (proto.Codec, bool) {
+	switch c {
+	case FullZstd:
+		return proto.CodecZstd, true
+	case FullLZ4:
+		return proto.CodecLZ4, true
+	case FullS2:
+		return proto.CodecS2, true
+	case FullRaw:
+		return proto.CodecNone, true
+	}
+	return 0, false
 }
 
 // GameHost runs games on a Server: one tick engine (package sim) per
@@ -48,9 +79,12 @@ type GameConfig struct {
 // server's Handler.
 type GameHost struct {
 	srv     *Server
+	log     *slog.Logger
 	factory GameFactory
 	cfg     GameConfig
+	codec   proto.Codec // of full snapshots
 	games   map[uint64]*hostedGame
+	conns   map[*Conn]*gameConn // the host's own table: Conn.Value is the application's
 	codecs  deltacomp.Codecs
 	scratch []byte
 	stats   GameHostStats
@@ -68,17 +102,32 @@ type GameHostStats struct {
 	SnapshotLate uint64 // joins whose full snapshot did not fit the reliable queue
 }
 
-// NewGameHost returns a host that creates games with factory. Install it
-// with srv.Handle.
-func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) *GameHost {
-	if cfg.FullCodec == 0 {
-		cfg.FullCodec = proto.CodecZstd
+// NewGameHost returns a host that creates games with factory, or an error
+// naming what is wrong with cfg. Install it with srv.Handle.
+func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, error) {
+	if factory == nil {
+		return nil, errors.New("tickwire: NewGameHost needs a game factory")
 	}
-	cfg.Sim.TickRate = srv.cfg.TickRate
+	codec, ok := cfg.FullCodec.codec()
+	if !ok {
+		return nil, fmt.Errorf("tickwire: GameConfig.FullCodec %d is not a codec", cfg.FullCodec)
+	}
+	scfg := srv.Config()
+	if cfg.Sim.TickRate != 0 && cfg.Sim.TickRate != scfg.TickRate {
+		return nil, fmt.Errorf("tickwire: GameConfig.Sim.TickRate %d differs from the server's %d (leave it zero)", cfg.Sim.TickRate, scfg.TickRate)
+	}
+	cfg.Sim.TickRate = scfg.TickRate
+	if err := cfg.Sim.Validate(); err != nil {
+		return nil, fmt.Errorf("tickwire: GameConfig.Sim: %w", err)
+	}
+	if cfg.Ring < 0 {
+		return nil, fmt.Errorf("tickwire: GameConfig.Ring %d is negative", cfg.Ring)
+	}
 	if cfg.Handler == nil {
 		cfg.Handler = nopHandler{}
 	}
-	return &GameHost{srv: srv, factory: factory, cfg: cfg, games: map[uint64]*hostedGame{}}
+	return &GameHost{srv: srv, log: scfg.Logger, factory: factory, cfg: cfg, codec: codec,
+		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}}, nil
 }
 
 // hostedGame is one running game.
@@ -161,7 +210,7 @@ func (h *GameHost) game(id uint64, now time.Time) (*hostedGame, error) {
 	}
 	h.games[id] = g
 	g.publish()
-	h.srv.cfg.Logger.Info("game started", "game", id)
+	h.log.Info("game started", "game", id)
 	return g, nil
 }
 
@@ -192,10 +241,10 @@ func (g *hostedGame) publish() {
 
 // Connected joins the connection's players to its game.
 func (h *GameHost) Connected(c *Conn) {
-	now := h.srv.now()
-	g, err := h.game(c.gameID, now)
+	now := h.srv.Now()
+	g, err := h.game(c.GameID(), now)
 	if err != nil {
-		h.srv.cfg.Logger.Warn("game refused", "game", c.gameID, "err", err)
+		h.log.Warn("game refused", "game", c.GameID(), "err", err)
 		h.stats.JoinFailures++
 		c.Close(proto.DisconnectKicked)
 		return
@@ -208,12 +257,12 @@ func (h *GameHost) Connected(c *Conn) {
 		sched: interest.NewScheduler(h.cfg.Scheduler),
 		now:   now,
 	}
-	for _, p := range c.players {
+	for _, p := range c.Players() {
 		ctrl, err := g.eng.Join(p)
 		if err != nil {
-			h.srv.cfg.Logger.Warn("join refused", "game", g.id, "player", p, "err", err)
+			h.log.Warn("join refused", "game", g.id, "player", p, "err", err)
 			h.stats.JoinFailures++
-			for _, q := range c.players {
+			for _, q := range c.Players() {
 				if q == p {
 					break
 				}
@@ -232,16 +281,17 @@ func (h *GameHost) Connected(c *Conn) {
 		g.queueBroadcast(&ctrl.Frame)
 	}
 	gc.joinFull = true
-	c.Value = gc
-	c.sess.hooks = gc
+	h.conns[c] = gc
+	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)
 	h.cfg.Handler.Connected(c)
 }
 
 // Disconnected removes the connection's players from its game.
 func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
-	gc, _ := c.Value.(*gameConn)
-	if gc != nil {
+	if gc := h.conns[c]; gc != nil {
+		delete(h.conns, c)
+		c.SetFrameHandler(nil)
 		g := gc.game
 		for i, x := range g.conns {
 			if x == gc {
@@ -249,7 +299,7 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 				break
 			}
 		}
-		for _, p := range c.players {
+		for _, p := range c.Players() {
 			if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
 				h.stats.Leaves++
 				g.queueBroadcast(&ctrl.Frame)
@@ -257,7 +307,7 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 		}
 		if len(g.conns) == 0 {
 			delete(h.games, g.id)
-			h.srv.cfg.Logger.Info("game ended", "game", g.id)
+			h.log.Info("game ended", "game", g.id)
 		}
 	}
 	h.cfg.Handler.Disconnected(c, r)
@@ -266,10 +316,10 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 // Message hands postmarked messages to the engine (they run at their
 // tick) and everything else to GameConfig.Handler.
 func (h *GameHost) Message(c *Conn, m *Message) {
-	gc, _ := c.Value.(*gameConn)
-	if gc != nil && m.Postmarked && len(c.players) > 0 {
+	gc := h.conns[c]
+	if gc != nil && m.Postmarked && len(c.Players()) > 0 {
 		f := proto.MessageFrame{Channel: m.Channel, Postmarked: true, Tick: m.Tick, Data: m.Data}
-		if err := gc.game.eng.ReceiveMessage(h.srv.now(), c.players[0], &f); err == nil {
+		if err := gc.game.eng.ReceiveMessage(h.srv.Now(), c.Players()[0], &f); err == nil {
 			return
 		}
 	}
@@ -301,14 +351,13 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		}
 		for _, b := range g.broadcast {
 			for _, gc := range g.conns {
-				gc.c.sess.sendReliableFrame(b)
+				gc.c.SendFrame(b)
 			}
 		}
 		g.broadcast = g.broadcast[:0]
 		for _, gc := range g.conns {
-			gc.now = now
-			if h.cfg.View != nil && len(gc.c.players) > 0 {
-				if pos, ok := h.cfg.View(g.eng.World(), gc.c.players[0]); ok {
+			if players := gc.c.Players(); h.cfg.View != nil && len(players) > 0 {
+				if pos, ok := h.cfg.View(g.eng.World(), players[0]); ok {
 					gc.sched.SetView(pos)
 				}
 			}
@@ -316,7 +365,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 				gc.joinFull = false
 				gc.sendFull(proto.CauseJoin)
 			}
-			if gc.fullSent && gc.c.sess.rel.Stats().QueuedSegments == 0 {
+			if gc.fullSent && gc.c.ReliableQueued() == 0 {
 				// Everything queued before (and with) the snapshot was
 				// acknowledged: the client holds it.
 				gc.fullSent = false
@@ -337,12 +386,7 @@ func (g *hostedGame) queueBroadcast(f *proto.ControlFrame) {
 }
 
 func (gc *gameConn) has(player uint16) bool {
-	for _, p := range gc.c.players {
-		if p == player {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(gc.c.Players(), player)
 }
 
 func (gc *gameConn) sendControl(f *proto.ControlFrame) {
@@ -352,7 +396,7 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 		return
 	}
 	h.scratch = b
-	gc.c.sess.sendReliableFrame(b)
+	gc.c.SendFrame(b)
 }
 
 // sendFull queues the game's latest state as a compressed full snapshot
@@ -362,13 +406,13 @@ func (gc *gameConn) sendFull(cause proto.SnapshotCause) {
 	g := gc.game
 	latest := g.ring.Latest()
 	rev := g.ring.Revision()
-	b, err := h.codecs.AppendFullSnapshot(h.scratch[:0], latest, cause, rev, h.cfg.FullCodec)
+	b, err := h.codecs.AppendFullSnapshot(h.scratch[:0], latest, cause, rev, h.codec)
 	if err != nil {
-		h.srv.cfg.Logger.Warn("full snapshot", "game", g.id, "err", err)
+		h.log.Warn("full snapshot", "game", g.id, "err", err)
 		return
 	}
 	h.scratch = b
-	if err := gc.c.sess.sendReliableFrame(b); err != nil {
+	if err := gc.c.SendFrame(b); err != nil {
 		h.stats.SnapshotLate++
 		gc.joinFull = true // try again next tick
 		return
@@ -378,28 +422,31 @@ func (gc *gameConn) sendFull(cause proto.SnapshotCause) {
 	gc.fullSent = true
 }
 
-// frame handles the game frames of a client packet.
-func (gc *gameConn) frame(t proto.FrameType, f []byte, hdr proto.Header) {
+// Frame handles the game frames of a client packet.
+func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 	h := gc.host
 	switch t {
 	case proto.FrameInput:
 		in, _, err := proto.ParseInputFrame(f)
-		if err != nil || !gc.has(in.Player) {
-			h.stats.BadFrames++
-			return
+		if err == nil && !gc.has(in.Player) {
+			err = errForeignPlayer
 		}
-		if err := gc.game.eng.ReceiveInput(gc.c.sess.lastRecv, &hdr, &in); err != nil {
+		if err == nil {
+			err = gc.game.eng.ReceiveInput(p.Time, &p.Header, &in)
+		}
+		if err != nil {
 			h.stats.BadFrames++
+			return err
 		}
 	case proto.FrameResyncRequest:
 		req, _, err := proto.ParseResyncRequestFrame(f)
 		if err != nil {
 			h.stats.BadFrames++
-			return
+			return err
 		}
 		if req.Reason == proto.ResyncChecksum {
 			h.stats.Desyncs++
-			h.srv.cfg.Logger.Warn("client desynced", "game", gc.game.id, "conn", gc.c.id, "tick", req.Tick)
+			h.log.Warn("client desynced", "game", gc.game.id, "conn", gc.c.ID(), "tick", req.Tick)
 		}
 		h.stats.Resyncs++
 		gc.enc.Reset()
@@ -407,17 +454,26 @@ func (gc *gameConn) frame(t proto.FrameType, f []byte, hdr proto.Header) {
 		gc.sendFull(proto.CauseResync)
 	default:
 		h.stats.BadFrames++
+		return errUnexpectedFrame
 	}
+	return nil
 }
+
+var (
+	errForeignPlayer   = errors.New("tickwire: input for a player the connection does not carry")
+	errUnexpectedFrame = errors.New("tickwire: unexpected frame type")
+)
 
 // appendFrames writes this tick's frames for the connection: input acks
 // of its players, then the snapshot delta in the room left, then, when
 // one is due (every GameConfig.Sim.ChecksumInterval ticks), the checksum
 // of the entities that delta carried (see sumEntities).
-func (gc *gameConn) appendFrames(b []byte, room int, pn uint64) []byte {
+func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	start := len(b)
 	g := gc.game
-	for _, p := range gc.c.players {
+	pn := pi.Number
+	gc.now = pi.Time
+	for _, p := range gc.c.Players() {
 		if ack, ok := g.eng.InputAck(p); ok {
 			if nb, err := ack.Append(b); err == nil && len(nb)-start <= room {
 				b = nb
@@ -440,7 +496,7 @@ func (gc *gameConn) appendFrames(b []byte, room int, pn uint64) []byte {
 	}
 	nb, err := gc.enc.AppendFrame(b, uint16(pn), sel)
 	if err != nil {
-		gc.host.srv.cfg.Logger.Warn("snapshot delta", "game", g.id, "err", err)
+		gc.host.log.Warn("snapshot delta", "game", g.id, "err", err)
 		return b
 	}
 	b = nb
@@ -462,16 +518,21 @@ func (h *GameHost) sumEntities(s *deltacomp.Snapshot, sel []int32) uint64 {
 	return SumEntities(s, sel)
 }
 
-// stateTick is the tick of the game's newest state: the header tick of
-// this connection's packets.
-func (gc *gameConn) stateTick() uint32 { return gc.game.eng.Tick() }
+// Ticks name the game's newest state in the header of this connection's
+// packets.
+func (gc *gameConn) Ticks() Ticks {
+	t := gc.game.eng.Tick()
+	return Ticks{Tick: t, InterpFrom: t, InterpTo: t}
+}
 
-func (gc *gameConn) delivered(pn uint64) {
+// Delivered and Lost promote baselines and re-prioritise what a lost
+// packet carried.
+func (gc *gameConn) Delivered(pn uint64) {
 	gc.enc.Delivered(uint16(pn))
 	gc.sched.Delivered(uint16(pn))
 }
 
-func (gc *gameConn) lost(pn uint64) {
+func (gc *gameConn) Lost(pn uint64) {
 	gc.enc.Lost(uint16(pn))
 	gc.sched.Lost(uint16(pn))
 }

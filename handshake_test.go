@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -256,7 +257,7 @@ func TestRequestFloodHoldsNoState(t *testing.T) {
 // than the datagram it answers, for each answer the server can give.
 func TestHandshakeAmplification(t *testing.T) {
 	key, _ := GenerateKey()
-	hs, err := newServerHandshake(key, time.Second)
+	hs, err := session.NewResponder((*[proto.KeySize]byte)(&key), time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,23 +274,23 @@ func TestHandshakeAmplification(t *testing.T) {
 			t.Errorf("%s: %d bytes answered with %d", name, len(in), len(out))
 		}
 	}
-	ch := hs.request(pkt, addr, now, nil, admit)
+	ch := hs.Request(pkt, addr, now, nil, admit)
 	check("challenge", pkt, ch)
-	check("full", pkt, hs.request(pkt, addr, now, nil, full))
-	check("short request", pkt[:100], hs.request(pkt[:100], addr, now, nil, admit))
+	check("full", pkt, hs.Request(pkt, addr, now, nil, full))
+	check("short request", pkt[:100], hs.Request(pkt[:100], addr, now, nil, admit))
 	bad := append([]byte(nil), pkt...)
 	bad[40] ^= 1
-	check("bad token", bad, hs.request(bad, addr, now, nil, admit))
+	check("bad token", bad, hs.Request(bad, addr, now, nil, admit))
 	resp := proto.ChallengeResponse{}
 	c, _, _ := proto.ParseChallenge(ch)
 	resp.Cookie = c.Cookie
 	rb, _ := resp.Append(nil)
-	_, _, out, ok := hs.response(rb, addr, now, nil)
+	_, _, out, ok := hs.Response(rb, addr, now, nil)
 	if ok {
 		t.Fatal("response without key proof accepted")
 	}
 	check("bad tag", rb, out)
-	_, _, out, ok = hs.response(rb, netip.MustParseAddrPort("192.0.2.9:5000"), now, nil)
+	_, _, out, ok = hs.Response(rb, netip.MustParseAddrPort("192.0.2.9:5000"), now, nil)
 	if ok {
 		t.Fatal("cookie accepted from another address")
 	}

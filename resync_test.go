@@ -93,7 +93,9 @@ func newGameRigLink(t *testing.T, cfg GameConfig, latency time.Duration, wrap fu
 		t.Fatal(err)
 	}
 	cfg.Handler = historyHandler{r}
-	r.host = NewGameHost(r.srv, func(uint64) (Game, error) { return arena.NewGame(8), nil }, cfg)
+	if r.host, err = NewGameHost(r.srv, func(uint64) (Game, error) { return arena.NewGame(8), nil }, cfg); err != nil {
+		t.Fatal(err)
+	}
 	r.srv.Handle(r.host)
 	go func() { r.done <- r.srv.Serve(udp.FromPacketConn(pc)) }()
 	return r

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -23,9 +23,9 @@ var ErrClosed = errors.New("tickwire: closed")
 type Server struct {
 	cfg  Config
 	key  Key
-	hs   *serverHandshake
+	hs   *session.Responder
 	conn udp.BatchConn
-	in   *inbox
+	in   *udp.ReadLoop
 	now  func() time.Time
 
 	mu      sync.Mutex // guards everything below; held by the loop while it works
@@ -33,8 +33,7 @@ type Server struct {
 	conns   map[uint32]*Conn
 	clients map[uint64]*Conn // by client id
 	games   map[uint64]int   // game id -> connections
-	out     []udp.Message    // datagrams queued for the next WriteBatch
-	outBufs [][]byte         // their buffers, reused
+	out     outQueue
 	stats   ServerStats
 	closed  bool
 	done    chan struct{}
@@ -48,36 +47,18 @@ type ServerStats struct {
 	Connections      int    // open now
 	Accepted         uint64 // connections created
 	Disconnects      [proto.DisconnectHostMigrate + 1]uint64
-	PacketsIn        uint64 // datagrams received
-	PacketsOut       uint64 // datagrams sent
-	BytesIn          uint64
-	BytesOut         uint64
-	Dropped          [dropReasonCount]uint64 // datagrams dropped, by reason
-	HandshakeIn      uint64                  // handshake bytes received
-	HandshakeOut     uint64                  // handshake bytes sent
+	PacketsIn        uint64     // datagrams received
+	PacketsOut       uint64     // datagrams sent
+	BytesIn          uint64     //
+	BytesOut         uint64     //
+	Dropped          DropCounts // datagrams dropped, by reason
+	HandshakeIn      uint64     // handshake bytes received
+	HandshakeOut     uint64     // handshake bytes sent
 	ChallengesSent   uint64
 	HandshakeDenied  uint64
 	SendErrors       uint64
 	Ticks            uint64
 	LastTickDuration time.Duration
-}
-
-// Reasons a server or client drops a datagram.
-const (
-	DropMalformed   = iota // not a valid tickwire packet
-	DropVersion            // another protocol version
-	DropUnknownConn        // session packet for no connection
-	DropReplay             // duplicate or older than the replay window
-	DropAuth               // failed authentication (forged, altered, wrong key)
-	DropUnexpected         // valid but not expected here (e.g. a challenge sent to a server)
-	DropOversize           // larger than the packet size limit
-	DropUnsealed           // session packet without encryption
-	dropReasonCount
-)
-
-// DropReasonName names a drop reason for logs and metrics.
-func DropReasonName(r int) string {
-	return [...]string{"malformed", "version", "unknown_conn", "replay", "auth", "unexpected", "oversize", "unsealed"}[r]
 }
 
 // NewServer creates a server that admits holders of tokens sealed with key.
@@ -86,7 +67,7 @@ func NewServer(key Key, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs, err := newServerHandshake(key, cfg.HandshakeTimeout)
+	hs, err := session.NewResponder((*[proto.KeySize]byte)(&key), cfg.HandshakeTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +80,7 @@ func NewServer(key Key, cfg Config) (*Server, error) {
 		conns:   make(map[uint32]*Conn),
 		clients: make(map[uint64]*Conn),
 		games:   make(map[uint64]int),
+		out:     outQueue{log: cfg.Logger},
 		done:    make(chan struct{}),
 	}, nil
 }
@@ -135,6 +117,12 @@ func (s *Server) Each(f func(c *Conn)) {
 // Tick is the server's current tick number. Call it from the loop.
 func (s *Server) Tick() uint32 { return s.tickNum }
 
+// Config is the server's configuration with every default applied.
+func (s *Server) Config() Config { return s.cfg }
+
+// Now reads the server's clock.
+func (s *Server) Now() time.Time { return s.now() }
+
 // ListenAndServe opens a DSCP-marked UDP socket on addr and serves on it
 // until Close.
 func (s *Server) ListenAndServe(addr string) error {
@@ -155,9 +143,10 @@ func (s *Server) Serve(conn udp.BatchConn) error {
 		return ErrClosed
 	}
 	s.conn = conn
-	s.in = newInbox(conn, s.now)
+	s.out.conn = conn
+	s.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: s.now})
 	s.mu.Unlock()
-	go s.in.run()
+	go s.in.Run()
 	return s.loop()
 }
 
@@ -206,11 +195,13 @@ func (s *Server) Stats() ServerStats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Connections = len(s.conns)
-	st.HandshakeIn = s.hs.stats.BytesIn
-	st.HandshakeOut = s.hs.stats.BytesOut
-	st.ChallengesSent = s.hs.stats.Challenges
-	st.Dropped[DropMalformed] += s.hs.stats.Malformed
-	for _, n := range s.hs.stats.Denied {
+	st.PacketsOut, st.BytesOut, st.SendErrors = s.out.packets, s.out.bytes, s.out.errors
+	hs := s.hs.Stats()
+	st.HandshakeIn = hs.BytesIn
+	st.HandshakeOut = hs.BytesOut
+	st.ChallengesSent = hs.Challenges
+	st.Dropped[DropMalformed] += hs.Malformed
+	for _, n := range hs.Denied {
 		st.HandshakeDenied += n
 	}
 	return st
@@ -225,13 +216,13 @@ func (s *Server) loop() error {
 	var readErr error
 	for {
 		select {
-		case b := <-s.in.full:
+		case b := <-s.in.Batches():
 			s.mu.Lock()
 			s.receive(b)
-			s.sendDueAcks(b.at)
-			s.flushOut()
+			s.sendDueAcks(b.At)
+			s.out.flush()
 			s.mu.Unlock()
-			s.in.free <- b
+			s.in.Release(b)
 		case <-ticker.C:
 			s.mu.Lock()
 			if s.closed {
@@ -241,15 +232,15 @@ func (s *Server) loop() error {
 			}
 			start := s.now()
 			s.tick(start)
-			s.flushOut()
+			s.out.flush()
 			s.stats.Ticks++
 			s.stats.LastTickDuration = s.now().Sub(start)
 			if s.cfg.ObserveTick != nil {
 				s.cfg.ObserveTick(s.tickNum, s.stats.LastTickDuration)
 			}
 			s.mu.Unlock()
-		case <-s.in.done:
-			readErr = s.in.err
+		case <-s.in.Done():
+			readErr = s.in.Err()
 			s.mu.Lock()
 			s.closed = true
 			s.shutdown()
@@ -269,32 +260,22 @@ func (s *Server) shutdown() {
 	for _, c := range s.conns {
 		s.disconnect(c, proto.DisconnectShutdown, now, true)
 	}
-	s.flushOut()
+	s.out.flush()
 	s.conn.Close()
-	// Let the reader see the closed socket: hand back every batch it may
-	// be waiting for.
-	for {
-		select {
-		case b := <-s.in.full:
-			s.in.free <- b
-			continue
-		case <-s.in.done:
-		}
-		break
-	}
+	s.in.Drain()
 }
 
 // receive handles one batch of datagrams.
-func (s *Server) receive(b *rxBatch) {
-	for i := range b.n {
-		m := &b.msgs[i]
+func (s *Server) receive(b *udp.Batch) {
+	for i := range b.N {
+		m := &b.Msgs[i]
 		s.stats.PacketsIn++
 		s.stats.BytesIn += uint64(m.N)
 		if m.N > proto.MaxPacketSizeLimit {
 			s.stats.Dropped[DropOversize]++
 			continue
 		}
-		s.receiveDatagram(m.Buf[:m.N], m.Addr.Addr().Unmap(), m.Addr.Port(), b.at)
+		s.receiveDatagram(m.Buf[:m.N], m.Addr.Addr().Unmap(), m.Addr.Port(), b.At)
 	}
 }
 
@@ -305,7 +286,7 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 		if proto.IsVersionMismatch(err) {
 			s.stats.Dropped[DropVersion]++
 			if len(pkt) >= proto.ConnectionRequestSize && proto.PacketType(pkt[3]) == proto.PacketConnectionRequest {
-				s.queue(s.hs.deny(s.nextOut(), proto.DenyVersion), addr)
+				s.out.queue(s.hs.Deny(s.out.next(), proto.DenyVersion), addr)
 			}
 			return
 		}
@@ -315,15 +296,15 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 	switch t {
 	case proto.PacketConnectionRequest:
 		if s.closed {
-			s.queue(s.hs.deny(s.nextOut(), proto.DenyShuttingDown), addr)
+			s.out.queue(s.hs.Deny(s.out.next(), proto.DenyShuttingDown), addr)
 			return
 		}
-		s.queue(s.hs.request(pkt, addr, at, s.nextOut(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
-			if c := s.clients[priv.ClientID]; c != nil && c.addr == addr {
+		s.out.queue(s.hs.Request(pkt, addr, at, s.out.next(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
+			if c := s.clients[priv.ClientID]; c != nil && c.out.addr == addr {
 				// A late or repeated request from a client we accepted:
 				// its accept may have been lost, so send that again.
-				s.queue(c.appendAccept(s.nextOut(), at), addr)
-				return denySilently
+				s.out.queue(c.appendAccept(s.out.next(), at), addr)
+				return session.DenySilently
 			}
 			return s.admit(priv, gameID)
 		}), addr)
@@ -358,23 +339,23 @@ func (s *Server) admit(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason
 }
 
 func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
-	priv, gameID, out, ok := s.hs.response(pkt, addr, at, s.nextOut())
+	priv, gameID, out, ok := s.hs.Response(pkt, addr, at, s.out.next())
 	if !ok {
-		s.queue(out, addr)
+		s.out.queue(out, addr)
 		return
 	}
 	if c, ok := s.clients[priv.ClientID]; ok {
 		// A repeated response (our accept was lost): accept again, from
 		// the same address only.
-		if c.addr == addr {
-			s.queue(c.appendAccept(s.nextOut(), at), addr)
+		if c.out.addr == addr {
+			s.out.queue(c.appendAccept(s.out.next(), at), addr)
 		} else {
-			s.queue(s.hs.deny(s.nextOut(), proto.DenyAlreadyConnected), addr)
+			s.out.queue(s.hs.Deny(s.out.next(), proto.DenyAlreadyConnected), addr)
 		}
 		return
 	}
 	if deny := s.admit(&priv, gameID); deny != 0 {
-		s.queue(s.hs.deny(s.nextOut(), deny), addr)
+		s.out.queue(s.hs.Deny(s.out.next(), deny), addr)
 		return
 	}
 	c, err := s.newConn(&priv, gameID, addr, at)
@@ -382,7 +363,6 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 		s.cfg.Logger.Error("create connection", "err", err)
 		return
 	}
-	s.hs.stats.Accepted++
 	s.stats.Accepted++
 	s.cfg.Logger.Info("client connected", "conn", c.id, "client", c.clientID, "game", gameID, "addr", addr)
 	// The handler first: a game host attaches the game, whose tick the
@@ -391,10 +371,10 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 	if c.closed {
 		// The handler refused it (a game that could not start): the
 		// client has no session yet, so tell it as a denial.
-		s.queue(s.hs.deny(s.nextOut(), proto.DenyWrongGame), addr)
+		s.out.queue(s.hs.Deny(s.out.next(), proto.DenyWrongGame), addr)
 		return
 	}
-	s.queue(c.appendAccept(s.nextOut(), at), addr)
+	s.out.queue(c.appendAccept(s.out.next(), at), addr)
 }
 
 // newConnID picks a fresh random-looking connection id.
@@ -418,39 +398,138 @@ func mixID(x uint64) uint64 {
 	return x ^ x>>33
 }
 
-// nextOut returns an empty buffer for the next queued datagram.
-func (s *Server) nextOut() []byte {
-	i := len(s.out)
-	if i == len(s.outBufs) {
-		s.outBufs = append(s.outBufs, make([]byte, 0, proto.MaxPacketSizeLimit))
+func (s *Server) newConn(priv *proto.TokenPrivate, gameID uint64, addr netip.AddrPort, now time.Time) (*Conn, error) {
+	id := s.newConnID()
+	c := &Conn{
+		srv:       s,
+		id:        id,
+		clientID:  priv.ClientID,
+		gameID:    gameID,
+		players:   append([]uint16(nil), priv.Players[:priv.PlayerCount]...),
+		userData:  priv.UserData,
+		out:       peerOutput{q: &s.out, addr: addr},
+		connected: now,
 	}
-	return s.outBufs[i][:0]
+	c.handler.message = func(m *Message) { s.handler.Message(c, m) }
+	sess, err := session.New(session.Config{
+		ID:        id,
+		MaxPacket: s.cfg.MaxPacketSize,
+		TxKey:     &priv.ServerToClientKey,
+		RxKey:     &priv.ClientToServerKey,
+		Heartbeat: s.cfg.Heartbeat,
+		Timeout:   s.cfg.Timeout,
+		Handler:   &c.handler,
+	}, now)
+	if err != nil {
+		return nil, err
+	}
+	c.sess = sess
+	s.conns[c.id] = c
+	s.clients[c.clientID] = c
+	s.games[gameID]++
+	return c, nil
 }
 
-// queue schedules b (which must come from nextOut) for sending to addr.
-func (s *Server) queue(b []byte, addr netip.AddrPort) {
-	if len(b) == 0 {
+// receiveSession authenticates a session packet and hands its payload to
+// its connection.
+func (s *Server) receiveSession(pkt []byte, addr netip.AddrPort, at time.Time) {
+	h, _, err := proto.ParseHeader(pkt)
+	if err != nil {
+		s.stats.Dropped[DropMalformed]++
 		return
 	}
-	s.out = append(s.out, udp.Message{Buf: b, Addr: addr})
+	c := s.conns[h.ConnID]
+	if c == nil {
+		s.stats.Dropped[DropUnknownConn]++
+		return
+	}
+	pn, payload, drop, ok := c.sess.Open(pkt, &h)
+	if !ok {
+		s.stats.Dropped[drop]++
+		return
+	}
+	if addr != c.out.addr && pn >= c.sess.LargestReceived() {
+		// NAT rebinding: an authenticated packet newer than any before it
+		// moves the connection to its source address.
+		s.cfg.Logger.Info("client moved", "conn", c.id, "from", c.out.addr, "to", addr)
+		c.out.addr = addr
+		c.migrations++
+	}
+	switch h.Type {
+	case proto.PacketDisconnect:
+		r, _, err := proto.ParseDisconnectReason(payload)
+		if err != nil {
+			r = proto.DisconnectProtocol
+		}
+		s.disconnect(c, r, at, false)
+	case proto.PacketKeepAlive:
+		if err := c.sess.Receive(at, &h, pn, len(pkt), nil); err != nil {
+			s.stats.Dropped[DropMalformed]++
+		}
+	case proto.PacketData:
+		if err := c.sess.Receive(at, &h, pn, len(pkt), payload); err != nil {
+			s.stats.Dropped[DropMalformed]++
+			return
+		}
+		if c.sess.AckDue() && !c.ackQueued {
+			c.ackQueued = true
+			s.ackDue = append(s.ackDue, c)
+		}
+	default:
+		s.stats.Dropped[DropUnexpected]++
+	}
 }
 
-// flushOut sends every queued datagram.
-func (s *Server) flushOut() {
-	if len(s.out) == 0 {
+// disconnect ends c. If notify, the client is told why (three times, as
+// the notice itself may be lost).
+func (s *Server) disconnect(c *Conn, r proto.DisconnectReason, now time.Time, notify bool) {
+	if c.closed {
 		return
 	}
-	n, err := s.conn.WriteBatch(s.out)
-	for _, m := range s.out[:n] {
-		s.stats.PacketsOut++
-		s.stats.BytesOut += uint64(len(m.Buf))
+	c.closed = true
+	if notify {
+		reason := [1]byte{byte(r)}
+		for range 3 {
+			c.out.Emit(c.sess.AppendControl(s.out.next(), now, proto.PacketDisconnect, c.ticks(), reason[:]))
+		}
 	}
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		s.stats.SendErrors++
-		s.cfg.Logger.Warn("send", "err", err, "sent", n, "queued", len(s.out))
+	delete(s.conns, c.id)
+	delete(s.clients, c.clientID)
+	if s.games[c.gameID]--; s.games[c.gameID] <= 0 {
+		delete(s.games, c.gameID)
 	}
-	for i := range s.out {
-		s.outBufs[i] = s.out[i].Buf[:0]
+	s.stats.Disconnects[r]++
+	s.cfg.Logger.Info("client disconnected", "conn", c.id, "client", c.clientID, "reason", r.String())
+	s.handler.Disconnected(c, r)
+}
+
+// tick times out silent connections, runs the handler's tick and sends
+// every connection's packets.
+func (s *Server) tick(now time.Time) {
+	s.tickNum++
+	for _, c := range s.conns {
+		if c.sess.TimedOut(now) {
+			s.disconnect(c, proto.DisconnectTimeout, now, true)
+		}
 	}
-	s.out = s.out[:0]
+	if t, ok := s.handler.(Ticker); ok {
+		t.Tick(now, s.tickNum)
+	}
+	for _, c := range s.conns {
+		c.sess.Tick(now, c.ticks(), c.handler.frames != nil, &c.out)
+		c.ackQueued = false
+	}
+	s.ackDue = s.ackDue[:0]
+}
+
+// sendDueAcks sends an ack-only packet to every connection that received
+// many packets since it last sent one.
+func (s *Server) sendDueAcks(now time.Time) {
+	for _, c := range s.ackDue {
+		if !c.closed && c.ackQueued {
+			c.out.Emit(c.sess.AppendAckPacket(s.out.next(), now, c.ticks()))
+		}
+		c.ackQueued = false
+	}
+	s.ackDue = s.ackDue[:0]
 }

@@ -30,8 +30,9 @@ func newTickRig(t testing.TB, n int) *tickRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.conn = &discardConn{}
-	host := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, GameConfig{
+	dc := &discardConn{}
+	s.conn, s.out.conn = dc, dc
+	host, err := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, GameConfig{
 		Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 		Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 		View: func(w Game, p uint16) (interest.Vec3, bool) {
@@ -39,6 +40,9 @@ func newTickRig(t testing.TB, n int) *tickRig {
 			return interest.Vec3{X: x, Y: y}, ok
 		},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.Handle(host)
 	r := &tickRig{s: s, host: host, now: time.Now()}
 	s.now = func() time.Time { return r.now }
@@ -61,18 +65,17 @@ func (r *tickRig) step() {
 	r.now = r.now.Add(time.Second / 60)
 	r.tick++
 	for i, c := range r.conns {
-		gc := c.Value.(*gameConn)
+		gc := r.host.conns[c]
 		in := arena.Input{MoveX: int8(r.tick*7 + uint32(i)), MoveY: int8(r.tick*3 - uint32(i)), Aim: uint16(r.tick * 300)}
 		r.in = arena.AppendInput(r.in[:0], in)
 		f := proto.InputFrame{Player: c.players[0], Tick: gc.game.eng.Tick() + 2, Count: 1, Size: arena.InputSize, Data: r.in}
 		r.fb, _ = f.Append(r.fb[:0])
-		c.sess.lastRecv = r.now
-		gc.frame(proto.FrameInput, r.fb, proto.Header{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5})
+		gc.Frame(proto.FrameInput, r.fb, &PacketInfo{Time: r.now, Header: proto.Header{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}})
 	}
 	r.s.tick(r.now)
-	r.s.flushOut()
+	r.s.out.flush()
 	for _, c := range r.conns {
-		c.Value.(*gameConn).delivered(c.sess.acks.NextPacketNumber() - 1)
+		r.host.conns[c].Delivered(c.sess.NextPacketNumber() - 1)
 	}
 }
 

@@ -1,8 +1,6 @@
 package tickwire
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/binary"
@@ -10,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -104,16 +103,9 @@ func MintToken(key Key, p TokenParams, now time.Time) (*ConnectToken, error) {
 		UserData:          t.UserData,
 	}
 	copy(priv.Players[:], t.Players)
-	plain, err := priv.Append(make([]byte, 0, proto.TokenPrivateSize))
-	if err != nil {
+	if err := session.SealToken((*[proto.KeySize]byte)(&key), &t.Sealed, &t.Nonce, t.GameID, uint64(t.Expires.Unix()), &priv); err != nil {
 		return nil, err
 	}
-	aead, err := newAEAD(key[:])
-	if err != nil {
-		return nil, err
-	}
-	ad := proto.TokenAdditionalData(nil, t.GameID, uint64(t.Expires.Unix()))
-	aead.Seal(t.Sealed[:0], t.Nonce[:], plain, ad)
 	return t, nil
 }
 
@@ -236,46 +228,4 @@ func ParseConnectToken(s string) (*ConnectToken, error) {
 		return nil, badToken("trailing bytes")
 	}
 	return t, nil
-}
-
-// tokenOpener opens the sealed tokens of connection requests on the server.
-// Which game ids a server accepts is the server's policy, not the opener's.
-type tokenOpener struct {
-	aead  cipher.AEAD
-	ad    [3 + 8 + 8]byte
-	plain [proto.TokenPrivateSize]byte
-}
-
-func newTokenOpener(key Key) (*tokenOpener, error) {
-	aead, err := newAEAD(key[:])
-	if err != nil {
-		return nil, err
-	}
-	return &tokenOpener{aead: aead}, nil
-}
-
-// open checks a request's token and returns its private part, or the
-// reason to deny it. It allocates nothing.
-func (o *tokenOpener) open(req *proto.ConnectionRequest, now time.Time) (proto.TokenPrivate, proto.DenyReason) {
-	if int64(req.Expires) <= now.Unix() {
-		return proto.TokenPrivate{}, proto.DenyExpired
-	}
-	ad := proto.TokenAdditionalData(o.ad[:0], req.GameID, req.Expires)
-	plain, err := o.aead.Open(o.plain[:0], req.TokenNonce[:], req.SealedToken[:], ad)
-	if err != nil {
-		return proto.TokenPrivate{}, proto.DenyInvalidToken
-	}
-	priv, _, err := proto.ParseTokenPrivate(plain)
-	if err != nil {
-		return proto.TokenPrivate{}, proto.DenyInvalidToken
-	}
-	return priv, 0
-}
-
-func newAEAD(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
 }

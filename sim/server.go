@@ -45,6 +45,10 @@ type ServerConfig struct {
 	LateMessages LateMessagePolicy
 }
 
+// Validate reports the first field of c that is out of range, as a
+// *ConfigError; zero fields take their defaults.
+func (c ServerConfig) Validate() error { return c.defaults() }
+
 func (c *ServerConfig) defaults() error {
 	if c.TickRate == 0 {
 		c.TickRate = 60

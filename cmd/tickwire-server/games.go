@@ -14,7 +14,7 @@ import (
 func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, error) {
 	switch o.game {
 	case "arena":
-		host := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
+		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
 			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
@@ -24,6 +24,9 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 				return interest.Vec3{X: x, Y: y}, ok
 			},
 		})
+		if err != nil {
+			return nil, err
+		}
 		return newGameHost(o.game, o.tick, log, host), nil
 	}
 	return nil, fmt.Errorf("game %q is not embedded", o.game)

@@ -85,7 +85,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.bytes, st.BytesIn, "in")
 	counter(c.bytes, st.BytesOut, "out")
 	for r, n := range st.Dropped {
-		counter(c.drops, n, tickwire.DropReasonName(r))
+		counter(c.drops, n, tickwire.DropReason(r).String())
 	}
 	for r := proto.DisconnectClosed; int(r) < len(st.Disconnects); r++ {
 		counter(c.disconnects, st.Disconnects[r], r.String())

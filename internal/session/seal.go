@@ -1,4 +1,4 @@
-package tickwire
+package session
 
 import (
 	"crypto/cipher"
@@ -20,7 +20,7 @@ type packetCipher struct {
 var errOpen = errors.New("tickwire: packet failed authentication")
 
 func newPacketCipher(key *[proto.KeySize]byte) (*packetCipher, error) {
-	aead, err := newAEAD(key[:])
+	aead, err := NewAEAD(key[:])
 	if err != nil {
 		return nil, err
 	}

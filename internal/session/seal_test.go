@@ -1,4 +1,4 @@
-package tickwire
+package session
 
 import (
 	"bytes"

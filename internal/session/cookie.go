@@ -1,4 +1,4 @@
-package tickwire
+package session
 
 import (
 	"crypto/cipher"
@@ -48,7 +48,7 @@ func newCookieJar(lifetime time.Duration) (*cookieJar, error) {
 	if _, err := rand.Read(key[:]); err != nil {
 		return nil, err
 	}
-	aead, err := newAEAD(key[:])
+	aead, err := NewAEAD(key[:])
 	if err != nil {
 		return nil, err
 	}

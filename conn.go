@@ -1,0 +1,211 @@
+package tickwire
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/tickwire/tickwire/internal/session"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// Handler receives a server's connection events. Its methods run on the
+// server's loop goroutine, one at a time, with the server's state locked:
+// they may call the Conn's methods and the Server's loop-side methods
+// (Conn.Send, Conn.Close), and must not block. From other goroutines use
+// Server.Do.
+type Handler interface {
+	// Connected is called once a client completed the handshake.
+	Connected(c *Conn)
+	// Message delivers one message; m.Data is valid only during the call.
+	Message(c *Conn, m *Message)
+	// Disconnected is called once per connection, with the reason.
+	Disconnected(c *Conn, reason proto.DisconnectReason)
+}
+
+// Ticker is implemented by a server's Handler, or a client's
+// FrameHandler, that wants to run every tick before the tick's packets
+// are built. tick is the server's tick number, or on a client its
+// estimate of the server's.
+type Ticker interface {
+	Tick(now time.Time, tick uint32)
+}
+
+type nopHandler struct{}
+
+func (nopHandler) Connected(*Conn)                            {}
+func (nopHandler) Message(*Conn, *Message)                    {}
+func (nopHandler) Disconnected(*Conn, proto.DisconnectReason) {}
+
+// Conn is one client's connection on a server: one client id, one or more
+// player slots (split-screen, bots), one session. Its methods may be
+// called only from the server's loop goroutine (Handler callbacks, or a
+// function passed to Server.Do).
+type Conn struct {
+	srv      *Server
+	id       uint32
+	clientID uint64
+	gameID   uint64
+	players  []uint16
+	userData [proto.UserDataSize]byte
+	out      peerOutput // to the client's current address
+	sess     *session.Session
+	handler  sessionHandler
+	accept   []byte // sealed accept packet, resent while the client repeats its response
+
+	connected  time.Time
+	closed     bool
+	ackQueued  bool
+	migrations uint64
+	// Value is the application's: the library never reads or writes it.
+	Value any
+}
+
+// ConnStats describes one connection.
+type ConnStats struct {
+	ConnID        uint32
+	ClientID      uint64
+	GameID        uint64
+	Players       []uint16
+	Addr          netip.AddrPort
+	Connected     time.Time
+	RTT           time.Duration // smoothed round-trip time
+	Jitter        time.Duration // RTT variation
+	Loss          float64       // fraction of our packets the peer did not acknowledge
+	PacketsIn     uint64
+	PacketsOut    uint64
+	BytesIn       uint64
+	BytesOut      uint64
+	MessagesIn    uint64
+	MessagesOut   uint64
+	ReliableQueue int // reliable segments waiting to be sent or acknowledged
+	// ReliableRepeats counts reliable data sent again as a copy on a
+	// lossy path (before any retransmission was due).
+	ReliableRepeats uint64
+	// BadFrames counts frames dropped as malformed or refused by the
+	// frame handler.
+	BadFrames  uint64
+	Migrations uint64 // address changes (NAT rebinding)
+}
+
+// sessionConnStats fills the parts of ConnStats a session knows.
+func sessionConnStats(s *session.Session) ConnStats {
+	st := s.Stats()
+	return ConnStats{
+		ConnID:          s.ID(),
+		RTT:             st.RTT,
+		Jitter:          st.RTTVar,
+		Loss:            st.Loss,
+		PacketsIn:       st.PacketsIn,
+		PacketsOut:      st.PacketsOut,
+		BytesIn:         st.BytesIn,
+		BytesOut:        st.BytesOut,
+		MessagesIn:      st.MessagesIn,
+		MessagesOut:     st.MessagesOut,
+		ReliableQueue:   st.ReliableQueue,
+		ReliableRepeats: st.ReliableRepeats,
+		BadFrames:       st.BadFrames,
+	}
+}
+
+// ID is the connection id (in every session header).
+func (c *Conn) ID() uint32 { return c.id }
+
+// ClientID is the client id from the connect token.
+func (c *Conn) ClientID() uint64 { return c.clientID }
+
+// GameID is the game the token admitted the client to.
+func (c *Conn) GameID() uint64 { return c.gameID }
+
+// Players are the player slots the connection carries.
+func (c *Conn) Players() []uint16 { return c.players }
+
+// UserData is the token's application data.
+func (c *Conn) UserData() [proto.UserDataSize]byte { return c.userData }
+
+// Addr is the client's current address.
+func (c *Conn) Addr() netip.AddrPort { return c.out.addr }
+
+// Closed reports whether the connection has ended.
+func (c *Conn) Closed() bool { return c.closed }
+
+// Send queues a message for the client; it leaves with the next tick's
+// packets. data is copied.
+func (c *Conn) Send(d Delivery, channel uint8, data []byte) error {
+	if c.closed {
+		return ErrNotConnected
+	}
+	return c.sess.Send(d, channel, false, 0, data)
+}
+
+// SendAt is Send with a tick postmark: the receiver is told the tick at
+// which the message takes effect.
+func (c *Conn) SendAt(d Delivery, channel uint8, tick uint32, data []byte) error {
+	if c.closed {
+		return ErrNotConnected
+	}
+	return c.sess.Send(d, channel, true, tick, data)
+}
+
+// SendFrame queues one encoded proto frame on the reliable channel, for a
+// FrameHandler on the client (full snapshots, control frames). frame is
+// copied.
+func (c *Conn) SendFrame(frame []byte) error {
+	if c.closed {
+		return ErrNotConnected
+	}
+	return c.sess.SendFrame(frame)
+}
+
+// ReliableQueued is how many reliable segments wait to be sent or
+// acknowledged: zero once everything sent reliably was acknowledged.
+func (c *Conn) ReliableQueued() int { return c.sess.ReliableQueued() }
+
+// SetFrameHandler attaches the protocol layer that reads and writes the
+// connection's frames beyond messages (nil detaches it). While one is
+// attached the connection sends a packet every tick.
+func (c *Conn) SetFrameHandler(h FrameHandler) { c.handler.frames = h }
+
+// Close disconnects the client with reason (DisconnectKicked if zero).
+func (c *Conn) Close(reason proto.DisconnectReason) {
+	if reason == 0 {
+		reason = proto.DisconnectKicked
+	}
+	c.srv.disconnect(c, reason, c.srv.now(), true)
+}
+
+// Stats returns the connection's counters and estimates.
+func (c *Conn) Stats() ConnStats {
+	st := sessionConnStats(c.sess)
+	st.ClientID = c.clientID
+	st.GameID = c.gameID
+	st.Players = c.players
+	st.Addr = c.out.addr
+	st.Connected = c.connected
+	st.Migrations = c.migrations
+	return st
+}
+
+// ticks are the header ticks of c's packets: its frame handler's (a
+// game's newest state), else the server's tick.
+func (c *Conn) ticks() Ticks { return c.handler.ticks(c.srv.tickNum) }
+
+// appendAccept appends the sealed accept packet for c. The first call
+// seals it (consuming the session's first packet number); repeats resend
+// the same bytes, so a lost accept costs no state.
+func (c *Conn) appendAccept(out []byte, now time.Time) []byte {
+	if c.accept == nil {
+		cfg := &c.srv.cfg
+		body := proto.AcceptBody{
+			ClientID:    c.clientID,
+			TickRate:    uint16(cfg.TickRate),
+			HeartbeatMs: uint16(cfg.Heartbeat / time.Millisecond),
+			TimeoutMs:   uint16(cfg.Timeout / time.Millisecond),
+			MaxPacket:   uint16(cfg.MaxPacketSize),
+			PlayerCount: uint8(len(c.players)),
+		}
+		copy(body.Players[:], c.players)
+		b, _ := body.Append(nil)
+		c.accept = c.sess.AppendControl(nil, now, proto.PacketAccept, c.ticks(), b)
+	}
+	return append(out, c.accept...)
+}

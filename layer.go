@@ -1,0 +1,87 @@
+package tickwire
+
+import (
+	"errors"
+
+	"github.com/tickwire/tickwire/internal/session"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// FrameHandler is a protocol layer that rides on a connection's packets,
+// as the game layer (GameHost on a server's Conn, GameClient on a Client)
+// does: it receives the frames the connection does not handle itself,
+// adds its own frames to the first packet of every tick, names the ticks
+// in the packet headers, and hears which of the packets it wrote were
+// delivered or lost. Attach one with Conn.SetFrameHandler or through
+// Dialer.Game. Every method runs on the connection's loop goroutine.
+type FrameHandler interface {
+	// Frame receives one frame (input, snapshot, checksum, control...)
+	// of an authenticated packet described by p; frame is valid only
+	// during the call. An error counts the frame as bad (ConnStats.BadFrames).
+	Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
+	// AppendFrames adds frames to the packet p describes (its number, the
+	// send time, the path's estimates), within room bytes, and returns b.
+	AppendFrames(b []byte, room int, p *PacketInfo) []byte
+	// Delivered and Lost report the fate of sent packets by number.
+	Delivered(pn uint64)
+	Lost(pn uint64)
+	// Ticks are the tick fields of the connection's next packet headers.
+	Ticks() Ticks
+}
+
+// PacketInfo describes the packet a FrameHandler call is about: Header
+// and Number of a received packet (zero Header when building one), Time
+// (arrival or send time), and the path's RTT, RTTVar and Loss estimates.
+type PacketInfo = session.PacketInfo
+
+// Ticks are the tick fields of a packet header: the tick it speaks for
+// (the server's state tick, or a client's predicted tick) and the
+// interpolated view a client showed (InterpFrom, InterpTo, Blend).
+type Ticks = session.Ticks
+
+// sessionHandler connects a session to its owner: messages go to the
+// owner's message sink, everything else to the attached FrameHandler (or
+// is refused when none is attached).
+type sessionHandler struct {
+	message func(m *Message)
+	frames  FrameHandler
+}
+
+func (h *sessionHandler) Message(m *Message, _ *PacketInfo) { h.message(m) }
+
+func (h *sessionHandler) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
+	if h.frames == nil {
+		return errNoFrameHandler
+	}
+	return h.frames.Frame(t, f, p)
+}
+
+func (h *sessionHandler) AppendFrames(b []byte, room int, p *PacketInfo) []byte {
+	if h.frames == nil {
+		return b
+	}
+	return h.frames.AppendFrames(b, room, p)
+}
+
+func (h *sessionHandler) Delivered(pn uint64) {
+	if h.frames != nil {
+		h.frames.Delivered(pn)
+	}
+}
+
+func (h *sessionHandler) Lost(pn uint64) {
+	if h.frames != nil {
+		h.frames.Lost(pn)
+	}
+}
+
+// ticks are the header ticks of the owner's packets: the frame handler's,
+// or tick alone without one.
+func (h *sessionHandler) ticks(tick uint32) Ticks {
+	if h.frames != nil {
+		return h.frames.Ticks()
+	}
+	return session.TickOnly(tick)
+}
+
+var errNoFrameHandler = errors.New("tickwire: frame for a connection without a frame handler")

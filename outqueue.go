@@ -1,0 +1,70 @@
+package tickwire
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// outQueue collects the datagrams a loop builds between two sends and
+// writes them in one batch. Buffers are reused: a loop asks next for an
+// empty one, fills it and queues it.
+type outQueue struct {
+	conn udp.BatchConn
+	log  *slog.Logger
+	msgs []udp.Message // queued for the next WriteBatch
+	bufs [][]byte      // their buffers, reused
+	// what was sent
+	packets, bytes, errors uint64
+}
+
+// next returns an empty buffer for the next queued datagram.
+func (q *outQueue) next() []byte {
+	i := len(q.msgs)
+	if i == len(q.bufs) {
+		q.bufs = append(q.bufs, make([]byte, 0, proto.MaxPacketSizeLimit))
+	}
+	return q.bufs[i][:0]
+}
+
+// queue schedules b (which must come from next) for sending to addr.
+func (q *outQueue) queue(b []byte, addr netip.AddrPort) {
+	if len(b) == 0 {
+		return
+	}
+	q.msgs = append(q.msgs, udp.Message{Buf: b, Addr: addr})
+}
+
+// flush sends every queued datagram, counting what went and logging a
+// failed write (a closed socket is not a failure).
+func (q *outQueue) flush() {
+	if len(q.msgs) == 0 {
+		return
+	}
+	n, err := q.conn.WriteBatch(q.msgs)
+	for _, m := range q.msgs[:n] {
+		q.packets++
+		q.bytes += uint64(len(m.Buf))
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		q.errors++
+		q.log.Warn("send", "err", err, "sent", n, "queued", len(q.msgs))
+	}
+	for i := range q.msgs {
+		q.bufs[i] = q.msgs[i].Buf[:0]
+	}
+	q.msgs = q.msgs[:0]
+}
+
+// peerOutput is a session's Output towards one address through a queue.
+type peerOutput struct {
+	q    *outQueue
+	addr netip.AddrPort
+}
+
+func (o *peerOutput) Buffer() []byte { return o.q.next() }
+func (o *peerOutput) Emit(b []byte)  { o.q.queue(b, o.addr) }
