@@ -100,6 +100,14 @@ type GameHostStats struct {
 	Desyncs      uint64 // checksum mismatches clients reported
 	BadFrames    uint64 // frames from clients that did not parse or named another player
 	SnapshotLate uint64 // joins whose full snapshot did not fit the reliable queue
+	// FullSnapshots counts full snapshots sent (joins and resyncs);
+	// FullEncodes how many were compressed (connections that need the
+	// same state in the same tick share one encoding).
+	FullSnapshots, FullEncodes uint64
+	// ResyncsIgnored counts resync requests that arrived while the
+	// connection's last full snapshot was due, in flight or in its
+	// cooldown (a client repeats its request while it still needs one).
+	ResyncsIgnored uint64
 }
 
 // NewGameHost returns a host that creates games with factory, or an error
@@ -130,6 +138,16 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}}, nil
 }
 
+// Full snapshots cost the server a compression of the whole state, so a
+// connection cannot buy them faster than this: at most one in flight,
+// the next no sooner than resyncCooldown after the last was sent, and at
+// most maxFullsPerTick compressed per tick for the whole host (the rest
+// wait for the next tick).
+const (
+	resyncCooldown  = 500 * time.Millisecond
+	maxFullsPerTick = 4
+)
+
 // hostedGame is one running game.
 type hostedGame struct {
 	id     uint64
@@ -138,6 +156,11 @@ type hostedGame struct {
 	world  *interest.World
 	conns  []*gameConn
 	bodies []sim.Body
+	// full is the last full snapshot frame encoded (of revision fullRev,
+	// with cause fullCause): connections that need the same one share it.
+	full      []byte
+	fullRev   uint32
+	fullCause proto.SnapshotCause
 	// pending control frames for everyone, sent reliably after the tick
 	broadcast [][]byte
 }
@@ -155,7 +178,8 @@ type gameConn struct {
 	fullRev  uint32
 	fullIDs  []proto.NetworkID
 	fullSent bool
-	joinFull bool // a join snapshot is due after the next step
+	fullAt   time.Time           // when the last full snapshot was sent
+	fullDue  proto.SnapshotCause // a full snapshot is due (0: none)
 	sumDue   bool
 }
 
@@ -280,7 +304,7 @@ func (h *GameHost) Connected(c *Conn) {
 		h.stats.Joins++
 		g.queueBroadcast(&ctrl.Frame)
 	}
-	gc.joinFull = true
+	gc.fullDue = proto.CauseJoin
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)
@@ -328,6 +352,7 @@ func (h *GameHost) Message(c *Conn, m *Message) {
 
 // Tick runs every game's due steps and prepares each connection's frames.
 func (h *GameHost) Tick(now time.Time, tick uint32) {
+	fulls := 0
 	for _, g := range h.games {
 		for n := g.eng.Due(now); n > 0; n-- {
 			g.eng.Step()
@@ -361,15 +386,16 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 					gc.sched.SetView(pos)
 				}
 			}
-			if gc.joinFull {
-				gc.joinFull = false
-				gc.sendFull(proto.CauseJoin)
-			}
 			if gc.fullSent && gc.c.ReliableQueued() == 0 {
 				// Everything queued before (and with) the snapshot was
 				// acknowledged: the client holds it.
 				gc.fullSent = false
 				gc.enc.FullDelivered(gc.fullRev, gc.fullIDs)
+			}
+			if gc.fullDue != 0 && fulls < maxFullsPerTick {
+				if gc.sendFull(gc.fullDue, now) {
+					fulls++
+				}
 			}
 		}
 	}
@@ -400,26 +426,36 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 }
 
 // sendFull queues the game's latest state as a compressed full snapshot
-// on the reliable channel.
-func (gc *gameConn) sendFull(cause proto.SnapshotCause) {
+// on the reliable channel, and reports whether it compressed one (the
+// game's last encoding is reused when it is of the same state and
+// cause). A snapshot that does not fit the reliable queue stays due.
+func (gc *gameConn) sendFull(cause proto.SnapshotCause, now time.Time) (encoded bool) {
 	h := gc.host
 	g := gc.game
 	latest := g.ring.Latest()
 	rev := g.ring.Revision()
-	b, err := h.codecs.AppendFullSnapshot(h.scratch[:0], latest, cause, rev, h.codec)
-	if err != nil {
-		h.log.Warn("full snapshot", "game", g.id, "err", err)
-		return
+	if g.full == nil || g.fullRev != rev || g.fullCause != cause {
+		b, err := h.codecs.AppendFullSnapshot(g.full[:0], latest, cause, rev, h.codec)
+		if err != nil {
+			h.log.Warn("full snapshot", "game", g.id, "err", err)
+			gc.fullDue = 0
+			return false
+		}
+		g.full, g.fullRev, g.fullCause = b, rev, cause
+		h.stats.FullEncodes++
+		encoded = true
 	}
-	h.scratch = b
-	if err := gc.c.SendFrame(b); err != nil {
+	if err := gc.c.SendFrame(g.full); err != nil {
 		h.stats.SnapshotLate++
-		gc.joinFull = true // try again next tick
-		return
+		return encoded // still due: try again next tick
 	}
+	h.stats.FullSnapshots++
+	gc.fullDue = 0
+	gc.fullAt = now
 	gc.fullRev = rev
 	gc.fullIDs = append(gc.fullIDs[:0], latest.IDs...)
 	gc.fullSent = true
+	return encoded
 }
 
 // Frame handles the game frames of a client packet.
@@ -448,10 +484,16 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 			h.stats.Desyncs++
 			h.log.Warn("client desynced", "game", gc.game.id, "conn", gc.c.ID(), "tick", req.Tick)
 		}
+		if gc.fullDue != 0 || gc.fullSent || (!gc.fullAt.IsZero() && p.Time.Sub(gc.fullAt) < resyncCooldown) {
+			// One full snapshot at a time, and no sooner than the
+			// cooldown: the client asks again while it still needs one.
+			h.stats.ResyncsIgnored++
+			return nil
+		}
 		h.stats.Resyncs++
 		gc.enc.Reset()
 		gc.sched.Reset()
-		gc.sendFull(proto.CauseResync)
+		gc.fullDue = proto.CauseResync
 	default:
 		h.stats.BadFrames++
 		return errUnexpectedFrame

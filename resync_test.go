@@ -116,8 +116,14 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 	if err != nil {
 		r.t.Fatal(err)
 	}
+	return r.dialLayer(clientID, slot, gc, filter), gc
+}
+
+// dialLayer connects a client for player slot that plays with layer.
+func (r *gameRig) dialLayer(clientID uint64, slot uint16, layer ClientLayer, filter func(proto.FrameType, []byte) []byte) *Client {
+	r.t.Helper()
 	var pc net.PacketConn
-	pc, err = r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
+	pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -129,14 +135,14 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	d := Dialer{Game: gc, Conn: udp.FromPacketConn(pc), frameFilter: filter}
+	d := Dialer{Game: layer, Conn: udp.FromPacketConn(pc), frameFilter: filter}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	c, err := d.Dial(ctx, tok)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	return c, gc
+	return c
 }
 
 // replica copies the client's replicated state.
@@ -395,6 +401,64 @@ func TestGameJoinRefused(t *testing.T) {
 		}
 		if hs := r.hostStats(); hs.JoinFailures != 1 || hs.Joins != 0 || hs.Games != 0 {
 			t.Fatalf("host stats %+v, want 1 join failure and no game left running", hs)
+		}
+	})
+}
+
+// resyncFlooder is a hostile client layer: every packet it sends is full
+// of resync requests (as many frames as fit, up to 63: a payload holds at
+// most 64 frames, and its session's reliable frame, with the acks that
+// let the server send it the next full snapshot, takes the last), and it
+// ignores what the server sends.
+type resyncFlooder struct{ sent int }
+
+func (f *resyncFlooder) Attach(*Client, Accepted) (FrameHandler, error)   { return f, nil }
+func (f *resyncFlooder) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
+func (f *resyncFlooder) Delivered(uint64)                                 {}
+func (f *resyncFlooder) Lost(uint64)                                      {}
+func (f *resyncFlooder) Ticks() Ticks                                     { return Ticks{} }
+func (f *resyncFlooder) AppendFrames(b []byte, room int, _ *PacketInfo) []byte {
+	req := proto.ResyncRequestFrame{Reason: proto.ResyncPatchError}
+	for range 63 {
+		if room < req.Len() {
+			break
+		}
+		b, _ = req.Append(b)
+		room -= req.Len()
+		f.sent++
+	}
+	return b
+}
+
+// TestResyncFlood: a client that asks for a resync in every frame of
+// every packet for 10 s buys at most one full snapshot per cooldown, not
+// one per request, and a well-behaved player in the same game stays in
+// sync throughout.
+func TestResyncFlood(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		c, gc := r.dial(1, 3, nil)
+		defer c.Close()
+		flood := &resyncFlooder{}
+		fc := r.dialLayer(2, 4, flood, nil)
+		defer fc.Close()
+		time.Sleep(10 * time.Second)
+		r.waitSynced("under a resync flood", checksummed(8), gc)
+		st := r.hostStats()
+		t.Logf("flooder sent %d resync requests; host: %+v; honest client: %+v", flood.sent, st, gc.Stats())
+		if flood.sent < 10_000 {
+			t.Fatalf("the flooder sent only %d requests", flood.sent)
+		}
+		// Two joins, then at most one resync per cooldown for 10 s.
+		if limit := uint64(2 + 10*time.Second/resyncCooldown + 1); st.FullSnapshots > limit || st.FullEncodes > st.FullSnapshots {
+			t.Fatalf("%d full snapshots sent (%d compressed) for %d requests, want at most %d", st.FullSnapshots, st.FullEncodes, flood.sent, limit)
+		}
+		if st.ResyncsIgnored == 0 || st.Desyncs != 0 {
+			t.Fatalf("host stats %+v", st)
+		}
+		if cs := gc.Stats(); cs.Desyncs != 0 || cs.Resyncs != 0 {
+			t.Fatalf("honest client %+v", cs)
 		}
 	})
 }
