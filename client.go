@@ -128,10 +128,14 @@ type Client struct {
 	closing  bool
 	done     chan struct{}
 	queue    []Message // for Receive when there is no handler
-	queued   chan struct{}
-	stopLoop chan struct{}
-	layer    ClientLayer
-	filter   func(t proto.FrameType, f []byte) []byte
+	// queueBytes is the data queue holds; queueDropped counts messages
+	// dropped because it was full.
+	queueBytes   int
+	queueDropped uint64
+	queued       chan struct{}
+	stopLoop     chan struct{}
+	layer        ClientLayer
+	filter       func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -413,7 +417,9 @@ func (c *Client) Do(f func()) {
 
 // Receive returns the next message (with its own copy of the data), or an
 // error once ctx is done or the session has ended and every message was
-// read. With a Dialer.Handler set, messages go there instead.
+// read. With a Dialer.Handler set, messages go there instead. Messages
+// that arrive while 65,536 messages or 8 MiB wait unread are dropped and
+// counted (ConnStats.MessagesDropped).
 func (c *Client) Receive(ctx context.Context) (Message, error) {
 	for {
 		c.mu.Lock()
@@ -421,6 +427,7 @@ func (c *Client) Receive(ctx context.Context) (Message, error) {
 			m := c.queue[0]
 			c.queue[0] = Message{}
 			c.queue = c.queue[1:]
+			c.queueBytes -= len(m.Data)
 			c.mu.Unlock()
 			return m, nil
 		}
@@ -438,12 +445,27 @@ func (c *Client) Receive(ctx context.Context) (Message, error) {
 	}
 }
 
+// Bounds of the queue Receive reads when there is no handler: a peer
+// cannot make an application that does not read grow without bound.
+const (
+	maxReceiveQueue      = 1 << 16 // messages
+	maxReceiveQueueBytes = 8 << 20
+)
+
 // message makes Client the session's message sink.
 func (c *Client) message(m *Message) {
 	if c.handler != nil {
 		c.handler.Message(c, m)
 		return
 	}
+	if len(c.queue) >= maxReceiveQueue || c.queueBytes+len(m.Data) > maxReceiveQueueBytes {
+		if c.queueDropped == 0 {
+			c.cfg.Logger.Warn("receive queue full: dropping messages until Receive reads", "messages", len(c.queue), "bytes", c.queueBytes)
+		}
+		c.queueDropped++
+		return
+	}
+	c.queueBytes += len(m.Data)
 	cp := *m
 	cp.Data = append([]byte(nil), m.Data...)
 	c.queue = append(c.queue, cp)
@@ -473,6 +495,7 @@ func (c *Client) Stats() ConnStats {
 	st.Players = c.Players()
 	st.Addr = c.server
 	st.Connected = c.tick0
+	st.MessagesDropped = c.queueDropped
 	return st
 }
 

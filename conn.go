@@ -62,22 +62,25 @@ type Conn struct {
 
 // ConnStats describes one connection.
 type ConnStats struct {
-	ConnID        uint32
-	ClientID      uint64
-	GameID        uint64
-	Players       []uint16
-	Addr          netip.AddrPort
-	Connected     time.Time
-	RTT           time.Duration // smoothed round-trip time
-	Jitter        time.Duration // RTT variation
-	Loss          float64       // fraction of our packets the peer did not acknowledge
-	PacketsIn     uint64
-	PacketsOut    uint64
-	BytesIn       uint64
-	BytesOut      uint64
-	MessagesIn    uint64
-	MessagesOut   uint64
-	ReliableQueue int // reliable segments waiting to be sent or acknowledged
+	ConnID      uint32
+	ClientID    uint64
+	GameID      uint64
+	Players     []uint16
+	Addr        netip.AddrPort
+	Connected   time.Time
+	RTT         time.Duration // smoothed round-trip time
+	Jitter      time.Duration // RTT variation
+	Loss        float64       // fraction of our packets the peer did not acknowledge
+	PacketsIn   uint64
+	PacketsOut  uint64
+	BytesIn     uint64
+	BytesOut    uint64
+	MessagesIn  uint64
+	MessagesOut uint64
+	// MessagesDropped counts messages a Client dropped because the
+	// application did not read them (Client.Receive's queue was full).
+	MessagesDropped uint64
+	ReliableQueue   int // reliable segments waiting to be sent or acknowledged
 	// ReliableRepeats counts reliable data sent again as a copy on a
 	// lossy path (before any retransmission was due).
 	ReliableRepeats uint64

@@ -329,3 +329,33 @@ func TestLateRequestResendsAccept(t *testing.T) {
 		t.Fatal(c.Err())
 	}
 }
+
+// TestShuttingDownDenialNoAmplification: a server that is shutting down
+// answers a full-size connection request with a denial, and a short
+// datagram with nothing (the denial would be larger than it).
+func TestShuttingDownDenialNoAmplification(t *testing.T) {
+	key, _ := GenerateKey()
+	s, err := NewServer(key, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := &discardConn{}
+	s.conn, s.out.conn = dc, dc
+	s.closed = true
+	addr := netip.MustParseAddrPort("192.0.2.1:5000")
+	tok, _ := MintToken(key, TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{"192.0.2.2:7777"}}, time.Now())
+	req := tok.Request()
+	full, _ := req.Append(nil)
+	for _, pkt := range [][]byte{full[:4], full[:proto.ConnectionRequestSize-1], full} {
+		dc.last = nil
+		s.receiveDatagram(pkt, addr.Addr(), addr.Port(), time.Now())
+		s.out.flush()
+		out := 0
+		for _, m := range dc.last {
+			out += len(m.Buf)
+		}
+		if out > len(pkt) || (len(pkt) == proto.ConnectionRequestSize) != (out > 0) {
+			t.Errorf("%d-byte request while shutting down answered with %d bytes", len(pkt), out)
+		}
+	}
+}

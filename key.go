@@ -41,10 +41,28 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
+// readPrivateFile reads a secret file, refusing one that others than its
+// owner may read or write.
+func readPrivateFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("tickwire: read key file: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("tickwire: key file %s has mode %v: group and others must have no access (chmod 600 %s)", path, perm, path)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("tickwire: read key file: %w", err)
+	}
+	return b, nil
+}
+
 // LoadOrCreateKey reads the key at path, or, if the file does not exist,
 // generates one and writes it there with mode 0600. created reports which.
+// A key file that its group or others may access is refused.
 func LoadOrCreateKey(path string) (k Key, created bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := readPrivateFile(path)
 	if err == nil {
 		k, err = ParseKey(string(b))
 		if err != nil {
@@ -53,7 +71,7 @@ func LoadOrCreateKey(path string) (k Key, created bool, err error) {
 		return k, false, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return Key{}, false, fmt.Errorf("tickwire: read key file: %w", err)
+		return Key{}, false, err
 	}
 	if k, err = GenerateKey(); err != nil {
 		return Key{}, false, err

@@ -296,7 +296,12 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 	switch t {
 	case proto.PacketConnectionRequest:
 		if s.closed {
-			s.out.queue(s.hs.Deny(s.out.next(), proto.DenyShuttingDown), addr)
+			// No reply larger than the datagram: a short one gets none.
+			if len(pkt) >= proto.ConnectionRequestSize {
+				s.out.queue(s.hs.Deny(s.out.next(), proto.DenyShuttingDown), addr)
+			} else {
+				s.stats.Dropped[DropMalformed]++
+			}
 			return
 		}
 		s.out.queue(s.hs.Request(pkt, addr, at, s.out.next(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {

@@ -7,10 +7,12 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
 )
 
 // echoHandler sends every message back the way it came.
@@ -210,4 +212,46 @@ func TestDialNobody(t *testing.T) {
 	if !errors.Is(err, ErrHandshakeTimeout) {
 		t.Fatalf("err %v, want handshake timeout", err)
 	}
+}
+
+// flooder sends every client as many small unreliable messages as its
+// queue takes, every tick.
+type flooder struct {
+	nopHandler
+	srv *Server
+}
+
+func (f *flooder) Tick(time.Time, uint32) {
+	f.srv.Each(func(c *Conn) {
+		for c.Send(Unreliable, 1, []byte{1}) == nil {
+		}
+	})
+}
+
+// TestClientReceiveQueueBounded: a server that floods a client whose
+// application never calls Receive cannot grow its queue without bound;
+// the excess is dropped and counted.
+func TestClientReceiveQueueBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 5 * time.Millisecond}})
+		listen := func(addr string) udp.BatchConn {
+			pc, err := nw.Listen(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return udp.FromPacketConn(pc)
+		}
+		f := &flooder{}
+		s, key, addr := testServer(t, Config{}, f, listen("10.0.0.1:7777"))
+		f.srv = s
+		c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen("10.0.1.1:5000")})
+		time.Sleep(5 * time.Second)
+		st := c.Stats()
+		var queued int
+		c.Do(func() { queued = len(c.queue) })
+		t.Logf("received %d, queued %d, dropped %d; client err %v, stats %+v, dropped %v; server %+v", st.MessagesIn, queued, st.MessagesDropped, c.Err(), st, c.Dropped(), s.Stats())
+		if queued > maxReceiveQueue || st.MessagesDropped == 0 || st.MessagesIn != uint64(queued)+st.MessagesDropped {
+			t.Fatalf("received %d, queued %d (limit %d), dropped %d", st.MessagesIn, queued, maxReceiveQueue, st.MessagesDropped)
+		}
+	})
 }

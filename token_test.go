@@ -98,6 +98,24 @@ func TestKeyFile(t *testing.T) {
 	if _, _, err := LoadOrCreateKey(filepath.Join(path, "sub", "key")); err == nil {
 		t.Error("key under a file accepted")
 	}
+	// A key others can read is refused, with the fix in the message.
+	if err := os.WriteFile(path, []byte(k1.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []os.FileMode{0o640, 0o604, 0o660} {
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+			t.Errorf("key file with mode %v: %v", mode, err)
+		}
+	}
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if k, _, err := LoadOrCreateKey(path); err != nil || k != k1 {
+		t.Errorf("read-only key file: %v", err)
+	}
 	if _, err := ParseKey(strings.Repeat("ab", 31)); err == nil {
 		t.Error("short key accepted")
 	}

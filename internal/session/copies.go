@@ -80,14 +80,27 @@ func (c *copies) gather(room int) {
 }
 
 // appendOwed puts the owed copies into the tick's first packet when they
-// all fit in room.
-func (c *copies) appendOwed(b []byte, room int, st *Stats) []byte {
-	if len(c.owed) > 0 && len(c.owed) <= room {
-		b = append(b, c.owed...)
-		c.owed = c.owed[:0]
-		st.ReliableRepeats++
+// all fit in room and in maxFrames frames, and reports how many frames it
+// added.
+func (c *copies) appendOwed(b []byte, room, maxFrames int, st *Stats) ([]byte, int) {
+	if len(c.owed) == 0 || len(c.owed) > room {
+		return b, 0
 	}
-	return b
+	n := 0
+	for off := 0; off < len(c.owed); n++ {
+		_, k, err := proto.SkipFrame(c.owed[off:])
+		if err != nil {
+			return b, 0
+		}
+		off += k
+	}
+	if n > maxFrames {
+		return b, 0
+	}
+	b = append(b, c.owed...)
+	c.owed = c.owed[:0]
+	st.ReliableRepeats++
+	return b, n
 }
 
 // noteSent records the reliable frame just written (frame, possibly
@@ -110,10 +123,11 @@ func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) 
 }
 
 // next returns the next run of whole owed frames that fits one packet's
-// room, or nil when none is left; what cannot fit is dropped.
+// room and frame limit, or nil when none is left; what cannot fit is
+// dropped.
 func (c *copies) next(room int) []byte {
 	n := 0
-	for n < len(c.owed) {
+	for frames := 0; n < len(c.owed) && frames < proto.MaxFramesPerPacket; frames++ {
 		_, k, err := proto.SkipFrame(c.owed[n:])
 		if err != nil || n+k > room {
 			break

@@ -482,22 +482,35 @@ func (s *Session) appendPacket(out []byte, now time.Time, t proto.PacketType, ti
 // reliable segments in the room left (acks and short segments; a full
 // segment waits for the next packet). Later packets carry reliable
 // segments first. A packet with nothing else carries an ack-only frame.
+// No packet holds more than proto.MaxFramesPerPacket frames: the
+// unreliable queue waits for the next packet, and handler frames beyond
+// maxHandlerFrames are cut.
 func (s *Session) fillData(b []byte, now time.Time, first bool) []byte {
 	start, room := len(b), s.payloadRoom()
 	left := func() int { return room - (len(b) - start) }
+	frames := 0
 	if first {
-		b = s.takeUnreliable(b, left())
+		var n int
+		b, n = s.takeUnreliable(b, left(), maxHandlerFrames)
+		frames += n
 		s.info = PacketInfo{Number: s.acks.NextPacketNumber(), Time: now, RTT: s.acks.RTT(), RTTVar: s.acks.RTTVar(), Loss: s.acks.Loss()}
+		at := len(b)
 		b = s.cfg.Handler.AppendFrames(b, left(), &s.info)
-		b = s.copies.appendOwed(b, left(), &s.stats)
+		b, n = cutFrames(b, at, maxHandlerFrames-frames)
+		frames += n
+		b, n = s.copies.appendOwed(b, left(), proto.MaxFramesPerPacket-1-frames, &s.stats)
+		frames += n
 	}
 	if s.rel.Pending() > 0 {
 		at := len(b)
 		b, _ = s.rel.AppendFrame(b, left())
 		s.copies.noteSent(b[at:], room, s.acks)
+		frames++
 	}
 	if !first {
-		b = s.takeUnreliable(b, left())
+		var n int
+		b, n = s.takeUnreliable(b, left(), proto.MaxFramesPerPacket-frames)
+		frames += n
 	}
 	if len(b) == start {
 		f := proto.AckOnlyFrame{DelayMicros: s.acks.AckDelayMicros(now)}
@@ -506,21 +519,45 @@ func (s *Session) fillData(b []byte, now time.Time, first bool) []byte {
 	return b
 }
 
-// takeUnreliable moves as many queued unreliable frames as fit in room
-// into b, oldest first.
-func (s *Session) takeUnreliable(b []byte, room int) []byte {
-	used := 0
-	for used < len(s.unrel) {
-		_, n, err := proto.SkipFrame(s.unrel[used:])
-		if err != nil || n > room {
+// maxHandlerFrames bounds the frames the first packet of a tick gives to
+// queued messages and the handler together, leaving room for the copies
+// and the reliable frame.
+const maxHandlerFrames = proto.MaxFramesPerPacket - 8
+
+// cutFrames keeps at most max whole frames of b[at:] and reports how many
+// it kept. A handler that wrote a malformed frame loses all it wrote.
+func cutFrames(b []byte, at, max int) ([]byte, int) {
+	n, off := 0, at
+	for off < len(b) {
+		_, k, err := proto.SkipFrame(b[off:])
+		if err != nil || n == max {
 			break
 		}
-		b = append(b, s.unrel[used:used+n]...)
-		used += n
-		room -= n
+		off += k
+		n++
+	}
+	if off < len(b) && n == 0 {
+		return b[:at], 0
+	}
+	return b[:off], n
+}
+
+// takeUnreliable moves as many queued unreliable frames as fit in room,
+// at most max of them, into b, oldest first, and reports how many.
+func (s *Session) takeUnreliable(b []byte, room, max int) ([]byte, int) {
+	used, n := 0, 0
+	for used < len(s.unrel) && n < max {
+		_, k, err := proto.SkipFrame(s.unrel[used:])
+		if err != nil || k > room {
+			break
+		}
+		b = append(b, s.unrel[used:used+k]...)
+		used += k
+		room -= k
+		n++
 	}
 	s.unrel = s.unrel[:copy(s.unrel, s.unrel[used:])]
-	return b
+	return b, n
 }
 
 // wantsData reports whether the session has something to send beyond
