@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // fateRecorder checks the AckListener contract against ground truth.
@@ -47,6 +48,7 @@ func (r *fateRecorder) Lost(pn uint64) {
 // header and, for the test only, the true packet number.
 type ackEnd struct {
 	acks     *PacketAcks
+	out      *netem.Impairment // the link towards the peer
 	rec      *fateRecorder
 	received map[uint64]bool // true packet numbers received (ground truth for the peer's recorder)
 	sentPN   uint64
@@ -65,7 +67,7 @@ func newAckEnd(peerReceived *map[uint64]bool) *ackEnd {
 	return e
 }
 
-func (e *ackEnd) send(now time.Time, link *simLink) {
+func (e *ackEnd) send(now time.Time) {
 	h := proto.Header{Type: proto.PacketKeepAlive, ConnID: 1}
 	pn := e.acks.Send(now, &h, proto.HeaderSize+8)
 	if pn != e.sentPN+1 {
@@ -74,7 +76,7 @@ func (e *ackEnd) send(now time.Time, link *simLink) {
 	e.sentPN = pn
 	b, _ := h.Append(nil)
 	b = binary.LittleEndian.AppendUint64(b, pn)
-	link.send(now, b)
+	e.out.Enqueue(now, netem.Packet{Data: b})
 }
 
 func (e *ackEnd) receive(now time.Time, pkt []byte) {
@@ -113,7 +115,7 @@ func (e *ackEnd) check(t *testing.T, name string) {
 }
 
 type ackScenario struct {
-	ab, ba   linkProfile
+	ab, ba   netem.Spec
 	tick     time.Duration
 	aPerTick int // packets A sends per tick (B sends one)
 	ticks    int
@@ -129,7 +131,7 @@ func runAckScenario(t *testing.T, sc ackScenario) (a, b *ackEnd) {
 	b = newAckEnd(&aRecv)
 	aRecv, bRecv = a.received, b.received
 	b.allowDesync = sc.bAllowDesync
-	ab, ba := newSimLink(sc.ab, 11), newSimLink(sc.ba, 12)
+	a.out, b.out = netem.NewImpairment(sc.ab, 11), netem.NewImpairment(sc.ba, 12)
 	always := func(int) bool { return true }
 	for _, f := range []*func(int) bool{&sc.aSends, &sc.bSends, &sc.abUp, &sc.baUp} {
 		if *f == nil {
@@ -141,35 +143,37 @@ func runAckScenario(t *testing.T, sc ackScenario) (a, b *ackEnd) {
 	}
 	for i := range sc.ticks {
 		now := time.Now()
-		for {
-			p, ok := ab.receive(now)
-			if !ok {
-				break
-			}
+		for p, ok := a.out.Dequeue(now); ok; p, ok = a.out.Dequeue(now) {
 			if sc.abUp(i) {
-				b.receive(now, p)
+				b.receive(now, p.Data)
 			}
 		}
-		for {
-			p, ok := ba.receive(now)
-			if !ok {
-				break
-			}
+		for p, ok := b.out.Dequeue(now); ok; p, ok = b.out.Dequeue(now) {
 			if sc.baUp(i) {
-				a.receive(now, p)
+				a.receive(now, p.Data)
 			}
 		}
 		if sc.aSends(i) {
 			for range sc.aPerTick {
-				a.send(now, ab)
+				a.send(now)
 			}
 		}
 		if sc.bSends(i) {
-			b.send(now, ba)
+			b.send(now)
 		}
 		time.Sleep(sc.tick)
 	}
 	return a, b
+}
+
+// wantLoss is the share of packets a link with spec loses, as netem
+// decides it: a packet both duplicated and hit by the loss draw goes out
+// once (the two decisions cancel, as in sch_netem), so the rate is
+// loss·(1−duplicate). tol is three standard deviations of a rate measured
+// over the lossWindowLen packets PacketAcks judges it by.
+func wantLoss(spec netem.Spec) (want, tol float64) {
+	want = spec.Loss.Percent / 100 * (1 - spec.Duplicate/100)
+	return want, 3 * math.Sqrt(want*(1-want)/lossWindowLen)
 }
 
 // checkResolved: every packet sent more than a second before the end is
@@ -190,8 +194,8 @@ func checkResolved(t *testing.T, name string, e *ackEnd, peerReceived map[uint64
 
 func TestAcksLossless(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		prof := linkProfile{Delay: 40 * time.Millisecond}
-		a, b := runAckScenario(t, ackScenario{ab: prof, ba: prof, tick: 10 * time.Millisecond, ticks: 1000})
+		spec := netem.MustParse("delay 40ms")
+		a, b := runAckScenario(t, ackScenario{ab: spec, ba: spec, tick: 10 * time.Millisecond, ticks: 1000})
 		a.check(t, "a")
 		b.check(t, "b")
 		for _, e := range []*ackEnd{a, b} {
@@ -218,21 +222,21 @@ func TestAcksLossEstimate(t *testing.T) {
 	for _, loss := range []float64{0.01, 0.05, 0.20, 0.40} {
 		t.Run(fmt.Sprint(loss), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				prof := linkProfile{Delay: 50 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: loss, Duplicate: 0.05, Reorder: 0.10}
-				a, b := runAckScenario(t, ackScenario{ab: prof, ba: prof, tick: 16 * time.Millisecond, ticks: 20000})
+				spec := netem.MustParse(fmt.Sprintf("delay 50ms 20ms loss %g%% duplicate 5%% reorder 10%%", loss*100))
+				a, b := runAckScenario(t, ackScenario{ab: spec, ba: spec, tick: 16 * time.Millisecond, ticks: 20000})
 				a.check(t, "a")
 				b.check(t, "b")
 				for _, e := range []*ackEnd{a, b} {
 					st := e.acks.Stats()
-					if math.Abs(st.Loss-loss) > 0.03 {
-						t.Errorf("loss estimate %.3f, configured %.2f", st.Loss, loss)
+					if want, tol := wantLoss(spec); math.Abs(st.Loss-want) > tol {
+						t.Errorf("loss estimate %.4f, want %.4f ± %.4f (link: %v)", st.Loss, want, tol, e.out.Stats())
 					}
 					if st.LossSamples != lossWindowLen {
 						t.Errorf("loss samples %d", st.LossSamples)
 					}
 				}
 				checkResolved(t, "a", a, b.received, a.sentPN-100)
-				t.Logf("a: %+v", a.acks.Stats())
+				t.Logf("a: %+v; link a→b: %v", a.acks.Stats(), a.out.Stats())
 			})
 		})
 	}
@@ -242,8 +246,8 @@ func TestAcksLossEstimate(t *testing.T) {
 // sending faster than B (more than one packet per B packet).
 func TestAcksWrap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		prof := linkProfile{Delay: 30 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.1, Duplicate: 0.02, Reorder: 0.05}
-		a, b := runAckScenario(t, ackScenario{ab: prof, ba: prof, tick: 5 * time.Millisecond, aPerTick: 3, ticks: 70000})
+		spec := netem.MustParse("delay 30ms 5ms loss 10% duplicate 2% reorder 5%")
+		a, b := runAckScenario(t, ackScenario{ab: spec, ba: spec, tick: 5 * time.Millisecond, aPerTick: 3, ticks: 70000})
 		a.check(t, "a")
 		b.check(t, "b")
 		if a.sentPN < 3*seqSpace {
@@ -251,8 +255,8 @@ func TestAcksWrap(t *testing.T) {
 		}
 		checkResolved(t, "a", a, b.received, a.sentPN-100)
 		checkResolved(t, "b", b, a.received, b.sentPN-100)
-		if l := a.acks.Loss(); math.Abs(l-0.1) > 0.03 {
-			t.Errorf("loss %.3f", l)
+		if want, tol := wantLoss(spec); math.Abs(a.acks.Loss()-want) > tol {
+			t.Errorf("loss %.4f, want %.4f ± %.4f (link a→b: %v)", a.acks.Loss(), want, tol, a.out.Stats())
 		}
 	})
 }
@@ -267,10 +271,10 @@ func TestAcksWrap(t *testing.T) {
 // connection has long timed out), so the test stops at the outage's end.
 func TestAcksSilentPeer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		prof := linkProfile{Delay: 20 * time.Millisecond}
+		spec := netem.MustParse("delay 20ms")
 		tick := time.Second / 60
 		down0, down1 := 600, 600+60*600 // ticks: 10 s in, 10 min out
-		a, b := runAckScenario(t, ackScenario{ab: prof, ba: prof, tick: tick, aPerTick: 2, ticks: down1 + 600,
+		a, b := runAckScenario(t, ackScenario{ab: spec, ba: spec, tick: tick, aPerTick: 2, ticks: down1 + 600,
 			abUp: func(i int) bool { return i < down0 || i >= down1 }, bAllowDesync: true})
 		a.check(t, "a")
 		b.check(t, "b")
@@ -292,10 +296,10 @@ func TestAcksSilentPeer(t *testing.T) {
 // resumes: its acks must be recognised and nothing falsely acked.
 func TestAcksIdleSide(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		prof := linkProfile{Delay: 20 * time.Millisecond, Loss: 0.05}
+		spec := netem.MustParse("delay 20ms loss 5%")
 		tick := time.Second / 60
 		idle0, idle1 := 600, 600+60*600
-		a, b := runAckScenario(t, ackScenario{ab: prof, ba: prof, tick: tick, ticks: idle1 + 600,
+		a, b := runAckScenario(t, ackScenario{ab: spec, ba: spec, tick: tick, ticks: idle1 + 600,
 			bSends: func(i int) bool { return i < idle0 || i >= idle1 }})
 		a.check(t, "a")
 		b.check(t, "b")

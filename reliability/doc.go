@@ -26,16 +26,25 @@
 //
 // # Driving a connection from its tick loop
 //
-// Per received datagram (after proto.ConnIDOf routed it):
+// Per received datagram, in the root package's order (session.go):
 //
-//	h, n, err := proto.ParseHeader(dgram)            // drop on error
-//	pn, fresh := acks.ExpandSeq(h.Seq)               // drop if !fresh (replay/too old)
-//	payload, err := open(nonce(pn), dgram[:n], ...)  // AEAD, header as AD; drop on error
-//	walk frames (proto.FrameReader); note an AckOnlyFrame's delay;
-//	    ReliableFrame → rel.Input(now, f.Data)        // count and drop the frame on error
-//	    MessageFrame  → if f.Sequenced && !filter.AcceptFrame(&f) { drop message }
-//	acks.OnReceive(now, &h, pn, len(dgram), ackDelay) // Delivered/Lost fire here
+//	h, n, err := proto.ParseHeader(dgram)                 // drop and count on error; route by h.ConnID
+//	pn, fresh := acks.ExpandSeq(h.Seq)                    // drop and count if !fresh (replay/too old)
+//	payload, err := open(nonce(pn), dgram[n:], dgram[:n]) // AEAD, header as AD; drop and count on error
+//	walk the frames (proto.FrameReader) to check them     // one malformed: drop and count the whole datagram
+//	walk them again; note an AckOnlyFrame's delay;
+//	    ReliableFrame → rel.Input(now, f.Data)            // count and skip the frame on error
+//	    MessageFrame  → deliver if filter.AcceptFrame(&f) // a stale sequenced message is dropped
+//	acks.OnReceive(now, &h, pn, len(dgram), ackDelay)     // marks pn received; Delivered/Lost fire here
 //	for { msg, ok = rel.Receive(msg[:0]); if !ok { break }; parse msg as one proto frame }
+//
+// ExpandSeq only looks: the replay check comes before the AEAD open, so a
+// repeat costs no decryption, but pn enters the replay window in
+// OnReceive, once the datagram is authenticated and well formed, so a
+// forged or malformed datagram cannot use up a packet number. A datagram
+// dropped before OnReceive is neither acknowledged nor counted received.
+// (proto.ConnIDOf reads the connection id alone, for routing before
+// parsing the header.)
 //
 // Per outgoing datagram (once per tick, plus extra ones while reliable
 // data is pending or when acks.AcksPending() nears AckBitsLen):

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // TestReliableEchoLatency is the latency scenario in virtual time:
@@ -15,11 +17,11 @@ import (
 // kcp-go's UDPSession) and guards against gross regressions.
 func TestReliableEchoLatency(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		prof := linkProfile{Delay: 25 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.05}
+		spec := netem.MustParse("delay 25ms 5ms loss 5%")
 		a := newTestPeer("a", 1, ReliableConfig{})
 		b := newTestPeer("b", 1, ReliableConfig{})
 		a.packetsPerTk, b.packetsPerTk = 2, 2
-		ab, ba := newSimLink(prof, 21), newSimLink(prof, 22)
+		ab, ba := netem.NewImpairment(spec, 21), netem.NewImpairment(spec, 22)
 		const n = 3000
 		sentAt := make([]time.Time, n)
 		var rtts []time.Duration

@@ -1,10 +1,12 @@
 package reliability
 
 import (
+	"bytes"
 	"fmt"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // testPeer drives one end of a connection the way the root package's tick
@@ -113,7 +115,7 @@ func (p *testPeer) receive(now time.Time, pkt []byte) {
 
 // sendTick builds and sends this tick's packets: always one (acks + a
 // sequenced message), more while reliable segments are pending.
-func (p *testPeer) sendTick(now time.Time, link *simLink) {
+func (p *testPeer) sendTick(now time.Time, link *netem.Impairment) {
 	p.rel.Update(now)
 	room := p.maxPacket - proto.HeaderSize - proto.SealOverhead
 	for i := 0; i < p.packetsPerTk; i++ {
@@ -143,6 +145,6 @@ func (p *testPeer) sendTick(now time.Time, link *simLink) {
 		if len(pkt)+proto.SealOverhead > p.maxPacket {
 			p.fail(fmt.Errorf("packet of %d bytes over max %d", len(pkt)+proto.SealOverhead, p.maxPacket))
 		}
-		link.send(now, pkt)
+		link.Enqueue(now, netem.Packet{Data: bytes.Clone(pkt)}) // pkt is pktBuf, reused
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 func TestKCPMTUArithmetic(t *testing.T) {
@@ -102,31 +103,27 @@ func TestReliableErrors(t *testing.T) {
 // one packet per tick each way, every packet carrying whatever fits.
 type relPair struct {
 	a, b   *Reliable
-	ab, ba *simLink
-	buf    []byte
+	ab, ba *netem.Impairment
 	got    [][]byte
 	gotAt  []time.Time
 	room   int
 }
 
-func newRelPair(t *testing.T, prof linkProfile) *relPair {
+func newRelPair(t *testing.T, spec string) *relPair {
 	a, err := NewReliable(9, ReliableConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := NewReliable(9, ReliableConfig{})
-	return &relPair{a: a, b: b, ab: newSimLink(prof, 5), ba: newSimLink(prof, 6),
+	sp := netem.MustParse(spec)
+	return &relPair{a: a, b: b, ab: netem.NewImpairment(sp, 5), ba: netem.NewImpairment(sp, 6),
 		room: proto.DefaultMaxPacketSize - proto.HeaderSize - proto.SealOverhead}
 }
 
 func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 	now := time.Now()
-	for {
-		pkt, ok := p.ab.receive(now)
-		if !ok {
-			break
-		}
-		f, _, err := proto.ParseReliableFrame(pkt)
+	for pkt, ok := p.ab.Dequeue(now); ok; pkt, ok = p.ab.Dequeue(now) {
+		f, _, err := proto.ParseReliableFrame(pkt.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,12 +131,8 @@ func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 			t.Fatal(err)
 		}
 	}
-	for {
-		pkt, ok := p.ba.receive(now)
-		if !ok {
-			break
-		}
-		f, _, _ := proto.ParseReliableFrame(pkt)
+	for pkt, ok := p.ba.Dequeue(now); ok; pkt, ok = p.ba.Dequeue(now) {
+		f, _, _ := proto.ParseReliableFrame(pkt.Data)
 		if err := p.a.Input(now, f.Data); err != nil {
 			t.Fatal(err)
 		}
@@ -154,14 +147,15 @@ func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 	}
 	p.a.Update(now)
 	p.b.Update(now)
-	if pkt, n := p.a.AppendFrame(p.buf[:0], p.room); n > 0 {
+	// Each frame is a fresh slice: the link owns what it is given.
+	if pkt, n := p.a.AppendFrame(nil, p.room); n > 0 {
 		*sentAB++
 		if dropAB == nil || !dropAB(*sentAB) {
-			p.ab.send(now, pkt)
+			p.ab.Enqueue(now, netem.Packet{Data: pkt})
 		}
 	}
-	if pkt, n := p.b.AppendFrame(p.buf[:0], p.room); n > 0 {
-		p.ba.send(now, pkt)
+	if pkt, n := p.b.AppendFrame(nil, p.room); n > 0 {
+		p.ba.Enqueue(now, netem.Packet{Data: pkt})
 	}
 }
 
@@ -183,7 +177,7 @@ func TestReliableVirtualClock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := newRelPair(t, linkProfile{Delay: 50 * time.Millisecond})
+				p := newRelPair(t, "delay 50ms")
 				start := time.Now()
 				if err := p.a.Send([]byte("hello")); err != nil {
 					t.Fatal(err)
@@ -210,7 +204,7 @@ func TestReliableVirtualClock(t *testing.T) {
 // segments, carried in separate frames, and reassembled.
 func TestReliableFragmentation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := newRelPair(t, linkProfile{Delay: 10 * time.Millisecond, Loss: 0.1})
+		p := newRelPair(t, "delay 10ms loss 10%")
 		want := [][]byte{bytes.Repeat([]byte{1}, 1131), bytes.Repeat([]byte{2}, 1132), testMessage(nil, 3, 999), bytes.Repeat([]byte{4}, 128<<10)}
 		for _, m := range want {
 			if err := p.a.Send(m); err != nil {

@@ -33,7 +33,11 @@ func scenarioFrames(tb testing.TB, name string) (frames []scenario.Frame, record
 	var sc scenario.Scenario
 	switch name {
 	case "cubes-ode":
-		sc = &scenario.Replay{Rec: scenario.CubesODEOrSkip(tb)}
+		rec, err := scenario.CubesODE()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sc = &scenario.Replay{Rec: rec}
 	case "cubes":
 		sc = scenario.NewCubes(scenario.CubesConfig{})
 	case "cubes-10k-agitated":

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
-	"testing"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -17,39 +15,10 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// CubesODEFile is the recording's file name in the data directory.
-const CubesODEFile = "cubes-ode-3600.bin.zst"
-
-// ErrNoData means the shared data directory or file is missing.
-var ErrNoData = errors.New("scenario: data file not found")
-
-// DataDir returns the shared data directory: $TICKWIRE_DATA_DIR if set,
-// else ../shared/data relative to the repository root (found by walking
-// up from the working directory to tickwire's go.mod).
-func DataDir() (string, error) {
-	if d := os.Getenv("TICKWIRE_DATA_DIR"); d != "" {
-		return d, nil
-	}
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isTickwireMod(b) {
-			return filepath.Join(dir, "..", "shared", "data"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("%w: no tickwire go.mod above the working directory", ErrNoData)
-		}
-		dir = parent
-	}
-}
-
-func isTickwireMod(b []byte) bool {
-	const m = "module github.com/tickwire/tickwire\n"
-	return len(b) >= len(m) && string(b[:len(m)]) == m
-}
+// CubesODEPath is the recording, relative to this package's directory
+// (where go test runs the package's tests and benchmarks). The repository
+// holds it; testdata/README.md says where it comes from and its format.
+const CubesODEPath = "testdata/cubes-ode-3600.bin.zst"
 
 // Recording is the cubes-ode recording: Frames[f] holds the 901 cubes of
 // frame f (ids 1..901, cube id 1 is the player) as cube records.
@@ -61,9 +30,6 @@ type Recording struct {
 func LoadCubesODE(path string) (*Recording, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %v", ErrNoData, err)
-		}
 		return nil, err
 	}
 	defer f.Close()
@@ -117,32 +83,15 @@ var cubesODE struct {
 	err  error
 }
 
-// CubesODE loads the recording from DataDir once per process.
+// CubesODE loads the recording at CubesODEPath once per process.
 func CubesODE() (*Recording, error) {
 	cubesODE.once.Do(func() {
-		dir, err := DataDir()
-		if err != nil {
-			cubesODE.err = err
-			return
+		cubesODE.rec, cubesODE.err = LoadCubesODE(CubesODEPath)
+		if cubesODE.err != nil {
+			cubesODE.err = fmt.Errorf("scenario: cubes-ode recording: %w", cubesODE.err)
 		}
-		cubesODE.rec, cubesODE.err = LoadCubesODE(filepath.Join(dir, CubesODEFile))
 	})
 	return cubesODE.rec, cubesODE.err
-}
-
-// CubesODEOrSkip returns the recording, skipping the test or benchmark when
-// it is missing, unless TICKWIRE_REQUIRE_TOOLS is set (CI), where a
-// missing recording fails.
-func CubesODEOrSkip(tb testing.TB) *Recording {
-	tb.Helper()
-	rec, err := CubesODE()
-	if err != nil {
-		if errors.Is(err, ErrNoData) && os.Getenv("TICKWIRE_REQUIRE_TOOLS") == "" {
-			tb.Skipf("cubes-ode recording not available: %v", err)
-		}
-		tb.Fatalf("cubes-ode recording: %v", err)
-	}
-	return rec
 }
 
 // Replay plays a Recording as a Scenario.

@@ -3,9 +3,9 @@
 // kinds for interest) from
 //
 //   - cubes-ode: the real recording of the cube demo behind Gaffer On
-//     Games' "Snapshot Compression" (901 cubes, 3600 frames at 60 Hz), read
-//     from ../shared/data/cubes-ode-3600.bin.zst (override the directory
-//     with TICKWIRE_DATA_DIR);
+//     Games' "Snapshot Compression" (901 cubes, 3600 frames at 60 Hz), in
+//     testdata/cubes-ode-3600.bin.zst (testdata/README.md says where it
+//     comes from);
 //   - cubes: a generator with the same quantisation for sizes and motion
 //     the recording does not cover;
 //   - arena: moving players, projectiles that spawn and die, idle NPCs.

@@ -2,6 +2,7 @@ package scenario_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,41 +14,71 @@ import (
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
-// netModel is a simulated client link in ticks.
+// netModel is a simulated client: its link, counted in ticks, and what
+// the server may send it. Each client's link is netem's Impairment, in
+// the harness's virtual time (tick n is epoch + ticks(n)): see link.
 type netModel struct {
-	RTT      int     // ticks from send to the delivered/lost notification
-	Jitter   int     // extra random ticks of one-way delay (reorders)
-	Loss     float64 // chance a packet is lost
+	RTT      int     // round trip in ticks: each way is delayed RTT/2
+	Jitter   int     // netem jitter of each way's delay, in ticks (reorders)
+	Loss     float64 // share of server→client datagrams netem loses
 	Budget   int     // bytes per snapshot frame; 0: lifted (several frames per tick until all is sent)
 	Radius   float32 // interest radius, 0: everything relevant
 	Capacity int     // bandwidth cap bytes/s, 0 none
 	Skip     float64 // chance a client gets no packet in a tick
 }
 
+// ticks is the virtual time of n ticks at 60 Hz.
+func ticks(n int) time.Duration { return time.Duration(n) * time.Second / 60 }
+
+// link is the netem spec of one direction of the client's link: delay
+// RTT/2 ± Jitter ticks, losing the given share of datagrams.
+func (nm netModel) link(loss float64) netem.Spec {
+	s := netem.Spec{Delay: ticks(nm.RTT) / 2, Jitter: ticks(nm.Jitter)}
+	if loss > 0 {
+		s.Loss = netem.Loss{Model: netem.LossRandom, Percent: 100 * loss}
+	}
+	return s
+}
+
+// ackTimeout is how long after sending a datagram the server judges it
+// lost when no ack came back: each way takes less than delay + jitter,
+// and each end reads its link once a tick.
+func (nm netModel) ackTimeout() time.Duration {
+	s := nm.link(0)
+	return 2 * (s.Delay + s.Jitter + ticks(1))
+}
+
+// packet is a datagram the server sent and has not yet heard about. On
+// the wire it is its id (8 bytes) and one frame; the client acks the id.
 type packet struct {
-	full     bool              // a reliable full snapshot (never lost)
-	fullRev  uint32            // its revision
-	fullIDs  []proto.NetworkID // its entities
-	seq      uint16
-	arrive   int
-	notify   int
-	lost     bool
-	data     []byte
-	frameLen int
+	id      uint64
+	sent    time.Time
+	seq     uint16            // a delta's sequence number
+	full    bool              // a full snapshot, on the reliable channel
+	fullRev uint32            // its revision
+	fullIDs []proto.NetworkID // its entities
 }
 
 type client struct {
-	enc     *deltacomp.Encoder
-	sch     *interest.Scheduler
-	rep     *deltacomp.Replica
-	codecs  deltacomp.Codecs
-	resync  bool // the replica asked for a resync
-	seq     uint16
-	transit []packet
-	bytes   int
-	frames  int
+	enc    *deltacomp.Encoder
+	sch    *interest.Scheduler
+	rep    *deltacomp.Replica
+	codecs deltacomp.Codecs
+	resync bool // the replica asked for a resync
+	seq    uint16
+	// The client's link: snapshot deltas go down (lossy), full
+	// snapshots over rel, a reliable channel's view of the same link
+	// (netem without loss or jitter: nothing lost, in order), and acks
+	// come back up (without loss: every real packet acks the 32 before
+	// it, so one lost ack rarely loses news).
+	down, rel, up *netem.Impairment
+	nextID        uint64
+	transit       []packet // in send order
+	bytes         int
+	frames        int
 	// sent[id] = last tick an entity was written (for starvation checks)
 	waitingSince map[proto.NetworkID]int
 	maxWait      int
@@ -55,6 +86,7 @@ type client struct {
 
 type harness struct {
 	tb        testing.TB
+	seed      uint64
 	sc        scenario.Scenario
 	ring      *deltacomp.Ring
 	world     *interest.World
@@ -76,7 +108,7 @@ type harness struct {
 }
 
 func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64) *harness {
-	h := &harness{tb: tb, sc: sc, net: nm, rng: rand.New(rand.NewPCG(seed, 7)),
+	h := &harness{tb: tb, seed: seed, sc: sc, net: nm, rng: rand.New(rand.NewPCG(seed, 7)),
 		ring:  deltacomp.NewRing(deltacomp.RingConfig{}),
 		world: interest.NewWorld(interest.WorldConfig{CellSize: 16, Kinds: []interest.Kind{scenario.KindPlayer: {Weight: 4}}}),
 	}
@@ -89,12 +121,42 @@ func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, s
 			enc: deltacomp.NewEncoder(h.ring, deltacomp.EncoderConfig{}),
 			sch: interest.NewScheduler(interest.SchedulerConfig{Radius: nm.Radius, BandwidthCap: nm.Capacity}),
 			rep: rep, seq: uint16(c * 1000), waitingSince: map[proto.NetworkID]int{},
+			down: h.newLink(c, 0, nm.link(nm.Loss)),
+			rel:  h.newLink(c, 1, netem.Spec{Delay: nm.link(0).Delay}),
+			up:   h.newLink(c, 2, nm.link(0)),
 		})
 	}
 	return h
 }
 
+// newLink is direction dir of client c's link, seeded from the harness.
+func (h *harness) newLink(c, dir int, spec netem.Spec) *netem.Impairment {
+	return netem.NewImpairment(spec, h.seed<<16|uint64(c)<<2|uint64(dir))
+}
+
+// heal ends losses and skipped ticks. Each client gets a lossless link
+// down; what was in flight on the old one is lost with it.
+func (h *harness) heal() {
+	h.net.Loss, h.net.Skip = 0, 0
+	for ci, c := range h.clients {
+		c.down = h.newLink(ci, 0, h.net.link(0))
+	}
+}
+
 var epoch = time.Unix(1_700_000_000, 0)
+
+// now is the virtual time of the current tick.
+func (h *harness) now() time.Time { return epoch.Add(ticks(h.tick)) }
+
+// send puts frame on link as datagram p.id + frame and keeps p until it
+// is acknowledged or judged lost.
+func (h *harness) send(c *client, link *netem.Impairment, p packet, frame []byte) {
+	p.id, p.sent = c.nextID, h.now()
+	c.nextID++
+	d := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(frame)), p.id)
+	link.Enqueue(p.sent, netem.Packet{Data: append(d, frame...)})
+	c.transit = append(c.transit, p)
+}
 
 // step runs one server tick: notifications, arrivals, push, one or more
 // packets per client. It returns false when the scenario ended.
@@ -114,7 +176,7 @@ func (h *harness) step() bool {
 		w.Add(id, h.frame.Pos[i], h.frame.Kind[i])
 	}
 	w.End(h.ring.Changed())
-	now := epoch.Add(time.Duration(h.tick) * time.Second / 60)
+	now := h.now()
 	for ci, c := range h.clients {
 		if c.resync {
 			c.resync = false
@@ -166,13 +228,7 @@ func (h *harness) step() bool {
 			}
 			c.bytes += len(b)
 			c.frames++
-			p := packet{seq: c.seq, arrive: h.tick + h.net.RTT/2, notify: h.tick + h.net.RTT, data: bytes.Clone(b), frameLen: len(b)}
-			if h.net.Jitter > 0 {
-				p.arrive += h.rng.IntN(h.net.Jitter + 1)
-				p.notify = max(p.notify, p.arrive+h.net.RTT/2)
-			}
-			p.lost = h.rng.Float64() < h.net.Loss
-			c.transit = append(c.transit, p)
+			h.send(c, c.down, packet{seq: c.seq}, b)
 			c.seq++
 			for _, i := range sel {
 				id := w.ID(int(i))
@@ -204,60 +260,78 @@ func (h *harness) step() bool {
 	return true
 }
 
-// deliver processes arrivals and notifications due at this tick.
+// deliver processes the datagrams and acks due at this tick: the client
+// applies each datagram's frame and acks it; the server hears Delivered
+// for each ack and Lost for each delta whose ack is overdue.
 func (h *harness) deliver(ci int, c *client) {
-	keep := c.transit[:0]
-	for _, p := range c.transit {
-		if p.arrive == h.tick && p.full {
-			f, n, err := proto.ParseFullSnapshotFrame(p.data)
-			if err != nil || n != len(p.data) {
-				h.tb.Fatalf("client %d: parse full: %v", ci, err)
-			}
-			if err := c.rep.ApplyFull(&f, &c.codecs); err != nil {
-				h.tb.Fatalf("client %d: ApplyFull: %v", ci, err)
-			}
-			if h.check {
-				h.verify(ci, c)
-			}
-		} else if p.arrive == h.tick && !p.lost {
-			f, n, err := proto.ParseSnapshotDeltaFrame(p.data)
-			if err != nil || n != len(p.data) {
-				h.tb.Fatalf("client %d: parse: %v", ci, err)
-			}
-			err = c.rep.Apply(&f)
-			if errors.Is(err, deltacomp.ErrBaselineMissing) && h.allowGaps {
-				c.resync = true
-				err = nil
-			}
-			if err != nil && !errors.Is(err, deltacomp.ErrStale) {
-				h.tb.Fatalf("client %d tick %d: Apply: %v", ci, h.tick, err)
-			}
-			if h.check {
-				h.verify(ci, c)
-			}
+	now := h.now()
+	for _, link := range [...]*netem.Impairment{c.down, c.rel} {
+		for d, ok := link.Dequeue(now); ok; d, ok = link.Dequeue(now) {
+			h.receive(ci, c, d.Data[8:])
+			c.up.Enqueue(now, netem.Packet{Data: d.Data[:8]})
 		}
-		if p.notify == h.tick {
-			var t0 time.Time
-			if h.timeIt {
-				t0 = time.Now()
-			}
-			if p.full {
-				c.enc.FullDelivered(p.fullRev, p.fullIDs)
-			} else if p.lost {
-				c.enc.Lost(p.seq)
-				c.sch.Lost(p.seq)
-			} else {
-				c.enc.Delivered(p.seq)
-				c.sch.Delivered(p.seq)
-			}
-			if h.timeIt {
-				h.clientTime += time.Since(t0)
-			}
-			continue
-		}
-		keep = append(keep, p)
 	}
-	c.transit = keep
+	var t0 time.Time
+	if h.timeIt {
+		t0 = time.Now()
+	}
+	for a, ok := c.up.Dequeue(now); ok; a, ok = c.up.Dequeue(now) {
+		id := binary.LittleEndian.Uint64(a.Data)
+		i := slices.IndexFunc(c.transit, func(p packet) bool { return p.id == id })
+		if i < 0 {
+			h.tb.Fatalf("client %d: ack of unknown datagram %d", ci, id)
+		}
+		p := c.transit[i]
+		c.transit = slices.Delete(c.transit, i, i+1)
+		if p.full {
+			c.enc.FullDelivered(p.fullRev, p.fullIDs)
+		} else {
+			c.enc.Delivered(p.seq)
+			c.sch.Delivered(p.seq)
+		}
+	}
+	timeout := h.net.ackTimeout()
+	for len(c.transit) > 0 && now.Sub(c.transit[0].sent) >= timeout {
+		p := c.transit[0]
+		c.transit = c.transit[1:]
+		if p.full {
+			h.tb.Fatalf("client %d: full snapshot %d lost on the reliable channel", ci, p.fullRev)
+		}
+		c.enc.Lost(p.seq)
+		c.sch.Lost(p.seq)
+	}
+	if h.timeIt {
+		h.clientTime += time.Since(t0)
+	}
+}
+
+// receive applies one frame to client ci's replica.
+func (h *harness) receive(ci int, c *client, frame []byte) {
+	if t, _ := proto.PeekFrameType(frame); t == proto.FrameFullSnapshot {
+		f, n, err := proto.ParseFullSnapshotFrame(frame)
+		if err != nil || n != len(frame) {
+			h.tb.Fatalf("client %d: parse full: %v", ci, err)
+		}
+		if err := c.rep.ApplyFull(&f, &c.codecs); err != nil {
+			h.tb.Fatalf("client %d: ApplyFull: %v", ci, err)
+		}
+	} else {
+		f, n, err := proto.ParseSnapshotDeltaFrame(frame)
+		if err != nil || n != len(frame) {
+			h.tb.Fatalf("client %d: parse: %v", ci, err)
+		}
+		err = c.rep.Apply(&f)
+		if errors.Is(err, deltacomp.ErrBaselineMissing) && h.allowGaps {
+			c.resync = true
+			err = nil
+		}
+		if err != nil && !errors.Is(err, deltacomp.ErrStale) {
+			h.tb.Fatalf("client %d tick %d: Apply: %v", ci, h.tick, err)
+		}
+	}
+	if h.check {
+		h.verify(ci, c)
+	}
 }
 
 // verify checks every entity the replica holds against the server's
@@ -324,9 +398,13 @@ func (h *harness) converged(ci int) error {
 
 func kbps(bytes, ticks int) float64 { return float64(bytes) * 8 * 60 / 1000 / float64(ticks) }
 
-// drain runs the network without new ticks until nothing is in transit.
+// drain runs the network without new ticks until every datagram is
+// acknowledged or judged lost.
 func (h *harness) drain() {
-	for k := 0; k < 4*h.net.RTT+h.net.Jitter+4; k++ {
+	for k := 0; slices.ContainsFunc(h.clients, func(c *client) bool { return len(c.transit) > 0 }); k++ {
+		if time.Duration(k)*ticks(1) > h.net.ackTimeout()+ticks(1) {
+			h.tb.Fatalf("still in transit after %d ticks of draining", k)
+		}
 		for ci, c := range h.clients {
 			h.deliver(ci, c)
 		}
@@ -349,6 +427,5 @@ func (h *harness) sendFull(c *client, codec proto.Codec, cause proto.SnapshotCau
 	if err != nil {
 		h.tb.Fatalf("AppendFullSnapshot(%v): %v", codec, err)
 	}
-	c.transit = append(c.transit, packet{full: true, fullRev: h.ring.Revision(), fullIDs: append([]proto.NetworkID(nil), lat.IDs...),
-		arrive: h.tick + h.net.RTT/2, notify: h.tick + h.net.RTT, data: b})
+	h.send(c, c.rel, packet{full: true, fullRev: h.ring.Revision(), fullIDs: append([]proto.NetworkID(nil), lat.IDs...)}, b)
 }

@@ -154,7 +154,7 @@ func TestReplicationProperties(t *testing.T) {
 				// Heal: no more changes or losses; run until everything
 				// lost has been re-sent, then drain.
 				w.frozen = true
-				h.net.Loss, h.net.Skip = 0, 0
+				h.heal()
 				for k := 0; k < 200; k++ {
 					h.step()
 				}

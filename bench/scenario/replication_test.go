@@ -11,7 +11,10 @@ import (
 // budget lifted, and checks the rate and that the client ends with the
 // server's state.
 func TestCubesODEBandwidth(t *testing.T) {
-	rec := scenario.CubesODEOrSkip(t)
+	rec, err := scenario.CubesODE()
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := newHarness(t, &scenario.Replay{Rec: rec}, netModel{RTT: 6}, 1, 1)
 	warm := 60
 	for h.tick < warm {

@@ -45,7 +45,7 @@ func TestLossSuite(t *testing.T) {
 				stalls = 100 * float64(s.InterpStalls) / float64(s.InterpFrames)
 			}
 			fmt.Fprintf(&table, "%-11s %6d/%-2d %7.1f %7.1f %9.1f %9.1f %9.1f %8d %4d/%-3d %7d %6d %7d %6d %9d %7d %7.2f%%\n",
-				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbps, s.UpKbps,
+				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbpsPerClient, s.UpKbpsPerClient,
 				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Resyncs, s.Desyncs,
 				s.Rollbacks, s.Corrections, stalls)
 			if code != 0 {

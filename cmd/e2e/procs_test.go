@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tickwire/tickwire/internal/botproto"
 )
 
 // bin holds the binaries TestMain built.
@@ -125,34 +127,8 @@ func server(t *testing.T, args ...string) (p *proc, udpAddr, httpAddr string) {
 	return p, udpAddr, httpAddr
 }
 
-// botSummary is tickwire-bot's -json output.
-type botSummary struct {
-	Clients            int     `json:"clients"`
-	Connected          int     `json:"connected"`
-	Disconnects        int     `json:"disconnects"`
-	Desyncs            uint64  `json:"desyncs"`
-	Resyncs            uint64  `json:"resyncs"`
-	InputsSent         uint64  `json:"inputs_sent"`
-	LateInputs         uint64  `json:"late_inputs"`
-	RTTms              pctl    `json:"rtt_ms"`
-	EchoMs             pctl    `json:"echo_ms"`
-	DownKbps           float64 `json:"down_kbps_per_client"`
-	UpKbps             float64 `json:"up_kbps_per_client"`
-	ReliableSent       uint64  `json:"reliable_sent"`
-	ReliableReceived   uint64  `json:"reliable_received"`
-	ReliableDuplicates uint64  `json:"reliable_duplicates"`
-	ReliableOutOfOrder uint64  `json:"reliable_out_of_order"`
-	ReliableLost       uint64  `json:"reliable_lost"`
-	Rollbacks          uint64  `json:"rollbacks"`
-	Corrections        uint64  `json:"corrections"`
-	InterpFrames       uint64  `json:"interp_frames"`
-	InterpStalls       uint64  `json:"interp_stalls"`
-}
-
-type pctl struct{ P50, P99 float64 }
-
 // bots runs tickwire-bot to completion and returns its summary.
-func bots(t *testing.T, args ...string) (botSummary, int) {
+func bots(t *testing.T, args ...string) (botproto.Summary, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -166,7 +142,7 @@ func bots(t *testing.T, args ...string) (botSummary, int) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	var s botSummary
+	var s botproto.Summary
 	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil {
 		t.Fatalf("bot output (exit %d): %v\nstdout: %s\nstderr: %s", code, err, stdout.String(), stderr.String())
 	}

@@ -146,9 +146,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		enc := json.NewEncoder(stdout)
 		enc.Encode(sum)
 	} else {
-		sum.print(stderr)
+		printSummary(stderr, sum)
 	}
-	if sum.failed() {
+	if sum.Failed() {
 		return 1
 	}
 	return 0

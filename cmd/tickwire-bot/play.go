@@ -128,7 +128,7 @@ func fetchToken(ctx context.Context, server string, players int) (*tickwire.Conn
 }
 
 // play connects the bots, plays for the duration and summarises.
-func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*summary, error) {
+func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
 	bots := make([]*bot, o.n)
 	var wg sync.WaitGroup
 	errs := make([]error, o.n)
@@ -159,7 +159,7 @@ func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (
 		fmt.Fprintf(stderr, "tickwire-bot: %d/%d clients connected in %v\n", connected, o.n, time.Since(start).Round(time.Millisecond))
 	}
 
-	sum := &summary{Clients: o.n, Connected: connected}
+	sum := &botproto.Summary{Clients: o.n, Connected: connected}
 	played := time.Now()
 	before := totals(bots)
 	echo := time.NewTicker(o.echoEvery)
@@ -232,7 +232,7 @@ wait:
 			b.client.Close()
 		}
 	}
-	sum.fill(bots, before, after, elapsed, rtts)
+	fill(sum, bots, before, after, elapsed, rtts)
 	return sum, nil
 }
 
@@ -291,47 +291,17 @@ func totals(bots []*bot) counts {
 	return t
 }
 
-// summary is the bot run's result; its JSON form is the -json output.
-type summary struct {
-	Clients            int        `json:"clients"`
-	Connected          int        `json:"connected"`
-	Disconnects        int        `json:"disconnects"`
-	Desyncs            uint64     `json:"desyncs"`
-	Resyncs            uint64     `json:"resyncs"`
-	InputsSent         uint64     `json:"inputs_sent"`
-	LateInputs         uint64     `json:"late_inputs"`
-	RTTms              percentile `json:"rtt_ms"`
-	EchoMs             percentile `json:"echo_ms"`
-	DownKbpsPerClient  float64    `json:"down_kbps_per_client"`
-	UpKbpsPerClient    float64    `json:"up_kbps_per_client"`
-	Rollbacks          uint64     `json:"rollbacks"`
-	Corrections        uint64     `json:"corrections"`
-	InterpStalls       uint64     `json:"interp_stalls"`
-	InterpFrames       uint64     `json:"interp_frames"`
-	ReliableSent       uint64     `json:"reliable_sent"`
-	ReliableReceived   uint64     `json:"reliable_received"`
-	ReliableDuplicates uint64     `json:"reliable_duplicates"`
-	ReliableOutOfOrder uint64     `json:"reliable_out_of_order"`
-	ReliableLost       uint64     `json:"reliable_lost"`
-	DurationSeconds    float64    `json:"duration_s"`
-	DisconnectReasons  []string   `json:"disconnect_reasons,omitempty"`
-}
-
-type percentile struct {
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-}
-
-func percentiles(d []time.Duration) percentile {
+func percentiles(d []time.Duration) botproto.Percentiles {
 	if len(d) == 0 {
-		return percentile{}
+		return botproto.Percentiles{}
 	}
 	slices.Sort(d)
 	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
-	return percentile{P50: ms(d[len(d)/2]), P99: ms(d[len(d)*99/100])}
+	return botproto.Percentiles{P50: ms(d[len(d)/2]), P99: ms(d[len(d)*99/100])}
 }
 
-func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
+// fill completes s from the bots and the counts before and after play.
+func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
 	var echo []time.Duration
 	reasons := map[string]int{}
 	for _, b := range bots {
@@ -373,13 +343,8 @@ func (s *summary) fill(bots []*bot, before, after counts, elapsed time.Duration,
 	s.DurationSeconds = sec
 }
 
-// failed: any desync, or any reliable message lost, duplicated or out of
-// order, or a client that never connected.
-func (s *summary) failed() bool {
-	return s.Desyncs > 0 || s.ReliableLost > 0 || s.ReliableDuplicates > 0 || s.ReliableOutOfOrder > 0 || s.Connected < s.Clients
-}
-
-func (s *summary) print(w io.Writer) {
+// printSummary writes s for people.
+func printSummary(w io.Writer, s *botproto.Summary) {
 	fmt.Fprintf(w, "tickwire-bot summary over %.1f s:\n", s.DurationSeconds)
 	fmt.Fprintf(w, "  clients %d, connected %d, disconnects %d %v\n", s.Clients, s.Connected, s.Disconnects, s.DisconnectReasons)
 	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
@@ -389,7 +354,7 @@ func (s *summary) print(w io.Writer) {
 		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
 	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
 		s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
-	if s.failed() {
+	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}
 }

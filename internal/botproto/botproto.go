@@ -1,5 +1,6 @@
 // Package botproto holds the conventions tickwire-server and
-// tickwire-bot share beyond the game itself.
+// tickwire-bot share beyond the game itself, and the bot's summary that
+// the end-to-end tests read.
 package botproto
 
 // EchoChannel is the message channel on which the server sends every
