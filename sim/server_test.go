@@ -513,7 +513,7 @@ func TestLagCompensation(t *testing.T) {
 	arrived = s.Scheduled(44).Add(-2 * time.Millisecond)
 	input(t, s, arrived, 1, 44, tgInputBytes(0, 0, 0, 0), View{From: 20, To: 21, Blend: 0})
 	step()
-	recv := s.sched.TickAt(arrived)
+	recv := s.clock.TickAt(arrived)
 	want := viewAt(recv - 12)
 	if want.From != 31 || want.To != 32 {
 		t.Fatalf("test setup: clamp target %+v", want)
