@@ -18,8 +18,8 @@ type ServerConfig struct {
 	// player's input may arrive and still be kept (default 64, rounded up
 	// to a power of two; at least proto.MaxInputsPerFrame).
 	InputBufferTicks int
-	// ChecksumInterval: a checksum of the networked state is produced
-	// every this many ticks (default 60; negative disables).
+	// ChecksumInterval: a checksum of the networked state is due every
+	// this many ticks (default 60; negative disables; see Checksum).
 	ChecksumInterval int
 	// History is how long body history is kept for lag compensation
 	// (default 1 s).
@@ -373,7 +373,12 @@ func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
 }
 
 // Checksum is the checksum frame for the last step's tick, if one is due
-// at that tick (every ChecksumInterval ticks).
+// at that tick (every ChecksumInterval ticks). Its Sum is SnapshotSum of
+// Snapshot: every entity of the networked state, which only a client
+// sent the whole snapshot can compare. A host that sends each client part
+// of the state (interest management, a packet budget) takes ok as the
+// signal that a checksum is due and sends each client EntitiesSum of the
+// entities that client's delta carried instead (see Checksummer).
 func (s *Server) Checksum() (proto.ChecksumFrame, bool) { return s.checksum, s.hasSum }
 
 // Controls are the control frames the last step produced: rejected

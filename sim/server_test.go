@@ -2,9 +2,7 @@ package sim
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
@@ -404,21 +402,6 @@ func TestServerPostmarkedMessagesDropLate(t *testing.T) {
 	}
 }
 
-// snapshotFNV is the documented SnapshotSum, computed independently.
-func snapshotFNV(s *Server) uint64 {
-	sn := s.Snapshot()
-	h := fnv.New64a()
-	var b []byte
-	b = binary.LittleEndian.AppendUint32(b, uint32(sn.RecordSize))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(sn.IDs)))
-	for i, id := range sn.IDs {
-		b = binary.LittleEndian.AppendUint32(b, uint32(id))
-		b = append(b, sn.Record(i)...)
-	}
-	h.Write(b)
-	return h.Sum64()
-}
-
 func TestServerChecksumInterval(t *testing.T) {
 	for _, tc := range []struct {
 		interval int
@@ -441,8 +424,8 @@ func TestServerChecksumInterval(t *testing.T) {
 				continue
 			}
 			sums++
-			if cs.Tick != tick || cs.Sum != c.SnapshotSum(s.Snapshot()) || cs.Sum != snapshotFNV(s) {
-				t.Fatalf("checksum %+v at tick %d, Checksummer says %x, FNV-1a %x", cs, tick, c.SnapshotSum(s.Snapshot()), snapshotFNV(s))
+			if want := entitiesFNV(s.Snapshot(), nil); cs.Tick != tick || cs.Sum != c.SnapshotSum(s.Snapshot()) || cs.Sum != want {
+				t.Fatalf("checksum %+v at tick %d, Checksummer says %x, FNV-1a %x", cs, tick, c.SnapshotSum(s.Snapshot()), want)
 			}
 		}
 		if tc.every != 0 && sums != int(130/tc.every) {
