@@ -24,13 +24,13 @@ func TestClientConfigErrors(t *testing.T) {
 		{Players: []uint16{1}, SpawnsPerTick: -2},
 	}
 	for i, cfg := range bad {
-		_, err := NewClient(&toyGame{}, cfg)
+		_, err := NewClient(&testGame{}, cfg)
 		var ce *ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("config %d (%+v): error %v, want a ConfigError", i, cfg, err)
 		}
 	}
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{7, 2}, InputRing: 40})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{7, 2}, InputRing: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestClientConfigErrors(t *testing.T) {
 	}
 }
 
-type badSchemaGame struct{ toyGame }
+type badSchemaGame struct{ testGame }
 
 func (badSchemaGame) Schema() Schema { return Schema{InputSize: 0, RecordSize: 8} }
 
@@ -76,7 +76,7 @@ func parseFrames(t *testing.T, b []byte) []proto.InputFrame {
 }
 
 func TestClientInputFrames(t *testing.T) {
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1, 2}})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{1, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestClientInputFrames(t *testing.T) {
 	now := epoch
 	c.Start(now, 100, 0)
 	input := func(player uint16, tick uint32, dst []byte) []byte {
-		return append(dst, byte(tick), byte(player))
+		return append(dst, byte(tick), byte(player), 0, 0)
 	}
 	// Two seconds of frames without any ack: every frame repeats as many
 	// inputs as it can (everything is unacknowledged).
@@ -100,7 +100,7 @@ func TestClientInputFrames(t *testing.T) {
 			t.Fatalf("%d frames, want one per player", len(fs))
 		}
 		for i, f := range fs {
-			if f.Player != uint16(i+1) || f.Tick != c.Tick() || int(f.Count) != want || f.Size != 2 {
+			if f.Player != uint16(i+1) || f.Tick != c.Tick() || int(f.Count) != want || f.Size != tgInputSize {
 				t.Fatalf("frame %+v, want player %d tick %d count %d", f, i+1, c.Tick(), want)
 			}
 			for k := range int(f.Count) {
@@ -128,7 +128,7 @@ func TestClientInputFrames(t *testing.T) {
 		t.Fatalf("count %d at 30 %% loss, want 8", fs[1].Count)
 	}
 	// Room for one frame header and two inputs only.
-	b := c.AppendInputFrames(nil, 1+2+4+1+1+2*2, 0)
+	b := c.AppendInputFrames(nil, 1+2+4+1+1+2*tgInputSize, 0)
 	if fs := parseFrames(t, b); len(fs) != 1 || fs[0].Count != 2 || fs[0].Tick != c.Tick() {
 		t.Fatalf("small room: %+v", fs)
 	}
@@ -144,18 +144,20 @@ func TestClientInputFrames(t *testing.T) {
 }
 
 func TestClientRejectedZeroesAction(t *testing.T) {
-	c, _ := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1}})
+	c, _ := NewClient(&testGame{}, ClientConfig{Players: []uint16{1}})
 	now := epoch
 	c.Start(now, 0, 0)
 	now = now.Add(10 * c.Period())
-	c.Advance(now, func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 5, toyFire) })
+	c.Advance(now, func(player uint16, tick uint32, dst []byte) []byte {
+		return append(dst, tgInputBytes(5, 0, actFire, 1)...)
+	})
 	tick := c.Tick() - 2
 	c.Rejected(1, tick)
 	c.Rejected(9, tick) // not ours: ignored
-	if in := c.ring.input(tick, 0); in[0] != 5 || in[1] != 0 {
+	if in := c.ring.input(tick, 0); in[0] != 5 || in[2] != 0 || in[3] != 0 {
 		t.Fatalf("rejected input %x, want the move kept and the action zeroed", in)
 	}
-	if in := c.ring.input(tick+1, 0); in[1] != toyFire {
+	if in := c.ring.input(tick+1, 0); in[2] != actFire {
 		t.Fatalf("other input %x changed", in)
 	}
 	if c.Stats().RejectedActions != 1 {
@@ -168,7 +170,7 @@ func TestClientRejectedZeroesAction(t *testing.T) {
 // jumps or speeds up) and shorter (it slows down).
 func TestClientClockConverges(t *testing.T) {
 	for _, oneWay := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond} {
-		n := newToyNet(t, &toyGame{}, oneWay, ClientConfig{}, 1)
+		n := newToyNet(t, &testGame{}, oneWay, ClientConfig{}, 1)
 		target := n.srv.Period() // rttVar is 0 here
 		converged := func(phase string) {
 			t.Helper()
@@ -198,27 +200,23 @@ func TestClientClockConverges(t *testing.T) {
 	}
 }
 
-// randomToyInput moves randomly and fires now and then.
-func randomToyInput(seed uint64) SampleFunc {
+// randomTestInput moves randomly and fires now and then.
+func randomTestInput(seed uint64) SampleFunc {
 	return func(player uint16, tick uint32, dst []byte) []byte {
 		h := splitmix64(seed ^ uint64(tick)<<16 ^ uint64(player))
 		var act byte
 		if h>>40%16 == 0 {
-			act = toyFire
+			act = actFire
 		}
-		return append(dst, byte(int8(h%15)-7), act)
+		return append(dst, tgInputBytes(int8(h%15)-7, int8(h>>8%15)-7, act, 1)...)
 	}
-}
-
-func toyOwn(slot uint16) func(proto.NetworkID) bool {
-	return func(id proto.NetworkID) bool { return id == toyPlayerID(slot) || id.Spawner() == slot }
 }
 
 // With nobody else touching it, the client's prediction equals the
 // server's state tick for tick: no correction at all.
 func TestClientPredictionMatchesServer(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 30*time.Millisecond, ClientConfig{Own: toyOwn(1)}, 1)
-	n.input = randomToyInput(1)
+	n := newToyNet(t, &testGame{}, 30*time.Millisecond, ClientConfig{Own: tgOwn(1)}, 1)
+	n.input = randomTestInput(1)
 	n.run(2 * time.Second)
 	before := n.cli.Stats()
 	if before.Rollbacks == 0 || before.Predicted == 0 {
@@ -259,23 +257,23 @@ func TestClientPredictionMatchesServer(t *testing.T) {
 // the configured half-life.
 func TestClientCorrectionSmoothed(t *testing.T) {
 	half := 100 * time.Millisecond
-	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{CorrectionHalfLife: half, Own: toyOwn(1)}, 1)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 1, 0) }
+	n := newToyNet(t, &testGame{}, 20*time.Millisecond, ClientConfig{CorrectionHalfLife: half, Own: tgOwn(1)}, 1)
+	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, tgInputBytes(1, 0, 0, 0)...) }
 	n.run(2 * time.Second)
 	shown := func() int32 {
 		for _, b := range n.cli.DisplayBodies() {
-			if b.ID == toyPlayerID(1) {
+			if b.ID == tgPlayerID(1) {
 				return b.Pos.X
 			}
 		}
 		t.Fatal("own body not shown")
 		return 0
 	}
-	predicted := func() int32 { return n.cli.pred.(*toyGame).ents[0].x }
+	predicted := func() int32 { return n.cli.pred.(*testGame).ents[0].x }
 	if n.cli.Stats().Corrections != 0 {
 		t.Fatalf("corrections before the teleport: %+v", n.cli.Stats())
 	}
-	n.srv.World().(*toyGame).ents[0].x += 1000
+	n.srv.World().(*testGame).ents[0].x += 1000
 	last := shown()
 	for i := 0; n.cli.Stats().Corrections == 0; i++ {
 		if i > 1000 {
@@ -311,10 +309,10 @@ func TestClientCorrectionSmoothed(t *testing.T) {
 // Snapping instead of smoothing: a negative half-life, or a correction
 // beyond MaxCorrection.
 func TestClientCorrectionSnaps(t *testing.T) {
-	for _, cfg := range []ClientConfig{{CorrectionHalfLife: -1, Own: toyOwn(1)}, {MaxCorrection: 500, Own: toyOwn(1)}} {
-		n := newToyNet(t, &toyGame{}, 20*time.Millisecond, cfg, 1)
+	for _, cfg := range []ClientConfig{{CorrectionHalfLife: -1, Own: tgOwn(1)}, {MaxCorrection: 500, Own: tgOwn(1)}} {
+		n := newToyNet(t, &testGame{}, 20*time.Millisecond, cfg, 1)
 		n.run(time.Second)
-		n.srv.World().(*toyGame).ents[0].x += 1000
+		n.srv.World().(*testGame).ents[0].x += 1000
 		for i := 0; n.cli.Stats().Corrections == 0; i++ {
 			if i > 1000 {
 				t.Fatal("no correction")
@@ -330,7 +328,7 @@ func TestClientCorrectionSnaps(t *testing.T) {
 // A headless client keeps its clock and inputs just in time but decodes,
 // predicts and interpolates nothing.
 func TestClientHeadless(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{Headless: true}, 1)
+	n := newToyNet(t, &testGame{}, 20*time.Millisecond, ClientConfig{Headless: true}, 1)
 	n.run(3 * time.Second)
 	missing := n.srv.PlayerStats(1).Missing
 	n.run(2 * time.Second)

@@ -50,16 +50,16 @@ func equalStatuses(a []EffectStatus, b ...EffectStatus) bool {
 // confirmed, and the predicted bullet id is the one the server assigns.
 func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 	const fireAt = 150
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
+	n := newToyNet(t, &testGame{}, 40*time.Millisecond, ClientConfig{}, 1)
 	n.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 1, toyFire)
+			return append(dst, tgInputBytes(1, 0, actFire, 1)...)
 		}
-		return append(dst, 1, 0)
+		return append(dst, tgInputBytes(1, 0, 0, 0)...)
 	}
 	var tr effectTrace
 	tr.run(n, 4*time.Second)
-	shot, bullet := tr.statuses(toyEffectShot, fireAt)
+	shot, bullet := tr.statuses(tgEffectShot, fireAt)
 	if !equalStatuses(shot, EffectPredicted, EffectConfirmed) {
 		t.Fatalf("shot: %v, want predicted then confirmed", shot)
 	}
@@ -74,13 +74,13 @@ func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 	if len(tr.events) != 4 {
 		t.Errorf("events %v", tr.events)
 	}
-	n2 := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
+	n2 := newToyNet(t, &testGame{}, 40*time.Millisecond, ClientConfig{}, 1)
 	n2.input = n.input
 	for n2.srv.Tick() < fireAt {
 		n2.run(time.Millisecond)
 	}
-	if n2.srv.World().(*toyGame).entity(id) == nil {
-		t.Errorf("server has no entity %v after tick %d: %+v", id, fireAt, n2.srv.World().(*toyGame).ents)
+	if n2.srv.World().(*testGame).entity(id) == nil {
+		t.Errorf("server has no entity %v after tick %d: %+v", id, fireAt, n2.srv.World().(*testGame).ents)
 	}
 }
 
@@ -89,32 +89,32 @@ func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 // state shows the disarm.
 func TestClientEffectMispredictedCancelled(t *testing.T) {
 	const disarmAt, fireAt = 200, 202
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1, 2)
+	n := newToyNet(t, &testGame{}, 40*time.Millisecond, ClientConfig{}, 1, 2)
 	n.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 0, toyFire)
+			return append(dst, tgInputBytes(0, 0, actFire, 1)...)
 		}
-		return append(dst, 0, 0)
+		return append(dst, tgInputBytes(0, 0, 0, 0)...)
 	}
 	var tr effectTrace
 	for n.srv.Tick() < disarmAt-10 {
 		tr.run(n, time.Millisecond)
 	}
-	f := proto.InputFrame{Player: 2, Tick: disarmAt, Count: 1, Size: 2, Data: []byte{0, toyDisarm}}
+	f := proto.InputFrame{Player: 2, Tick: disarmAt, Count: 1, Size: tgInputSize, Data: tgInputBytes(0, 0, actDisarm, 0)}
 	if err := n.srv.ReceiveInput(n.now, nil, &f); err != nil {
 		t.Fatal(err)
 	}
 	tr.run(n, 2*time.Second)
-	if shot, _ := tr.statuses(toyEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
+	if shot, _ := tr.statuses(tgEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
 		t.Fatalf("shot: %v, want predicted then cancelled", shot)
 	}
 	if spawn, _ := tr.statuses(EffectSpawn, fireAt); !equalStatuses(spawn, EffectPredicted, EffectCancelled) {
 		t.Fatalf("spawn: %v, want predicted then cancelled", spawn)
 	}
-	if d, _ := tr.statuses(toyEffectDisarm, disarmAt); len(d) != 0 {
+	if d, _ := tr.statuses(tgEffectDisarm, disarmAt); len(d) != 0 {
 		t.Errorf("another player's effect was predicted: %v", d)
 	}
-	if p := n.cli.Predicted().(*toyGame).entity(toyPlayerID(1)); p == nil || p.ammo != 0 {
+	if p := n.cli.Predicted().(*testGame).entity(tgPlayerID(1)); p == nil || p.ammo != 0 {
 		t.Errorf("predicted player %+v, want disarmed", p)
 	}
 }
@@ -123,13 +123,13 @@ func TestClientEffectMispredictedCancelled(t *testing.T) {
 // predicted it, and drops it (effect cancelled, bullet gone) once told.
 func TestClientRejectedActionDisappears(t *testing.T) {
 	const fireAt = 150
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
-	n.srv.World().(*toyGame).strict = true
+	n := newToyNet(t, &testGame{}, 40*time.Millisecond, ClientConfig{}, 1)
+	n.srv.World().(*testGame).strict = true
 	n.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 0, toyFire|toyOdd)
+			return append(dst, tgInputBytes(0, 0, actFire|actOdd, 1)...)
 		}
-		return append(dst, 0, 0)
+		return append(dst, tgInputBytes(0, 0, 0, 0)...)
 	}
 	var tr effectTrace
 	var bullet proto.NetworkID
@@ -137,21 +137,21 @@ func TestClientRejectedActionDisappears(t *testing.T) {
 		tr.run(n, time.Millisecond)
 		if _, id := tr.statuses(EffectSpawn, fireAt); id != 0 && bullet == 0 {
 			bullet = id
-			if n.cli.Predicted().(*toyGame).entity(bullet) == nil {
+			if n.cli.Predicted().(*testGame).entity(bullet) == nil {
 				t.Fatal("predicted spawn not in the predicted world")
 			}
 		}
 	}
-	if shot, _ := tr.statuses(toyEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
+	if shot, _ := tr.statuses(tgEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
 		t.Fatalf("shot: %v, want predicted then cancelled", shot)
 	}
 	if st := n.cli.Stats(); st.RejectedActions != 1 {
 		t.Fatalf("rejected %d", st.RejectedActions)
 	}
-	if n.cli.Predicted().(*toyGame).entity(bullet) != nil || n.srv.World().(*toyGame).entity(bullet) != nil {
+	if n.cli.Predicted().(*testGame).entity(bullet) != nil || n.srv.World().(*testGame).entity(bullet) != nil {
 		t.Fatal("rejected bullet still exists")
 	}
-	if p := n.cli.Predicted().(*toyGame).entity(toyPlayerID(1)); p.ammo != 100 {
+	if p := n.cli.Predicted().(*testGame).entity(tgPlayerID(1)); p.ammo != 100 {
 		t.Fatalf("ammo %d, want the rejected shot not counted", p.ammo)
 	}
 }

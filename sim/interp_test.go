@@ -10,11 +10,11 @@ import (
 )
 
 func TestViewAtGaps(t *testing.T) {
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1}})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &toyGame{}
+	g := &testGame{}
 	for _, tick := range []uint32{10, 12, 13} {
 		c.record(tick, g)
 	}
@@ -44,8 +44,8 @@ func TestViewAtGaps(t *testing.T) {
 // settles at packet interval + 2 × jitter, and the view stays within
 // MaxInterpLag.
 func TestClientInterpolation(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 30*time.Millisecond, ClientConfig{}, 1, 2)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 3, 0) }
+	n := newToyNet(t, &testGame{}, 30*time.Millisecond, ClientConfig{}, 1, 2)
+	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, tgInputBytes(3, 0, 0, 0)...) }
 	n.frame = 7 * time.Millisecond // not a multiple of the tick
 	n.run(2 * time.Second)
 	before := n.cli.Stats()
@@ -83,7 +83,7 @@ func TestClientInterpolation(t *testing.T) {
 	// A MaxInterpLag shorter than the path: the view is pulled up, but
 	// never closer to the newest snapshot than the interpolation delay
 	// (remote entities stay smooth; the server's rewind clamps instead).
-	n = newToyNet(t, &toyGame{}, 60*time.Millisecond, ClientConfig{MaxInterpLag: 50 * time.Millisecond}, 1)
+	n = newToyNet(t, &testGame{}, 60*time.Millisecond, ClientConfig{MaxInterpLag: 50 * time.Millisecond}, 1)
 	n.run(2 * time.Second)
 	c := n.cli
 	if st := c.Stats(); st.InterpClamps == 0 || st.InterpStalls != 0 {

@@ -129,7 +129,7 @@ func TestServerRejectsActions(t *testing.T) {
 	s := newTestServer(t, ServerConfig{}, tg)
 	mustJoin(t, s, 1, 2)
 	input(t, s, t0, 1, 1, tgInputBytes(4, 0, actBad, 9), View{})
-	input(t, s, t0, 2, 1, tgInputBytes(0, 0, actSpawn, 1), View{})
+	input(t, s, t0, 2, 1, tgInputBytes(0, 0, actFire, 1), View{})
 	s.Step()
 	st := lastStep(t, tg)
 	if !st.inputs[0].rejected || !bytes.Equal(st.inputs[0].data, tgInputBytes(4, 0, 0, 0)) {
@@ -617,7 +617,7 @@ func TestServerSpawnsPredictable(t *testing.T) {
 	for range 5 {
 		s.Step()
 	}
-	input(t, s, t0, 7, 6, tgInputBytes(0, 0, actSpawn, 5), View{})
+	input(t, s, t0, 7, 6, tgInputBytes(0, 0, actFire, 5), View{})
 	s.Step()
 	pred := NewSpawnIDs(3)
 	pred.SetLive([]proto.NetworkID{tgPlayerID(7)})
