@@ -30,7 +30,8 @@ func newRollbackBench(tb testing.TB) *rollbackBench {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	now := epoch
+	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := start
 	srv.Start(now, 0)
 	for p := uint16(1); p <= 16; p++ {
 		if _, err := srv.Join(p); err != nil {
@@ -55,7 +56,7 @@ func newRollbackBench(tb testing.TB) *rollbackBench {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	b.now, b.tick = epoch, 1000
+	b.now, b.tick = start, 1000
 	b.cli.Start(b.now, b.tick, 150*time.Millisecond)
 	var r rand.PCG
 	b.sample = func(player uint16, tick uint32, dst []byte) []byte {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 func TestClientConfigErrors(t *testing.T) {
@@ -24,13 +25,13 @@ func TestClientConfigErrors(t *testing.T) {
 		{Players: []uint16{1}, SpawnsPerTick: -2},
 	}
 	for i, cfg := range bad {
-		_, err := NewClient(&toyGame{}, cfg)
+		_, err := NewClient(&testGame{}, cfg)
 		var ce *ConfigError
 		if !errors.As(err, &ce) {
 			t.Errorf("config %d (%+v): error %v, want a ConfigError", i, cfg, err)
 		}
 	}
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{7, 2}, InputRing: 40})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{7, 2}, InputRing: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestClientConfigErrors(t *testing.T) {
 	}
 }
 
-type badSchemaGame struct{ toyGame }
+type badSchemaGame struct{ testGame }
 
 func (badSchemaGame) Schema() Schema { return Schema{InputSize: 0, RecordSize: 8} }
 
@@ -76,17 +77,17 @@ func parseFrames(t *testing.T, b []byte) []proto.InputFrame {
 }
 
 func TestClientInputFrames(t *testing.T) {
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1, 2}})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{1, 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if b := c.AppendInputFrames(nil, 1200, 0); len(b) != 0 {
 		t.Fatal("frames before Start")
 	}
-	now := epoch
+	now := t0
 	c.Start(now, 100, 0)
 	input := func(player uint16, tick uint32, dst []byte) []byte {
-		return append(dst, byte(tick), byte(player))
+		return append(dst, byte(tick), byte(player), 0, 0)
 	}
 	// Two seconds of frames without any ack: every frame repeats as many
 	// inputs as it can (everything is unacknowledged).
@@ -100,7 +101,7 @@ func TestClientInputFrames(t *testing.T) {
 			t.Fatalf("%d frames, want one per player", len(fs))
 		}
 		for i, f := range fs {
-			if f.Player != uint16(i+1) || f.Tick != c.Tick() || int(f.Count) != want || f.Size != 2 {
+			if f.Player != uint16(i+1) || f.Tick != c.Tick() || int(f.Count) != want || f.Size != tgInputSize {
 				t.Fatalf("frame %+v, want player %d tick %d count %d", f, i+1, c.Tick(), want)
 			}
 			for k := range int(f.Count) {
@@ -128,7 +129,7 @@ func TestClientInputFrames(t *testing.T) {
 		t.Fatalf("count %d at 30 %% loss, want 8", fs[1].Count)
 	}
 	// Room for one frame header and two inputs only.
-	b := c.AppendInputFrames(nil, 1+2+4+1+1+2*2, 0)
+	b := c.AppendInputFrames(nil, 1+2+4+1+1+2*tgInputSize, 0)
 	if fs := parseFrames(t, b); len(fs) != 1 || fs[0].Count != 2 || fs[0].Tick != c.Tick() {
 		t.Fatalf("small room: %+v", fs)
 	}
@@ -144,18 +145,20 @@ func TestClientInputFrames(t *testing.T) {
 }
 
 func TestClientRejectedZeroesAction(t *testing.T) {
-	c, _ := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1}})
-	now := epoch
+	c, _ := NewClient(&testGame{}, ClientConfig{Players: []uint16{1}})
+	now := t0
 	c.Start(now, 0, 0)
 	now = now.Add(10 * c.Period())
-	c.Advance(now, func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 5, toyFire) })
+	c.Advance(now, func(player uint16, tick uint32, dst []byte) []byte {
+		return append(dst, tgInputBytes(5, 0, actFire, 1)...)
+	})
 	tick := c.Tick() - 2
 	c.Rejected(1, tick)
 	c.Rejected(9, tick) // not ours: ignored
-	if in := c.ring.input(tick, 0); in[0] != 5 || in[1] != 0 {
+	if in := c.ring.input(tick, 0); in[0] != 5 || in[2] != 0 || in[3] != 0 {
 		t.Fatalf("rejected input %x, want the move kept and the action zeroed", in)
 	}
-	if in := c.ring.input(tick+1, 0); in[1] != toyFire {
+	if in := c.ring.input(tick+1, 0); in[2] != actFire {
 		t.Fatalf("other input %x changed", in)
 	}
 	if c.Stats().RejectedActions != 1 {
@@ -168,80 +171,76 @@ func TestClientRejectedZeroesAction(t *testing.T) {
 // jumps or speeds up) and shorter (it slows down).
 func TestClientClockConverges(t *testing.T) {
 	for _, oneWay := range []time.Duration{5 * time.Millisecond, 40 * time.Millisecond} {
-		n := newToyNet(t, &toyGame{}, oneWay, ClientConfig{}, 1)
-		target := n.srv.Period() // rttVar is 0 here
+		h, c := lossless(t, oneWay, ClientConfig{}, 1)
+		target := h.Server.Period() // rttVar is 0 here
 		converged := func(phase string) {
 			t.Helper()
-			n.run(3 * time.Second)
-			mark := n.srv.Tick()
-			missing := n.srv.PlayerStats(1).Missing
-			n.run(2 * time.Second)
-			if m := n.srv.PlayerStats(1).Missing - missing; m != 0 {
+			h.Run(3 * time.Second)
+			mark := h.Server.Tick()
+			missing := h.Server.PlayerStats(1).Missing
+			h.Run(2 * time.Second)
+			if m := h.Server.PlayerStats(1).Missing - missing; m != 0 {
 				t.Errorf("%v %s: %d inputs missing after convergence", oneWay, phase, m)
 			}
-			for _, a := range n.agesSince(mark) {
-				if a < target/2 || a > target+3*n.srv.Period() {
+			for _, a := range h.Ages(mark, h.Server.Tick()) {
+				if a < target/2 || a > target+3*h.Server.Period() {
 					t.Errorf("%v %s: input age %v, want about %v", oneWay, phase, a, target)
 					break
 				}
 			}
-			t.Logf("%v %s: %+v", oneWay, phase, n.cli.Stats())
-			if d := n.cli.Stats().Dilation; d < -maxDilation || d > maxDilation {
+			t.Logf("%v %s: %+v", oneWay, phase, c.Client.Stats())
+			if d := c.Client.Stats().Dilation; d < -maxDilation || d > maxDilation {
 				t.Errorf("dilation %v", d)
 			}
 		}
 		converged("start")
-		n.oneWay += 60 * time.Millisecond
+		c.SetPath(netem.Spec{Delay: oneWay + 60*time.Millisecond})
 		converged("after +60 ms")
-		n.oneWay -= 60 * time.Millisecond
+		c.SetPath(netem.Spec{Delay: oneWay})
 		converged("after -60 ms")
 	}
 }
 
-// randomToyInput moves randomly and fires now and then.
-func randomToyInput(seed uint64) SampleFunc {
+// randomTestInput moves randomly and fires now and then.
+func randomTestInput(seed uint64) SampleFunc {
 	return func(player uint16, tick uint32, dst []byte) []byte {
 		h := splitmix64(seed ^ uint64(tick)<<16 ^ uint64(player))
 		var act byte
 		if h>>40%16 == 0 {
-			act = toyFire
+			act = actFire
 		}
-		return append(dst, byte(int8(h%15)-7), act)
+		return append(dst, tgInputBytes(int8(h%15)-7, int8(h>>8%15)-7, act, 1)...)
 	}
-}
-
-func toyOwn(slot uint16) func(proto.NetworkID) bool {
-	return func(id proto.NetworkID) bool { return id == toyPlayerID(slot) || id.Spawner() == slot }
 }
 
 // With nobody else touching it, the client's prediction equals the
 // server's state tick for tick: no correction at all.
 func TestClientPredictionMatchesServer(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 30*time.Millisecond, ClientConfig{Own: toyOwn(1)}, 1)
-	n.input = randomToyInput(1)
-	n.run(2 * time.Second)
-	before := n.cli.Stats()
+	h, c := lossless(t, 30*time.Millisecond, ClientConfig{Own: tgOwn(1)}, 1)
+	c.input = randomTestInput(1)
+	h.Run(2 * time.Second)
+	before := c.Client.Stats()
 	if before.Rollbacks == 0 || before.Predicted == 0 {
 		t.Fatalf("no prediction: %+v", before)
 	}
 	predicted := map[uint32][]byte{}
 	compared := 0
 	for range 3000 {
-		n.run(time.Millisecond)
-		if w := n.cli.Predicted(); n.cli.predicting {
-			if _, ok := predicted[n.cli.simTick]; !ok {
-				predicted[n.cli.simTick] = w.AppendCanonical(nil)
+		h.Run(time.Millisecond)
+		if w := c.Client.Predicted(); c.Client.predicting {
+			if _, ok := predicted[c.Client.simTick]; !ok {
+				predicted[c.Client.simTick] = w.AppendCanonical(nil)
 			}
 		}
-		if p, ok := predicted[n.srv.Tick()]; ok {
-			if got := n.srv.World().AppendCanonical(nil); string(got) != string(p) {
-				t.Fatalf("tick %d: first prediction %x, server %x", n.srv.Tick(), p, got)
+		if p, ok := predicted[h.Server.Tick()]; ok {
+			if got := h.Server.World().AppendCanonical(nil); string(got) != string(p) {
+				t.Fatalf("tick %d: first prediction %x, server %x", h.Server.Tick(), p, got)
 			}
-			delete(predicted, n.srv.Tick())
+			delete(predicted, h.Server.Tick())
 			compared++
 		}
 	}
-	st := n.cli.Stats()
+	st := c.Client.Stats()
 	if compared < 150 {
 		t.Fatalf("only %d ticks compared", compared)
 	}
@@ -259,32 +258,32 @@ func TestClientPredictionMatchesServer(t *testing.T) {
 // the configured half-life.
 func TestClientCorrectionSmoothed(t *testing.T) {
 	half := 100 * time.Millisecond
-	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{CorrectionHalfLife: half, Own: toyOwn(1)}, 1)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 1, 0) }
-	n.run(2 * time.Second)
+	h, c := lossless(t, 20*time.Millisecond, ClientConfig{CorrectionHalfLife: half, Own: tgOwn(1)}, 1)
+	c.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, tgInputBytes(1, 0, 0, 0)...) }
+	h.Run(2 * time.Second)
 	shown := func() int32 {
-		for _, b := range n.cli.DisplayBodies() {
-			if b.ID == toyPlayerID(1) {
+		for _, b := range c.Client.DisplayBodies() {
+			if b.ID == tgPlayerID(1) {
 				return b.Pos.X
 			}
 		}
 		t.Fatal("own body not shown")
 		return 0
 	}
-	predicted := func() int32 { return n.cli.pred.(*toyGame).ents[0].x }
-	if n.cli.Stats().Corrections != 0 {
-		t.Fatalf("corrections before the teleport: %+v", n.cli.Stats())
+	predicted := func() int32 { return c.Client.pred.(*testGame).ents[0].x }
+	if c.Client.Stats().Corrections != 0 {
+		t.Fatalf("corrections before the teleport: %+v", c.Client.Stats())
 	}
-	n.srv.World().(*toyGame).ents[0].x += 1000
+	h.Server.World().(*testGame).ents[0].x += 1000
 	last := shown()
-	for i := 0; n.cli.Stats().Corrections == 0; i++ {
+	for i := 0; c.Client.Stats().Corrections == 0; i++ {
 		if i > 1000 {
 			t.Fatal("no correction")
 		}
 		last = shown()
-		n.run(time.Millisecond)
+		h.Run(time.Millisecond)
 	}
-	st := n.cli.Stats()
+	st := c.Client.Stats()
 	if st.Corrections != 1 || st.CorrectionMax != 1000 {
 		t.Fatalf("stats %+v, want one correction of 1000", st)
 	}
@@ -298,12 +297,12 @@ func TestClientCorrectionSmoothed(t *testing.T) {
 	if o0 < 990 || st.Visible < 990 {
 		t.Fatalf("offset %v visible %v, want about 1000", o0, st.Visible)
 	}
-	n.run(half)
+	h.Run(half)
 	if o := off(); o < o0*0.4 || o > o0*0.6 {
 		t.Errorf("offset %v after one half-life, want about %v", o, o0/2)
 	}
-	n.run(2 * time.Second)
-	if o := off(); o != 0 || n.cli.Stats().Visible != 0 {
+	h.Run(2 * time.Second)
+	if o := off(); o != 0 || c.Client.Stats().Visible != 0 {
 		t.Errorf("offset %v after 2 s", o)
 	}
 }
@@ -311,17 +310,17 @@ func TestClientCorrectionSmoothed(t *testing.T) {
 // Snapping instead of smoothing: a negative half-life, or a correction
 // beyond MaxCorrection.
 func TestClientCorrectionSnaps(t *testing.T) {
-	for _, cfg := range []ClientConfig{{CorrectionHalfLife: -1, Own: toyOwn(1)}, {MaxCorrection: 500, Own: toyOwn(1)}} {
-		n := newToyNet(t, &toyGame{}, 20*time.Millisecond, cfg, 1)
-		n.run(time.Second)
-		n.srv.World().(*toyGame).ents[0].x += 1000
-		for i := 0; n.cli.Stats().Corrections == 0; i++ {
+	for _, cfg := range []ClientConfig{{CorrectionHalfLife: -1, Own: tgOwn(1)}, {MaxCorrection: 500, Own: tgOwn(1)}} {
+		h, c := lossless(t, 20*time.Millisecond, cfg, 1)
+		h.Run(time.Second)
+		h.Server.World().(*testGame).ents[0].x += 1000
+		for i := 0; c.Client.Stats().Corrections == 0; i++ {
 			if i > 1000 {
 				t.Fatal("no correction")
 			}
-			n.run(time.Millisecond)
+			h.Run(time.Millisecond)
 		}
-		if v := n.cli.Stats().Visible; v != 0 {
+		if v := c.Client.Stats().Visible; v != 0 {
 			t.Errorf("%+v: visible offset %v, want a snap", cfg, v)
 		}
 	}
@@ -330,25 +329,25 @@ func TestClientCorrectionSnaps(t *testing.T) {
 // A headless client keeps its clock and inputs just in time but decodes,
 // predicts and interpolates nothing.
 func TestClientHeadless(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 20*time.Millisecond, ClientConfig{Headless: true}, 1)
-	n.run(3 * time.Second)
-	missing := n.srv.PlayerStats(1).Missing
-	n.run(2 * time.Second)
-	if m := n.srv.PlayerStats(1).Missing - missing; m != 0 {
+	h, c := lossless(t, 20*time.Millisecond, ClientConfig{Headless: true}, 1)
+	h.Run(3 * time.Second)
+	missing := h.Server.PlayerStats(1).Missing
+	h.Run(2 * time.Second)
+	if m := h.Server.PlayerStats(1).Missing - missing; m != 0 {
 		t.Errorf("%d inputs missing after convergence", m)
 	}
-	st := n.cli.Stats()
+	st := c.Client.Stats()
 	if st.Snapshots == 0 || st.InputsSampled == 0 {
 		t.Fatalf("no states or inputs: %+v", st)
 	}
-	if st.Rollbacks != 0 || st.InterpFrames != 0 || len(n.cli.DisplayBodies()) != 0 {
+	if st.Rollbacks != 0 || st.InterpFrames != 0 || len(c.Client.DisplayBodies()) != 0 {
 		t.Errorf("headless client predicted or interpolated: %+v", st)
 	}
 	// States are not decoded: a record the game would reject is taken.
 	var bad deltacomp.Snapshot
-	bad.Reset(n.srv.Tick()+100, 1)
+	bad.Reset(h.Server.Tick()+100, 1)
 	bad.Append(1, []byte{0})
-	if err := n.cli.Authoritative(n.srv.Tick()+100, &bad); err != nil {
+	if err := c.Client.Authoritative(h.Server.Tick()+100, &bad); err != nil {
 		t.Errorf("headless Authoritative decoded the state: %v", err)
 	}
 }

@@ -1,8 +1,8 @@
-// Package sim is the tick engine: the fixed-step loop, per-player input
-// buffers, input-age clock sync with time dilation, interpolation delay
-// from jitter, prediction with unconditional rollback and re-simulation,
-// predicted spawn ids, correction smoothing, lag-compensation history and
-// checksums. Server and Client are the two engines; the root package's
+// Package sim is the tick engine: the fixed-step loop (TickClock),
+// per-player input buffers, input-age clock sync with time dilation,
+// interpolation delay from jitter, prediction with unconditional rollback
+// and re-simulation, predicted spawn ids, correction smoothing,
+// lag-compensation history and checksums. Server and Client are the two engines; the root package's
 // GameHost and GameClient run them over the network. (Lockstep mode, with
 // committed and live worlds over a tick-indexed command buffer, is not
 // built yet; the wire format reserves its frames.)

@@ -7,17 +7,19 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// effectTrace collects every effect event of the client, frame by frame.
+// effectTrace collects every effect event of a harness's first client,
+// frame by frame.
 type effectTrace struct {
 	events []EffectEvent
 }
 
-func (e *effectTrace) run(n *toyNet, d time.Duration) {
+func (e *effectTrace) run(h *Harness, d time.Duration) {
+	c := h.clients[0].Client
 	for range d / time.Millisecond {
-		frame := n.cli.lastFrame
-		n.run(time.Millisecond)
-		if n.cli.lastFrame != frame { // an Advance ran
-			e.events = append(e.events, n.cli.Effects()...)
+		frame := c.lastFrame
+		h.Run(time.Millisecond)
+		if c.lastFrame != frame { // an Advance ran
+			e.events = append(e.events, c.Effects()...)
 		}
 	}
 }
@@ -50,16 +52,16 @@ func equalStatuses(a []EffectStatus, b ...EffectStatus) bool {
 // confirmed, and the predicted bullet id is the one the server assigns.
 func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 	const fireAt = 150
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte {
+	h, c := lossless(t, 40*time.Millisecond, ClientConfig{}, 1)
+	c.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 1, toyFire)
+			return append(dst, tgInputBytes(1, 0, actFire, 1)...)
 		}
-		return append(dst, 1, 0)
+		return append(dst, tgInputBytes(1, 0, 0, 0)...)
 	}
 	var tr effectTrace
-	tr.run(n, 4*time.Second)
-	shot, bullet := tr.statuses(toyEffectShot, fireAt)
+	tr.run(h, 4*time.Second)
+	shot, bullet := tr.statuses(tgEffectShot, fireAt)
 	if !equalStatuses(shot, EffectPredicted, EffectConfirmed) {
 		t.Fatalf("shot: %v, want predicted then confirmed", shot)
 	}
@@ -67,20 +69,20 @@ func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 	if !equalStatuses(spawn, EffectPredicted, EffectConfirmed) || id != bullet || id.Spawner() != 1 {
 		t.Fatalf("spawn: %v of %v (shot entity %v)", spawn, id, bullet)
 	}
-	if st := n.cli.Stats(); st.Rollbacks < 100 {
+	if st := c.Client.Stats(); st.Rollbacks < 100 {
 		t.Fatalf("only %d rollbacks", st.Rollbacks)
 	}
 	// The server spawned exactly that id at that tick.
 	if len(tr.events) != 4 {
 		t.Errorf("events %v", tr.events)
 	}
-	n2 := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
-	n2.input = n.input
-	for n2.srv.Tick() < fireAt {
-		n2.run(time.Millisecond)
+	h2, c2 := lossless(t, 40*time.Millisecond, ClientConfig{}, 1)
+	c2.input = c.input
+	for h2.Server.Tick() < fireAt {
+		h2.Run(time.Millisecond)
 	}
-	if n2.srv.World().(*toyGame).entity(id) == nil {
-		t.Errorf("server has no entity %v after tick %d: %+v", id, fireAt, n2.srv.World().(*toyGame).ents)
+	if h2.Server.World().(*testGame).entity(id) == nil {
+		t.Errorf("server has no entity %v after tick %d: %+v", id, fireAt, h2.Server.World().(*testGame).ents)
 	}
 }
 
@@ -89,32 +91,32 @@ func TestClientEffectPredictedThenConfirmed(t *testing.T) {
 // state shows the disarm.
 func TestClientEffectMispredictedCancelled(t *testing.T) {
 	const disarmAt, fireAt = 200, 202
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1, 2)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte {
+	h, c := lossless(t, 40*time.Millisecond, ClientConfig{}, 1, 2)
+	c.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 0, toyFire)
+			return append(dst, tgInputBytes(0, 0, actFire, 1)...)
 		}
-		return append(dst, 0, 0)
+		return append(dst, tgInputBytes(0, 0, 0, 0)...)
 	}
 	var tr effectTrace
-	for n.srv.Tick() < disarmAt-10 {
-		tr.run(n, time.Millisecond)
+	for h.Server.Tick() < disarmAt-10 {
+		tr.run(h, time.Millisecond)
 	}
-	f := proto.InputFrame{Player: 2, Tick: disarmAt, Count: 1, Size: 2, Data: []byte{0, toyDisarm}}
-	if err := n.srv.ReceiveInput(n.now, nil, &f); err != nil {
+	f := proto.InputFrame{Player: 2, Tick: disarmAt, Count: 1, Size: tgInputSize, Data: tgInputBytes(0, 0, actDisarm, 0)}
+	if err := h.Server.ReceiveInput(h.now, nil, &f); err != nil {
 		t.Fatal(err)
 	}
-	tr.run(n, 2*time.Second)
-	if shot, _ := tr.statuses(toyEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
+	tr.run(h, 2*time.Second)
+	if shot, _ := tr.statuses(tgEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
 		t.Fatalf("shot: %v, want predicted then cancelled", shot)
 	}
 	if spawn, _ := tr.statuses(EffectSpawn, fireAt); !equalStatuses(spawn, EffectPredicted, EffectCancelled) {
 		t.Fatalf("spawn: %v, want predicted then cancelled", spawn)
 	}
-	if d, _ := tr.statuses(toyEffectDisarm, disarmAt); len(d) != 0 {
+	if d, _ := tr.statuses(tgEffectDisarm, disarmAt); len(d) != 0 {
 		t.Errorf("another player's effect was predicted: %v", d)
 	}
-	if p := n.cli.Predicted().(*toyGame).entity(toyPlayerID(1)); p == nil || p.ammo != 0 {
+	if p := c.Client.Predicted().(*testGame).entity(tgPlayerID(1)); p == nil || p.ammo != 0 {
 		t.Errorf("predicted player %+v, want disarmed", p)
 	}
 }
@@ -123,35 +125,35 @@ func TestClientEffectMispredictedCancelled(t *testing.T) {
 // predicted it, and drops it (effect cancelled, bullet gone) once told.
 func TestClientRejectedActionDisappears(t *testing.T) {
 	const fireAt = 150
-	n := newToyNet(t, &toyGame{}, 40*time.Millisecond, ClientConfig{}, 1)
-	n.srv.World().(*toyGame).strict = true
-	n.input = func(player uint16, tick uint32, dst []byte) []byte {
+	h, c := lossless(t, 40*time.Millisecond, ClientConfig{}, 1)
+	h.Server.World().(*testGame).strict = true
+	c.input = func(player uint16, tick uint32, dst []byte) []byte {
 		if tick == fireAt {
-			return append(dst, 0, toyFire|toyOdd)
+			return append(dst, tgInputBytes(0, 0, actFire|actOdd, 1)...)
 		}
-		return append(dst, 0, 0)
+		return append(dst, tgInputBytes(0, 0, 0, 0)...)
 	}
 	var tr effectTrace
 	var bullet proto.NetworkID
 	for range 4000 {
-		tr.run(n, time.Millisecond)
+		tr.run(h, time.Millisecond)
 		if _, id := tr.statuses(EffectSpawn, fireAt); id != 0 && bullet == 0 {
 			bullet = id
-			if n.cli.Predicted().(*toyGame).entity(bullet) == nil {
+			if c.Client.Predicted().(*testGame).entity(bullet) == nil {
 				t.Fatal("predicted spawn not in the predicted world")
 			}
 		}
 	}
-	if shot, _ := tr.statuses(toyEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
+	if shot, _ := tr.statuses(tgEffectShot, fireAt); !equalStatuses(shot, EffectPredicted, EffectCancelled) {
 		t.Fatalf("shot: %v, want predicted then cancelled", shot)
 	}
-	if st := n.cli.Stats(); st.RejectedActions != 1 {
+	if st := c.Client.Stats(); st.RejectedActions != 1 {
 		t.Fatalf("rejected %d", st.RejectedActions)
 	}
-	if n.cli.Predicted().(*toyGame).entity(bullet) != nil || n.srv.World().(*toyGame).entity(bullet) != nil {
+	if c.Client.Predicted().(*testGame).entity(bullet) != nil || h.Server.World().(*testGame).entity(bullet) != nil {
 		t.Fatal("rejected bullet still exists")
 	}
-	if p := n.cli.Predicted().(*toyGame).entity(toyPlayerID(1)); p.ammo != 100 {
+	if p := c.Client.Predicted().(*testGame).entity(tgPlayerID(1)); p.ammo != 100 {
 		t.Fatalf("ammo %d, want the rejected shot not counted", p.ammo)
 	}
 }

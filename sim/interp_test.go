@@ -10,11 +10,11 @@ import (
 )
 
 func TestViewAtGaps(t *testing.T) {
-	c, err := NewClient(&toyGame{}, ClientConfig{Players: []uint16{1}})
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &toyGame{}
+	g := &testGame{}
 	for _, tick := range []uint32{10, 12, 13} {
 		c.record(tick, g)
 	}
@@ -44,31 +44,31 @@ func TestViewAtGaps(t *testing.T) {
 // settles at packet interval + 2 × jitter, and the view stays within
 // MaxInterpLag.
 func TestClientInterpolation(t *testing.T) {
-	n := newToyNet(t, &toyGame{}, 30*time.Millisecond, ClientConfig{}, 1, 2)
-	n.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, 3, 0) }
-	n.frame = 7 * time.Millisecond // not a multiple of the tick
-	n.run(2 * time.Second)
-	before := n.cli.Stats()
+	h, c := lossless(t, 30*time.Millisecond, ClientConfig{}, 1, 2)
+	c.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, tgInputBytes(3, 0, 0, 0)...) }
+	c.frame = 7 * time.Millisecond // not a multiple of the tick
+	h.Run(2 * time.Second)
+	before := c.Client.Stats()
 	checked := 0
 	for range 2000 {
-		n.run(time.Millisecond)
-		c := n.cli
-		v := c.View()
-		if int32(c.Tick()-v.To) < 0 || int32(v.To-v.From) < 0 {
-			t.Fatalf("view %+v for tick %d", v, c.Tick())
+		h.Run(time.Millisecond)
+		cli := c.Client
+		v := cli.View()
+		if int32(cli.Tick()-v.To) < 0 || int32(v.To-v.From) < 0 {
+			t.Fatalf("view %+v for tick %d", v, cli.Tick())
 		}
-		from, ok1 := n.srv.hist.Get(c.view.From)
-		to, ok2 := n.srv.hist.Get(c.view.To)
+		from, ok1 := h.Server.hist.Get(cli.view.From)
+		to, ok2 := h.Server.hist.Get(cli.view.To)
 		if !ok1 || !ok2 {
-			t.Fatalf("view %+v not in the server's history", c.view)
+			t.Fatalf("view %+v not in the server's history", cli.view)
 		}
-		want := InterpolateBodies(nil, from, to, c.view.Blend)
-		if !slices.Equal(want, c.InterpolatedBodies()) {
-			t.Fatalf("view %+v: client shows %v, server rebuilds %v", c.view, c.InterpolatedBodies(), want)
+		want := InterpolateBodies(nil, from, to, cli.view.Blend)
+		if !slices.Equal(want, cli.InterpolatedBodies()) {
+			t.Fatalf("view %+v: client shows %v, server rebuilds %v", cli.view, cli.InterpolatedBodies(), want)
 		}
 		checked++
 	}
-	st := n.cli.Stats()
+	st := c.Client.Stats()
 	t.Logf("%+v", st)
 	if st.InterpFrames-before.InterpFrames < 250 || st.InterpStalls != before.InterpStalls {
 		t.Errorf("frames %d, stalls %d on a steady link", st.InterpFrames-before.InterpFrames, st.InterpStalls-before.InterpStalls)
@@ -76,22 +76,22 @@ func TestClientInterpolation(t *testing.T) {
 	if d := st.InterpDelay - st.InterpTarget; d < -4*time.Millisecond || d > 4*time.Millisecond {
 		t.Errorf("interpolation delay %v, target %v", st.InterpDelay, st.InterpTarget)
 	}
-	if st.InterpTarget < n.srv.Period() || st.InterpTarget > 2*n.srv.Period() {
+	if st.InterpTarget < h.Server.Period() || st.InterpTarget > 2*h.Server.Period() {
 		t.Errorf("target %v on a jitter-free link", st.InterpTarget)
 	}
 
 	// A MaxInterpLag shorter than the path: the view is pulled up, but
 	// never closer to the newest snapshot than the interpolation delay
 	// (remote entities stay smooth; the server's rewind clamps instead).
-	n = newToyNet(t, &toyGame{}, 60*time.Millisecond, ClientConfig{MaxInterpLag: 50 * time.Millisecond}, 1)
-	n.run(2 * time.Second)
-	c := n.cli
-	if st := c.Stats(); st.InterpClamps == 0 || st.InterpStalls != 0 {
+	h, c = lossless(t, 60*time.Millisecond, ClientConfig{MaxInterpLag: 50 * time.Millisecond}, 1)
+	h.Run(2 * time.Second)
+	cli := c.Client
+	if st := cli.Stats(); st.InterpClamps == 0 || st.InterpStalls != 0 {
 		t.Errorf("want clamps and no stalls: %+v", st)
 	}
-	lo := c.clock.tick - (c.clock.ageEMA+0.05)/c.period.Seconds()
-	lo = min(lo, float64(c.histNewest)-c.interp.base()/c.period.Seconds())
-	if c.InterpTime() < lo-1e-9 {
-		t.Errorf("interp time %v, more than the bound behind (%v)", c.InterpTime(), lo)
+	lo := cli.clock.tick - (cli.clock.ageEMA+0.05)/cli.period.Seconds()
+	lo = min(lo, float64(cli.histNewest)-cli.interp.base()/cli.period.Seconds())
+	if cli.InterpTime() < lo-1e-9 {
+		t.Errorf("interp time %v, more than the bound behind (%v)", cli.InterpTime(), lo)
 	}
 }

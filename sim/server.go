@@ -18,8 +18,8 @@ type ServerConfig struct {
 	// player's input may arrive and still be kept (default 64, rounded up
 	// to a power of two; at least proto.MaxInputsPerFrame).
 	InputBufferTicks int
-	// ChecksumInterval: a checksum of the networked state is produced
-	// every this many ticks (default 60; negative disables).
+	// ChecksumInterval: a checksum of the networked state is due every
+	// this many ticks (default 60; negative disables; see Checksum).
 	ChecksumInterval int
 	// History is how long body history is kept for lag compensation
 	// (default 1 s).
@@ -33,7 +33,7 @@ type ServerConfig struct {
 	// round trip plus interpolation delay exceeds MaxRewind therefore has
 	// to lead its targets by the excess.
 	MaxRewind time.Duration
-	// MaxCatchUp and MaxBehind configure the Scheduler (defaults 4 ticks,
+	// MaxCatchUp and MaxBehind configure the TickClock (defaults 4 ticks,
 	// 250 ms).
 	MaxCatchUp int
 	MaxBehind  time.Duration
@@ -95,7 +95,7 @@ type ServerStats struct {
 	ActionsRejected uint64
 	// MessagesLate and MessagesDropped count late postmarked messages.
 	MessagesLate, MessagesDropped uint64
-	// Reanchors counts schedule re-anchors (see Scheduler).
+	// Reanchors counts schedule re-anchors (see TickClock).
 	Reanchors uint64
 	// RewindsClamped counts lag compensation requests beyond the policy.
 	RewindsClamped uint64
@@ -125,7 +125,7 @@ type Server struct {
 	period  time.Duration
 	game    Game
 	scratch Game
-	sched   Scheduler
+	clock   TickClock
 	started bool
 	paused  bool
 	tick    uint32
@@ -165,7 +165,7 @@ func NewServer(game Game, cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, schema: schema, game: game, scratch: game.Clone()}
 	s.period = time.Second / time.Duration(cfg.TickRate)
-	s.sched = Scheduler{Period: s.period, MaxCatchUp: cfg.MaxCatchUp, MaxBehind: cfg.MaxBehind}
+	s.clock = TickClock{Period: s.period, MaxCatchUp: cfg.MaxCatchUp, MaxBehind: cfg.MaxBehind}
 	s.hist = NewBodyHistory(int(cfg.History/s.period) + 1)
 	s.spawn.ids = NewSpawnIDs(cfg.SpawnsPerTick)
 	s.rw.s = s
@@ -177,7 +177,7 @@ func NewServer(game Game, cfg ServerConfig) (*Server, error) {
 // tick+1 is due one period after now.
 func (s *Server) Start(now time.Time, tick uint32) {
 	s.tick = tick
-	s.sched.Start(now.Add(s.period), tick+1)
+	s.clock.Start(now.Add(s.period), tick+1)
 	s.started = true
 	s.writeState(tick)
 	s.histFirst = tick
@@ -190,7 +190,7 @@ func (s *Server) Period() time.Duration { return s.period }
 func (s *Server) Tick() uint32 { return s.tick }
 
 // Scheduled is the time tick is (or was) due.
-func (s *Server) Scheduled(tick uint32) time.Time { return s.sched.TimeOf(tick) }
+func (s *Server) Scheduled(tick uint32) time.Time { return s.clock.TimeOf(tick) }
 
 // Due is how many ticks to run now (call Step that many times, handling
 // each step's output in between). It is 0 while a join or leave holds
@@ -199,7 +199,7 @@ func (s *Server) Due(now time.Time) int {
 	if s.paused {
 		return 0
 	}
-	return s.sched.Due(now)
+	return s.clock.Due(now)
 }
 
 // World is the authoritative world (read it between steps only).
@@ -280,8 +280,8 @@ func (s *Server) Step() {
 	if !s.started || s.paused {
 		return
 	}
-	tick := s.sched.Next()
-	sched := s.sched.TimeOf(tick)
+	tick := s.clock.Next()
+	sched := s.clock.TimeOf(tick)
 	s.controls = s.controls[:0]
 	s.text = s.text[:0]
 	s.fx.events = s.fx.events[:0]
@@ -321,7 +321,7 @@ func (s *Server) Step() {
 	s.game.Step(&s.ctx)
 	s.ctx.Messages = nil
 
-	s.sched.Ran()
+	s.clock.Ran()
 	s.tick = tick
 	s.stats.Ticks++
 	s.writeState(tick)
@@ -377,7 +377,12 @@ func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
 }
 
 // Checksum is the checksum frame for the last step's tick, if one is due
-// at that tick (every ChecksumInterval ticks).
+// at that tick (every ChecksumInterval ticks). Its Sum is SnapshotSum of
+// Snapshot: every entity of the networked state, which only a client
+// sent the whole snapshot can compare. A host that sends each client part
+// of the state (interest management, a packet budget) takes ok as the
+// signal that a checksum is due and sends each client EntitiesSum of the
+// entities that client's delta carried instead (see Checksummer).
 func (s *Server) Checksum() (proto.ChecksumFrame, bool) { return s.checksum, s.hasSum }
 
 // Controls are the control frames the last step produced: rejected
@@ -414,7 +419,7 @@ func (s *Server) Stats() ServerStats {
 		st.InputsTooEarly += b.TooEarly
 		st.InputsMissing += b.Missing
 	}
-	st.Reanchors = s.sched.Reanchors
+	st.Reanchors = s.clock.Reanchors
 	st.SpawnCollisions = s.spawn.ids.Collisions
 	st.SpawnsExhausted = s.spawn.ids.Exhausted
 	return st
@@ -576,7 +581,7 @@ func (r *serverRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo)
 		if int32(s.histFirst-oldest) > 0 {
 			oldest = s.histFirst
 		}
-		recv := s.sched.TickAt(p.cur.Arrived)
+		recv := s.clock.TickAt(p.cur.Arrived)
 		maxRewind := float64(s.cfg.MaxRewind) / float64(s.period)
 		info.Requested = p.cur.View
 		info.Used, info.Clamped = clampView(p.cur.View, tick, recv, maxRewind, oldest)

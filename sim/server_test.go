@@ -2,9 +2,7 @@ package sim
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"hash/fnv"
 	"math"
 	"slices"
 	"testing"
@@ -131,7 +129,7 @@ func TestServerRejectsActions(t *testing.T) {
 	s := newTestServer(t, ServerConfig{}, tg)
 	mustJoin(t, s, 1, 2)
 	input(t, s, t0, 1, 1, tgInputBytes(4, 0, actBad, 9), View{})
-	input(t, s, t0, 2, 1, tgInputBytes(0, 0, actSpawn, 1), View{})
+	input(t, s, t0, 2, 1, tgInputBytes(0, 0, actFire, 1), View{})
 	s.Step()
 	st := lastStep(t, tg)
 	if !st.inputs[0].rejected || !bytes.Equal(st.inputs[0].data, tgInputBytes(4, 0, 0, 0)) {
@@ -404,21 +402,6 @@ func TestServerPostmarkedMessagesDropLate(t *testing.T) {
 	}
 }
 
-// snapshotFNV is the documented SnapshotSum, computed independently.
-func snapshotFNV(s *Server) uint64 {
-	sn := s.Snapshot()
-	h := fnv.New64a()
-	var b []byte
-	b = binary.LittleEndian.AppendUint32(b, uint32(sn.RecordSize))
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(sn.IDs)))
-	for i, id := range sn.IDs {
-		b = binary.LittleEndian.AppendUint32(b, uint32(id))
-		b = append(b, sn.Record(i)...)
-	}
-	h.Write(b)
-	return h.Sum64()
-}
-
 func TestServerChecksumInterval(t *testing.T) {
 	for _, tc := range []struct {
 		interval int
@@ -441,8 +424,8 @@ func TestServerChecksumInterval(t *testing.T) {
 				continue
 			}
 			sums++
-			if cs.Tick != tick || cs.Sum != c.SnapshotSum(s.Snapshot()) || cs.Sum != snapshotFNV(s) {
-				t.Fatalf("checksum %+v at tick %d, Checksummer says %x, FNV-1a %x", cs, tick, c.SnapshotSum(s.Snapshot()), snapshotFNV(s))
+			if want := entitiesFNV(s.Snapshot(), nil); cs.Tick != tick || cs.Sum != c.SnapshotSum(s.Snapshot()) || cs.Sum != want {
+				t.Fatalf("checksum %+v at tick %d, Checksummer says %x, FNV-1a %x", cs, tick, c.SnapshotSum(s.Snapshot()), want)
 			}
 		}
 		if tc.every != 0 && sums != int(130/tc.every) {
@@ -513,7 +496,7 @@ func TestLagCompensation(t *testing.T) {
 	arrived = s.Scheduled(44).Add(-2 * time.Millisecond)
 	input(t, s, arrived, 1, 44, tgInputBytes(0, 0, 0, 0), View{From: 20, To: 21, Blend: 0})
 	step()
-	recv := s.sched.TickAt(arrived)
+	recv := s.clock.TickAt(arrived)
 	want := viewAt(recv - 12)
 	if want.From != 31 || want.To != 32 {
 		t.Fatalf("test setup: clamp target %+v", want)
@@ -634,7 +617,7 @@ func TestServerSpawnsPredictable(t *testing.T) {
 	for range 5 {
 		s.Step()
 	}
-	input(t, s, t0, 7, 6, tgInputBytes(0, 0, actSpawn, 5), View{})
+	input(t, s, t0, 7, 6, tgInputBytes(0, 0, actFire, 5), View{})
 	s.Step()
 	pred := NewSpawnIDs(3)
 	pred.SetLive([]proto.NetworkID{tgPlayerID(7)})

@@ -9,35 +9,58 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// testGame is a tiny deterministic Game for the engine's tests.
+// testGame is the tiny deterministic Game of the engine's own tests, the
+// server's and the client's: players on a plane move by their input, fire
+// bullets (predicted spawns with a "shot" effect) and may disarm everyone
+// else (an action a client cannot foresee for another player).
 //
-// Input (4 bytes): dx int8, dy int8, then two action bytes. Action
-// actSpawn spawns action[1] projectiles for the player (Tick.Spawn);
-// actBad is rejected by ValidateAction with errBadAction.
+// Input (4 bytes): dx int8, dy int8, then two action bytes: the flags
+// (actFire, actDisarm; actBad is always rejected by ValidateAction with
+// errBadAction, actOdd only by a strict world) and a count: actFire spawns
+// that many bullets (Tick.Spawn), one round of ammo each.
 //
-// Entities: one per joined player (id tgPlayerID(slot)) that moves by its
-// input, plus spawned projectiles that stand still. Record: x, y int32 LE
-// and owner uint16 LE.
+// Entities: one player per joined slot (id tgPlayerID(slot), at x = 100 ×
+// slot with 100 rounds) and bullets that fly +3 in x for 20 ticks. Record
+// (tgRecordSize bytes): x, y int32 LE, owner uint16 LE, ammo, ttl, kind.
 type testGame struct {
-	ents []tgEntity
-	// hooks and observations shared by the clones of one test.
+	ents    []tgEntity
+	spawned []tgEntity
+	// strict (set on the server's world only; Clone drops it) also
+	// rejects actOdd, a rule clients do not know.
+	strict bool
+	// hooks and observations shared by the clones of one test (nil:
+	// none).
 	t *tgTest
 }
 
 type tgEntity struct {
-	id    proto.NetworkID
-	x, y  int32
-	owner uint16
+	id        proto.NetworkID
+	x, y      int32
+	owner     uint16
+	ammo, ttl uint8
+	kind      uint8 // tgPlayer or tgBullet
 }
 
 const (
 	tgInputSize  = 4
-	tgRecordSize = 10
-	actSpawn     = 1
-	actBad       = 0xba
+	tgRecordSize = 13
+
+	tgPlayer = 1
+	tgBullet = 2
+
+	actFire   = 0x01
+	actDisarm = 0x02
+	actOdd    = 0x40
+	actBad    = 0x80
+
+	tgEffectShot   = 1
+	tgEffectDisarm = 2
 )
 
-var errBadAction = errors.New("bad action")
+var (
+	errBadAction = errors.New("bad action")
+	errBadRecord = errors.New("testgame: bad record")
+)
 
 // tgTest holds a test's knobs and what the game observed.
 type tgTest struct {
@@ -74,8 +97,13 @@ func tgPlayerID(slot uint16) proto.NetworkID { return proto.MakeNetworkID(0, uin
 
 func newTestGame(t *tgTest) *testGame { return &testGame{t: t} }
 
-func tgInputBytes(dx, dy int8, action, arg byte) []byte {
-	return []byte{byte(dx), byte(dy), action, arg}
+func tgInputBytes(dx, dy int8, action, count byte) []byte {
+	return []byte{byte(dx), byte(dy), action, count}
+}
+
+// tgOwn tells the entities of player slot: its player and its bullets.
+func tgOwn(slot uint16) func(proto.NetworkID) bool {
+	return func(id proto.NetworkID) bool { return id == tgPlayerID(slot) || id.Spawner() == slot }
 }
 
 func (g *testGame) Schema() Schema {
@@ -98,6 +126,13 @@ func (g *testGame) find(id proto.NetworkID) int {
 	return i
 }
 
+func (g *testGame) entity(id proto.NetworkID) *tgEntity {
+	if i := g.find(id); i >= 0 {
+		return &g.ents[i]
+	}
+	return nil
+}
+
 func (g *testGame) insert(e tgEntity) {
 	i, _ := slices.BinarySearchFunc(g.ents, e.id, func(e tgEntity, id proto.NetworkID) int {
 		return int(int64(e.id) - int64(id))
@@ -106,7 +141,7 @@ func (g *testGame) insert(e tgEntity) {
 }
 
 func (g *testGame) Step(t *Tick) {
-	if g.t.record {
+	if h := g.t; h != nil && h.record {
 		st := tgStep{tick: t.Tick}
 		for _, in := range t.Inputs {
 			st.inputs = append(st.inputs, tgInput{player: in.Player, data: slices.Clone(in.Data), missing: in.Missing, rejected: in.Rejected})
@@ -115,92 +150,129 @@ func (g *testGame) Step(t *Tick) {
 			m.Data = slices.Clone(m.Data)
 			st.msgs = append(st.msgs, m)
 		}
-		g.t.steps = append(g.t.steps, st)
+		h.steps = append(h.steps, st)
 	}
-	if p := g.t.rewindFor; p != 0 {
-		bodies, info := t.Rewind(p)
-		g.t.rewound = append(g.t.rewound[:0], bodies...)
-		g.t.rewind, g.t.rewindAt = info, t.Tick
+	if h := g.t; h != nil && h.rewindFor != 0 {
+		bodies, info := t.Rewind(h.rewindFor)
+		h.rewound = append(h.rewound[:0], bodies...)
+		h.rewind, h.rewindAt = info, t.Tick
 	}
-	for _, in := range t.Inputs {
-		if i := g.find(tgPlayerID(in.Player)); i >= 0 {
-			g.ents[i].x += int32(int8(in.Data[0]))
-			g.ents[i].y += int32(int8(in.Data[1]))
+	g.spawned = g.spawned[:0]
+	for i := range g.ents {
+		e := &g.ents[i]
+		if e.kind == tgBullet {
+			e.x += 3
+			e.ttl--
+			continue
 		}
-		if in.Data[2] == actSpawn {
+		in := t.Input(e.owner)
+		if in == nil {
+			continue
+		}
+		e.x += int32(int8(in.Data[0]))
+		e.y += int32(int8(in.Data[1]))
+		act := in.Data[2]
+		if act&actFire != 0 {
 			for range in.Data[3] {
-				id, ok := t.Spawn(in.Player)
+				if e.ammo == 0 {
+					break
+				}
+				id, ok := t.Spawn(e.owner)
 				if !ok {
 					break
 				}
-				g.insert(tgEntity{id: id, owner: in.Player})
+				e.ammo--
+				t.Emit(tgEffectShot, id, e.owner, [4]int32{e.x, e.y})
+				g.spawned = append(g.spawned, tgEntity{id: id, x: e.x, y: e.y, owner: e.owner, ttl: 20, kind: tgBullet})
 			}
 		}
+		if act&actDisarm != 0 {
+			for j := range g.ents {
+				if o := &g.ents[j]; o.kind == tgPlayer && o.owner != e.owner {
+					o.ammo = 0
+				}
+			}
+			t.Emit(tgEffectDisarm, e.id, e.owner, [4]int32{})
+		}
+	}
+	g.ents = slices.DeleteFunc(g.ents, func(e tgEntity) bool { return e.kind == tgBullet && e.ttl == 0 })
+	for _, b := range g.spawned {
+		g.insert(b)
 	}
 }
 
 func (g *testGame) ValidateAction(player uint16, tick uint32, action []byte) error {
-	if action[0] == actBad {
+	if action[0]&actBad != 0 || g.strict && action[0]&actOdd != 0 {
 		return errBadAction
 	}
 	return nil
 }
 
 func (g *testGame) OnPlayerJoin(t *Tick, player uint16) error {
-	if g.t.duringHook != nil {
-		g.t.duringHook()
+	h := g.t
+	if h != nil && h.duringHook != nil {
+		h.duringHook()
 	}
-	g.insert(tgEntity{id: tgPlayerID(player), x: int32(player) * 100, owner: player})
-	if g.t.joinErr != nil || g.t.joinPanic {
+	g.insert(tgEntity{id: tgPlayerID(player), x: int32(player) * 100, owner: player, ammo: 100, kind: tgPlayer})
+	if h != nil && (h.joinErr != nil || h.joinPanic) {
 		for i := range g.ents {
 			g.ents[i].x += 7 // damage the world before failing
 		}
-		if g.t.joinPanic {
+		if h.joinPanic {
 			panic("join hook exploded")
 		}
-		return g.t.joinErr
+		return h.joinErr
 	}
 	return nil
 }
 
 func (g *testGame) OnPlayerLeave(t *Tick, player uint16, reason string) {
-	if g.t.duringHook != nil {
-		g.t.duringHook()
+	if h := g.t; h != nil {
+		if h.duringHook != nil {
+			h.duringHook()
+		}
+		h.leaves = append(h.leaves, reason)
 	}
-	g.t.leaves = append(g.t.leaves, reason)
 	g.ents = slices.DeleteFunc(g.ents, func(e tgEntity) bool { return e.owner == player })
+}
+
+// appendRecord appends e's record.
+func appendRecord(b []byte, e *tgEntity) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.x))
+	b = binary.LittleEndian.AppendUint32(b, uint32(e.y))
+	b = binary.LittleEndian.AppendUint16(b, e.owner)
+	return append(b, e.ammo, e.ttl, e.kind)
 }
 
 func (g *testGame) WriteSnapshot(s *deltacomp.Snapshot) {
 	var r [tgRecordSize]byte
-	for _, e := range g.ents {
-		binary.LittleEndian.PutUint32(r[0:], uint32(e.x))
-		binary.LittleEndian.PutUint32(r[4:], uint32(e.y))
-		binary.LittleEndian.PutUint16(r[8:], e.owner)
-		s.Append(e.id, r[:])
+	for i := range g.ents {
+		s.Append(g.ents[i].id, appendRecord(r[:0], &g.ents[i]))
 	}
 }
 
 func (g *testGame) ReadSnapshot(s *deltacomp.Snapshot) error {
 	if s.RecordSize != tgRecordSize {
-		return errors.New("testgame: record size")
+		return errBadRecord
 	}
 	g.ents = g.ents[:0]
 	for i, id := range s.IDs {
 		r := s.Record(i)
-		g.ents = append(g.ents, tgEntity{id: id,
+		e := tgEntity{id: id,
 			x: int32(binary.LittleEndian.Uint32(r[0:])), y: int32(binary.LittleEndian.Uint32(r[4:])),
-			owner: binary.LittleEndian.Uint16(r[8:])})
+			owner: binary.LittleEndian.Uint16(r[8:]), ammo: r[10], ttl: r[11], kind: r[12]}
+		if e.kind != tgPlayer && e.kind != tgBullet {
+			return errBadRecord
+		}
+		g.ents = append(g.ents, e)
 	}
 	return nil
 }
 
 func (g *testGame) AppendCanonical(b []byte) []byte {
-	for _, e := range g.ents {
-		b = binary.LittleEndian.AppendUint32(b, uint32(e.id))
-		b = binary.LittleEndian.AppendUint32(b, uint32(e.x))
-		b = binary.LittleEndian.AppendUint32(b, uint32(e.y))
-		b = binary.LittleEndian.AppendUint16(b, e.owner)
+	for i := range g.ents {
+		b = binary.LittleEndian.AppendUint32(b, uint32(g.ents[i].id))
+		b = appendRecord(b, &g.ents[i])
 	}
 	return b
 }

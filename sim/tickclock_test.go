@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// TestSchedulerFixedPace drives the schedule with an irregular, sometimes
+// TestTickClockFixedPace drives the schedule with an irregular, sometimes
 // very late caller: tick k is always due at origin + k×Period, a late
 // caller catches up MaxCatchUp ticks per Due call, and the pace never
 // changes.
-func TestSchedulerFixedPace(t *testing.T) {
+func TestTickClockFixedPace(t *testing.T) {
 	const period = 10 * time.Millisecond
-	s := Scheduler{Period: period, MaxCatchUp: 3}
+	s := TickClock{Period: period, MaxCatchUp: 3}
 	if s.Due(t0) != 0 {
 		t.Fatal("due before Start")
 	}
@@ -61,11 +61,11 @@ func TestSchedulerFixedPace(t *testing.T) {
 	}
 }
 
-// TestSchedulerReanchor: beyond MaxBehind the backlog is given up once,
+// TestTickClockReanchor: beyond MaxBehind the backlog is given up once,
 // the next tick is due at the call, and the pace is unchanged after.
-func TestSchedulerReanchor(t *testing.T) {
+func TestTickClockReanchor(t *testing.T) {
 	const period = 10 * time.Millisecond
-	s := Scheduler{Period: period} // defaults: 4 per call, 250 ms
+	s := TickClock{Period: period} // defaults: 4 per call, 250 ms
 	s.Start(t0, 0)
 	if n := s.Due(t0.Add(240 * time.Millisecond)); n != 4 {
 		t.Fatalf("240 ms late: %d due, want 4 (catch up, no reanchor)", n)
