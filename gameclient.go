@@ -37,6 +37,7 @@ type GameClient struct {
 	eng     *sim.Client
 	replica *deltacomp.Replica
 	codecs  deltacomp.Codecs
+	sum     sim.Checksummer
 
 	lastSeq   uint16 // header sequence of the last packet with game frames
 	seenSeq   bool
@@ -241,8 +242,9 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 	return nil
 }
 
-// sumReplica is SumEntities over the replica's entities whose value came
-// from revision rev (those the delta frame just applied carried).
+// sumReplica is the checksum frame's sum (sim.Checksummer.EntitiesSum)
+// over the replica's entities whose value came from revision rev (those
+// the delta frame just applied carried).
 func (g *GameClient) sumReplica(rev uint32) uint64 {
 	s := g.replica.State()
 	g.checkIdx = g.checkIdx[:0]
@@ -251,7 +253,7 @@ func (g *GameClient) sumReplica(rev uint32) uint64 {
 			g.checkIdx = append(g.checkIdx, int32(i))
 		}
 	}
-	return SumEntities(s, g.checkIdx)
+	return g.sum.EntitiesSum(s, g.checkIdx)
 }
 
 // Stats returns the counters. Safe from any goroutine.

@@ -86,6 +86,7 @@ type GameHost struct {
 	games   map[uint64]*hostedGame
 	conns   map[*Conn]*gameConn // the host's own table: Conn.Value is the application's
 	codecs  deltacomp.Codecs
+	sum     sim.Checksummer
 	scratch []byte
 	stats   GameHostStats
 }
@@ -368,7 +369,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 					}
 				}
 			}
-			if _, ok := g.eng.Checksum(); ok {
+			if g.eng.ChecksumDue() {
 				for _, gc := range g.conns {
 					gc.sumDue = true
 				}
@@ -509,7 +510,7 @@ var (
 // appendFrames writes this tick's frames for the connection: input acks
 // of its players, then the snapshot delta in the room left, then, when
 // one is due (every GameConfig.Sim.ChecksumInterval ticks), the checksum
-// of the entities that delta carried (see sumEntities).
+// of the entities that delta carried (sim.Checksummer.EntitiesSum).
 func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	start := len(b)
 	g := gc.game
@@ -543,21 +544,13 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	}
 	b = nb
 	if gc.sumDue && len(sel) > 0 {
-		sum := proto.ChecksumFrame{Tick: g.ring.Latest().Tick, Sum: gc.host.sumEntities(g.ring.Latest(), sel)}
+		sum := proto.ChecksumFrame{Tick: g.ring.Latest().Tick, Sum: gc.host.sum.EntitiesSum(g.ring.Latest(), sel)}
 		if nb, err := sum.Append(b); err == nil {
 			b = nb
 			gc.sumDue = false
 		}
 	}
 	return b
-}
-
-// sumEntities is the desync check's checksum: 64-bit FNV-1a over the id
-// (u32 LE) and record of each selected entity of s, in order. The client
-// computes it over the entities the delta frame just applied carried
-// (those whose revision is the frame's) and resyncs when it differs.
-func (h *GameHost) sumEntities(s *deltacomp.Snapshot, sel []int32) uint64 {
-	return SumEntities(s, sel)
 }
 
 // Ticks name the game's newest state in the header of this connection's

@@ -10,8 +10,9 @@ const (
 	// ControlPlayerLeft: Player left at Tick; Arg is the revision after;
 	// Text the reason.
 	ControlPlayerLeft ControlCode = 2
-	// ControlActionRejected: the server rejected Player's action for Tick;
-	// Arg is the action's sequence number; Text the reason.
+	// ControlActionRejected: the server rejected Player's action for Tick
+	// (an action is named by its player and tick); Text the reason; Arg
+	// is 0.
 	ControlActionRejected ControlCode = 3
 	// ControlHostMigration: the game moved to a new host at Tick; Player is
 	// the new host's player, Arg its client id, Text its address.
@@ -19,8 +20,9 @@ const (
 	// ControlCommit: every peer reached Tick; commands older are final
 	// (lockstep mode).
 	ControlCommit ControlCode = 5
-	// ControlMessageLate: a message postmarked for Tick on channel Player
-	// arrived late and ran at tick Arg (or was dropped when Arg is 0).
+	// ControlMessageLate: Player's message postmarked for Tick arrived
+	// late; Arg packs the tick it ran at (0: dropped) and its channel
+	// (MessageLateArg, SplitMessageLateArg).
 	ControlMessageLate ControlCode = 6
 	controlCodeEnd     ControlCode = 7
 )
@@ -39,6 +41,17 @@ func (c ControlCode) String() string {
 		return controlNames[c]
 	}
 	return "unknown"
+}
+
+// MessageLateArg packs a ControlMessageLate's Arg: bits 0–31 the tick
+// the message ran at (0 when it was dropped), bits 32–39 its channel.
+func MessageLateArg(ranAt uint32, channel uint8) uint64 {
+	return uint64(ranAt) | uint64(channel)<<32
+}
+
+// SplitMessageLateArg unpacks MessageLateArg.
+func SplitMessageLateArg(arg uint64) (ranAt uint32, channel uint8) {
+	return uint32(arg), uint8(arg >> 32)
 }
 
 // MaxControlText bounds ControlFrame.Text.

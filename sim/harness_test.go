@@ -235,7 +235,7 @@ func (h *Harness) clientReceive(c *HarnessClient, b []byte) {
 		case proto.FrameControl:
 			ctl, _, _ := proto.ParseControlFrame(r.Frame())
 			if ctl.Code == proto.ControlActionRejected {
-				cli.Rejected(ctl.Player, uint32(ctl.Arg))
+				cli.Rejected(ctl.Player, ctl.Tick)
 			}
 		default:
 			h.t.Fatalf("unexpected %v frame", r.Type())

@@ -11,9 +11,9 @@ type LateMessagePolicy uint8
 
 const (
 	// RunLate executes it at the next tick (Message.Late set) and reports
-	// the tick it ran at (proto.ControlMessageLate, Arg = that tick).
+	// the tick it ran at (proto.ControlMessageLate with that tick in its Arg).
 	RunLate LateMessagePolicy = iota
-	// DropLate drops it and reports it (proto.ControlMessageLate, Arg 0).
+	// DropLate drops it and reports it (proto.ControlMessageLate, ran-at tick 0 in its Arg).
 	DropLate
 )
 

@@ -143,7 +143,6 @@ type Server struct {
 	hist         *BodyHistory
 	histFirst    uint32
 	sum          Checksummer
-	checksum     proto.ChecksumFrame
 	hasSum       bool
 	controls     []Control
 	lateControls []lateNote
@@ -287,7 +286,7 @@ func (s *Server) Step() {
 	s.fx.events = s.fx.events[:0]
 	for _, n := range s.lateControls {
 		s.controls = append(s.controls, Control{To: n.player, Frame: proto.ControlFrame{
-			Code: proto.ControlMessageLate, Player: uint16(n.channel), Tick: n.tick, Arg: uint64(n.ranAt)}})
+			Code: proto.ControlMessageLate, Player: n.player, Tick: n.tick, Arg: proto.MessageLateArg(n.ranAt, n.channel)}})
 	}
 	s.lateControls = s.lateControls[:0]
 
@@ -343,7 +342,6 @@ func (s *Server) writeState(tick uint32) {
 	s.hist.Set(tick, bodies)
 	s.hasSum = false
 	if iv := s.cfg.ChecksumInterval; iv > 0 && tick%uint32(iv) == 0 {
-		s.checksum = proto.ChecksumFrame{Tick: tick, Sum: s.sum.SnapshotSum(&s.snap)}
 		s.hasSum = true
 	}
 }
@@ -355,7 +353,7 @@ func (s *Server) reject(player uint16, tick uint32, err error) {
 		s.text = s.text[:start+proto.MaxControlText]
 	}
 	s.controls = append(s.controls, Control{To: player, Frame: proto.ControlFrame{
-		Code: proto.ControlActionRejected, Player: player, Tick: tick, Arg: uint64(tick),
+		Code: proto.ControlActionRejected, Player: player, Tick: tick,
 		Text: s.text[start:len(s.text):len(s.text)]}})
 }
 
@@ -376,14 +374,21 @@ func (s *Server) InputAck(player uint16) (proto.InputAckFrame, bool) {
 	return p.ack, true
 }
 
-// Checksum is the checksum frame for the last step's tick, if one is due
-// at that tick (every ChecksumInterval ticks). Its Sum is SnapshotSum of
-// Snapshot: every entity of the networked state, which only a client
-// sent the whole snapshot can compare. A host that sends each client part
-// of the state (interest management, a packet budget) takes ok as the
-// signal that a checksum is due and sends each client EntitiesSum of the
-// entities that client's delta carried instead (see Checksummer).
-func (s *Server) Checksum() (proto.ChecksumFrame, bool) { return s.checksum, s.hasSum }
+// ChecksumDue reports whether a checksum is due at the last step's tick
+// (every ChecksumInterval ticks). A host that replicates with interest
+// management sends each client Checksummer.EntitiesSum of the entities
+// that client's delta carried; Checksum is the sum of the whole state.
+func (s *Server) ChecksumDue() bool { return s.hasSum }
+
+// Checksum is the checksum frame of the whole networked state
+// (Checksummer.SnapshotSum) at the last step's tick, if one is due then.
+// It is computed when asked for.
+func (s *Server) Checksum() (proto.ChecksumFrame, bool) {
+	if !s.hasSum {
+		return proto.ChecksumFrame{}, false
+	}
+	return proto.ChecksumFrame{Tick: s.tick, Sum: s.sum.SnapshotSum(&s.snap)}, true
+}
 
 // Controls are the control frames the last step produced: rejected
 // actions (to the player; Arg is the tick the action rode in, which is

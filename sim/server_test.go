@@ -138,9 +138,9 @@ func TestServerRejectsActions(t *testing.T) {
 	if st.inputs[1].rejected {
 		t.Fatal("valid action rejected")
 	}
-	want := []Control{{To: 1, Frame: proto.ControlFrame{Code: proto.ControlActionRejected, Player: 1, Tick: 1, Arg: 1, Text: []byte("bad action")}}}
+	want := []Control{{To: 1, Frame: proto.ControlFrame{Code: proto.ControlActionRejected, Player: 1, Tick: 1, Text: []byte("bad action")}}}
 	if c := s.Controls(); len(c) != 1 || c[0].To != want[0].To || c[0].Frame.Code != want[0].Frame.Code ||
-		c[0].Frame.Player != 1 || c[0].Frame.Tick != 1 || c[0].Frame.Arg != 1 || string(c[0].Frame.Text) != "bad action" {
+		c[0].Frame.Player != 1 || c[0].Frame.Tick != 1 || c[0].Frame.Arg != 0 || string(c[0].Frame.Text) != "bad action" {
 		t.Fatalf("controls %+v, want %+v", c, want)
 	}
 	if s.Stats().ActionsRejected != 1 || len(s.Snapshot().IDs) != 3 {
@@ -374,7 +374,7 @@ func TestServerPostmarkedMessages(t *testing.T) {
 		}
 	}
 	if len(lateControls) != 1 || lateControls[0].To != 1 || !sameControl(lateControls[0].Frame, proto.ControlFrame{
-		Code: proto.ControlMessageLate, Player: 3, Tick: 10, Arg: 11}) {
+		Code: proto.ControlMessageLate, Player: 1, Tick: 10, Arg: proto.MessageLateArg(11, 3)}) {
 		t.Fatalf("late reports %+v", lateControls)
 	}
 	if st := s.Stats(); st.MessagesLate != 1 || st.MessagesDropped != 0 {
@@ -394,7 +394,7 @@ func TestServerPostmarkedMessagesDropLate(t *testing.T) {
 	if m := lastStep(t, tg).msgs; len(m) != 0 {
 		t.Fatalf("late message ran under DropLate: %+v", m)
 	}
-	if c := s.Controls(); len(c) != 1 || c[0].To != 1 || !sameControl(c[0].Frame, proto.ControlFrame{Code: proto.ControlMessageLate, Player: 2, Tick: 5}) {
+	if c := s.Controls(); len(c) != 1 || c[0].To != 1 || !sameControl(c[0].Frame, proto.ControlFrame{Code: proto.ControlMessageLate, Player: 1, Tick: 5, Arg: proto.MessageLateArg(0, 2)}) {
 		t.Fatalf("controls %+v", c)
 	}
 	if st := s.Stats(); st.MessagesDropped != 1 || st.MessagesLate != 0 {
