@@ -94,11 +94,11 @@ func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.D
 
 // TestEchoLatency is the latency scenario end to end: 1 KB
 // reliable messages at 60/s echoed through "delay 25ms 5ms loss 5%" each
-// way, over real loopback sockets. New reliable data goes out in as many
-// consecutive ticks as the measured loss calls for (reliableCopies), so a
-// lost copy costs a tick instead of a retransmission timeout. The bound
-// here is loose (a loaded CI machine delays the loops); the virtual-time
-// test below holds the target.
+// way, over real loopback sockets: every echo comes back, exactly once
+// and in order (echoRTTs fails otherwise). The latencies are logged, not
+// asserted: a loaded machine delays the loops whatever the protocol does,
+// so the virtual-time test below holds the latency target, and
+// BenchmarkReliableEcho (bench) measures it against kcp-go.
 func TestEchoLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time run")
@@ -107,9 +107,6 @@ func TestEchoLatency(t *testing.T) {
 	rtts := echoRTTs(t, "delay 25ms 5ms loss 5%", n)
 	p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
 	t.Logf("echo RTT over 25±5 ms, 5%% loss each way, 1 KB at 60/s: p50 %v p99 %v max %v", p50, p99, pmax)
-	if p50 > 90*time.Millisecond || p99 > 200*time.Millisecond {
-		t.Errorf("p50 %v p99 %v", p50, p99)
-	}
 }
 
 // TestEchoLatencyVirtual is the same scenario in virtual time over the
