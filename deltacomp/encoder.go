@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -51,7 +52,7 @@ type Encoder struct {
 	scratch  []byte
 
 	flights []flight
-	log     idLog
+	log     idset.Log
 	tmpIDs  []proto.NetworkID
 	tmpU32  []uint32
 	tmpU32b []uint32
@@ -61,7 +62,7 @@ type flight struct {
 	used     bool
 	seq      uint16
 	rev      uint32
-	ids      span // entities written, then removals written
+	ids      idset.Span // entities written, then removals written
 	removals int32
 }
 
@@ -328,7 +329,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
 	fl := &e.flights[int(seq)&(len(e.flights)-1)]
 	fl.used, fl.seq, fl.rev = true, seq, r.rev
-	fl.ids = span{start: e.log.begin(len(sel) + len(rem))}
+	fl.ids = e.log.Begin(len(sel) + len(rem))
 	fl.removals = 0
 	var prev proto.NetworkID
 	count := 0
@@ -347,7 +348,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		b = appendVarint(b, entryHeader(uint32(id-prev-1), e.cKind[i]))
 		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
 		prev = id
-		e.log.append(id)
+		e.log.Append(&fl.ids, id)
 		e.sent[i] = r.rev
 		count++
 	}
@@ -358,10 +359,9 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	}
 	// The log holds the written entities, then the removals.
 	for _, id := range rem {
-		e.log.append(id)
+		e.log.Append(&fl.ids, id)
 	}
 	fl.removals = int32(len(rem))
-	fl.ids.n = int32(e.log.head - fl.ids.start)
 	if count > 0xffff {
 		fl.used = false
 		return b[:start], errFrameBig
@@ -383,14 +383,14 @@ func (e *Encoder) Delivered(seq uint16) {
 		return
 	}
 	fl.used = false
-	if !e.log.valid(fl.ids) {
+	if !e.log.Valid(fl.ids) {
 		return // too old: its baselines are simply not used
 	}
 	e.align()
-	nEnt := int(fl.ids.n - fl.removals)
+	nEnt := fl.ids.Len() - int(fl.removals)
 	lo := 0 // the ids ascend: each search starts where the last ended
 	for k := 0; k < nEnt; k++ {
-		id := e.log.at(fl.ids, k)
+		id := e.log.At(fl.ids, k)
 		i, ok := slices.BinarySearch(e.ids[lo:], id)
 		i += lo
 		lo = i
@@ -403,10 +403,10 @@ func (e *Encoder) Delivered(seq uint16) {
 		rem := e.removals[:0]
 		k := nEnt
 		for _, id := range e.removals {
-			for k < int(fl.ids.n) && e.log.at(fl.ids, k) < id {
+			for k < fl.ids.Len() && e.log.At(fl.ids, k) < id {
 				k++
 			}
-			if k < int(fl.ids.n) && e.log.at(fl.ids, k) == id {
+			if k < fl.ids.Len() && e.log.At(fl.ids, k) == id {
 				continue
 			}
 			rem = append(rem, id)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -98,7 +99,7 @@ type Scheduler struct {
 	tick    uint32
 	all     bool // re-prioritise every relevant entity next tick
 	flights []sentPacket
-	log     idLog
+	log     idset.Log
 	newest  uint16
 	sentAny bool
 
@@ -109,7 +110,7 @@ type Scheduler struct {
 type sentPacket struct {
 	used bool
 	seq  uint16
-	ids  span
+	ids  idset.Span
 }
 
 // NewScheduler returns a scheduler for one player.
@@ -420,9 +421,9 @@ func (s *Scheduler) succ(i int) int {
 func (s *Scheduler) record(seq uint16) {
 	f := &s.flights[int(seq)&(len(s.flights)-1)]
 	f.used, f.seq = true, seq
-	f.ids = span{start: s.log.begin(len(s.out)), n: int32(len(s.out))}
+	f.ids = s.log.Begin(len(s.out))
 	for _, i := range s.out {
-		s.log.append(s.ids[i])
+		s.log.Append(&f.ids, s.ids[i])
 	}
 	if !s.sentAny || int16(seq-s.newest) > 0 {
 		s.newest = seq
@@ -451,13 +452,13 @@ func (s *Scheduler) Lost(seq uint16) {
 		return
 	}
 	f.used = false
-	if !s.log.valid(f.ids) {
+	if !s.log.Valid(f.ids) {
 		s.all = true
 		return
 	}
 	lo := 0 // the ids ascend: each search starts where the last ended
-	for k := 0; k < int(f.ids.n); k++ {
-		i, ok := slices.BinarySearch(s.ids[lo:], s.log.at(f.ids, k))
+	for k := 0; k < f.ids.Len(); k++ {
+		i, ok := slices.BinarySearch(s.ids[lo:], s.log.At(f.ids, k))
 		i += lo
 		lo = i
 		if !ok {
