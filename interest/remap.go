@@ -29,24 +29,3 @@ func (m *remap) build(oldIDs, newIDs []proto.NetworkID) {
 		}
 	}
 }
-
-// orBits ORs n bits of src starting at bit so into dst starting at bit do.
-func orBits(dst []uint64, do int, src []uint64, so int, n int) {
-	for n > 0 {
-		k := min(n, 64)
-		w, s := so>>6, uint(so&63)
-		v := src[w] >> s
-		if s != 0 && w+1 < len(src) {
-			v |= src[w+1] << (64 - s)
-		}
-		if k < 64 {
-			v &= 1<<k - 1
-		}
-		dw, ds := do>>6, uint(do&63)
-		dst[dw] |= v << ds
-		if ds != 0 && int(64-ds) < k {
-			dst[dw+1] |= v >> (64 - ds)
-		}
-		n, so, do = n-k, so+k, do+k
-	}
-}

@@ -170,17 +170,16 @@ func (s *Scheduler) align(w *World) {
 		return
 	}
 	n := len(w.ids)
-	words := (n + 63) / 64
 	prio := slices.Grow(s.tmpP[:0], n)[:n]
-	pend := resize(s.tmpB, words)
-	prev := resize(s.tmpB2, words) // last tick's relevance, realigned
+	pend := idset.ResizeBits(s.tmpB, n)
+	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
 	if s.layout+1 == w.layout && w.remap.oldLen == len(s.ids) {
 		// One layout change since the last tick: use the World's remap.
 		clear(prio)
 		for _, ru := range w.remap.runs {
 			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
-			orBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
-			orBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
+			idset.OrBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
+			idset.OrBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
 		}
 	} else {
 		s.mergeAlign(w, prio, pend, prev)
@@ -189,10 +188,10 @@ func (s *Scheduler) align(w *World) {
 	s.tmpB, s.pending = s.pending, pend
 	// update swaps rel into prevRel: rel carries last tick's relevance.
 	s.tmpB2, s.rel = s.rel, prev
-	s.prevRel = resize(s.prevRel, words)
+	s.prevRel = idset.ResizeBits(s.prevRel, n)
 	s.ids = append(s.ids[:0], w.ids...)
 	s.layout = w.layout
-	s.sel = resize(s.sel, words)
+	s.sel = idset.ResizeBits(s.sel, n)
 }
 
 // mergeAlign realigns by merging ids (after several layout changes).
@@ -204,11 +203,11 @@ func (s *Scheduler) mergeAlign(w *World, prio []float32, pend, prev []uint64) {
 		}
 		if j < len(s.ids) && s.ids[j] == id {
 			prio[i] = s.prio[j]
-			if getBit(s.pending, j) {
-				setBit(pend, i)
+			if idset.Bit(s.pending, j) {
+				idset.SetBit(pend, i)
 			}
-			if getBit(s.rel, j) {
-				setBit(prev, i)
+			if idset.Bit(s.rel, j) {
+				idset.SetBit(prev, i)
 			}
 			j++
 		} else {
@@ -248,7 +247,7 @@ func (s *Scheduler) update(w *World) {
 	}
 	for _, id := range s.always {
 		if i := w.Index(id); i >= 0 {
-			setBit(rel, i)
+			idset.SetBit(rel, i)
 		}
 	}
 	all := s.all
@@ -322,7 +321,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			body := sz.BodySize(i)
 			if body == 0 {
 				s.prio[i] = 0
-				clearBit(s.pending, i)
+				idset.ClearBit(s.pending, i)
 				continue
 			}
 			used += body + sz.LinkSize(prev, i)
@@ -353,7 +352,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		body := sz.BodySize(i)
 		if body == 0 {
 			s.prio[i] = 0
-			clearBit(s.pending, i)
+			idset.ClearBit(s.pending, i)
 			continue
 		}
 		// Exact: i's header, and its successor's header now counts the
@@ -370,7 +369,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			continue
 		}
 		used += cost
-		setBit(s.sel, i)
+		idset.SetBit(s.sel, i)
 	}
 	s.takeSelected()
 	return used
@@ -465,13 +464,9 @@ func (s *Scheduler) Lost(seq uint16) {
 			continue
 		}
 		s.prio[i] = min(s.prio[i]*2+1, maxPriority)
-		setBit(s.pending, i)
+		idset.SetBit(s.pending, i)
 	}
 }
-
-func getBit(s []uint64, i int) bool { return s[i>>6]>>(i&63)&1 != 0 }
-func setBit(s []uint64, i int)      { s[i>>6] |= 1 << (i & 63) }
-func clearBit(s []uint64, i int)    { s[i>>6] &^= 1 << (i & 63) }
 
 // Pending is the number of relevant entities waiting to be sent (with
 // priority) after the last Schedule: when it is not 0, another packet this

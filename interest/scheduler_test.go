@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -261,7 +262,7 @@ func TestRelevanceGridMatchesBruteForce(t *testing.T) {
 		for i := 0; i < w.Len(); i++ {
 			p := w.Pos(i)
 			dx, dy := p.X-c.X, p.Y-c.Y
-			if want := dx*dx+dy*dy <= r*r; getBit(rel, i) != want {
+			if want := dx*dx+dy*dy <= r*r; idset.Bit(rel, i) != want {
 				t.Fatalf("seed %d entity %d: relevant %v want %v", seed, i, !want, want)
 			}
 		}
