@@ -39,6 +39,7 @@ type Encoder struct {
 	sent        []uint32          // newest revision the entity was written in
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
+	remap       idset.Remap // when the ring's does not apply
 
 	// per Prepare
 	prepared uint32
@@ -116,46 +117,22 @@ func (e *Encoder) align() {
 	if e.layout == r.layout {
 		return
 	}
-	newIDs := r.latest.IDs
-	n := len(newIDs)
+	// One layout change since the last alignment: use the ring's remap
+	// (computed once for all clients); after several, merge ids.
+	m := &r.remap
+	if e.layout+1 != r.layout || m.OldLen != len(e.ids) {
+		e.remap.Build(e.ids, r.latest.IDs)
+		m = &e.remap
+	}
+	n := len(r.latest.IDs)
 	base := slices.Grow(e.tmpU32[:0], n)[:n]
 	sent := slices.Grow(e.tmpU32b[:0], n)[:n]
+	idset.Move(m, base, e.base)
+	idset.Move(m, sent, e.sent)
 	gone := e.tmpIDs[:0]
-	if e.layout+1 == r.layout && r.remap.oldLen == len(e.ids) {
-		// One layout change since the last alignment: use the ring's
-		// remap (computed once for all clients) instead of merging ids.
-		clear(base)
-		clear(sent)
-		for _, ru := range r.remap.runs {
-			copy(base[ru.ns:ru.ns+ru.n], e.base[ru.os:ru.os+ru.n])
-			copy(sent[ru.ns:ru.ns+ru.n], e.sent[ru.os:ru.os+ru.n])
-		}
-		for _, o := range r.remap.removed {
-			if e.base[o] != 0 || e.sent[o] != 0 {
-				gone = append(gone, e.ids[o])
-			}
-		}
-		e.finishAlign(base, sent, gone)
-		return
-	}
-	j := 0
-	for i, id := range newIDs {
-		for j < len(e.ids) && e.ids[j] < id {
-			if e.base[j] != 0 || e.sent[j] != 0 {
-				gone = append(gone, e.ids[j])
-			}
-			j++
-		}
-		if j < len(e.ids) && e.ids[j] == id {
-			base[i], sent[i] = e.base[j], e.sent[j]
-			j++
-		} else {
-			base[i], sent[i] = 0, 0
-		}
-	}
-	for ; j < len(e.ids); j++ {
-		if e.base[j] != 0 || e.sent[j] != 0 {
-			gone = append(gone, e.ids[j])
+	for _, o := range m.Removed {
+		if e.base[o] != 0 || e.sent[o] != 0 {
+			gone = append(gone, e.ids[o])
 		}
 	}
 	e.finishAlign(base, sent, gone)

@@ -38,7 +38,7 @@ type Ring struct {
 	changed []uint64
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
-	remap   remap // how the last layout change reordered entities
+	remap   idset.Remap // how the last layout change reordered entities
 	spareX  []byte
 	spareP  []uint64
 }
@@ -144,7 +144,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	switch {
 	case r.rev == 0:
 		r.layout++
-		r.remap.build(nil, s.IDs)
+		r.remap.Build(nil, s.IDs)
 		for i := 0; i < n; i++ {
 			idset.SetBit(r.changed, i)
 		}
@@ -188,14 +188,14 @@ func (r *Ring) realign(s *Snapshot) {
 	n := s.Len()
 	old := &r.latest
 	m := &r.remap
-	m.build(old.IDs, s.IDs)
+	m.Build(old.IDs, s.IDs)
 	// delta = new XOR old for kept entities; new entities are changed.
 	r.delta = resizeBytes(r.delta, n*rs)
 	kept := idset.ResizeBits(r.spareP, n)
-	for _, ru := range m.runs {
-		ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+	for _, ru := range m.Runs {
+		ns, os, k := int(ru.New)*rs, int(ru.Old)*rs, int(ru.N)*rs
 		subtle.XORBytes(r.delta[ns:ns+k], s.Records[ns:ns+k], old.Records[os:os+k])
-		for i := ru.ns; i < ru.ns+ru.n; i++ {
+		for i := ru.New; i < ru.New+ru.N; i++ {
 			idset.SetBit(kept, int(i))
 			if !allZero(r.delta[int(i)*rs : int(i+1)*rs]) {
 				idset.SetBit(r.changed, int(i))
@@ -215,11 +215,11 @@ func (r *Ring) realign(s *Snapshot) {
 		}
 		x := resizeBytes(r.spareX, n*rs)
 		p := idset.ResizeBits(r.spareP, n)
-		for _, ru := range m.runs {
+		for _, ru := range m.Runs {
 			// new patch = (new XOR old) XOR (old XOR snap(rev))
-			ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+			ns, os, k := int(ru.New)*rs, int(ru.Old)*rs, int(ru.N)*rs
 			subtle.XORBytes(x[ns:ns+k], r.delta[ns:ns+k], sl.xor[os:os+k])
-			idset.OrBits(p, int(ru.ns), sl.present, int(ru.os), int(ru.n))
+			idset.OrBits(p, int(ru.New), sl.present, int(ru.Old), int(ru.N))
 		}
 		r.spareX, sl.xor = sl.xor, x
 		r.spareP, sl.present = sl.present, p

@@ -84,6 +84,7 @@ type Scheduler struct {
 
 	layout  uint64
 	ids     []proto.NetworkID
+	remap   idset.Remap // when the World's does not apply
 	prio    []float32
 	rel     []uint64 // relevant this tick
 	prevRel []uint64 // relevant last tick
@@ -169,21 +170,20 @@ func (s *Scheduler) align(w *World) {
 	if s.layout == w.layout && len(s.ids) == len(w.ids) {
 		return
 	}
+	// One layout change since the last tick: use the World's remap; after
+	// several, merge ids.
+	m := &w.remap
+	if s.layout+1 != w.layout || m.OldLen != len(s.ids) {
+		s.remap.Build(s.ids, w.ids)
+		m = &s.remap
+	}
 	n := len(w.ids)
 	prio := slices.Grow(s.tmpP[:0], n)[:n]
 	pend := idset.ResizeBits(s.tmpB, n)
 	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
-	if s.layout+1 == w.layout && w.remap.oldLen == len(s.ids) {
-		// One layout change since the last tick: use the World's remap.
-		clear(prio)
-		for _, ru := range w.remap.runs {
-			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
-			idset.OrBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
-			idset.OrBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
-		}
-	} else {
-		s.mergeAlign(w, prio, pend, prev)
-	}
+	idset.Move(m, prio, s.prio)
+	m.MoveBits(pend, s.pending)
+	m.MoveBits(prev, s.rel)
 	s.tmpP, s.prio = s.prio, prio
 	s.tmpB, s.pending = s.pending, pend
 	// update swaps rel into prevRel: rel carries last tick's relevance.
@@ -192,28 +192,6 @@ func (s *Scheduler) align(w *World) {
 	s.ids = append(s.ids[:0], w.ids...)
 	s.layout = w.layout
 	s.sel = idset.ResizeBits(s.sel, n)
-}
-
-// mergeAlign realigns by merging ids (after several layout changes).
-func (s *Scheduler) mergeAlign(w *World, prio []float32, pend, prev []uint64) {
-	j := 0
-	for i, id := range w.ids {
-		for j < len(s.ids) && s.ids[j] < id {
-			j++
-		}
-		if j < len(s.ids) && s.ids[j] == id {
-			prio[i] = s.prio[j]
-			if idset.Bit(s.pending, j) {
-				idset.SetBit(pend, i)
-			}
-			if idset.Bit(s.rel, j) {
-				idset.SetBit(prev, i)
-			}
-			j++
-		} else {
-			prio[i] = 0
-		}
-	}
 }
 
 // Update computes relevance and accumulates priorities for the World's

@@ -53,7 +53,7 @@ type World struct {
 	changed []uint64
 	alwaysB []uint64 // entities of always-relevant kinds
 	layout  uint64
-	remap   remap
+	remap   idset.Remap
 
 	// spatial hash grid: entities sorted by bucket (counting sort)
 	cellX, cellY []int32
@@ -113,7 +113,7 @@ func (w *World) End(changed []uint64) {
 	}
 	if !slices.Equal(w.ids, w.prevIDs) {
 		w.layout++
-		w.remap.build(w.prevIDs, w.ids)
+		w.remap.Build(w.prevIDs, w.ids)
 	}
 	w.alwaysB = idset.ResizeBits(w.alwaysB, n)
 	for i, k := range w.kind {

@@ -1,7 +1,14 @@
 // Package idset holds the bookkeeping that deltacomp's Encoder and
 // interest's Scheduler both keep per client over entities named by sorted
-// proto.NetworkID sets: bitsets over a set's entities (Bit, SetBit,
-// OrBits...) and which ids each in-flight packet carried (Log).
+// proto.NetworkID sets (layouts):
+//
+//   - Remap: how one layout became the next, built once per change by the
+//     layout's owner (deltacomp's Ring, interest's World), so that each
+//     client's per-entity state moves with Move and MoveBits instead of
+//     merging ids again;
+//   - bitsets over a layout's entities: Bit, SetBit, ClearBit, ResizeBits,
+//     OrBits;
+//   - Log: which ids each in-flight packet carried.
 //
 // It sits under both packages and imports only proto. Nothing here
 // allocates once its buffers have grown to the working size.
