@@ -52,7 +52,7 @@ type Encoder struct {
 	cRev     []uint32
 	scratch  []byte
 
-	flights []flight
+	flights idset.Flights[flight]
 	log     idset.Log
 	tmpIDs  []proto.NetworkID
 	tmpU32  []uint32
@@ -60,8 +60,6 @@ type Encoder struct {
 }
 
 type flight struct {
-	used     bool
-	seq      uint16
 	rev      uint32
 	ids      idset.Span // entities written, then removals written
 	removals int32
@@ -73,15 +71,7 @@ func NewEncoder(r *Ring, cfg EncoderConfig) *Encoder {
 	if cfg.MaxRemovals <= 0 {
 		cfg.MaxRemovals = 64
 	}
-	n := 256
-	if cfg.InFlight > 0 {
-		n = 1
-		for n < cfg.InFlight {
-			n <<= 1
-		}
-		n = min(n, 1<<16)
-	}
-	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: make([]flight, n)}
+	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
 }
 
 // LastAcked is the newest revision the client acknowledged (0 none).
@@ -106,9 +96,7 @@ func (e *Encoder) Reset() {
 	}
 	e.removals = e.removals[:0]
 	e.lastAcked = 0
-	for i := range e.flights {
-		e.flights[i].used = false
-	}
+	e.flights.Clear()
 }
 
 // align realigns per-entity state with the ring's latest entity set.
@@ -304,10 +292,9 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	b = appendVarint(b, uint64(e.defAge()))
 
 	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	fl.used, fl.seq, fl.rev = true, seq, r.rev
+	fl := e.flights.Put(seq)
+	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
-	fl.removals = 0
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -340,12 +327,12 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	}
 	fl.removals = int32(len(rem))
 	if count > 0xffff {
-		fl.used = false
+		e.flights.Take(seq) // not sent
 		return b[:start], errFrameBig
 	}
 	b, err = proto.EndSnapshotDelta(b, mark, uint16(count))
 	if err != nil {
-		fl.used = false
+		e.flights.Take(seq) // not sent
 		return b[:start], err
 	}
 	return b, nil
@@ -355,11 +342,10 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 // entities it carried become the client's baselines and its removals are
 // done. Unknown sequences (packets without a delta frame) are ignored.
 func (e *Encoder) Delivered(seq uint16) {
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	if !fl.used || fl.seq != seq {
+	fl, ok := e.flights.Take(seq)
+	if !ok {
 		return
 	}
-	fl.used = false
 	if !e.log.Valid(fl.ids) {
 		return // too old: its baselines are simply not used
 	}
@@ -399,10 +385,7 @@ func (e *Encoder) Delivered(seq uint16) {
 // removals stay pending and are sent again; its entities are re-sent when
 // the scheduler picks them again (interest re-prioritises them).
 func (e *Encoder) Lost(seq uint16) {
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	if fl.used && fl.seq == seq {
-		fl.used = false
-	}
+	e.flights.Take(seq)
 }
 
 // FullDelivered tells the encoder that the client holds a full snapshot

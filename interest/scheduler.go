@@ -98,8 +98,8 @@ type Scheduler struct {
 
 	ticked  bool
 	tick    uint32
-	all     bool // re-prioritise every relevant entity next tick
-	flights []sentPacket
+	all     bool                      // re-prioritise every relevant entity next tick
+	flights idset.Flights[idset.Span] // the ids each packet carried
 	log     idset.Log
 	newest  uint16
 	sentAny bool
@@ -108,27 +108,13 @@ type Scheduler struct {
 	lastNow time.Time
 }
 
-type sentPacket struct {
-	used bool
-	seq  uint16
-	ids  idset.Span
-}
-
 // NewScheduler returns a scheduler for one player.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	s := &Scheduler{radius: cfg.Radius, filter: cfg.Filter, maxSkips: cfg.MaxSkips}
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
-	n := 256
-	if cfg.InFlight > 0 {
-		n = 1
-		for n < cfg.InFlight {
-			n <<= 1
-		}
-		n = min(n, 1<<15)
-	}
-	s.flights = make([]sentPacket, n)
+	s.flights = idset.NewFlights[idset.Span](cfg.InFlight, 1<<15)
 	if cfg.BandwidthCap > 0 {
 		s.capRate = float64(cfg.BandwidthCap)
 		s.burst = float64(cfg.Burst)
@@ -157,9 +143,7 @@ func (s *Scheduler) Reset() {
 	clear(s.pending)
 	clear(s.prevRel)
 	clear(s.rel)
-	for i := range s.flights {
-		s.flights[i].used = false
-	}
+	s.flights.Clear()
 	s.ticked = false
 }
 
@@ -396,11 +380,10 @@ func (s *Scheduler) succ(i int) int {
 }
 
 func (s *Scheduler) record(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	f.used, f.seq = true, seq
-	f.ids = s.log.Begin(len(s.out))
+	ids := s.flights.Put(seq)
+	*ids = s.log.Begin(len(s.out))
 	for _, i := range s.out {
-		s.log.Append(&f.ids, s.ids[i])
+		s.log.Append(ids, s.ids[i])
 	}
 	if !s.sentAny || int16(seq-s.newest) > 0 {
 		s.newest = seq
@@ -410,10 +393,7 @@ func (s *Scheduler) record(seq uint16) {
 
 // Delivered tells the scheduler the packet seq arrived.
 func (s *Scheduler) Delivered(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	if f.used && f.seq == seq {
-		f.used = false
-	}
+	s.flights.Take(seq)
 }
 
 // Lost tells the scheduler the packet seq was lost: the entities it
@@ -421,21 +401,21 @@ func (s *Scheduler) Delivered(seq uint16) {
 // the next packets. If the packet is too old to be remembered, every
 // relevant entity is re-prioritised at the next tick.
 func (s *Scheduler) Lost(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	if !f.used || f.seq != seq {
-		if d := int(int16(s.newest - seq)); s.sentAny && d >= len(s.flights) {
+	f, ok := s.flights.Take(seq)
+	if !ok {
+		if d := int(int16(s.newest - seq)); s.sentAny && d >= s.flights.Len() {
 			s.all = true
 		}
 		return
 	}
-	f.used = false
-	if !s.log.Valid(f.ids) {
+	ids := *f
+	if !s.log.Valid(ids) {
 		s.all = true
 		return
 	}
 	lo := 0 // the ids ascend: each search starts where the last ended
-	for k := 0; k < f.ids.Len(); k++ {
-		i, ok := slices.BinarySearch(s.ids[lo:], s.log.At(f.ids, k))
+	for k := 0; k < ids.Len(); k++ {
+		i, ok := slices.BinarySearch(s.ids[lo:], s.log.At(ids, k))
 		i += lo
 		lo = i
 		if !ok {

@@ -8,6 +8,9 @@
 //     merging ids again;
 //   - bitsets over a layout's entities: Bit, SetBit, ClearBit, ResizeBits,
 //     OrBits;
+//   - Flights: a record per in-flight packet, by sequence number, until
+//     it is delivered or lost (each package passes its own cap on the
+//     number of packets);
 //   - Log: which ids each in-flight packet carried.
 //
 // It sits under both packages and imports only proto. Nothing here
