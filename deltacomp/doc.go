@@ -5,7 +5,8 @@
 //
 // It decides how entities are encoded, not which ones a client sees
 // (package interest does, through the interest.Sizer the Encoder
-// implements). It imports only proto, does no I/O and reads no clock.
+// implements). It imports only proto and internal/idset (the per-client
+// bookkeeping it shares with interest), does no I/O and reads no clock.
 //
 // Where it sits in a server tick (see DESIGN.md):
 //

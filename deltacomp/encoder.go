@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -38,6 +39,7 @@ type Encoder struct {
 	sent        []uint32          // newest revision the entity was written in
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
+	remap       idset.Remap // when the ring's does not apply
 
 	// per Prepare
 	prepared uint32
@@ -50,18 +52,16 @@ type Encoder struct {
 	cRev     []uint32
 	scratch  []byte
 
-	flights []flight
-	log     idLog
+	flights idset.Flights[flight]
+	log     idset.Log
 	tmpIDs  []proto.NetworkID
 	tmpU32  []uint32
 	tmpU32b []uint32
 }
 
 type flight struct {
-	used     bool
-	seq      uint16
 	rev      uint32
-	ids      span // entities written, then removals written
+	ids      idset.Span // entities written, then removals written
 	removals int32
 }
 
@@ -71,15 +71,7 @@ func NewEncoder(r *Ring, cfg EncoderConfig) *Encoder {
 	if cfg.MaxRemovals <= 0 {
 		cfg.MaxRemovals = 64
 	}
-	n := 256
-	if cfg.InFlight > 0 {
-		n = 1
-		for n < cfg.InFlight {
-			n <<= 1
-		}
-		n = min(n, 1<<16)
-	}
-	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: make([]flight, n)}
+	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
 }
 
 // LastAcked is the newest revision the client acknowledged (0 none).
@@ -104,9 +96,7 @@ func (e *Encoder) Reset() {
 	}
 	e.removals = e.removals[:0]
 	e.lastAcked = 0
-	for i := range e.flights {
-		e.flights[i].used = false
-	}
+	e.flights.Clear()
 }
 
 // align realigns per-entity state with the ring's latest entity set.
@@ -115,46 +105,22 @@ func (e *Encoder) align() {
 	if e.layout == r.layout {
 		return
 	}
-	newIDs := r.latest.IDs
-	n := len(newIDs)
+	// One layout change since the last alignment: use the ring's remap
+	// (computed once for all clients); after several, merge ids.
+	m := &r.remap
+	if e.layout+1 != r.layout || m.OldLen != len(e.ids) {
+		e.remap.Build(e.ids, r.latest.IDs)
+		m = &e.remap
+	}
+	n := len(r.latest.IDs)
 	base := slices.Grow(e.tmpU32[:0], n)[:n]
 	sent := slices.Grow(e.tmpU32b[:0], n)[:n]
+	idset.Move(m, base, e.base)
+	idset.Move(m, sent, e.sent)
 	gone := e.tmpIDs[:0]
-	if e.layout+1 == r.layout && r.remap.oldLen == len(e.ids) {
-		// One layout change since the last alignment: use the ring's
-		// remap (computed once for all clients) instead of merging ids.
-		clear(base)
-		clear(sent)
-		for _, ru := range r.remap.runs {
-			copy(base[ru.ns:ru.ns+ru.n], e.base[ru.os:ru.os+ru.n])
-			copy(sent[ru.ns:ru.ns+ru.n], e.sent[ru.os:ru.os+ru.n])
-		}
-		for _, o := range r.remap.removed {
-			if e.base[o] != 0 || e.sent[o] != 0 {
-				gone = append(gone, e.ids[o])
-			}
-		}
-		e.finishAlign(base, sent, gone)
-		return
-	}
-	j := 0
-	for i, id := range newIDs {
-		for j < len(e.ids) && e.ids[j] < id {
-			if e.base[j] != 0 || e.sent[j] != 0 {
-				gone = append(gone, e.ids[j])
-			}
-			j++
-		}
-		if j < len(e.ids) && e.ids[j] == id {
-			base[i], sent[i] = e.base[j], e.sent[j]
-			j++
-		} else {
-			base[i], sent[i] = 0, 0
-		}
-	}
-	for ; j < len(e.ids); j++ {
-		if e.base[j] != 0 || e.sent[j] != 0 {
-			gone = append(gone, e.ids[j])
+	for _, o := range m.Removed {
+		if e.base[o] != 0 || e.sent[o] != 0 {
+			gone = append(gone, e.ids[o])
 		}
 	}
 	e.finishAlign(base, sent, gone)
@@ -326,10 +292,9 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	b = appendVarint(b, uint64(e.defAge()))
 
 	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	fl.used, fl.seq, fl.rev = true, seq, r.rev
-	fl.ids = span{start: e.log.begin(len(sel) + len(rem))}
-	fl.removals = 0
+	fl := e.flights.Put(seq)
+	fl.rev = r.rev
+	fl.ids = e.log.Begin(len(sel) + len(rem))
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -347,7 +312,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		b = appendVarint(b, entryHeader(uint32(id-prev-1), e.cKind[i]))
 		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
 		prev = id
-		e.log.append(id)
+		e.log.Append(&fl.ids, id)
 		e.sent[i] = r.rev
 		count++
 	}
@@ -358,17 +323,16 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	}
 	// The log holds the written entities, then the removals.
 	for _, id := range rem {
-		e.log.append(id)
+		e.log.Append(&fl.ids, id)
 	}
 	fl.removals = int32(len(rem))
-	fl.ids.n = int32(e.log.head - fl.ids.start)
 	if count > 0xffff {
-		fl.used = false
+		e.flights.Take(seq) // not sent
 		return b[:start], errFrameBig
 	}
 	b, err = proto.EndSnapshotDelta(b, mark, uint16(count))
 	if err != nil {
-		fl.used = false
+		e.flights.Take(seq) // not sent
 		return b[:start], err
 	}
 	return b, nil
@@ -378,19 +342,18 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 // entities it carried become the client's baselines and its removals are
 // done. Unknown sequences (packets without a delta frame) are ignored.
 func (e *Encoder) Delivered(seq uint16) {
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	if !fl.used || fl.seq != seq {
+	fl, ok := e.flights.Take(seq)
+	if !ok {
 		return
 	}
-	fl.used = false
-	if !e.log.valid(fl.ids) {
+	if !e.log.Valid(fl.ids) {
 		return // too old: its baselines are simply not used
 	}
 	e.align()
-	nEnt := int(fl.ids.n - fl.removals)
+	nEnt := fl.ids.Len() - int(fl.removals)
 	lo := 0 // the ids ascend: each search starts where the last ended
 	for k := 0; k < nEnt; k++ {
-		id := e.log.at(fl.ids, k)
+		id := e.log.At(fl.ids, k)
 		i, ok := slices.BinarySearch(e.ids[lo:], id)
 		i += lo
 		lo = i
@@ -403,10 +366,10 @@ func (e *Encoder) Delivered(seq uint16) {
 		rem := e.removals[:0]
 		k := nEnt
 		for _, id := range e.removals {
-			for k < int(fl.ids.n) && e.log.at(fl.ids, k) < id {
+			for k < fl.ids.Len() && e.log.At(fl.ids, k) < id {
 				k++
 			}
-			if k < int(fl.ids.n) && e.log.at(fl.ids, k) == id {
+			if k < fl.ids.Len() && e.log.At(fl.ids, k) == id {
 				continue
 			}
 			rem = append(rem, id)
@@ -422,10 +385,7 @@ func (e *Encoder) Delivered(seq uint16) {
 // removals stay pending and are sent again; its entities are re-sent when
 // the scheduler picks them again (interest re-prioritises them).
 func (e *Encoder) Lost(seq uint16) {
-	fl := &e.flights[int(seq)&(len(e.flights)-1)]
-	if fl.used && fl.seq == seq {
-		fl.used = false
-	}
+	e.flights.Take(seq)
 }
 
 // FullDelivered tells the encoder that the client holds a full snapshot

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"slices"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -37,7 +38,7 @@ type Ring struct {
 	changed []uint64
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
-	remap   remap // how the last layout change reordered entities
+	remap   idset.Remap // how the last layout change reordered entities
 	spareX  []byte
 	spareP  []uint64
 }
@@ -89,7 +90,7 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 		return nil, false
 	}
 	s := &r.slots[rev%uint32(r.size)]
-	if !bitGet(s.present, i) {
+	if !idset.Bit(s.present, i) {
 		return nil, false
 	}
 	rs := r.latest.RecordSize
@@ -139,20 +140,20 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	// The slot rev reuses holds rev-size: it leaves the window.
 	newSlot := &r.slots[rev%uint32(r.size)]
 	newSlot.rev = 0
-	r.changed = resizeBits(r.changed, n)
+	r.changed = idset.ResizeBits(r.changed, n)
 	switch {
 	case r.rev == 0:
 		r.layout++
-		r.remap.build(nil, s.IDs)
+		r.remap.Build(nil, s.IDs)
 		for i := 0; i < n; i++ {
-			bitSet(r.changed, i)
+			idset.SetBit(r.changed, i)
 		}
 	case slices.Equal(s.IDs, r.latest.IDs):
 		r.delta = resizeBytes(r.delta, len(s.Records))
 		subtle.XORBytes(r.delta, s.Records, r.latest.Records)
 		for i := 0; i < n; i++ {
 			if !allZero(r.delta[i*rs : (i+1)*rs]) {
-				bitSet(r.changed, i)
+				idset.SetBit(r.changed, i)
 			}
 		}
 		for k := range r.slots {
@@ -171,7 +172,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	newSlot.rev = rev
 	newSlot.xor = resizeBytes(newSlot.xor, len(s.Records))
 	clear(newSlot.xor)
-	newSlot.present = resizeBits(newSlot.present, n)
+	newSlot.present = idset.ResizeBits(newSlot.present, n)
 	for i := range newSlot.present {
 		newSlot.present[i] = ^uint64(0)
 	}
@@ -187,23 +188,23 @@ func (r *Ring) realign(s *Snapshot) {
 	n := s.Len()
 	old := &r.latest
 	m := &r.remap
-	m.build(old.IDs, s.IDs)
+	m.Build(old.IDs, s.IDs)
 	// delta = new XOR old for kept entities; new entities are changed.
 	r.delta = resizeBytes(r.delta, n*rs)
-	kept := resizeBits(r.spareP, n)
-	for _, ru := range m.runs {
-		ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+	kept := idset.ResizeBits(r.spareP, n)
+	for _, ru := range m.Runs {
+		ns, os, k := int(ru.New)*rs, int(ru.Old)*rs, int(ru.N)*rs
 		subtle.XORBytes(r.delta[ns:ns+k], s.Records[ns:ns+k], old.Records[os:os+k])
-		for i := ru.ns; i < ru.ns+ru.n; i++ {
-			bitSet(kept, int(i))
+		for i := ru.New; i < ru.New+ru.N; i++ {
+			idset.SetBit(kept, int(i))
 			if !allZero(r.delta[int(i)*rs : int(i+1)*rs]) {
-				bitSet(r.changed, int(i))
+				idset.SetBit(r.changed, int(i))
 			}
 		}
 	}
 	for i := 0; i < n; i++ {
-		if !bitGet(kept, i) {
-			bitSet(r.changed, i)
+		if !idset.Bit(kept, i) {
+			idset.SetBit(r.changed, i)
 		}
 	}
 	r.spareP = kept
@@ -213,12 +214,12 @@ func (r *Ring) realign(s *Snapshot) {
 			continue
 		}
 		x := resizeBytes(r.spareX, n*rs)
-		p := resizeBits(r.spareP, n)
-		for _, ru := range m.runs {
+		p := idset.ResizeBits(r.spareP, n)
+		for _, ru := range m.Runs {
 			// new patch = (new XOR old) XOR (old XOR snap(rev))
-			ns, os, k := int(ru.ns)*rs, int(ru.os)*rs, int(ru.n)*rs
+			ns, os, k := int(ru.New)*rs, int(ru.Old)*rs, int(ru.N)*rs
 			subtle.XORBytes(x[ns:ns+k], r.delta[ns:ns+k], sl.xor[os:os+k])
-			orBits(p, int(ru.ns), sl.present, int(ru.os), int(ru.n))
+			idset.OrBits(p, int(ru.New), sl.present, int(ru.Old), int(ru.N))
 		}
 		r.spareX, sl.xor = sl.xor, x
 		r.spareP, sl.present = sl.present, p

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -84,7 +85,7 @@ func TestRingPatchesMatchRecomputation(t *testing.T) {
 				// Changed bit: differs from the previous push or new.
 				j, ok := slices.BinarySearch(prevIDs, id)
 				changed := !ok || !bytes.Equal(prevRecs[j*s.RecordSize:(j+1)*s.RecordSize], lat.Record(i))
-				if bitGet(r.Changed(), i) != changed {
+				if idset.Bit(r.Changed(), i) != changed {
 					t.Fatalf("tick %d entity %d: changed bit %v want %v", tick, id, !changed, changed)
 				}
 				for back := 0; back < size+2; back++ {
@@ -144,26 +145,5 @@ func TestRingRejectsBadSnapshots(t *testing.T) {
 	other := Snapshot{RecordSize: 2, IDs: []proto.NetworkID{1}, Records: []byte{1, 2}}
 	if _, err := r.Push(&other); !errors.Is(err, ErrRecordSize) {
 		t.Fatalf("record size change: %v", err)
-	}
-}
-
-func TestOrBits(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 11))
-	for iter := 0; iter < 5000; iter++ {
-		src := make([]uint64, 1+rng.IntN(5))
-		for i := range src {
-			src[i] = rng.Uint64()
-		}
-		dst := make([]uint64, 1+rng.IntN(5))
-		so := rng.IntN(len(src) * 64)
-		do := rng.IntN(len(dst) * 64)
-		n := rng.IntN(min(len(src)*64-so, len(dst)*64-do) + 1)
-		orBits(dst, do, src, so, n)
-		for i := 0; i < len(dst)*64; i++ {
-			want := i >= do && i < do+n && bitGet(src, so+i-do)
-			if bitGet(dst, i) != want {
-				t.Fatalf("so %d do %d n %d: bit %d = %v", so, do, n, i, !want)
-			}
-		}
 	}
 }

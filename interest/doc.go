@@ -6,7 +6,8 @@
 //
 // It decides which entities go out, not how they are encoded: it asks a
 // Sizer (deltacomp's Encoder) what each entity costs. It imports only
-// proto, does no I/O and reads no clock (Schedule takes now).
+// proto and internal/idset (the per-client bookkeeping it shares with
+// deltacomp), does no I/O and reads no clock (Schedule takes now).
 //
 // Per tick, the server fills one World (Begin, Add in id order, End with
 // the ring's changed bitset); per player and packet it calls

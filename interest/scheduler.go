@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -83,6 +84,7 @@ type Scheduler struct {
 
 	layout  uint64
 	ids     []proto.NetworkID
+	remap   idset.Remap // when the World's does not apply
 	prio    []float32
 	rel     []uint64 // relevant this tick
 	prevRel []uint64 // relevant last tick
@@ -96,20 +98,14 @@ type Scheduler struct {
 
 	ticked  bool
 	tick    uint32
-	all     bool // re-prioritise every relevant entity next tick
-	flights []sentPacket
-	log     idLog
+	all     bool                      // re-prioritise every relevant entity next tick
+	flights idset.Flights[idset.Span] // the ids each packet carried
+	log     idset.Log
 	newest  uint16
 	sentAny bool
 
 	tokens  float64
 	lastNow time.Time
-}
-
-type sentPacket struct {
-	used bool
-	seq  uint16
-	ids  span
 }
 
 // NewScheduler returns a scheduler for one player.
@@ -118,15 +114,7 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
-	n := 256
-	if cfg.InFlight > 0 {
-		n = 1
-		for n < cfg.InFlight {
-			n <<= 1
-		}
-		n = min(n, 1<<15)
-	}
-	s.flights = make([]sentPacket, n)
+	s.flights = idset.NewFlights[idset.Span](cfg.InFlight, 1<<15)
 	if cfg.BandwidthCap > 0 {
 		s.capRate = float64(cfg.BandwidthCap)
 		s.burst = float64(cfg.Burst)
@@ -155,9 +143,7 @@ func (s *Scheduler) Reset() {
 	clear(s.pending)
 	clear(s.prevRel)
 	clear(s.rel)
-	for i := range s.flights {
-		s.flights[i].used = false
-	}
+	s.flights.Clear()
 	s.ticked = false
 }
 
@@ -168,52 +154,28 @@ func (s *Scheduler) align(w *World) {
 	if s.layout == w.layout && len(s.ids) == len(w.ids) {
 		return
 	}
-	n := len(w.ids)
-	words := (n + 63) / 64
-	prio := slices.Grow(s.tmpP[:0], n)[:n]
-	pend := resize(s.tmpB, words)
-	prev := resize(s.tmpB2, words) // last tick's relevance, realigned
-	if s.layout+1 == w.layout && w.remap.oldLen == len(s.ids) {
-		// One layout change since the last tick: use the World's remap.
-		clear(prio)
-		for _, ru := range w.remap.runs {
-			copy(prio[ru.ns:ru.ns+ru.n], s.prio[ru.os:ru.os+ru.n])
-			orBits(pend, int(ru.ns), s.pending, int(ru.os), int(ru.n))
-			orBits(prev, int(ru.ns), s.rel, int(ru.os), int(ru.n))
-		}
-	} else {
-		s.mergeAlign(w, prio, pend, prev)
+	// One layout change since the last tick: use the World's remap; after
+	// several, merge ids.
+	m := &w.remap
+	if s.layout+1 != w.layout || m.OldLen != len(s.ids) {
+		s.remap.Build(s.ids, w.ids)
+		m = &s.remap
 	}
+	n := len(w.ids)
+	prio := slices.Grow(s.tmpP[:0], n)[:n]
+	pend := idset.ResizeBits(s.tmpB, n)
+	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
+	idset.Move(m, prio, s.prio)
+	m.MoveBits(pend, s.pending)
+	m.MoveBits(prev, s.rel)
 	s.tmpP, s.prio = s.prio, prio
 	s.tmpB, s.pending = s.pending, pend
 	// update swaps rel into prevRel: rel carries last tick's relevance.
 	s.tmpB2, s.rel = s.rel, prev
-	s.prevRel = resize(s.prevRel, words)
+	s.prevRel = idset.ResizeBits(s.prevRel, n)
 	s.ids = append(s.ids[:0], w.ids...)
 	s.layout = w.layout
-	s.sel = resize(s.sel, words)
-}
-
-// mergeAlign realigns by merging ids (after several layout changes).
-func (s *Scheduler) mergeAlign(w *World, prio []float32, pend, prev []uint64) {
-	j := 0
-	for i, id := range w.ids {
-		for j < len(s.ids) && s.ids[j] < id {
-			j++
-		}
-		if j < len(s.ids) && s.ids[j] == id {
-			prio[i] = s.prio[j]
-			if getBit(s.pending, j) {
-				setBit(pend, i)
-			}
-			if getBit(s.rel, j) {
-				setBit(prev, i)
-			}
-			j++
-		} else {
-			prio[i] = 0
-		}
-	}
+	s.sel = idset.ResizeBits(s.sel, n)
 }
 
 // Update computes relevance and accumulates priorities for the World's
@@ -247,7 +209,7 @@ func (s *Scheduler) update(w *World) {
 	}
 	for _, id := range s.always {
 		if i := w.Index(id); i >= 0 {
-			setBit(rel, i)
+			idset.SetBit(rel, i)
 		}
 	}
 	all := s.all
@@ -321,7 +283,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			body := sz.BodySize(i)
 			if body == 0 {
 				s.prio[i] = 0
-				clearBit(s.pending, i)
+				idset.ClearBit(s.pending, i)
 				continue
 			}
 			used += body + sz.LinkSize(prev, i)
@@ -352,7 +314,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		body := sz.BodySize(i)
 		if body == 0 {
 			s.prio[i] = 0
-			clearBit(s.pending, i)
+			idset.ClearBit(s.pending, i)
 			continue
 		}
 		// Exact: i's header, and its successor's header now counts the
@@ -369,7 +331,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			continue
 		}
 		used += cost
-		setBit(s.sel, i)
+		idset.SetBit(s.sel, i)
 	}
 	s.takeSelected()
 	return used
@@ -418,11 +380,10 @@ func (s *Scheduler) succ(i int) int {
 }
 
 func (s *Scheduler) record(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	f.used, f.seq = true, seq
-	f.ids = span{start: s.log.begin(len(s.out)), n: int32(len(s.out))}
+	ids := s.flights.Put(seq)
+	*ids = s.log.Begin(len(s.out))
 	for _, i := range s.out {
-		s.log.append(s.ids[i])
+		s.log.Append(ids, s.ids[i])
 	}
 	if !s.sentAny || int16(seq-s.newest) > 0 {
 		s.newest = seq
@@ -432,10 +393,7 @@ func (s *Scheduler) record(seq uint16) {
 
 // Delivered tells the scheduler the packet seq arrived.
 func (s *Scheduler) Delivered(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	if f.used && f.seq == seq {
-		f.used = false
-	}
+	s.flights.Take(seq)
 }
 
 // Lost tells the scheduler the packet seq was lost: the entities it
@@ -443,34 +401,30 @@ func (s *Scheduler) Delivered(seq uint16) {
 // the next packets. If the packet is too old to be remembered, every
 // relevant entity is re-prioritised at the next tick.
 func (s *Scheduler) Lost(seq uint16) {
-	f := &s.flights[int(seq)&(len(s.flights)-1)]
-	if !f.used || f.seq != seq {
-		if d := int(int16(s.newest - seq)); s.sentAny && d >= len(s.flights) {
+	f, ok := s.flights.Take(seq)
+	if !ok {
+		if d := int(int16(s.newest - seq)); s.sentAny && d >= s.flights.Len() {
 			s.all = true
 		}
 		return
 	}
-	f.used = false
-	if !s.log.valid(f.ids) {
+	ids := *f
+	if !s.log.Valid(ids) {
 		s.all = true
 		return
 	}
 	lo := 0 // the ids ascend: each search starts where the last ended
-	for k := 0; k < int(f.ids.n); k++ {
-		i, ok := slices.BinarySearch(s.ids[lo:], s.log.at(f.ids, k))
+	for k := 0; k < ids.Len(); k++ {
+		i, ok := slices.BinarySearch(s.ids[lo:], s.log.At(ids, k))
 		i += lo
 		lo = i
 		if !ok {
 			continue
 		}
 		s.prio[i] = min(s.prio[i]*2+1, maxPriority)
-		setBit(s.pending, i)
+		idset.SetBit(s.pending, i)
 	}
 }
-
-func getBit(s []uint64, i int) bool { return s[i>>6]>>(i&63)&1 != 0 }
-func setBit(s []uint64, i int)      { s[i>>6] |= 1 << (i & 63) }
-func clearBit(s []uint64, i int)    { s[i>>6] &^= 1 << (i & 63) }
 
 // Pending is the number of relevant entities waiting to be sent (with
 // priority) after the last Schedule: when it is not 0, another packet this

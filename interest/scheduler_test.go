@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -261,7 +262,7 @@ func TestRelevanceGridMatchesBruteForce(t *testing.T) {
 		for i := 0; i < w.Len(); i++ {
 			p := w.Pos(i)
 			dx, dy := p.X-c.X, p.Y-c.Y
-			if want := dx*dx+dy*dy <= r*r; getBit(rel, i) != want {
+			if want := dx*dx+dy*dy <= r*r; idset.Bit(rel, i) != want {
 				t.Fatalf("seed %d entity %d: relevant %v want %v", seed, i, !want, want)
 			}
 		}
@@ -305,6 +306,52 @@ func TestSchedulerNoStarvation(t *testing.T) {
 		t.Fatalf("an entity waited %d ticks", worst)
 	}
 	t.Logf("worst wait %d ticks", worst)
+}
+
+// A scheduler that missed layout changes realigns its per-entity state
+// by id: with the World's remap after one change, by merging ids after
+// several.
+func TestSchedulerRealignsByID(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	rw := newRandWorld(rng, 300)
+	w := NewWorld(WorldConfig{CellSize: 16})
+	s := NewScheduler(SchedulerConfig{Radius: 40})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 4096)}
+	for i := range sz.body {
+		sz.body[i] = 1 + rng.IntN(20)
+	}
+	tick := uint32(0)
+	var seq uint16
+	for round := 0; round < 200; round++ {
+		for range 1 + rng.IntN(3) {
+			rw.fill(w, tick, 0.3)
+			tick++
+			s.Schedule(seq, time.Time{}, w, 200, sz)
+			seq++
+		}
+		type state struct {
+			prio         float32
+			pending, rel bool
+		}
+		old := map[proto.NetworkID]state{}
+		for i, id := range s.ids {
+			old[id] = state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
+		}
+		layout := w.layout
+		for changes := 1 + rng.IntN(4); w.layout-layout < uint64(changes); {
+			rw.churn()
+			rw.fill(w, tick, 0.3)
+			tick++
+		}
+		s.align(w)
+		for i := 0; i < w.Len(); i++ {
+			want := old[w.ID(i)]
+			got := state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
+			if got != want {
+				t.Fatalf("round %d, %d layout changes: entity %d: %+v want %+v", round, w.layout-layout, w.ID(i), got, want)
+			}
+		}
+	}
 }
 
 func TestSchedulerLostPacketResent(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"math/bits"
 	"slices"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -52,7 +53,7 @@ type World struct {
 	changed []uint64
 	alwaysB []uint64 // entities of always-relevant kinds
 	layout  uint64
-	remap   remap
+	remap   idset.Remap
 
 	// spatial hash grid: entities sorted by bucket (counting sort)
 	cellX, cellY []int32
@@ -112,12 +113,12 @@ func (w *World) End(changed []uint64) {
 	}
 	if !slices.Equal(w.ids, w.prevIDs) {
 		w.layout++
-		w.remap.build(w.prevIDs, w.ids)
+		w.remap.Build(w.prevIDs, w.ids)
 	}
-	w.alwaysB = resize(w.alwaysB, words)
+	w.alwaysB = idset.ResizeBits(w.alwaysB, n)
 	for i, k := range w.kind {
 		if w.always[k] {
-			w.alwaysB[i>>6] |= 1 << (i & 63)
+			idset.SetBit(w.alwaysB, i)
 		}
 	}
 	w.buildGrid()
@@ -135,7 +136,7 @@ func (w *World) Pos(i int) Vec3           { return w.pos[i] }
 func (w *World) Kind(i int) uint8         { return w.kind[i] }
 
 // Changed reports whether entity i changed this tick.
-func (w *World) Changed(i int) bool { return w.changed[i>>6]>>(i&63)&1 != 0 }
+func (w *World) Changed(i int) bool { return idset.Bit(w.changed, i) }
 
 // Index returns the index of id, or -1.
 func (w *World) Index(id proto.NetworkID) int {
@@ -201,7 +202,7 @@ func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int)
 		for i, p := range w.pos {
 			dx, dy := p.X-c.X, p.Y-c.Y
 			if dx*dx+dy*dy <= r2 {
-				rel[i>>6] |= 1 << (i & 63)
+				idset.SetBit(rel, i)
 			}
 		}
 	} else {
@@ -215,7 +216,7 @@ func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int)
 					p := w.pos[i]
 					dx, dy := p.X-c.X, p.Y-c.Y
 					if dx*dx+dy*dy <= r2 {
-						rel[i>>6] |= 1 << (i & 63)
+						idset.SetBit(rel, int(i))
 					}
 				}
 			}
@@ -231,13 +232,4 @@ func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int)
 			}
 		}
 	}
-}
-
-func resize(s []uint64, words int) []uint64 {
-	if cap(s) < words {
-		s = make([]uint64, words, words+words/4)
-	}
-	s = s[:words]
-	clear(s)
-	return s
 }

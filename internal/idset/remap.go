@@ -1,0 +1,61 @@
+package idset
+
+import "github.com/tickwire/tickwire/proto"
+
+// Remap says how the entity order changed from one layout (a sorted set of
+// ids) to the next: runs of entities kept in order, and the old indices
+// that vanished. The owner of the layout (deltacomp's Ring, interest's
+// World) builds it once per change; every client's state realigns with it
+// instead of merging ids again. The zero value is an empty remap.
+type Remap struct {
+	Runs    []Run   // the kept entities, ascending
+	Removed []int32 // old indices no longer present, ascending
+	OldLen  int     // length of the old layout
+}
+
+// Run is a stretch of entities kept in order: new[New:New+N] are
+// old[Old:Old+N].
+type Run struct{ New, Old, N int32 }
+
+// Build computes the remap from oldIDs to newIDs, both strictly ascending.
+func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
+	m.Runs, m.Removed, m.OldLen = m.Runs[:0], m.Removed[:0], len(oldIDs)
+	j := 0
+	for i, id := range newIDs {
+		for j < len(oldIDs) && oldIDs[j] < id {
+			m.Removed = append(m.Removed, int32(j))
+			j++
+		}
+		if j < len(oldIDs) && oldIDs[j] == id {
+			if k := len(m.Runs) - 1; k >= 0 && m.Runs[k].New+m.Runs[k].N == int32(i) && m.Runs[k].Old+m.Runs[k].N == int32(j) {
+				m.Runs[k].N++
+			} else {
+				m.Runs = append(m.Runs, Run{int32(i), int32(j), 1})
+			}
+			j++
+		}
+	}
+	for ; j < len(oldIDs); j++ {
+		m.Removed = append(m.Removed, int32(j))
+	}
+}
+
+// Move fills dst, indexed like the new layout, from src, indexed like the
+// old one: a kept entity's entry moves to its new index, a new entity's
+// entry is the zero value.
+func Move[T any](m *Remap, dst, src []T) {
+	clear(dst)
+	for _, r := range m.Runs {
+		copy(dst[r.New:r.New+r.N], src[r.Old:r.Old+r.N])
+	}
+}
+
+// MoveBits is Move for bitsets: dst, with room for the new layout, gets
+// each kept entity's bit of src at its new index and clear bits for new
+// entities.
+func (m *Remap) MoveBits(dst, src []uint64) {
+	clear(dst)
+	for _, r := range m.Runs {
+		OrBits(dst, int(r.New), src, int(r.Old), int(r.N))
+	}
+}
