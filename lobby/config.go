@@ -66,11 +66,11 @@ type Config struct {
 	Stats StatsSource
 
 	// Registerer receives the lobby's Prometheus collectors. Nil means a
-	// new registry (with the Go and process collectors) that /metrics
-	// serves.
+	// new registry (with the Go and process collectors) that Admin's
+	// /metrics serves.
 	Registerer prometheus.Registerer
-	// Gatherer is what /metrics serves. Nil means Registerer when it is
-	// also a Gatherer (as *prometheus.Registry is), else
+	// Gatherer is what Admin's /metrics serves. Nil means Registerer
+	// when it is also a Gatherer (as *prometheus.Registry is), else
 	// prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 

@@ -1,8 +1,9 @@
 // Package lobby is how players find each other: the HTTP game menu and
 // lobby pages, the WebSocket ready flow, game assignment (game id, host,
-// port, connect token), a JSON API for bots and tools, and the live
-// dashboard. It never touches the game's UDP traffic: it only mints the
-// connect tokens (tickwire.MintToken) that the game server opens.
+// port, connect token), a JSON API for bots and tools, and, on a separate
+// operator handler, the live dashboard. It never touches the game's UDP
+// traffic: it only mints the connect tokens (tickwire.MintToken) that the
+// game server opens.
 //
 // # Where it sits
 //
@@ -26,7 +27,8 @@
 // # Mounting
 //
 // One process by default: the game server serves the lobby on its -http
-// address, with the server's key and UDP address:
+// address and the operator pages on its -admin address, with the server's
+// key and UDP address:
 //
 //	key, _, err := tickwire.LoadOrCreateKey("server.key")
 //	lb, err := lobby.New(lobby.Config{
@@ -34,9 +36,15 @@
 //		Stats:   server,   // implements lobby.StatsSource
 //		Registerer: reg,   // the server's *prometheus.Registry, served at /metrics
 //	})
-//	mux := http.NewServeMux()
-//	mux.Handle("/", lb)
+//	public := http.NewServeMux()
+//	public.Handle("/", lb)            // players: pages, sockets, API
+//	admin := http.NewServeMux()
+//	admin.Handle("/", lb.Admin())     // operators only: dashboard, stats, /metrics
 //	defer lb.Close()
+//
+// The public handler never shows a player's address. The operator pages
+// do (the dashboard lists every game connection's UDP address), so serve
+// them on loopback or a private network only.
 //
 // The lobby can also run alone, told about any number of game servers
 // (their UDP addresses, keys and the types they run) in Config.Servers.
@@ -66,7 +74,12 @@
 //	GET /                   menu of game types
 //	GET /games/{type}       the type's lobby: open games, create form, join buttons; the room view
 //	GET /games/{type}/ws    the WebSocket the page uses (protocol below)
+//	GET /static/...         embedded CSS and JavaScript
+//
+// Operator pages (Lobby.Admin):
+//
 //	GET /dashboard          live dashboard (polls /api/stats each second)
+//	GET /api/stats          the dashboard's numbers, with every game connection's address
 //	GET /metrics            Prometheus metrics (tickwire_lobby_* and whatever else Config.Registerer holds)
 //	GET /static/...         embedded CSS and JavaScript
 //
@@ -112,7 +125,6 @@
 //	POST /api/rooms/{room}/chat  {"seat","text"}   -> AssignmentStatus
 //	POST /api/rooms/{room}/leave {"seat"}          -> 204
 //	GET  /api/rooms/{room}/assignment?seat=S&wait=25s -> AssignmentStatus (long-poll, wait ≤ 60s)
-//	GET  /api/stats                                   the dashboard's numbers
 //
 // The seat id in SeatInfo authenticates the player's later calls; keep it
 // secret. A seat taken through the API is kept while its player calls the

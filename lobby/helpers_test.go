@@ -47,6 +47,14 @@ func newTestLobby(t testing.TB, cfg Config) (*Lobby, *httptest.Server) {
 	return l, srv
 }
 
+// newAdminServer serves l's operator pages over real HTTP on loopback.
+func newAdminServer(t testing.TB, l *Lobby) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(l.Admin())
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)

@@ -10,15 +10,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Lobby is the lobby's HTTP handler: pages, WebSockets, the JSON API, the
-// dashboard and /metrics. Create it with New, serve it at the root of an
-// http.Server (or of a ServeMux pattern "/"), and Close it on shutdown.
-// It is safe for concurrent use.
+// Lobby is the lobby's public HTTP handler: pages, WebSockets and the JSON
+// API. Create it with New, serve it at the root of an http.Server (or of a
+// ServeMux pattern "/"), serve Admin on a listener only operators reach,
+// and Close it on shutdown. It is safe for concurrent use.
 type Lobby struct {
 	cfg      Config
 	types    map[string]*gameType
 	order    []*gameType // menu order
 	mux      *http.ServeMux
+	admin    *http.ServeMux
 	pages    *template.Template
 	static   fs.FS
 	metrics  *metrics
@@ -78,8 +79,16 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// ServeHTTP serves the lobby.
+// ServeHTTP serves the lobby's public pages, sockets and API. Nothing it
+// serves names a player's address.
 func (l *Lobby) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.mux.ServeHTTP(w, r) }
+
+// Admin returns the operator pages: the live dashboard (/dashboard), its
+// numbers with every game connection's address (GET /api/stats),
+// Prometheus /metrics and the static files they use; / leads to the
+// dashboard. Serve it on a listener only operators reach (loopback or a
+// private network), never on the public one.
+func (l *Lobby) Admin() http.Handler { return l.admin }
 
 // Close shuts the lobby: open WebSockets are closed with status 1001
 // ("going away"), waiting long-polls answer "closed", and every later
@@ -115,13 +124,12 @@ func (l *Lobby) unlock() {
 
 // routes lists every endpoint; the package doc describes them.
 func (l *Lobby) routes() {
+	static := http.StripPrefix("/static/", http.FileServerFS(l.static))
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", l.serveMenu)
 	m.HandleFunc("GET /games/{type}", l.serveTypePage)
 	m.HandleFunc("GET /games/{type}/ws", l.serveTypeSocket)
-	m.HandleFunc("GET /dashboard", l.serveDashboard)
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(l.static)))
-	m.Handle("GET /metrics", l.metricsHandler())
+	m.Handle("GET /static/", static)
 
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/types", l.apiTypes)
@@ -133,7 +141,6 @@ func (l *Lobby) routes() {
 	api.HandleFunc("POST /api/rooms/{room}/chat", l.apiChat)
 	api.HandleFunc("POST /api/rooms/{room}/leave", l.apiLeave)
 	api.HandleFunc("GET /api/rooms/{room}/assignment", l.apiAssignment)
-	api.HandleFunc("GET /api/stats", l.apiStats)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		l.writeError(w, errorf(CodeBadRequest, "no API endpoint %s %s (see the lobby package doc)", r.Method, r.URL.Path))
 	})
@@ -141,6 +148,14 @@ func (l *Lobby) routes() {
 	// Origin or Sec-Fetch-Site header) always may.
 	m.Handle("/api/", http.NewCrossOriginProtection().Handler(api))
 	l.mux = m
+
+	a := http.NewServeMux()
+	a.Handle("GET /{$}", http.RedirectHandler("/dashboard", http.StatusFound))
+	a.HandleFunc("GET /dashboard", l.serveDashboard)
+	a.HandleFunc("GET /api/stats", l.apiStats)
+	a.Handle("GET /metrics", l.metricsHandler())
+	a.Handle("GET /static/", static)
+	l.admin = a
 }
 
 func (l *Lobby) serveTypeSocket(w http.ResponseWriter, r *http.Request) {

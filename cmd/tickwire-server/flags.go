@@ -16,6 +16,7 @@ import (
 type options struct {
 	listen     string
 	http       string
+	admin      string
 	game       string
 	tick       int
 	maxPlayers int
@@ -40,18 +41,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: tickwire-server [flags]\n\n"+
-			"Runs a tickwire game server with an embedded game, and an HTTP endpoint\n"+
-			"for health, metrics, the lobby and token minting.\n\nFlags:\n")
+			"Runs a tickwire game server with an embedded game, the lobby on a public\n"+
+			"HTTP address, and the operator pages (dashboard, metrics) on a private one.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic")
-	fs.StringVar(&o.http, "http", ":8080", "HTTP `address` for /healthz, /metrics, the lobby and /api/join (empty: off)")
+	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and /api/join (empty: off)")
+	fs.StringVar(&o.admin, "admin", "127.0.0.1:8081", "operator HTTP `address` for the dashboard, /metrics, the stats with players' addresses and -pprof;\nkeep it on loopback or a private network (empty: off)")
 	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
 	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
 	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
-	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the HTTP address")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the -admin address")
 	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by /api/join")
@@ -65,10 +67,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := validAddr("-listen", o.listen); err != nil {
 		return nil, err
 	}
-	if o.http != "" {
-		if err := validAddr("-http", o.http); err != nil {
+	for _, a := range []struct{ flag, addr string }{{"-http", o.http}, {"-admin", o.admin}} {
+		if a.addr == "" {
+			continue
+		}
+		if err := validAddr(a.flag, a.addr); err != nil {
 			return nil, err
 		}
+	}
+	if _, port, _ := net.SplitHostPort(o.http); o.http != "" && o.http == o.admin && port != "0" {
+		return nil, fmt.Errorf("-http and -admin are both %q: the operator pages need their own address", o.http)
+	}
+	if o.pprof && o.admin == "" {
+		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")
 	}
 	if !contains(knownGames, o.game) {
 		return nil, fmt.Errorf("-game %q is not embedded in this binary (have: %s)", o.game, strings.Join(knownGames, ", "))

@@ -11,7 +11,7 @@ func TestFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.listen != ":7777" || o.http != ":8080" || o.game != "arena" || o.tick != 60 || o.publicAddr != "127.0.0.1:7777" {
+	if o.listen != ":7777" || o.http != ":8080" || o.admin != "127.0.0.1:8081" || o.game != "arena" || o.tick != 60 || o.publicAddr != "127.0.0.1:7777" {
 		t.Fatalf("defaults: %+v", o)
 	}
 }
@@ -24,6 +24,9 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-listen", "nonsense"}, "-listen"},
 		{[]string{"-listen", ":99999"}, "port"},
 		{[]string{"-http", "x"}, "-http"},
+		{[]string{"-admin", "x"}, "-admin"},
+		{[]string{"-http", ":9000", "-admin", ":9000"}, "own address"},
+		{[]string{"-admin", "", "-pprof"}, "-pprof"},
 		{[]string{"-game", "chess"}, "not embedded"},
 		{[]string{"-tick", "0"}, "-tick"},
 		{[]string{"-tick", "1000"}, "-tick"},

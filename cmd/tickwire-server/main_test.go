@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ func TestServerEndToEnd(t *testing.T) {
 	ready := make(chan addrs, 1)
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug"}, &logs, ready)
+		exit <- run(context.Background(), []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug"}, &logs, ready)
 	}()
 	var a addrs
 	select {
@@ -74,45 +75,26 @@ func TestServerEndToEnd(t *testing.T) {
 		t.Fatalf("join response %+v", jr)
 	}
 	tok.ServerAddrs = []string{a.udp.String()}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := tickwire.Dial(ctx, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, tok)
 
-	get := func(path string) string {
-		t.Helper()
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
-	}
-	if h := get("/healthz"); !strings.Contains(h, "connections=1") {
+	admin := "http://" + a.admin.String()
+	if h := get(t, base+"/healthz"); !strings.Contains(h, "connections=1") {
 		t.Fatalf("healthz: %q", h)
 	}
-	m := get("/metrics")
+	m := get(t, admin+"/metrics")
 	for _, want := range []string{"tickwire_connections 1", "tickwire_players 2", "tickwire_tick_duration_seconds_bucket", `tickwire_packets_total{direction="in"}`, `tickwire_dropped_packets_total{reason="replay"} 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if menu := get("/"); !strings.Contains(menu, "Arena") {
+	if menu := get(t, base+"/"); !strings.Contains(menu, "Arena") {
 		t.Errorf("lobby menu does not offer the arena")
 	}
 	// pprof is off unless asked for.
-	if resp, err := http.Get(base + "/debug/pprof/"); err == nil {
-		if resp.StatusCode == 200 {
+	for _, u := range []string{base, admin} {
+		if status(t, "GET", u+"/debug/pprof/") == 200 {
 			t.Error("pprof served without -pprof")
 		}
-		resp.Body.Close()
 	}
 	// Bad input to /api/join gets a clear error.
 	for _, body := range []string{`{"players":9}`, `{`} {
@@ -146,18 +128,138 @@ func TestServerEndToEnd(t *testing.T) {
 	}
 }
 
+// dial connects a client with tok until the test ends.
+func dial(t *testing.T, tok *tickwire.ConnectToken) *tickwire.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := tickwire.Dial(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// get fetches url and fails the test unless it answers 200.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// status sends a request without a body and returns the answer's status.
+func status(t *testing.T, method, url string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// testServer is the command running in-process.
+type testServer struct {
+	addrs
+	base, admin string // URLs of -http and -admin
+	key         tickwire.Key
+	logs        *syncBuffer
+}
+
+// startServer runs the command in-process on loopback with a fresh key
+// file and args until the test ends.
+func startServer(t *testing.T, args ...string) *testServer {
+	t.Helper()
+	logs := &syncBuffer{}
+	ready := make(chan addrs, 1)
+	exit := make(chan int, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	args = append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile}, args...)
+	go func() { exit <- run(ctx, args, logs, ready) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("server exit %d: %s", code, logs.String())
+		}
+	})
+	var a addrs
+	select {
+	case a = <-ready:
+	case code := <-exit:
+		exit <- code
+		t.Fatalf("exited %d: %s", code, logs.String())
+	}
+	key, _, err := tickwire.LoadOrCreateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{addrs: a, key: key, logs: logs}
+	if a.http != nil {
+		s.base = "http://" + a.http.String()
+	}
+	if a.admin != nil {
+		s.admin = "http://" + a.admin.String()
+	}
+	return s
+}
+
+// TestOperatorPagesArePrivate: the dashboard, /metrics and the stats are
+// served on -admin only, and no public page or API answer names the
+// address of a connected player, which the operator's stats do.
+func TestOperatorPagesArePrivate(t *testing.T) {
+	s := startServer(t)
+	base, admin := s.base, s.admin
+	tok, err := tickwire.MintToken(s.key, tickwire.TokenParams{GameID: 1, ClientID: 9, Players: []uint16{1},
+		ServerAddrs: []string{s.udp.String()}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, tok)
+	// The client's socket is unbound; the server sees it on loopback.
+	player := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), c.LocalAddr().Port()).String()
+	if st := get(t, admin+"/api/stats"); !strings.Contains(st, player) {
+		t.Fatalf("operator stats lack the player's address %s:\n%s", player, st)
+	}
+	get(t, admin+"/dashboard")
+	get(t, admin+"/metrics")
+	for _, path := range []string{"/dashboard", "/metrics", "/api/stats", "/debug/pprof/"} {
+		if code := status(t, "GET", base+path); code < 400 {
+			t.Errorf("public GET %s: HTTP %d, want an error", path, code)
+		}
+	}
+	for _, path := range []string{"/", "/games/arena", "/api/types", "/api/games/arena", "/healthz"} {
+		if page := get(t, base+path); strings.Contains(page, player) {
+			t.Errorf("public GET %s names the player's address %s", path, player)
+		}
+	}
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	var out bytes.Buffer
-	if code := run([]string{"-h"}, &out, nil); code != 0 {
+	if code := run(context.Background(), []string{"-h"}, &out, nil); code != 0 {
 		t.Fatalf("-h exit %d", code)
 	}
-	for _, flag := range []string{"-listen", "-http", "-tick", "-key-file", "-max-players", "-log-level", "-pprof"} {
+	for _, flag := range []string{"-listen", "-http", "-admin", "-tick", "-key-file", "-max-players", "-log-level", "-pprof"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("usage lacks %s", flag)
 		}
 	}
 	out.Reset()
-	if code := run([]string{"-tick", "0"}, &out, nil); code != 2 || !strings.Contains(out.String(), "-tick") {
+	if code := run(context.Background(), []string{"-tick", "0"}, &out, nil); code != 2 || !strings.Contains(out.String(), "-tick") {
 		t.Fatalf("bad flag: exit %d, %q", code, out.String())
 	}
 }
