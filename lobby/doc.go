@@ -66,8 +66,9 @@
 // NAT caveat: the lobby sees the host's public address only if the host
 // reaches it directly. Behind NAT, the port must be forwarded (or the
 // NAT must keep the same mapping for the UDP port, which the lobby cannot
-// check); behind a reverse proxy the lobby sees the proxy's address, so
-// peer hosting needs the lobby reached without one. Browsers cannot host.
+// check); behind a reverse proxy the lobby sees the proxy's address
+// unless Config.TrustedProxies names the proxy (Lobby.ClientAddr).
+// Browsers cannot host.
 //
 // # Pages
 //
@@ -104,6 +105,7 @@
 //	{"type":"chat","room":"…","from":"Bob","text":"gl hf","at":"…"}
 //	{"type":"left","room":"…"}                                 followed by a "rooms" list
 //	{"type":"error","code":"room_full","error":"…"}            the last message changed nothing
+//	{"type":"error","code":"rate_limited","error":"…","retryAfter":3}
 //	{"type":"assigned","assignment":Assignment}                 then close 1000 "assigned"
 //
 // Closing the socket (or failing to answer pings for Config.PingInterval)
@@ -129,7 +131,9 @@
 // The seat id in SeatInfo authenticates the player's later calls; keep it
 // secret. A seat taken through the API is kept while its player calls the
 // API at least every Config.SeatTimeout; a long-poll in progress counts as
-// present the whole time.
+// present the whole time. Any seat, API or socket, goes when its player
+// has not acted (create, join, ready, unready, chat) for
+// Config.IdleTimeout, polling or not.
 //
 // A complete bot flow with curl (Client does the same in Go):
 //
@@ -159,4 +163,17 @@
 // full room, a taken name, an oversized or malformed message, or a ready,
 // chat or leave for a room the player is not in are answered with an
 // error and change nothing.
+//
+// Each client address (Lobby.ClientAddr; an IPv6 address counts by its
+// /64) has token buckets for creating rooms, joining and chatting
+// (Config.CreateRate, JoinRate, ChatRate) and may hold at most
+// Config.MaxRoomsPerAddr open rooms and Config.MaxSocketsPerAddr
+// sockets. Over a rate limit the answer is 429 "rate_limited" with a
+// Retry-After header and "retryAfter" (seconds) in the body; over a
+// per-address cap, 429 "address_limit"; with Config.MaxSockets sockets
+// open, 503 "busy". Request bodies over Config.MaxMessageBytes are cut
+// off (413) and their connection closed. The lobby sets no connection
+// timeouts: give the http.Server serving it ReadTimeout, WriteTimeout and
+// IdleTimeout (long-polls extend their own write deadline; sockets are
+// hijacked and keep their own).
 package lobby

@@ -4,7 +4,9 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,11 +27,15 @@ type Lobby struct {
 	metrics  *metrics
 	gatherer prometheus.Gatherer
 
+	now func() time.Time // the clock of the rate limits; tests replace it
+
 	mu       sync.Mutex
 	rooms    map[string]*room
 	seats    map[string]*seat
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
+	clients  map[netip.Prefix]*client
+	sweepAt  int // len(clients) that triggers a sweep
 	closed   bool
 	done     chan struct{} // closed by Close
 	after    []func()      // run by unlock, after l.mu is released
@@ -47,6 +53,9 @@ func New(cfg Config) (*Lobby, error) {
 		rooms:   map[string]*room{},
 		seats:   map[string]*seat{},
 		sockets: map[*socket]struct{}{},
+		clients: map[netip.Prefix]*client{},
+		sweepAt: minSweep,
+		now:     time.Now,
 		done:    make(chan struct{}),
 	}
 	for _, gt := range cfg.Types {
