@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,21 @@ type options struct {
 	publicAddr string
 	tokenTTL   time.Duration
 	npcs       int
+
+	maxConns        int
+	maxConnsPerAddr int
+	trustedProxies  []netip.Prefix
+	httpLimits      httpLimits // not flags; tests shorten them
+}
+
+// trusted reports whether a is one of -trusted-proxies.
+func (o *options) trusted(a netip.Addr) bool {
+	for _, p := range o.trustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // flagHelp is returned for -h: usage was printed, exit 0.
@@ -36,7 +52,7 @@ var flagHelp = flag.ErrHelp
 var knownGames = []string{"arena"}
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{httpLimits: defaultHTTPLimits}
 	fs := flag.NewFlagSet("tickwire-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -53,6 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
 	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	fs.IntVar(&o.maxConns, "max-http-conns", 10000, "HTTP `connections` open at once on each listener; more wait in the kernel's backlog")
+	fs.IntVar(&o.maxConnsPerAddr, "max-http-conns-per-addr", 64, "HTTP `connections` one client address may hold open on each listener (an IPv6 /64 counts as one;\n-trusted-proxies are not limited)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies in front of -http, whose X-Forwarded-For names the client\nthe lobby's per-address limits count (default: none; X-Forwarded-For is ignored)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the -admin address")
 	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
@@ -77,6 +96,25 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if _, port, _ := net.SplitHostPort(o.http); o.http != "" && o.http == o.admin && port != "0" {
 		return nil, fmt.Errorf("-http and -admin are both %q: the operator pages need their own address", o.http)
+	}
+	if o.maxConns < 1 || o.maxConns > 1_000_000 {
+		return nil, fmt.Errorf("-max-http-conns %d out of range 1..1000000", o.maxConns)
+	}
+	if o.maxConnsPerAddr < 1 || o.maxConnsPerAddr > o.maxConns {
+		return nil, fmt.Errorf("-max-http-conns-per-addr %d out of range 1..%d (-max-http-conns)", o.maxConnsPerAddr, o.maxConns)
+	}
+	for _, s := range strings.Split(*proxies, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if a, aerr := netip.ParseAddr(s); aerr == nil {
+			p, err = a.Prefix(a.BitLen())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-trusted-proxies: %q is not an IP address or CIDR like 10.0.0.0/8", s)
+		}
+		o.trustedProxies = append(o.trustedProxies, p.Masked())
 	}
 	if o.pprof && o.admin == "" {
 		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")

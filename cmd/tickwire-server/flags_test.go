@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -16,6 +17,16 @@ func TestFlagsDefaults(t *testing.T) {
 	}
 }
 
+func TestFlagsTrustedProxies(t *testing.T) {
+	o, err := parseFlags([]string{"-trusted-proxies", "10.1.2.3/8, 192.0.2.1,::1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(o.trustedProxies); got != "[10.0.0.0/8 192.0.2.1/32 ::1/128]" {
+		t.Errorf("-trusted-proxies parsed as %s", got)
+	}
+}
+
 func TestFlagsRejected(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -27,6 +38,10 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-admin", "x"}, "-admin"},
 		{[]string{"-http", ":9000", "-admin", ":9000"}, "own address"},
 		{[]string{"-admin", "", "-pprof"}, "-pprof"},
+		{[]string{"-max-http-conns", "0"}, "-max-http-conns"},
+		{[]string{"-max-http-conns-per-addr", "0"}, "-max-http-conns-per-addr"},
+		{[]string{"-max-http-conns", "10", "-max-http-conns-per-addr", "11"}, "-max-http-conns-per-addr"},
+		{[]string{"-trusted-proxies", "10.0.0.0/8,proxy.local"}, `"proxy.local" is not an IP address or CIDR`},
 		{[]string{"-game", "chess"}, "not embedded"},
 		{[]string{"-tick", "0"}, "-tick"},
 		{[]string{"-tick", "1000"}, "-tick"},

@@ -113,11 +113,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	var sites []*site
 	if o.http != "" {
 		lb, err = lobby.New(lobby.Config{
-			Types:      []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
-			Servers:    []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
-			Stats:      game,
-			Registerer: reg,
-			Logger:     log,
+			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
+			Servers:        []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
+			Stats:          game,
+			Registerer:     reg,
+			Logger:         log,
+			TrustedProxies: o.trustedProxies,
 		})
 		if err != nil {
 			conn.Close()
@@ -128,7 +129,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		mux.Handle("/", lb)
 		mux.HandleFunc("GET /healthz", health)
 		mux.Handle("POST /api/join", &joinHandler{key: key, o: o, game: game, log: log})
-		sites = append(sites, &site{name: "HTTP", addr: o.http, handler: mux, page: "/"})
+		sites = append(sites, &site{name: "HTTP", addr: o.http, handler: mux, page: "/", limits: o.httpLimits})
 	}
 	if o.admin != "" {
 		mux := http.NewServeMux()
@@ -144,10 +145,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		}
-		sites = append(sites, &site{name: "admin", addr: o.admin, handler: mux, page: "/dashboard"})
+		limits := o.httpLimits
+		limits.write = max(limits.write, adminWriteTimeout)
+		sites = append(sites, &site{name: "admin", addr: o.admin, handler: mux, page: "/dashboard", limits: limits})
 	}
 	for i, s := range sites {
-		if err := s.listen(log); err != nil {
+		if err := s.listen(o, log); err != nil {
 			for _, open := range sites[:i] {
 				open.ln.Close()
 			}

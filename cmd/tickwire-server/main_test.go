@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"path/filepath"
@@ -180,28 +181,35 @@ type testServer struct {
 }
 
 // startServer runs the command in-process on loopback with a fresh key
-// file and args until the test ends.
-func startServer(t *testing.T, args ...string) *testServer {
+// file and args, changed by tweak when not nil, until the test ends.
+func startServer(t *testing.T, tweak func(*options), args ...string) *testServer {
 	t.Helper()
 	logs := &syncBuffer{}
-	ready := make(chan addrs, 1)
-	exit := make(chan int, 1)
-	ctx, cancel := context.WithCancel(context.Background())
 	keyFile := filepath.Join(t.TempDir(), "server.key")
 	args = append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile}, args...)
-	go func() { exit <- run(ctx, args, logs, ready) }()
+	o, err := parseFlags(args, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(o)
+	}
+	ready := make(chan addrs, 1)
+	exit := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { exit <- serve(ctx, o, slog.New(slog.NewTextHandler(logs, nil)), ready) }()
 	t.Cleanup(func() {
 		cancel()
-		if code := <-exit; code != 0 {
-			t.Errorf("server exit %d: %s", code, logs.String())
+		if err := <-exit; err != nil {
+			t.Errorf("server: %v\n%s", err, logs.String())
 		}
 	})
 	var a addrs
 	select {
 	case a = <-ready:
-	case code := <-exit:
-		exit <- code
-		t.Fatalf("exited %d: %s", code, logs.String())
+	case err := <-exit:
+		exit <- err
+		t.Fatalf("server: %v\n%s", err, logs.String())
 	}
 	key, _, err := tickwire.LoadOrCreateKey(keyFile)
 	if err != nil {
@@ -221,7 +229,7 @@ func startServer(t *testing.T, args ...string) *testServer {
 // served on -admin only, and no public page or API answer names the
 // address of a connected player, which the operator's stats do.
 func TestOperatorPagesArePrivate(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, nil)
 	base, admin := s.base, s.admin
 	tok, err := tickwire.MintToken(s.key, tickwire.TokenParams{GameID: 1, ClientID: 9, Players: []uint16{1},
 		ServerAddrs: []string{s.udp.String()}}, time.Now())

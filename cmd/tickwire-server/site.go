@@ -7,7 +7,35 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
+
+// httpLimits bound what one client holds on a listener: how long it may
+// take to send a request or read an answer, how long an idle keep-alive
+// connection stays, and how big a request may be.
+type httpLimits struct {
+	readHeader time.Duration // the request line and headers
+	read       time.Duration // the whole request, body included
+	write      time.Duration // one answer; long-polls extend theirs, WebSockets (hijacked) keep their own
+	idle       time.Duration // a keep-alive connection between requests
+	maxHeader  int           // bytes of request line and headers
+	maxBody    int64         // bytes of request body
+}
+
+// defaultHTTPLimits are the public listener's.
+var defaultHTTPLimits = httpLimits{
+	readHeader: 5 * time.Second,
+	read:       10 * time.Second,
+	write:      30 * time.Second,
+	idle:       60 * time.Second,
+	maxHeader:  64 << 10,
+	maxBody:    64 << 10,
+}
+
+// adminWriteTimeout lets the operator listener answer pprof's 30 s
+// profiles and traces (pprof refuses durations beyond WriteTimeout).
+const adminWriteTimeout = 2 * time.Minute
 
 // site is one HTTP listener of the server: the public one (-http) or the
 // operator one (-admin).
@@ -16,21 +44,27 @@ type site struct {
 	addr    string
 	handler http.Handler
 	page    string // the page the log line points at
+	limits  httpLimits
 
 	ln  net.Listener
 	srv *http.Server
 }
 
-// listen binds the site's address.
-func (s *site) listen(log *slog.Logger) error {
+// listen binds the site's address, with at most -max-http-conns
+// connections at once and -max-http-conns-per-addr from one address.
+func (s *site) listen(o *options, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
 		return fmt.Errorf("listen %s (%s): %w", s.addr, s.name, err)
 	}
-	s.ln = ln
+	s.ln = limitPerAddr(netutil.LimitListener(ln, o.maxConns), o.maxConnsPerAddr, o.trusted)
 	s.srv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           http.MaxBytesHandler(s.handler, s.limits.maxBody),
+		ReadHeaderTimeout: s.limits.readHeader,
+		ReadTimeout:       s.limits.read,
+		WriteTimeout:      s.limits.write,
+		IdleTimeout:       s.limits.idle,
+		MaxHeaderBytes:    s.limits.maxHeader,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("serving "+s.name, "addr", ln.Addr(), "url", "http://"+ln.Addr().String()+s.page)
