@@ -171,7 +171,10 @@
 // sockets. Over a rate limit the answer is 429 "rate_limited" with a
 // Retry-After header and "retryAfter" (seconds) in the body; over a
 // per-address cap, 429 "address_limit"; with Config.MaxSockets sockets
-// open, 503 "busy". Request bodies over Config.MaxMessageBytes are cut
+// open, 503 "busy". A browser request from another site's page is
+// refused with 403 "cross_origin" (Lobby.ProtectCrossOrigin); WebSockets
+// accept only same-origin pages and Config.OriginPatterns. Request
+// bodies over Config.MaxMessageBytes are cut
 // off (413) and their connection closed. The lobby sets no connection
 // timeouts: give the http.Server serving it ReadTimeout, WriteTimeout and
 // IdleTimeout (long-polls extend their own write deadline; sockets are

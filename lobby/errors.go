@@ -44,6 +44,7 @@ const (
 	CodeBusy            = "busy"              // the lobby has MaxSockets sockets open
 	CodeRateLimited     = "rate_limited"      // too many creates, joins or chat lines from the address; see RetryAfter
 	CodeAddrLimit       = "address_limit"     // the address has MaxRoomsPerAddr rooms or MaxSocketsPerAddr sockets
+	CodeCrossOrigin     = "cross_origin"      // a browser request from another site's page
 )
 
 func errorf(code, format string, args ...any) *Error {
@@ -63,6 +64,8 @@ func httpStatus(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case CodeRateLimited, CodeAddrLimit:
 		return http.StatusTooManyRequests
+	case CodeCrossOrigin:
+		return http.StatusForbidden
 	case CodeNoServer, CodeClosed, CodeBusy:
 		return http.StatusServiceUnavailable
 	case CodeAssignFailed:

@@ -22,6 +22,7 @@ type Lobby struct {
 	order    []*gameType // menu order
 	mux      *http.ServeMux
 	admin    *http.ServeMux
+	xorigin  *http.CrossOriginProtection
 	pages    *template.Template
 	static   fs.FS
 	metrics  *metrics
@@ -92,6 +93,15 @@ func contains(list []string, s string) bool {
 // serves names a player's address.
 func (l *Lobby) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.mux.ServeHTTP(w, r) }
 
+// ProtectCrossOrigin returns h behind the lobby's own cross-origin
+// protection: a browser request that another site's page makes (by
+// Sec-Fetch-Site or Origin) is refused with 403 and a JSON Error
+// "cross_origin" before h runs; GET and HEAD, same-origin requests and
+// tools (no such headers) pass. The lobby puts its JSON API behind it;
+// endpoints served next to the lobby use it to refuse the same requests
+// the same way (tickwire-server's POST /api/join).
+func (l *Lobby) ProtectCrossOrigin(h http.Handler) http.Handler { return l.xorigin.Handler(h) }
+
 // Admin returns the operator pages: the live dashboard (/dashboard), its
 // numbers with every game connection's address (GET /api/stats),
 // Prometheus /metrics and the static files they use; / leads to the
@@ -155,7 +165,11 @@ func (l *Lobby) routes() {
 	})
 	// Browsers may not POST to the API from other sites; tools (no
 	// Origin or Sec-Fetch-Site header) always may.
-	m.Handle("/api/", http.NewCrossOriginProtection().Handler(api))
+	l.xorigin = http.NewCrossOriginProtection()
+	l.xorigin.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.writeError(w, errorf(CodeCrossOrigin, "a page on another site may not call %s %s", r.Method, r.URL.Path))
+	}))
+	m.Handle("/api/", l.ProtectCrossOrigin(api))
 	l.mux = m
 
 	a := http.NewServeMux()

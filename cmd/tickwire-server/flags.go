@@ -32,7 +32,15 @@ type options struct {
 	maxConns        int
 	maxConnsPerAddr int
 	trustedProxies  []netip.Prefix
-	httpLimits      httpLimits // not flags; tests shorten them
+
+	devJoin    bool
+	joinSecret string // from -join-secret or -join-secret-file
+	joinRate   float64
+	joinBurst  int
+
+	// Not flags; tests change them.
+	httpLimits httpLimits
+	now        func() time.Time // the clock of the rate limits
 }
 
 // trusted reports whether a is one of -trusted-proxies.
@@ -52,7 +60,7 @@ var flagHelp = flag.ErrHelp
 var knownGames = []string{"arena"}
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{httpLimits: defaultHTTPLimits}
+	o := &options{httpLimits: defaultHTTPLimits, now: time.Now}
 	fs := flag.NewFlagSet("tickwire-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -62,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic")
-	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and /api/join (empty: off)")
+	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and, with -dev-join, POST /api/join (empty: off)")
 	fs.StringVar(&o.admin, "admin", "127.0.0.1:8081", "operator HTTP `address` for the dashboard, /metrics, the stats with players' addresses and -pprof;\nkeep it on loopback or a private network (empty: off)")
 	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
 	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
@@ -73,9 +81,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxConnsPerAddr, "max-http-conns-per-addr", 64, "HTTP `connections` one client address may hold open on each listener (an IPv6 /64 counts as one;\n-trusted-proxies are not limited)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies in front of -http, whose X-Forwarded-For names the client\nthe lobby's per-address limits count (default: none; X-Forwarded-For is ignored)")
 	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the -admin address")
-	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
+	fs.BoolVar(&o.devJoin, "dev-join", false, "development only: serve POST /api/join on -http, which mints a token for the default game to\nevery caller it lets through (the bots use it); needs -http on loopback or a -join-secret")
+	fs.StringVar(&o.joinSecret, "join-secret", "", "bearer `secret` (16+ characters) POST /api/join then requires; other users can read it in ps:\nprefer -join-secret-file")
+	secretFile := fs.String("join-secret-file", "", "`file` holding the -join-secret (mode 0600)")
+	fs.Float64Var(&o.joinRate, "join-rate", 20, "`tokens` per second POST /api/join hands one client address, after -join-burst")
+	fs.IntVar(&o.joinBurst, "join-burst", 50, "`tokens` POST /api/join hands one client address at once")
+	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game POST /api/join hands out (-dev-join)")
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
-	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by /api/join")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -115,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-trusted-proxies: %q is not an IP address or CIDR like 10.0.0.0/8", s)
 		}
 		o.trustedProxies = append(o.trustedProxies, p.Masked())
+	}
+	if err := o.validJoin(fs, *secretFile); err != nil {
+		return nil, err
 	}
 	if o.pprof && o.admin == "" {
 		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")
@@ -173,4 +189,55 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validJoin checks the -dev-join flags and reads -join-secret-file.
+func (o *options) validJoin(fs *flag.FlagSet, secretFile string) error {
+	if !o.devJoin {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "join-") {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return fmt.Errorf("%s only apply to POST /api/join, which is off: give -dev-join too", strings.Join(set, ", "))
+		}
+		return nil
+	}
+	if o.http == "" {
+		return errors.New("-dev-join serves POST /api/join on -http, which is off")
+	}
+	if secretFile != "" {
+		if o.joinSecret != "" {
+			return errors.New("give -join-secret or -join-secret-file, not both")
+		}
+		b, err := readPrivate(secretFile)
+		if err != nil {
+			return fmt.Errorf("-join-secret-file: %w", err)
+		}
+		o.joinSecret = strings.TrimSpace(string(b))
+	}
+	if o.joinSecret == "" {
+		if host, _, _ := net.SplitHostPort(o.http); !isLoopback(host) {
+			return fmt.Errorf("-dev-join would mint tokens for anyone who reaches -http %q: give -join-secret or -join-secret-file, "+
+				"or serve -http on loopback (e.g. -http 127.0.0.1:8080)", o.http)
+		}
+	} else if len(o.joinSecret) < 16 {
+		return fmt.Errorf("the -join-secret has %d characters: want at least 16 (e.g. openssl rand -hex 16)", len(o.joinSecret))
+	}
+	if o.joinRate <= 0 || o.joinBurst < 1 {
+		return fmt.Errorf("-join-rate %v and -join-burst %d must be positive", o.joinRate, o.joinBurst)
+	}
+	return nil
+}
+
+// isLoopback reports whether host (of a listen address) is a loopback
+// address; an empty host listens on every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

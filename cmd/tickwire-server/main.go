@@ -1,9 +1,9 @@
 // Command tickwire-server runs a tickwire game server with an embedded
-// game; on its public HTTP address (-http) the lobby, a token endpoint for
-// tools and bots (POST /api/join) and /healthz; on its operator address
-// (-admin, loopback by default) the dashboard, Prometheus /metrics, the
-// detailed stats and, with -pprof, net/http/pprof. Run with -h for its
-// flags.
+// game; on its public HTTP address (-http) the lobby, /healthz and, with
+// the development switch -dev-join, a token endpoint for tools and bots
+// (POST /api/join); on its operator address (-admin, loopback by
+// default) the dashboard, Prometheus /metrics, the detailed stats and,
+// with -pprof, net/http/pprof. Run with -h for its flags.
 //
 // SIGINT or SIGTERM tells every client the server is shutting down, stops
 // the tick loop and the HTTP server, and exits 0.
@@ -128,7 +128,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		mux := http.NewServeMux()
 		mux.Handle("/", lb)
 		mux.HandleFunc("GET /healthz", health)
-		mux.Handle("POST /api/join", &joinHandler{key: key, o: o, game: game, log: log})
+		if o.devJoin {
+			mux.Handle("POST /api/join", lb.ProtectCrossOrigin(newJoinHandler(key, o, game, log, lb.ClientAddr)))
+			log.Warn("POST /api/join mints tokens for the default game: a development switch", "addr", o.http, "secret", o.joinSecret != "")
+		} else {
+			mux.HandleFunc("POST /api/join", joinOff)
+		}
 		sites = append(sites, &site{name: "HTTP", addr: o.http, handler: mux, page: "/", limits: o.httpLimits})
 	}
 	if o.admin != "" {

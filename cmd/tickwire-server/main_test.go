@@ -47,7 +47,7 @@ func TestServerEndToEnd(t *testing.T) {
 	ready := make(chan addrs, 1)
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run(context.Background(), []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug"}, &logs, ready)
+		exit <- run(context.Background(), []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug", "-dev-join"}, &logs, ready)
 	}()
 	var a addrs
 	select {

@@ -92,6 +92,7 @@ func run(ctx context.Context, o options) error {
 
 	srv, err := startProc(pin, "0", filepath.Join(o.binDir, "tickwire-server"),
 		"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
+		"-dev-join", "-join-rate", "10000", "-join-burst", "10000", // the bots' tokens, all from loopback
 		"-max-players", strconv.Itoa(o.max+o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs))
 	if err != nil {
 		return err
