@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -32,6 +33,8 @@ type options struct {
 	maxConns        int
 	maxConnsPerAddr int
 	trustedProxies  []netip.Prefix
+
+	tls *tls.Certificate // from -tls-cert and -tls-key; nil: plain HTTP
 
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
@@ -77,6 +80,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
 	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
+	certFile := fs.String("tls-cert", "", "serve HTTPS on -http and -admin with this PEM certificate `file` (chain first); with -tls-key.\nConnect tokens must travel over TLS in production: use it, or a TLS-terminating proxy")
+	keyFile := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
 	fs.IntVar(&o.maxConns, "max-http-conns", 10000, "HTTP `connections` open at once on each listener; more wait in the kernel's backlog")
 	fs.IntVar(&o.maxConnsPerAddr, "max-http-conns-per-addr", 64, "HTTP `connections` one client address may hold open on each listener (an IPv6 /64 counts as one;\n-trusted-proxies are not limited)")
 	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies in front of -http, whose X-Forwarded-For names the client\nthe lobby's per-address limits count (default: none; X-Forwarded-For is ignored)")
@@ -128,6 +133,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-trusted-proxies: %q is not an IP address or CIDR like 10.0.0.0/8", s)
 		}
 		o.trustedProxies = append(o.trustedProxies, p.Masked())
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return nil, errors.New("-tls-cert and -tls-key go together: give both files, or neither for plain HTTP")
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-tls-cert %s and -tls-key %s: %v", *certFile, *keyFile, err)
+		}
+		o.tls = &cert
 	}
 	if err := o.validJoin(fs, *secretFile); err != nil {
 		return nil, err

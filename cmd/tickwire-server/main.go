@@ -128,6 +128,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		mux := http.NewServeMux()
 		mux.Handle("/", lb)
 		mux.HandleFunc("GET /healthz", health)
+		if host, _, _ := net.SplitHostPort(o.http); o.tls == nil && len(o.trustedProxies) == 0 && !isLoopback(host) {
+			log.Warn("serving the lobby over plain HTTP: connect tokens travel in clear; in production give -tls-cert and -tls-key, or put a TLS-terminating proxy in front (-trusted-proxies)", "addr", o.http)
+		}
 		if o.devJoin {
 			mux.Handle("POST /api/join", lb.ProtectCrossOrigin(newJoinHandler(key, o, game, log, lb.ClientAddr)))
 			log.Warn("POST /api/join mints tokens for the default game: a development switch", "addr", o.http, "secret", o.joinSecret != "")

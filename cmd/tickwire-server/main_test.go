@@ -175,9 +175,9 @@ func status(t *testing.T, method, url string) int {
 // testServer is the command running in-process.
 type testServer struct {
 	addrs
-	base, admin string // URLs of -http and -admin
-	key         tickwire.Key
-	logs        *syncBuffer
+	base, adminURL string // URLs of -http and -admin
+	key            tickwire.Key
+	logs           *syncBuffer
 }
 
 // startServer runs the command in-process on loopback with a fresh key
@@ -220,7 +220,7 @@ func startServer(t *testing.T, tweak func(*options), args ...string) *testServer
 		s.base = "http://" + a.http.String()
 	}
 	if a.admin != nil {
-		s.admin = "http://" + a.admin.String()
+		s.adminURL = "http://" + a.admin.String()
 	}
 	return s
 }
@@ -230,7 +230,7 @@ func startServer(t *testing.T, tweak func(*options), args ...string) *testServer
 // address of a connected player, which the operator's stats do.
 func TestOperatorPagesArePrivate(t *testing.T) {
 	s := startServer(t, nil)
-	base, admin := s.base, s.admin
+	base, admin := s.base, s.adminURL
 	tok, err := tickwire.MintToken(s.key, tickwire.TokenParams{GameID: 1, ClientID: 9, Players: []uint16{1},
 		ServerAddrs: []string{s.udp.String()}}, time.Now())
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +49,7 @@ type site struct {
 
 	ln  net.Listener
 	srv *http.Server
+	tls bool
 }
 
 // listen binds the site's address, with at most -max-http-conns
@@ -67,13 +69,22 @@ func (s *site) listen(o *options, log *slog.Logger) error {
 		MaxHeaderBytes:    s.limits.maxHeader,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	log.Info("serving "+s.name, "addr", ln.Addr(), "url", "http://"+ln.Addr().String()+s.page)
+	scheme := "http"
+	if o.tls != nil {
+		s.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{*o.tls}, MinVersion: tls.VersionTLS12}
+		s.tls, scheme = true, "https"
+	}
+	log.Info("serving "+s.name, "addr", ln.Addr(), "url", scheme+"://"+ln.Addr().String()+s.page)
 	return nil
 }
 
 // serve serves the site until Shutdown.
 func (s *site) serve() error {
-	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+	serve := s.srv.Serve
+	if s.tls {
+		serve = func(ln net.Listener) error { return s.srv.ServeTLS(ln, "", "") }
+	}
+	if err := serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
 	return nil
