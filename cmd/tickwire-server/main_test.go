@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -211,7 +212,7 @@ func startServer(t *testing.T, tweak func(*options), args ...string) *testServer
 		exit <- err
 		t.Fatalf("server: %v\n%s", err, logs.String())
 	}
-	key, _, err := tickwire.LoadOrCreateKey(keyFile)
+	key, _, err := tickwire.LoadOrCreateKey(o.keyFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,5 +270,25 @@ func TestHelpExitsZero(t *testing.T) {
 	out.Reset()
 	if code := run(context.Background(), []string{"-tick", "0"}, &out, nil); code != 2 || !strings.Contains(out.String(), "-tick") {
 		t.Fatalf("bad flag: exit %d, %q", code, out.String())
+	}
+}
+
+// TestKeyFileMode: a key file that group or other users may read stops
+// the server with the file's name and the fix; mode 0600 starts it.
+func TestKeyFileMode(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	if err := os.WriteFile(keyFile, []byte(tickwire.Key{7}.String()+"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(keyFile, 0o640) // whatever the umask
+	var out bytes.Buffer
+	code := run(t.Context(), []string{"-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-key-file", keyFile}, &out, nil)
+	if code != 1 || !strings.Contains(out.String(), "chmod 600 "+keyFile) || !strings.Contains(out.String(), "0640") {
+		t.Fatalf("group-readable key: exit %d:\n%s", code, out.String())
+	}
+	os.Chmod(keyFile, 0o600)
+	s := startServer(t, nil, "-key-file", keyFile)
+	if s.key != (tickwire.Key{7}) {
+		t.Fatalf("the server did not use the 0600 key file")
 	}
 }
