@@ -262,7 +262,8 @@ func TestHelpExitsZero(t *testing.T) {
 	if code := run(context.Background(), []string{"-h"}, &out, nil); code != 0 {
 		t.Fatalf("-h exit %d", code)
 	}
-	for _, flag := range []string{"-listen", "-http", "-admin", "-tick", "-key-file", "-max-players", "-log-level", "-pprof"} {
+	for _, flag := range []string{"-listen", "-http", "-admin", "-tick", "-key-file", "-max-players", "-log-level", "-pprof",
+		"-dev-join", "-join-secret-file", "-tls-cert", "-tls-key", "-trusted-proxies", "-max-http-conns"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("usage lacks %s", flag)
 		}
