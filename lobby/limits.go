@@ -41,15 +41,15 @@ func (r RateLimit) limiter() *rate.Limiter {
 	return rate.NewLimiter(rate.Every(r.Every), r.Burst)
 }
 
-// client is one client address: its buckets (nil when off) and what it
-// holds.
-type client struct {
+// addrState is one client address: its buckets (nil when off) and what
+// it holds.
+type addrState struct {
 	create, join, chat *rate.Limiter
 	rooms              int // open rooms it created
 	sockets            int // sockets open or being accepted
 }
 
-// minSweep is how many clients the lobby tracks before it first forgets
+// minSweep is how many addresses the lobby tracks before it first forgets
 // the ones that hold nothing and have full buckets.
 const minSweep = 1024
 
@@ -64,29 +64,29 @@ func clientKey(a netip.Addr) netip.Prefix {
 	return p
 }
 
-// client returns the limits of key, creating them.
-func (l *Lobby) client(key netip.Prefix) *client {
-	c := l.clients[key]
+// addr returns the state of the client address key, creating it.
+func (l *Lobby) addr(key netip.Prefix) *addrState {
+	c := l.addrs[key]
 	if c != nil {
 		return c
 	}
-	if len(l.clients) >= l.sweepAt {
-		l.sweepClients()
-		l.sweepAt = max(minSweep, 2*len(l.clients))
+	if len(l.addrs) >= l.sweepAt {
+		l.sweepAddrs()
+		l.sweepAt = max(minSweep, 2*len(l.addrs))
 	}
-	c = &client{create: l.cfg.CreateRate.limiter(), join: l.cfg.JoinRate.limiter(), chat: l.cfg.ChatRate.limiter()}
-	l.clients[key] = c
+	c = &addrState{create: l.cfg.CreateRate.limiter(), join: l.cfg.JoinRate.limiter(), chat: l.cfg.ChatRate.limiter()}
+	l.addrs[key] = c
 	return c
 }
 
-// sweepClients forgets the clients that hold nothing and whose buckets
+// sweepAddrs forgets the addresses that hold nothing and whose buckets
 // are full: a new entry for them would be the same.
-func (l *Lobby) sweepClients() {
+func (l *Lobby) sweepAddrs() {
 	now := l.now()
 	full := func(b *rate.Limiter) bool { return b == nil || b.TokensAt(now) >= float64(b.Burst()) }
-	for k, c := range l.clients {
+	for k, c := range l.addrs {
 		if c.rooms == 0 && c.sockets == 0 && full(c.create) && full(c.join) && full(c.chat) {
-			delete(l.clients, k)
+			delete(l.addrs, k)
 		}
 	}
 }

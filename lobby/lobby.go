@@ -35,8 +35,8 @@ type Lobby struct {
 	seats    map[string]*seat
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
-	clients  map[netip.Prefix]*client
-	sweepAt  int // len(clients) that triggers a sweep
+	addrs    map[netip.Prefix]*addrState
+	sweepAt  int // len(addrs) that triggers a sweep
 	closed   bool
 	done     chan struct{} // closed by Close
 	after    []func()      // run by unlock, after l.mu is released
@@ -54,7 +54,7 @@ func New(cfg Config) (*Lobby, error) {
 		rooms:   map[string]*room{},
 		seats:   map[string]*seat{},
 		sockets: map[*socket]struct{}{},
-		clients: map[netip.Prefix]*client{},
+		addrs:   map[netip.Prefix]*addrState{},
 		sweepAt: minSweep,
 		now:     time.Now,
 		done:    make(chan struct{}),

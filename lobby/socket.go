@@ -209,14 +209,14 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 		return
 	}
 	o := l.originOf(r, nil)
-	cl := l.client(clientKey(o.remote))
+	cl := l.addr(clientKey(o.remote))
 	if err := atMost(cl.sockets, l.cfg.MaxSocketsPerAddr, "lobby connections"); err != nil {
 		l.unlock()
 		l.writeError(w, err)
 		return
 	}
 	l.nsockets++
-	cl.sockets++ // cl stays in l.clients while it holds a socket
+	cl.sockets++ // kept in l.addrs while it holds a socket
 	l.unlock()
 	release := func() {
 		l.nsockets--

@@ -196,7 +196,7 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 		return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
 	}
 	owner := clientKey(o.remote)
-	c := l.client(owner)
+	c := l.addr(owner)
 	if err := atMost(c.rooms, l.cfg.MaxRoomsPerAddr, "games"); err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (l *Lobby) join(roomID string, req JoinRequest, o origin) (*seat, *Error) {
 			return nil, errorf(CodeNameTaken, "someone in %q is already called %q", r.name, p.name)
 		}
 	}
-	if err := l.take(l.client(clientKey(o.remote)).join, "joins"); err != nil {
+	if err := l.take(l.addr(clientKey(o.remote)).join, "joins"); err != nil {
 		return nil, err
 	}
 	s := l.seat(r, player, req.HostPort, o)
@@ -324,7 +324,7 @@ func (l *Lobby) chat(s *seat, roomID, text string) *Error {
 	if n := utf8.RuneCountInString(text); n > l.cfg.MaxChatLen {
 		return errorf(CodeBadRequest, "chat message has %d characters, at most %d allowed", n, l.cfg.MaxChatLen)
 	}
-	if err := l.take(l.client(clientKey(s.remote)).chat, "chat messages"); err != nil {
+	if err := l.take(l.addr(clientKey(s.remote)).chat, "chat messages"); err != nil {
 		return err
 	}
 	l.act(s)
@@ -387,7 +387,7 @@ func (l *Lobby) remove(s *seat, why string) {
 func (l *Lobby) closeRoom(r *room) {
 	delete(l.rooms, r.id)
 	r.typ.rooms = slices.DeleteFunc(r.typ.rooms, func(x *room) bool { return x == r })
-	if c := l.clients[r.owner]; c != nil {
+	if c := l.addrs[r.owner]; c != nil {
 		c.rooms--
 	}
 }
