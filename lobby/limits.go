@@ -91,7 +91,7 @@ func (l *Lobby) sweepAddrs() {
 	}
 }
 
-// take spends a token of b for one action ("rooms created", "joins",
+// take spends a token of b for one action ("games created", "joins",
 // "chat messages"), or says how long to wait.
 func (l *Lobby) take(b *rate.Limiter, what string) *Error {
 	if b == nil {

@@ -379,3 +379,37 @@ func lastMsg(s *socket) []byte {
 		}
 	}
 }
+
+// TestAddrSweep: once the lobby tracks minSweep addresses, a new one makes
+// it forget those that hold nothing and whose buckets have refilled.
+func TestAddrSweep(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	l, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.now = clk.Now
+	l.mu.Lock()
+	defer l.unlock()
+	key := func(i int) netip.Prefix { return clientKey(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})) }
+	for i := range minSweep {
+		if e := l.take(l.addr(key(i)).join, "joins"); e != nil {
+			t.Fatal(e)
+		}
+	}
+	l.addr(key(0)).rooms = 1     // holds a room
+	clk.Advance(time.Second / 2) // buckets not yet full
+	l.addr(key(minSweep))
+	if len(l.addrs) != minSweep+1 {
+		t.Fatalf("%d addresses after a sweep with no full bucket, want %d", len(l.addrs), minSweep+1)
+	}
+	clk.Advance(time.Minute)
+	for i := minSweep + 1; i < 4*minSweep && len(l.addrs) > 2; i++ { // up to the next sweep
+		l.addr(key(i))
+	}
+	if len(l.addrs) != 2 || l.addrs[key(0)] == nil {
+		t.Errorf("after the next sweep: %d addresses, the one holding a room kept: %v; want it and the newest",
+			len(l.addrs), l.addrs[key(0)] != nil)
+	}
+}
