@@ -11,6 +11,7 @@ require (
 	github.com/xtaci/kcp-go/v5 v5.6.72
 	golang.org/x/net v0.62.0
 	golang.org/x/sys v0.49.0
+	golang.org/x/time v0.14.0
 )
 
 require (
@@ -27,6 +28,5 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tjfoc/gmsm v1.4.1 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
-	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

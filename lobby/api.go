@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -27,19 +28,23 @@ func (l *Lobby) writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (l *Lobby) writeError(w http.ResponseWriter, e *Error) {
 	l.metrics.errors.WithLabelValues(e.Code).Inc()
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	}
 	l.writeJSON(w, httpStatus(e.Code), e)
 }
 
 // readBody decodes one JSON object of at most MaxMessageBytes into v,
 // whatever the Content-Type (curl -d sends a form type); cross-site
-// browser requests are refused before this by CrossOriginProtection.
-func (l *Lobby) readBody(r *http.Request, v any) *Error {
-	b, err := io.ReadAll(io.LimitReader(r.Body, int64(l.cfg.MaxMessageBytes)+1))
+// browser requests are refused before this by CrossOriginProtection. An
+// oversized body is not read further, and its connection is closed.
+func (l *Lobby) readBody(w http.ResponseWriter, r *http.Request, v any) *Error {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(l.cfg.MaxMessageBytes)))
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return errorf(CodeMessageTooLarge, "request body too large: at most %d bytes", l.cfg.MaxMessageBytes)
+	}
 	if err != nil {
 		return errorf(CodeBadRequest, "reading the body: %v", err)
-	}
-	if len(b) > l.cfg.MaxMessageBytes {
-		return errorf(CodeMessageTooLarge, "request body too large: at most %d bytes", l.cfg.MaxMessageBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil || dec.More() {
@@ -96,13 +101,13 @@ func (l *Lobby) seatReply(w http.ResponseWriter, status int, s *seat) {
 
 func (l *Lobby) apiCreate(w http.ResponseWriter, r *http.Request) {
 	var req CreateRequest
-	if e := l.readBody(r, &req); e != nil {
+	if e := l.readBody(w, r, &req); e != nil {
 		l.writeError(w, e)
 		return
 	}
 	l.mu.Lock()
 	defer l.unlock()
-	s, e := l.create(r.PathValue("type"), req, originOf(r, nil))
+	s, e := l.create(r.PathValue("type"), req, l.originOf(r, nil))
 	if e != nil {
 		l.writeError(w, e)
 		return
@@ -112,13 +117,13 @@ func (l *Lobby) apiCreate(w http.ResponseWriter, r *http.Request) {
 
 func (l *Lobby) apiJoin(w http.ResponseWriter, r *http.Request) {
 	var req JoinRequest
-	if e := l.readBody(r, &req); e != nil {
+	if e := l.readBody(w, r, &req); e != nil {
 		l.writeError(w, e)
 		return
 	}
 	l.mu.Lock()
 	defer l.unlock()
-	s, e := l.join(r.PathValue("room"), req, originOf(r, nil))
+	s, e := l.join(r.PathValue("room"), req, l.originOf(r, nil))
 	if e != nil {
 		l.writeError(w, e)
 		return
@@ -157,7 +162,7 @@ type seatRequest struct {
 
 func (l *Lobby) apiReady(w http.ResponseWriter, r *http.Request) {
 	var req ReadyRequest
-	if e := l.readBody(r, &req); e != nil {
+	if e := l.readBody(w, r, &req); e != nil {
 		l.writeError(w, e)
 		return
 	}
@@ -180,7 +185,7 @@ func (l *Lobby) apiReady(w http.ResponseWriter, r *http.Request) {
 
 func (l *Lobby) apiChat(w http.ResponseWriter, r *http.Request) {
 	var req seatRequest
-	if e := l.readBody(r, &req); e != nil {
+	if e := l.readBody(w, r, &req); e != nil {
 		l.writeError(w, e)
 		return
 	}
@@ -199,7 +204,7 @@ func (l *Lobby) apiChat(w http.ResponseWriter, r *http.Request) {
 
 func (l *Lobby) apiLeave(w http.ResponseWriter, r *http.Request) {
 	var req seatRequest
-	if e := l.readBody(r, &req); e != nil {
+	if e := l.readBody(w, r, &req); e != nil {
 		l.writeError(w, e)
 		return
 	}
@@ -266,7 +271,7 @@ func (l *Lobby) apiAssignment(w http.ResponseWriter, r *http.Request) {
 				l.writeError(w, errorf(CodeClosed, "the lobby is shutting down"))
 				return
 			}
-			l.writeError(w, errorf(CodeUnknownSeat, "your seat is gone: you left or timed out"))
+			l.writeError(w, errorf(CodeUnknownSeat, "your seat is gone: you left, timed out or went idle"))
 			return
 		}
 	}

@@ -2,6 +2,7 @@ package lobby
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"reflect"
@@ -313,9 +314,11 @@ func TestAPIBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var e Error
+	json.NewDecoder(res.Body).Decode(&e)
 	res.Body.Close()
-	if res.StatusCode != http.StatusForbidden {
-		t.Errorf("cross-site POST: HTTP %d, want 403", res.StatusCode)
+	if res.StatusCode != http.StatusForbidden || e.Code != CodeCrossOrigin {
+		t.Errorf("cross-site POST: HTTP %d %+v, want 403 %q", res.StatusCode, e, CodeCrossOrigin)
 	}
 	if after := snapshot(); !reflect.DeepEqual(after, before) {
 		t.Errorf("rooms changed by a cross-site POST")

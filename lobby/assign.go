@@ -105,6 +105,7 @@ func (l *Lobby) maybeAssign(r *room) {
 			s.sock.closeAfterSend(websocket.StatusNormalClosure, "assigned")
 			s.sock.seat = nil
 			delete(l.seats, s.id)
+			l.schedule(s) // no deadline left: stops the idle timer
 		} else {
 			// Keep the seat so its player can still fetch the assignment.
 			l.touch(s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"regexp"
 	"time"
 
@@ -39,8 +40,37 @@ type Config struct {
 	// with status 1009. Zero means 4096.
 	MaxMessageBytes int
 	// MaxSockets bounds the WebSocket connections open at once; further
-	// upgrades get 503. Zero means 10000.
+	// upgrades get 503 "busy". Zero means 10000.
 	MaxSockets int
+
+	// Per-address limits. A client address is the TCP peer's IP address
+	// (see TrustedProxies), an IPv6 one counted by its /64. A rate limit
+	// is answered with 429 "rate_limited" and a Retry-After header (over
+	// a socket: an error message with retryAfter), a per-address cap
+	// with 429 "address_limit"; either changes nothing. Negative caps
+	// and NoRateLimit turn a limit off.
+
+	// CreateRate bounds how fast one address creates rooms. Zero means
+	// 5 at once, then one per 10 s.
+	CreateRate RateLimit
+	// JoinRate bounds how fast one address joins rooms. Zero means 10 at
+	// once, then one per second.
+	JoinRate RateLimit
+	// ChatRate bounds how fast one address chats, in all its rooms
+	// together. Zero means 5 lines at once, then one per second.
+	ChatRate RateLimit
+	// MaxRoomsPerAddr bounds the open rooms one address created. Zero
+	// means 5.
+	MaxRoomsPerAddr int
+	// MaxSocketsPerAddr bounds the WebSockets one address holds open.
+	// Zero means 20.
+	MaxSocketsPerAddr int
+	// TrustedProxies are the reverse proxies in front of the lobby. A
+	// request whose peer is in one of them is counted against the
+	// rightmost X-Forwarded-For address that is not (Lobby.ClientAddr).
+	// Empty means X-Forwarded-For is ignored: behind a proxy, every
+	// player then shares the proxy's limits.
+	TrustedProxies []netip.Prefix
 
 	// SeatTimeout is how long a player that joined through the JSON API
 	// (without a WebSocket) keeps its place without calling the API; a
@@ -48,6 +78,12 @@ type Config struct {
 	// It is also how long an assignment stays available to API players
 	// after it was made. Zero means 30 s.
 	SeatTimeout time.Duration
+	// IdleTimeout is how long a player keeps its seat without acting
+	// (create, join, ready, unready, chat): an idle player leaves its
+	// room ("went idle") even while it long-polls or keeps its socket
+	// open, so nobody holds a place or a room for ever. Zero means
+	// 10 min; negative means never.
+	IdleTimeout time.Duration
 	// PingInterval is how often the lobby pings each WebSocket to find
 	// dead connections; a socket that fails to answer a ping within the
 	// same interval is dropped (and its player leaves). Zero means 15 s.
@@ -66,11 +102,11 @@ type Config struct {
 	Stats StatsSource
 
 	// Registerer receives the lobby's Prometheus collectors. Nil means a
-	// new registry (with the Go and process collectors) that /metrics
-	// serves.
+	// new registry (with the Go and process collectors) that Admin's
+	// /metrics serves.
 	Registerer prometheus.Registerer
-	// Gatherer is what /metrics serves. Nil means Registerer when it is
-	// also a Gatherer (as *prometheus.Registry is), else
+	// Gatherer is what Admin's /metrics serves. Nil means Registerer
+	// when it is also a Gatherer (as *prometheus.Registry is), else
 	// prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 
@@ -134,19 +170,29 @@ type GameAssigned struct {
 
 // Defaults for the zero Config.
 const (
-	DefaultType            = "demo"
-	DefaultMaxRoomsPerType = 100
-	DefaultMaxNameLen      = 24
-	DefaultMaxChatLen      = 280
-	DefaultMaxMessageBytes = 4096
-	DefaultMaxSockets      = 10000
-	DefaultSeatTimeout     = 30 * time.Second
-	DefaultPingInterval    = 15 * time.Second
-	DefaultMinPlayers      = 2
-	DefaultMaxPlayers      = 8
+	DefaultType              = "demo"
+	DefaultMaxRoomsPerType   = 100
+	DefaultMaxNameLen        = 24
+	DefaultMaxChatLen        = 280
+	DefaultMaxMessageBytes   = 4096
+	DefaultMaxSockets        = 10000
+	DefaultMaxRoomsPerAddr   = 5
+	DefaultMaxSocketsPerAddr = 20
+	DefaultSeatTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultPingInterval      = 15 * time.Second
+	DefaultMinPlayers        = 2
+	DefaultMaxPlayers        = 8
 
 	maxRoomPlayers = 1000
 	maxTypeNameLen = proto.UserDataSize // the name goes into each token's UserData
+)
+
+// Default rate limits for the zero Config.
+var (
+	DefaultCreateRate = RateLimit{Every: 10 * time.Second, Burst: 5}
+	DefaultJoinRate   = RateLimit{Every: time.Second, Burst: 10}
+	DefaultChatRate   = RateLimit{Every: time.Second, Burst: 5}
 )
 
 var typeNameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -164,15 +210,31 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.MaxChatLen, DefaultMaxChatLen)
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	def(&c.MaxSockets, DefaultMaxSockets)
+	def(&c.MaxRoomsPerAddr, DefaultMaxRoomsPerAddr)
+	def(&c.MaxSocketsPerAddr, DefaultMaxSocketsPerAddr)
 	if c.SeatTimeout == 0 {
 		c.SeatTimeout = DefaultSeatTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.PingInterval == 0 {
 		c.PingInterval = DefaultPingInterval
 	}
+	c.CreateRate = c.CreateRate.withDefault(DefaultCreateRate)
+	c.JoinRate = c.JoinRate.withDefault(DefaultJoinRate)
+	c.ChatRate = c.ChatRate.withDefault(DefaultChatRate)
 	if c.MaxRoomsPerType < 0 || c.MaxNameLen < 0 || c.MaxChatLen < 0 || c.MaxMessageBytes < 0 || c.MaxSockets < 0 ||
 		c.SeatTimeout < 0 || c.PingInterval < 0 || c.TokenTTL < 0 {
 		return c, errors.New("lobby: negative limit in Config")
+	}
+	for _, r := range []struct {
+		name string
+		r    RateLimit
+	}{{"CreateRate", c.CreateRate}, {"JoinRate", c.JoinRate}, {"ChatRate", c.ChatRate}} {
+		if !r.r.valid() {
+			return c, fmt.Errorf("lobby: %s %+v: want a positive Every and Burst, or NoRateLimit", r.name, r.r)
+		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

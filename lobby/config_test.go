@@ -3,6 +3,7 @@ package lobby
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire"
 )
@@ -19,7 +20,10 @@ func TestConfigDefaults(t *testing.T) {
 		len(ti.Hosting) != 1 || ti.Hosting[0] != PeerHosted {
 		t.Errorf("zero config type %+v", ti)
 	}
-	if c := l.cfg; c.MaxRoomsPerType != 100 || c.MaxNameLen != 24 || c.MaxMessageBytes != 4096 || c.SeatTimeout != DefaultSeatTimeout {
+	if c := l.cfg; c.MaxRoomsPerType != 100 || c.MaxNameLen != 24 || c.MaxMessageBytes != 4096 || c.SeatTimeout != DefaultSeatTimeout ||
+		c.MaxRoomsPerAddr != 5 || c.MaxSocketsPerAddr != 20 || c.IdleTimeout != 10*time.Minute ||
+		c.CreateRate != (RateLimit{Every: 10 * time.Second, Burst: 5}) || c.JoinRate != (RateLimit{Every: time.Second, Burst: 10}) ||
+		c.ChatRate != (RateLimit{Every: time.Second, Burst: 5}) || len(c.TrustedProxies) != 0 {
 		t.Errorf("zero config limits %+v", c)
 	}
 	l, err = New(Config{Servers: []GameServer{{Addrs: []string{":1"}, Key: testKey, Types: []string{"a", "b"}}}})
@@ -41,6 +45,8 @@ func TestConfigDefaults(t *testing.T) {
 		{Config{Servers: []GameServer{{Addrs: []string{"nohost"}, Key: key}}}, "bad address"},
 		{Config{Types: []GameType{{Name: "a"}}, Servers: []GameServer{{Addrs: []string{":1"}, Key: key, Types: []string{"b"}}}}, "not in Types"},
 		{Config{MaxSockets: -1}, "negative"},
+		{Config{JoinRate: RateLimit{Burst: 3}}, "JoinRate"},
+		{Config{ChatRate: RateLimit{Every: -time.Second, Burst: 2}}, "ChatRate"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%+v): %v, want an error with %q", tc.cfg, err, tc.want)

@@ -1,8 +1,9 @@
 // Package lobby is how players find each other: the HTTP game menu and
 // lobby pages, the WebSocket ready flow, game assignment (game id, host,
-// port, connect token), a JSON API for bots and tools, and the live
-// dashboard. It never touches the game's UDP traffic: it only mints the
-// connect tokens (tickwire.MintToken) that the game server opens.
+// port, connect token), a JSON API for bots and tools, and, on a separate
+// operator handler, the live dashboard. It never touches the game's UDP
+// traffic: it only mints the connect tokens (tickwire.MintToken) that the
+// game server opens.
 //
 // # Where it sits
 //
@@ -26,7 +27,8 @@
 // # Mounting
 //
 // One process by default: the game server serves the lobby on its -http
-// address, with the server's key and UDP address:
+// address and the operator pages on its -admin address, with the server's
+// key and UDP address:
 //
 //	key, _, err := tickwire.LoadOrCreateKey("server.key")
 //	lb, err := lobby.New(lobby.Config{
@@ -34,9 +36,15 @@
 //		Stats:   server,   // implements lobby.StatsSource
 //		Registerer: reg,   // the server's *prometheus.Registry, served at /metrics
 //	})
-//	mux := http.NewServeMux()
-//	mux.Handle("/", lb)
+//	public := http.NewServeMux()
+//	public.Handle("/", lb)            // players: pages, sockets, API
+//	admin := http.NewServeMux()
+//	admin.Handle("/", lb.Admin())     // operators only: dashboard, stats, /metrics
 //	defer lb.Close()
+//
+// The public handler never shows a player's address. The operator pages
+// do (the dashboard lists every game connection's UDP address), so serve
+// them on loopback or a private network only.
 //
 // The lobby can also run alone, told about any number of game servers
 // (their UDP addresses, keys and the types they run) in Config.Servers.
@@ -58,15 +66,21 @@
 // NAT caveat: the lobby sees the host's public address only if the host
 // reaches it directly. Behind NAT, the port must be forwarded (or the
 // NAT must keep the same mapping for the UDP port, which the lobby cannot
-// check); behind a reverse proxy the lobby sees the proxy's address, so
-// peer hosting needs the lobby reached without one. Browsers cannot host.
+// check); behind a reverse proxy the lobby sees the proxy's address
+// unless Config.TrustedProxies names the proxy (Lobby.ClientAddr).
+// Browsers cannot host.
 //
 // # Pages
 //
 //	GET /                   menu of game types
 //	GET /games/{type}       the type's lobby: open games, create form, join buttons; the room view
 //	GET /games/{type}/ws    the WebSocket the page uses (protocol below)
+//	GET /static/...         embedded CSS and JavaScript
+//
+// Operator pages (Lobby.Admin):
+//
 //	GET /dashboard          live dashboard (polls /api/stats each second)
+//	GET /api/stats          the dashboard's numbers, with every game connection's address
 //	GET /metrics            Prometheus metrics (tickwire_lobby_* and whatever else Config.Registerer holds)
 //	GET /static/...         embedded CSS and JavaScript
 //
@@ -91,6 +105,7 @@
 //	{"type":"chat","room":"…","from":"Bob","text":"gl hf","at":"…"}
 //	{"type":"left","room":"…"}                                 followed by a "rooms" list
 //	{"type":"error","code":"room_full","error":"…"}            the last message changed nothing
+//	{"type":"error","code":"rate_limited","error":"…","retryAfter":3}
 //	{"type":"assigned","assignment":Assignment}                 then close 1000 "assigned"
 //
 // Closing the socket (or failing to answer pings for Config.PingInterval)
@@ -112,12 +127,13 @@
 //	POST /api/rooms/{room}/chat  {"seat","text"}   -> AssignmentStatus
 //	POST /api/rooms/{room}/leave {"seat"}          -> 204
 //	GET  /api/rooms/{room}/assignment?seat=S&wait=25s -> AssignmentStatus (long-poll, wait ≤ 60s)
-//	GET  /api/stats                                   the dashboard's numbers
 //
 // The seat id in SeatInfo authenticates the player's later calls; keep it
 // secret. A seat taken through the API is kept while its player calls the
 // API at least every Config.SeatTimeout; a long-poll in progress counts as
-// present the whole time.
+// present the whole time. Any seat, API or socket, goes when its player
+// has not acted (create, join, ready, unready, chat) for
+// Config.IdleTimeout, polling or not.
 //
 // A complete bot flow with curl (Client does the same in Go):
 //
@@ -147,4 +163,20 @@
 // full room, a taken name, an oversized or malformed message, or a ready,
 // chat or leave for a room the player is not in are answered with an
 // error and change nothing.
+//
+// Each client address (Lobby.ClientAddr; an IPv6 address counts by its
+// /64) has token buckets for creating rooms, joining and chatting
+// (Config.CreateRate, JoinRate, ChatRate) and may hold at most
+// Config.MaxRoomsPerAddr open rooms and Config.MaxSocketsPerAddr
+// sockets. Over a rate limit the answer is 429 "rate_limited" with a
+// Retry-After header and "retryAfter" (seconds) in the body; over a
+// per-address cap, 429 "address_limit"; with Config.MaxSockets sockets
+// open, 503 "busy". A browser request from another site's page is
+// refused with 403 "cross_origin" (Lobby.ProtectCrossOrigin); WebSockets
+// accept only same-origin pages and Config.OriginPatterns. Request
+// bodies over Config.MaxMessageBytes are cut
+// off (413) and their connection closed. The lobby sets no connection
+// timeouts: give the http.Server serving it ReadTimeout, WriteTimeout and
+// IdleTimeout (long-polls extend their own write deadline; sockets are
+// hijacked and keep their own).
 package lobby

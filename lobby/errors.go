@@ -11,6 +11,9 @@ import (
 type Error struct {
 	Code    string `json:"code"`  // one of the Code constants
 	Message string `json:"error"` // for people
+	// RetryAfter is, for CodeRateLimited, how many seconds to wait before
+	// trying again (the API also sends it as the Retry-After header).
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 func (e *Error) Error() string { return "lobby: " + e.Message }
@@ -38,6 +41,10 @@ const (
 	CodeNoServer        = "no_server"         // server-hosted, but no game server runs the type
 	CodeAssignFailed    = "assign_failed"     // minting tokens failed
 	CodeClosed          = "closed"            // the lobby is shutting down
+	CodeBusy            = "busy"              // the lobby has MaxSockets sockets open
+	CodeRateLimited     = "rate_limited"      // too many creates, joins or chat lines from the address; see RetryAfter
+	CodeAddrLimit       = "address_limit"     // the address has MaxRoomsPerAddr rooms or MaxSocketsPerAddr sockets
+	CodeCrossOrigin     = "cross_origin"      // a browser request from another site's page
 )
 
 func errorf(code, format string, args ...any) *Error {
@@ -55,7 +62,11 @@ func httpStatus(code string) int {
 		return http.StatusConflict
 	case CodeMessageTooLarge:
 		return http.StatusRequestEntityTooLarge
-	case CodeNoServer, CodeClosed:
+	case CodeRateLimited, CodeAddrLimit:
+		return http.StatusTooManyRequests
+	case CodeCrossOrigin:
+		return http.StatusForbidden
+	case CodeNoServer, CodeClosed, CodeBusy:
 		return http.StatusServiceUnavailable
 	case CodeAssignFailed:
 		return http.StatusInternalServerError

@@ -26,11 +26,22 @@ const testServerAddr = "127.0.0.1:7777"
 var testKey = tickwire.Key{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
 
 // newTestLobby serves a lobby over real HTTP on loopback. A zero cfg gets
-// one game server at testServerAddr running every type.
-func newTestLobby(t testing.TB, cfg Config) (*Lobby, *httptest.Server) {
+// one game server at testServerAddr running every type, and no
+// per-address limits: most tests play many players from one address.
+func newTestLobby(t testing.TB, cfg Config, setup ...func(*Lobby)) (*Lobby, *httptest.Server) {
 	t.Helper()
 	if cfg.Servers == nil {
 		cfg.Servers = []GameServer{{Addrs: []string{testServerAddr}, Key: testKey}}
+	}
+	for _, r := range []*RateLimit{&cfg.CreateRate, &cfg.JoinRate, &cfg.ChatRate} {
+		if *r == (RateLimit{}) {
+			*r = NoRateLimit
+		}
+	}
+	for _, n := range []*int{&cfg.MaxRoomsPerAddr, &cfg.MaxSocketsPerAddr} {
+		if *n == 0 {
+			*n = -1
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -39,12 +50,23 @@ func newTestLobby(t testing.TB, cfg Config) (*Lobby, *httptest.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, f := range setup {
+		f(l)
+	}
 	srv := httptest.NewServer(l)
 	t.Cleanup(func() {
 		l.Close()
 		srv.Close()
 	})
 	return l, srv
+}
+
+// newAdminServer serves l's operator pages over real HTTP on loopback.
+func newAdminServer(t testing.TB, l *Lobby) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(l.Admin())
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func testCtx(t testing.TB) context.Context {
@@ -65,6 +87,7 @@ type wsMsg struct {
 	Type       string          `json:"type"`
 	Code       string          `json:"code"`
 	Error      string          `json:"error"`
+	RetryAfter int             `json:"retryAfter"`
 	Event      string          `json:"event"`
 	Seat       string          `json:"seat"`
 	Player     string          `json:"player"`

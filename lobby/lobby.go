@@ -4,31 +4,39 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/netip"
 	"sync"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Lobby is the lobby's HTTP handler: pages, WebSockets, the JSON API, the
-// dashboard and /metrics. Create it with New, serve it at the root of an
-// http.Server (or of a ServeMux pattern "/"), and Close it on shutdown.
-// It is safe for concurrent use.
+// Lobby is the lobby's public HTTP handler: pages, WebSockets and the JSON
+// API. Create it with New, serve it at the root of an http.Server (or of a
+// ServeMux pattern "/"), serve Admin on a listener only operators reach,
+// and Close it on shutdown. It is safe for concurrent use.
 type Lobby struct {
 	cfg      Config
 	types    map[string]*gameType
 	order    []*gameType // menu order
 	mux      *http.ServeMux
+	admin    *http.ServeMux
+	xorigin  *http.CrossOriginProtection
 	pages    *template.Template
 	static   fs.FS
 	metrics  *metrics
 	gatherer prometheus.Gatherer
+
+	now func() time.Time // the clock of the rate limits; tests replace it
 
 	mu       sync.Mutex
 	rooms    map[string]*room
 	seats    map[string]*seat
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
+	addrs    map[netip.Prefix]*addrState
+	sweepAt  int // len(addrs) that triggers a sweep
 	closed   bool
 	done     chan struct{} // closed by Close
 	after    []func()      // run by unlock, after l.mu is released
@@ -46,6 +54,9 @@ func New(cfg Config) (*Lobby, error) {
 		rooms:   map[string]*room{},
 		seats:   map[string]*seat{},
 		sockets: map[*socket]struct{}{},
+		addrs:   map[netip.Prefix]*addrState{},
+		sweepAt: minSweep,
+		now:     time.Now,
 		done:    make(chan struct{}),
 	}
 	for _, gt := range cfg.Types {
@@ -78,8 +89,25 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// ServeHTTP serves the lobby.
+// ServeHTTP serves the lobby's public pages, sockets and API. Nothing it
+// serves names a player's address.
 func (l *Lobby) ServeHTTP(w http.ResponseWriter, r *http.Request) { l.mux.ServeHTTP(w, r) }
+
+// ProtectCrossOrigin returns h behind the lobby's own cross-origin
+// protection: a browser request that another site's page makes (by
+// Sec-Fetch-Site or Origin) is refused with 403 and a JSON Error
+// "cross_origin" before h runs; GET and HEAD, same-origin requests and
+// tools (no such headers) pass. The lobby puts its JSON API behind it;
+// endpoints served next to the lobby use it to refuse the same requests
+// the same way (tickwire-server's POST /api/join).
+func (l *Lobby) ProtectCrossOrigin(h http.Handler) http.Handler { return l.xorigin.Handler(h) }
+
+// Admin returns the operator pages: the live dashboard (/dashboard), its
+// numbers with every game connection's address (GET /api/stats),
+// Prometheus /metrics and the static files they use; / leads to the
+// dashboard. Serve it on a listener only operators reach (loopback or a
+// private network), never on the public one.
+func (l *Lobby) Admin() http.Handler { return l.admin }
 
 // Close shuts the lobby: open WebSockets are closed with status 1001
 // ("going away"), waiting long-polls answer "closed", and every later
@@ -115,13 +143,12 @@ func (l *Lobby) unlock() {
 
 // routes lists every endpoint; the package doc describes them.
 func (l *Lobby) routes() {
+	static := http.StripPrefix("/static/", http.FileServerFS(l.static))
 	m := http.NewServeMux()
 	m.HandleFunc("GET /{$}", l.serveMenu)
 	m.HandleFunc("GET /games/{type}", l.serveTypePage)
 	m.HandleFunc("GET /games/{type}/ws", l.serveTypeSocket)
-	m.HandleFunc("GET /dashboard", l.serveDashboard)
-	m.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(l.static)))
-	m.Handle("GET /metrics", l.metricsHandler())
+	m.Handle("GET /static/", static)
 
 	api := http.NewServeMux()
 	api.HandleFunc("GET /api/types", l.apiTypes)
@@ -133,14 +160,25 @@ func (l *Lobby) routes() {
 	api.HandleFunc("POST /api/rooms/{room}/chat", l.apiChat)
 	api.HandleFunc("POST /api/rooms/{room}/leave", l.apiLeave)
 	api.HandleFunc("GET /api/rooms/{room}/assignment", l.apiAssignment)
-	api.HandleFunc("GET /api/stats", l.apiStats)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		l.writeError(w, errorf(CodeBadRequest, "no API endpoint %s %s (see the lobby package doc)", r.Method, r.URL.Path))
 	})
 	// Browsers may not POST to the API from other sites; tools (no
 	// Origin or Sec-Fetch-Site header) always may.
-	m.Handle("/api/", http.NewCrossOriginProtection().Handler(api))
+	l.xorigin = http.NewCrossOriginProtection()
+	l.xorigin.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.writeError(w, errorf(CodeCrossOrigin, "a page on another site may not call %s %s", r.Method, r.URL.Path))
+	}))
+	m.Handle("/api/", l.ProtectCrossOrigin(api))
 	l.mux = m
+
+	a := http.NewServeMux()
+	a.Handle("GET /{$}", http.RedirectHandler("/dashboard", http.StatusFound))
+	a.HandleFunc("GET /dashboard", l.serveDashboard)
+	a.HandleFunc("GET /api/stats", l.apiStats)
+	a.Handle("GET /metrics", l.metricsHandler())
+	a.Handle("GET /static/", static)
+	l.admin = a
 }
 
 func (l *Lobby) serveTypeSocket(w http.ResponseWriter, r *http.Request) {

@@ -13,9 +13,10 @@ import (
 
 // TestPages: the menu lists the types, a type's page lists its open rooms
 // (rendered on the server, names escaped), an unknown type is a 404 page
-// that says so, and the static files are served.
+// that says so, the static files are served, and the dashboard is on the
+// operator pages.
 func TestPages(t *testing.T) {
-	_, srv := newTestLobby(t, Config{Types: []GameType{
+	l, srv := newTestLobby(t, Config{Types: []GameType{
 		{Name: "demo", Title: "Demo Arena", Description: "Shoot things."},
 		{Name: "race", Title: "Racing"},
 	}})
@@ -51,10 +52,12 @@ func TestPages(t *testing.T) {
 		t.Error("room name not escaped")
 	}
 	contains(get("/games/nope", 404), "unknown type page", `data-code="unknown_type"`, "There is no game type")
-	contains(get("/dashboard", 200), "dashboard", `/static/dashboard.js`)
 	contains(get("/static/lobby.js", 200), "lobby.js", "new WebSocket")
 	contains(get("/static/style.css", 200), "style.css", "max-width")
 	get("/nothing", 404)
+	if d := httpGet(t, newAdminServer(t, l).URL+"/"); !strings.Contains(d, `/static/dashboard.js`) {
+		t.Error("the operator pages' / does not lead to the dashboard")
+	}
 }
 
 // TestSocketOrigin: a page on another site may not open a lobby socket.

@@ -205,15 +205,27 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 	}
 	if l.nsockets >= l.cfg.MaxSockets {
 		l.unlock()
-		l.writeError(w, errorf(CodeClosed, "the lobby has %d players connected, try again later", l.nsockets))
+		l.writeError(w, errorf(CodeBusy, "the lobby has %d players connected, try again later", l.nsockets))
+		return
+	}
+	o := l.originOf(r, nil)
+	cl := l.addr(clientKey(o.remote))
+	if err := atMost(cl.sockets, l.cfg.MaxSocketsPerAddr, "lobby connections"); err != nil {
+		l.unlock()
+		l.writeError(w, err)
 		return
 	}
 	l.nsockets++
+	cl.sockets++ // kept in l.addrs while it holds a socket
 	l.unlock()
+	release := func() {
+		l.nsockets--
+		cl.sockets--
+	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: l.cfg.OriginPatterns})
 	if err != nil {
 		l.mu.Lock()
-		l.nsockets--
+		release()
 		l.unlock()
 		return // Accept wrote the response
 	}
@@ -240,12 +252,12 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 		delete(t.watchers, s)
 		delete(l.sockets, s)
 		s.closed = true
-		l.nsockets--
+		release()
 		l.unlock()
 		s.kill()
 	}()
 
-	o := originOf(r, s)
+	o.sock = s
 	buf := make([]byte, l.cfg.MaxMessageBytes+1)
 	for {
 		typ, rd, err := c.Reader(s.ctx)

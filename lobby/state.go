@@ -41,7 +41,8 @@ type room struct {
 	hosting    Hosting
 	maxPlayers int
 	created    time.Time
-	players    []*seat // join order
+	owner      netip.Prefix // the creator's client key (MaxRoomsPerAddr)
+	players    []*seat      // join order
 	chat       []ChatLine
 }
 
@@ -49,7 +50,8 @@ const chatHistory = 20
 
 // seat is one player's place in a room. A seat joined over a WebSocket
 // lives as long as its socket; one joined through the JSON API lives while
-// its player calls the API at least every SeatTimeout.
+// its player calls the API at least every SeatTimeout. Either goes when
+// its player has not acted for IdleTimeout.
 type seat struct {
 	id       string
 	name     string
@@ -63,8 +65,9 @@ type seat struct {
 	done       chan struct{} // closed when the seat leaves its room
 	assignment *Assignment   // set when the room was assigned
 	polls      int           // long-polls waiting on done
-	deadline   time.Time     // API seats: when the seat expires
-	expiry     *time.Timer   // API seats
+	acted      time.Time     // the player's last create, join, ready, unready or chat
+	deadline   time.Time     // API seats: when the seat expires unless its player calls
+	expiry     *time.Timer   // runs expire at the next deadline (schedule)
 }
 
 // origin is who makes a request: where from and over which socket.
@@ -74,11 +77,8 @@ type origin struct {
 	sock   *socket
 }
 
-func originOf(r *http.Request, sock *socket) origin {
-	o := origin{sock: sock}
-	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
-		o.remote = ap.Addr().Unmap()
-	}
+func (l *Lobby) originOf(r *http.Request, sock *socket) origin {
+	o := origin{sock: sock, remote: l.ClientAddr(r)}
 	o.host = r.Host
 	if h, _, err := net.SplitHostPort(r.Host); err == nil {
 		o.host = h
@@ -195,13 +195,22 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	if len(t.rooms) >= l.cfg.MaxRoomsPerType {
 		return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
 	}
+	owner := clientKey(o.remote)
+	c := l.addr(owner)
+	if err := atMost(c.rooms, l.cfg.MaxRoomsPerAddr, "games"); err != nil {
+		return nil, err
+	}
+	if err := l.take(c.create, "games created"); err != nil {
+		return nil, err
+	}
 	r := &room{
 		id: roomID(), name: name, typ: t, hosting: hosting,
-		maxPlayers: max, created: time.Now().UTC().Truncate(time.Second),
+		maxPlayers: max, created: time.Now().UTC().Truncate(time.Second), owner: owner,
 	}
 	for l.rooms[r.id] != nil {
 		r.id = roomID()
 	}
+	c.rooms++
 	l.rooms[r.id] = r
 	t.rooms = append(t.rooms, r)
 	s := l.seat(r, player, req.HostPort, o)
@@ -237,6 +246,9 @@ func (l *Lobby) join(roomID string, req JoinRequest, o origin) (*seat, *Error) {
 			return nil, errorf(CodeNameTaken, "someone in %q is already called %q", r.name, p.name)
 		}
 	}
+	if err := l.take(l.addr(clientKey(o.remote)).join, "joins"); err != nil {
+		return nil, err
+	}
 	s := l.seat(r, player, req.HostPort, o)
 	l.roomChanged(r, player+" joined", s)
 	return s, nil
@@ -246,7 +258,7 @@ func (l *Lobby) seat(r *room, name string, hostPort uint16, o origin) *seat {
 	s := &seat{
 		id: rand.Text(), name: name, room: r, hostPort: hostPort,
 		remote: o.remote, reqHost: o.host, sock: o.sock,
-		done: make(chan struct{}),
+		done: make(chan struct{}), acted: time.Now(),
 	}
 	r.players = append(r.players, s)
 	l.seats[s.id] = s
@@ -255,9 +267,9 @@ func (l *Lobby) seat(r *room, name string, hostPort uint16, o origin) *seat {
 		delete(r.typ.watchers, o.sock)
 		o.sock.sendJSON(wsJoined{Type: "joined", Seat: s.id, Player: name, Room: l.roomInfo(r), Chat: r.chat})
 	} else {
-		s.expiry = time.AfterFunc(l.cfg.SeatTimeout, func() { l.expire(s) })
 		s.deadline = time.Now().Add(l.cfg.SeatTimeout)
 	}
+	l.schedule(s)
 	return s
 }
 
@@ -280,6 +292,7 @@ func (l *Lobby) setReady(s *seat, roomID string, ready bool, hostPort uint16) *E
 	if err := seatIn(s, roomID); err != nil {
 		return err
 	}
+	l.act(s)
 	r := s.room
 	if s.ready == ready && (hostPort == 0 || hostPort == s.hostPort) {
 		return nil
@@ -311,6 +324,10 @@ func (l *Lobby) chat(s *seat, roomID, text string) *Error {
 	if n := utf8.RuneCountInString(text); n > l.cfg.MaxChatLen {
 		return errorf(CodeBadRequest, "chat message has %d characters, at most %d allowed", n, l.cfg.MaxChatLen)
 	}
+	if err := l.take(l.addr(clientKey(s.remote)).chat, "chat messages"); err != nil {
+		return err
+	}
+	l.act(s)
 	r := s.room
 	line := ChatLine{From: s.name, Text: text, At: time.Now().UTC()}
 	if len(r.chat) == chatHistory {
@@ -370,30 +387,69 @@ func (l *Lobby) remove(s *seat, why string) {
 func (l *Lobby) closeRoom(r *room) {
 	delete(l.rooms, r.id)
 	r.typ.rooms = slices.DeleteFunc(r.typ.rooms, func(x *room) bool { return x == r })
+	if c := l.addrs[r.owner]; c != nil {
+		c.rooms--
+	}
 }
 
-// expire removes an API seat its player stopped calling for, or forgets an
-// assignment nobody picked up.
+// expire removes a seat whose player went idle or (an API seat) stopped
+// calling, or forgets an assignment nobody picked up.
 func (l *Lobby) expire(s *seat) {
 	l.mu.Lock()
 	defer l.unlock()
-	if s.polls > 0 || time.Now().Before(s.deadline) {
-		return
+	if l.seats[s.id] != s {
+		return // gone already
 	}
-	if s.assignment != nil {
-		delete(l.seats, s.id)
-		return
+	now := time.Now()
+	switch {
+	case s.room != nil && l.cfg.IdleTimeout > 0 && !now.Before(s.acted.Add(l.cfg.IdleTimeout)):
+		l.remove(s, "went idle")
+	case s.sock == nil && s.polls == 0 && !now.Before(s.deadline):
+		if s.assignment != nil {
+			delete(l.seats, s.id)
+		} else {
+			l.remove(s, "timed out")
+		}
+	default:
+		l.schedule(s) // a deadline moved
 	}
-	l.remove(s, "timed out")
+}
+
+// schedule sets s's timer to its next deadline: going idle while seated
+// and, for an API seat not long-polling, SeatTimeout after its last call.
+func (l *Lobby) schedule(s *seat) {
+	var next time.Time
+	if s.room != nil && l.cfg.IdleTimeout > 0 {
+		next = s.acted.Add(l.cfg.IdleTimeout)
+	}
+	if s.sock == nil && s.polls == 0 && (next.IsZero() || s.deadline.Before(next)) {
+		next = s.deadline
+	}
+	switch {
+	case next.IsZero():
+		if s.expiry != nil {
+			s.expiry.Stop()
+		}
+	case s.expiry == nil:
+		s.expiry = time.AfterFunc(time.Until(next), func() { l.expire(s) })
+	default:
+		s.expiry.Reset(time.Until(next))
+	}
 }
 
 // touch records that an API player is present.
 func (l *Lobby) touch(s *seat) {
-	if s.sock != nil || s.expiry == nil {
+	if s.sock != nil {
 		return
 	}
 	s.deadline = time.Now().Add(l.cfg.SeatTimeout)
-	s.expiry.Reset(l.cfg.SeatTimeout)
+	l.schedule(s)
+}
+
+// act records that a player did something: it is not idle.
+func (l *Lobby) act(s *seat) {
+	s.acted = time.Now()
+	l.schedule(s)
 }
 
 // roomChanged tells the room's sockets (but not except's, which already

@@ -57,7 +57,9 @@ type ConnStats struct {
 	RecvBps  float64 // bytes per second from the client, recent
 }
 
-// statsJSON is GET /api/stats: durations in milliseconds, ids as strings.
+// statsJSON is GET /api/stats on the Admin handler: durations in
+// milliseconds, ids as strings. It names every connection's address, so
+// the public handler does not serve it.
 type statsJSON struct {
 	Time   time.Time        `json:"time"`
 	Lobby  lobbyStatsJSON   `json:"lobby"`

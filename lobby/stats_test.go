@@ -108,14 +108,15 @@ func httpGet(t *testing.T, url string) string {
 }
 
 // TestStatsAndMetrics: 50 bots, 24 games started and one room waiting;
-// /api/stats and /metrics count them.
+// the operator pages' /api/stats and /metrics count them.
 func TestStatsAndMetrics(t *testing.T) {
 	fake := &fakeGameServer{}
-	_, srv := newTestLobby(t, Config{Stats: fake, OnAssigned: fake.onAssigned})
+	l, srv := newTestLobby(t, Config{Stats: fake, OnAssigned: fake.onAssigned})
+	admin := newAdminServer(t, l)
 	startBots(t, srv.URL, 50, 2)
 
 	var st statsJSON
-	if err := json.Unmarshal([]byte(httpGet(t, srv.URL+"/api/stats")), &st); err != nil {
+	if err := json.Unmarshal([]byte(httpGet(t, admin.URL+"/api/stats")), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Server == nil || len(st.Server.Games) != 24 || st.Server.Players != 48 || st.Server.Connections != 48 {
@@ -129,7 +130,7 @@ func TestStatsAndMetrics(t *testing.T) {
 		t.Errorf("connection %+v", c)
 	}
 
-	m := httpGet(t, srv.URL+"/metrics")
+	m := httpGet(t, admin.URL+"/metrics")
 	for _, want := range []string{
 		`tickwire_lobby_games_assigned_total{hosting="server",type="demo"} 24`,
 		`tickwire_lobby_rooms{type="demo"} 1`,
@@ -150,11 +151,12 @@ func TestStatsAndMetrics(t *testing.T) {
 func TestBrowserDashboard(t *testing.T) {
 	browser := newBrowser(t)
 	fake := &fakeGameServer{}
-	_, srv := newTestLobby(t, Config{Stats: fake, OnAssigned: fake.onAssigned})
+	l, srv := newTestLobby(t, Config{Stats: fake, OnAssigned: fake.onAssigned})
+	admin := newAdminServer(t, l)
 	startBots(t, srv.URL, 50, 2)
 	shot := 0
 	p := newBrowserPlayer(t, browser, "dashboard", artifactDir(t, "lobby-dashboard"), &shot)
-	p.do("open the dashboard", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/dashboard"),
+	p.do("open the dashboard", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(admin.URL+"/dashboard"),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#games tr[data-game]').length === 24 &&
 			document.getElementById('n-players').textContent === '48' &&
 			document.getElementById('n-waiting').textContent === '2' &&
@@ -168,5 +170,40 @@ func TestBrowserDashboard(t *testing.T) {
 	tick, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('tick-text').textContent`))
 	if err != nil || !strings.Contains(tick, "60 Hz") {
 		t.Errorf("tick text %q, %v", tick, err)
+	}
+}
+
+// TestAdminPagesArePrivate: the dashboard, /api/stats and /metrics are
+// served by Admin only, and no public page or API answer names a game
+// connection's address, which the operator's /api/stats does.
+func TestAdminPagesArePrivate(t *testing.T) {
+	fake := &fakeGameServer{}
+	l, srv := newTestLobby(t, Config{Stats: fake, OnAssigned: fake.onAssigned})
+	admin := newAdminServer(t, l)
+	startBots(t, srv.URL, 4, 2)
+	addr := fake.Stats().Games[0].Connections[0].Addr
+
+	for _, path := range []string{"/dashboard", "/api/stats", "/metrics"} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode < 400 {
+			t.Errorf("public GET %s: HTTP %d, want an error", path, res.StatusCode)
+		}
+		httpGet(t, admin.URL+path)
+	}
+	if st := httpGet(t, admin.URL+"/api/stats"); !strings.Contains(st, addr) {
+		t.Fatalf("operator stats lack the connection address %s", addr)
+	}
+	rooms, err := (&Client{BaseURL: srv.URL}).Rooms(testCtx(t), "demo")
+	if err != nil || len(rooms) != 1 {
+		t.Fatalf("rooms %+v, %v", rooms, err)
+	}
+	for _, path := range []string{"/", "/games/demo", "/api/types", "/api/games/demo", "/api/rooms/" + rooms[0].ID, "/static/dashboard.js"} {
+		if page := httpGet(t, srv.URL+path); strings.Contains(page, addr) {
+			t.Errorf("public GET %s shows the connection address %s", path, addr)
+		}
 	}
 }

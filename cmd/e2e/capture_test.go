@@ -16,10 +16,10 @@ import (
 // marked DSCP 46, and the tick must increase in each direction.
 func TestLiveCapture(t *testing.T) {
 	tshark.Look(t)
-	_, udpAddr, httpAddr := server(t)
-	_, port, _ := net.SplitHostPort(udpAddr)
+	_, a := server(t)
+	_, port, _ := net.SplitHostPort(a.udp)
 	c := tshark.Start(t, tshark.Options{Filter: "udp port " + port})
-	s, code := bots(t, "-server", "http://"+httpAddr, "-n", "4", "-duration", "3s")
+	s, code := bots(t, "-server", "http://"+a.http, "-n", "4", "-duration", "3s")
 	if code != 0 || s.Connected != 4 {
 		t.Fatalf("bots: exit %d, %+v", code, s)
 	}

@@ -32,10 +32,10 @@ func TestLossSuite(t *testing.T) {
 		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync", "rollbacks", "correct", "stalls")
 	for _, p := range profiles {
 		t.Run(strings.ReplaceAll(p.name, " ", "-"), func(t *testing.T) {
-			_, udpAddr, httpAddr := server(t)
-			args := []string{"-server", "http://" + httpAddr, "-n", fmt.Sprint(n), "-duration", duration}
+			_, a := server(t)
+			args := []string{"-server", "http://" + a.http, "-n", fmt.Sprint(n), "-duration", duration}
 			if p.spec != "" {
-				proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", udpAddr, "-spec", p.spec, "-seed", "7", "-stats-interval", "0")
+				proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", a.udp, "-spec", p.spec, "-seed", "7", "-stats-interval", "0")
 				via := proxy.await(t, `listening on (\S+),`)
 				args = append(args, "-via", via)
 			}

@@ -116,15 +116,23 @@ func (p *proc) await(t *testing.T, re string) string {
 	}
 }
 
-// server starts tickwire-server on loopback with free ports and returns
-// it with its UDP and HTTP addresses.
-func server(t *testing.T, args ...string) (p *proc, udpAddr, httpAddr string) {
+// serverAddrs are where a tickwire-server started by server listens.
+type serverAddrs struct {
+	udp, http, admin string
+}
+
+// server starts tickwire-server on loopback with free ports and the
+// bots' token endpoint (-dev-join), and returns it with its UDP, HTTP and
+// operator addresses.
+func server(t *testing.T, args ...string) (*proc, serverAddrs) {
 	t.Helper()
 	key := filepath.Join(t.TempDir(), "server.key")
-	p = start(t, "tickwire-server", append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", key}, args...)...)
-	udpAddr = p.await(t, `msg="serving game traffic" udp=(\S+)`)
-	httpAddr = p.await(t, `msg="serving HTTP" addr=(\S+)`)
-	return p, udpAddr, httpAddr
+	p := start(t, "tickwire-server", append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", key, "-dev-join"}, args...)...)
+	return p, serverAddrs{
+		udp:   p.await(t, `msg="serving game traffic" udp=(\S+)`),
+		http:  p.await(t, `msg="serving HTTP" addr=(\S+)`),
+		admin: p.await(t, `msg="serving admin" addr=(\S+)`),
+	}
 }
 
 // bots runs tickwire-bot to completion and returns its summary.

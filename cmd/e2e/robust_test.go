@@ -44,7 +44,7 @@ func TestServerBadInput(t *testing.T) {
 		{[]string{"-npcs", "-1"}, 2, "-npcs"},
 		{[]string{"stray"}, 2, "unexpected argument"},
 		// A key file in a directory that does not exist.
-		{[]string{"-listen", "127.0.0.1:0", "-http", "", "-key-file", filepath.Join(dir, "missing", "k.key")}, 1, "k.key"},
+		{[]string{"-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-key-file", filepath.Join(dir, "missing", "k.key")}, 1, "k.key"},
 	} {
 		code, out := runBin(t, "tickwire-server", tc.args...)
 		if code != tc.code || !strings.Contains(out, tc.want) {
@@ -57,20 +57,20 @@ func TestServerBadInput(t *testing.T) {
 	// A key file that is not a key.
 	bad := filepath.Join(dir, "bad.key")
 	os.WriteFile(bad, []byte("not a key\n"), 0o600)
-	if code, out := runBin(t, "tickwire-server", "-listen", "127.0.0.1:0", "-http", "", "-key-file", bad); code != 1 || !strings.Contains(out, "bad.key") {
+	if code, out := runBin(t, "tickwire-server", "-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-key-file", bad); code != 1 || !strings.Contains(out, "bad.key") {
 		t.Errorf("bad key file: exit %d:\n%s", code, out)
 	}
 
 	// A port in use.
-	_, udpAddr, httpAddr := server(t)
-	if code, out := runBin(t, "tickwire-server", "-listen", udpAddr, "-http", "", "-key-file", filepath.Join(dir, "k2.key")); code != 1 || !strings.Contains(out, "address already in use") {
+	_, a := server(t)
+	if code, out := runBin(t, "tickwire-server", "-listen", a.udp, "-http", "", "-admin", "", "-key-file", filepath.Join(dir, "k2.key")); code != 1 || !strings.Contains(out, "address already in use") {
 		t.Errorf("UDP port in use: exit %d:\n%s", code, out)
 	}
 
 	// Garbage at the game port: every datagram is dropped and counted, or
 	// (a garbage connection request that parses) answered with a denial;
 	// the server stays up.
-	c, err := net.Dial("udp", udpAddr)
+	c, err := net.Dial("udp", a.udp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +86,11 @@ func TestServerBadInput(t *testing.T) {
 		c.Write(buf[:k])
 	}
 	// The bots' own check: a real client still connects and plays.
-	s, code := bots(t, "-server", "http://"+httpAddr, "-n", "2", "-duration", "1s")
+	s, code := bots(t, "-server", "http://"+a.http, "-n", "2", "-duration", "1s")
 	if code != 0 || s.Connected != 2 {
 		t.Fatalf("after garbage: bots exit %d, %+v", code, s)
 	}
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
+	resp, err := http.Get("http://" + a.admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

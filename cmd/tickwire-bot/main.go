@@ -1,11 +1,13 @@
 // Command tickwire-bot fills a tickwire server with headless players: N
-// clients in one process that get tokens from the server's POST /api/join,
-// connect over UDP, play the game with scripted random inputs and send a
+// clients in one process that get tokens from the server's POST /api/join
+// (a development switch: run tickwire-server with -dev-join), connect
+// over UDP, play the game with scripted random inputs and send a
 // numbered reliable message every 100 ms that the server echoes back. It
 // prints a progress line every few seconds and a summary at the end (one
 // JSON object on stdout with -json), and exits non-zero when any client
 // desynced or lost, duplicated or reordered a reliable message.
 //
+//	tickwire-server -dev-join -http 127.0.0.1:8080 &
 //	tickwire-bot -server http://127.0.0.1:8080 -n 50 -duration 30s
 //	tickwire-bot -n 50 -via 127.0.0.1:7000     # through tickwire-netem
 package main
@@ -24,12 +26,14 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
 type options struct {
 	server    string
+	secret    string // POST /api/join's bearer secret
 	n         int
 	duration  time.Duration
 	via       string
@@ -55,7 +59,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			"Runs N headless tickwire clients against a server and reports what they saw.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.server, "server", "http://127.0.0.1:8080", "server's HTTP `URL` (tokens come from its POST /api/join)")
+	fs.StringVar(&o.server, "server", "http://127.0.0.1:8080", "server's HTTP `URL`: tokens come from its POST /api/join (tickwire-server -dev-join)")
+	fs.StringVar(&o.secret, "join-secret", "", "the server's -join-`secret`, sent as a bearer token (in clear over http://); prefer -join-secret-file")
+	secretFile := fs.String("join-secret-file", "", "`file` holding the server's -join-secret")
 	fs.IntVar(&o.n, "n", 50, "number of `clients` (1..5000)")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to play once all clients are connected")
 	fs.StringVar(&o.via, "via", "", "send game traffic to UDP `host:port` instead of the assigned address (a proxy such as tickwire-netem)")
@@ -77,6 +83,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	u, err := url.Parse(o.server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("-server %q is not an http(s) URL", o.server)
+	}
+	if *secretFile != "" {
+		if o.secret != "" {
+			return nil, errors.New("give -join-secret or -join-secret-file, not both")
+		}
+		b, err := os.ReadFile(*secretFile)
+		if err != nil {
+			return nil, fmt.Errorf("-join-secret-file: %w", err)
+		}
+		o.secret = strings.TrimSpace(string(b))
 	}
 	if o.n < 1 || o.n > 5000 {
 		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)

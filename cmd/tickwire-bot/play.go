@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,27 +105,42 @@ type joinResponse struct {
 	Error   string   `json:"error"`
 }
 
-func fetchToken(ctx context.Context, server string, players int) (*tickwire.ConnectToken, error) {
-	body := fmt.Sprintf(`{"players":%d}`, players)
-	req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(server, "/")+"/api/join", strings.NewReader(body))
-	if err != nil {
-		return nil, err
+// fetchToken asks the server's POST /api/join for a token, waiting and
+// asking again while it answers 429 (its per-address rate limit).
+func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error) {
+	for {
+		req, err := http.NewRequestWithContext(ctx, "POST", strings.TrimRight(o.server, "/")+"/api/join",
+			strings.NewReader(fmt.Sprintf(`{"players":%d}`, o.players)))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if o.secret != "" {
+			req.Header.Set("Authorization", "Bearer "+o.secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("POST /api/join: %w", err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && resp.StatusCode == http.StatusTooManyRequests {
+			select {
+			case <-time.After(time.Duration(secs) * time.Second):
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		var jr joinResponse
+		if err := json.Unmarshal(b, &jr); err != nil {
+			return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, bytes.TrimSpace(b))
+		}
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, jr.Error)
+		}
+		return tickwire.ParseConnectToken(jr.Token)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("POST /api/join: %w", err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var jr joinResponse
-	if err := json.Unmarshal(b, &jr); err != nil {
-		return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, bytes.TrimSpace(b))
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, jr.Error)
-	}
-	return tickwire.ParseConnectToken(jr.Token)
 }
 
 // play connects the bots, plays for the duration and summarises.
@@ -242,7 +258,7 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	tok, err := fetchToken(ctx, o.server, o.players)
+	tok, err := fetchToken(ctx, o)
 	if err != nil {
 		return err
 	}

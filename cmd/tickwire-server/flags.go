@@ -1,12 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 type options struct {
 	listen     string
 	http       string
+	admin      string
 	game       string
 	tick       int
 	maxPlayers int
@@ -26,6 +29,31 @@ type options struct {
 	publicAddr string
 	tokenTTL   time.Duration
 	npcs       int
+
+	maxConns        int
+	maxConnsPerAddr int
+	trustedProxies  []netip.Prefix
+
+	tls *tls.Certificate // from -tls-cert and -tls-key; nil: plain HTTP
+
+	devJoin    bool
+	joinSecret string // from -join-secret or -join-secret-file
+	joinRate   float64
+	joinBurst  int
+
+	// Not flags; tests change them.
+	httpLimits httpLimits
+	now        func() time.Time // the clock of the rate limits
+}
+
+// trusted reports whether a is one of -trusted-proxies.
+func (o *options) trusted(a netip.Addr) bool {
+	for _, p := range o.trustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // flagHelp is returned for -h: usage was printed, exit 0.
@@ -35,26 +63,37 @@ var flagHelp = flag.ErrHelp
 var knownGames = []string{"arena"}
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{httpLimits: defaultHTTPLimits, now: time.Now}
 	fs := flag.NewFlagSet("tickwire-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: tickwire-server [flags]\n\n"+
-			"Runs a tickwire game server with an embedded game, and an HTTP endpoint\n"+
-			"for health, metrics, the lobby and token minting.\n\nFlags:\n")
+			"Runs a tickwire game server with an embedded game, the lobby on a public\n"+
+			"HTTP address, and the operator pages (dashboard, metrics) on a private one.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic")
-	fs.StringVar(&o.http, "http", ":8080", "HTTP `address` for /healthz, /metrics, the lobby and /api/join (empty: off)")
+	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and, with -dev-join, POST /api/join (empty: off)")
+	fs.StringVar(&o.admin, "admin", "127.0.0.1:8081", "operator HTTP `address` for the dashboard, /metrics, the stats with players' addresses and -pprof;\nkeep it on loopback or a private network (empty: off)")
 	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
 	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
-	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent")
+	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent, refused when group or other users may read it")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
-	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the HTTP address")
-	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game handed out by /api/join")
+	certFile := fs.String("tls-cert", "", "serve HTTPS on -http and -admin with this PEM certificate `file` (chain first); with -tls-key.\nConnect tokens must travel over TLS in production: use it, or a TLS-terminating proxy")
+	keyFile := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
+	fs.IntVar(&o.maxConns, "max-http-conns", 10000, "HTTP `connections` open at once on each listener; more wait in the kernel's backlog")
+	fs.IntVar(&o.maxConnsPerAddr, "max-http-conns-per-addr", 64, "HTTP `connections` one client address may hold open on each listener (an IPv6 /64 counts as one;\n-trusted-proxies are not limited)")
+	proxies := fs.String("trusted-proxies", "", "comma-separated `CIDRs` of reverse proxies in front of -http, whose X-Forwarded-For names the client\nthe lobby's per-address limits count (default: none; X-Forwarded-For is ignored)")
+	fs.BoolVar(&o.pprof, "pprof", false, "serve net/http/pprof under /debug/pprof/ on the -admin address")
+	fs.BoolVar(&o.devJoin, "dev-join", false, "development only: serve POST /api/join on -http, which mints a token for the default game to\nevery caller it lets through (the bots use it); needs -http on loopback or a -join-secret")
+	fs.StringVar(&o.joinSecret, "join-secret", "", "bearer `secret` (16+ characters) POST /api/join then requires; other users can read it in ps:\nprefer -join-secret-file")
+	secretFile := fs.String("join-secret-file", "", "`file` holding the -join-secret (mode 0600)")
+	fs.Float64Var(&o.joinRate, "join-rate", 20, "`tokens` per second POST /api/join hands one client address, after -join-burst")
+	fs.IntVar(&o.joinBurst, "join-burst", 50, "`tokens` POST /api/join hands one client address at once")
+	fs.Uint64Var(&o.gameID, "game-id", 1, "`id` of the default game POST /api/join hands out (-dev-join)")
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
-	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by /api/join")
+	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -65,10 +104,51 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := validAddr("-listen", o.listen); err != nil {
 		return nil, err
 	}
-	if o.http != "" {
-		if err := validAddr("-http", o.http); err != nil {
+	for _, a := range []struct{ flag, addr string }{{"-http", o.http}, {"-admin", o.admin}} {
+		if a.addr == "" {
+			continue
+		}
+		if err := validAddr(a.flag, a.addr); err != nil {
 			return nil, err
 		}
+	}
+	if _, port, _ := net.SplitHostPort(o.http); o.http != "" && o.http == o.admin && port != "0" {
+		return nil, fmt.Errorf("-http and -admin are both %q: the operator pages need their own address", o.http)
+	}
+	if o.maxConns < 1 || o.maxConns > 1_000_000 {
+		return nil, fmt.Errorf("-max-http-conns %d out of range 1..1000000", o.maxConns)
+	}
+	if o.maxConnsPerAddr < 1 || o.maxConnsPerAddr > o.maxConns {
+		return nil, fmt.Errorf("-max-http-conns-per-addr %d out of range 1..%d (-max-http-conns)", o.maxConnsPerAddr, o.maxConns)
+	}
+	for _, s := range strings.Split(*proxies, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if a, aerr := netip.ParseAddr(s); aerr == nil {
+			p, err = a.Prefix(a.BitLen())
+		}
+		if err != nil {
+			return nil, fmt.Errorf("-trusted-proxies: %q is not an IP address or CIDR like 10.0.0.0/8", s)
+		}
+		o.trustedProxies = append(o.trustedProxies, p.Masked())
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		return nil, errors.New("-tls-cert and -tls-key go together: give both files, or neither for plain HTTP")
+	}
+	if *certFile != "" {
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("-tls-cert %s and -tls-key %s: %v", *certFile, *keyFile, err)
+		}
+		o.tls = &cert
+	}
+	if err := o.validJoin(fs, *secretFile); err != nil {
+		return nil, err
+	}
+	if o.pprof && o.admin == "" {
+		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")
 	}
 	if !contains(knownGames, o.game) {
 		return nil, fmt.Errorf("-game %q is not embedded in this binary (have: %s)", o.game, strings.Join(knownGames, ", "))
@@ -124,4 +204,55 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validJoin checks the -dev-join flags and reads -join-secret-file.
+func (o *options) validJoin(fs *flag.FlagSet, secretFile string) error {
+	if !o.devJoin {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if strings.HasPrefix(f.Name, "join-") {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return fmt.Errorf("%s only apply to POST /api/join, which is off: give -dev-join too", strings.Join(set, ", "))
+		}
+		return nil
+	}
+	if o.http == "" {
+		return errors.New("-dev-join serves POST /api/join on -http, which is off")
+	}
+	if secretFile != "" {
+		if o.joinSecret != "" {
+			return errors.New("give -join-secret or -join-secret-file, not both")
+		}
+		b, err := readPrivate(secretFile)
+		if err != nil {
+			return fmt.Errorf("-join-secret-file: %w", err)
+		}
+		o.joinSecret = strings.TrimSpace(string(b))
+	}
+	if o.joinSecret == "" {
+		if host, _, _ := net.SplitHostPort(o.http); !isLoopback(host) {
+			return fmt.Errorf("-dev-join would mint tokens for anyone who reaches -http %q: give -join-secret or -join-secret-file, "+
+				"or serve -http on loopback (e.g. -http 127.0.0.1:8080)", o.http)
+		}
+	} else if len(o.joinSecret) < 16 {
+		return fmt.Errorf("the -join-secret has %d characters: want at least 16 (e.g. openssl rand -hex 16)", len(o.joinSecret))
+	}
+	if o.joinRate <= 0 || o.joinBurst < 1 {
+		return fmt.Errorf("-join-rate %v and -join-burst %d must be positive", o.joinRate, o.joinBurst)
+	}
+	return nil
+}
+
+// isLoopback reports whether host (of a listen address) is a loopback
+// address; an empty host listens on every interface.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

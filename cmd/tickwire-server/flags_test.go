@@ -1,7 +1,10 @@
 package main
 
 import (
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,8 +14,38 @@ func TestFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.listen != ":7777" || o.http != ":8080" || o.game != "arena" || o.tick != 60 || o.publicAddr != "127.0.0.1:7777" {
+	if o.listen != ":7777" || o.http != ":8080" || o.admin != "127.0.0.1:8081" || o.game != "arena" || o.tick != 60 || o.publicAddr != "127.0.0.1:7777" {
 		t.Fatalf("defaults: %+v", o)
+	}
+}
+
+func TestFlagsTrustedProxies(t *testing.T) {
+	o, err := parseFlags([]string{"-trusted-proxies", "10.1.2.3/8, 192.0.2.1,::1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(o.trustedProxies); got != "[10.0.0.0/8 192.0.2.1/32 ::1/128]" {
+		t.Errorf("-trusted-proxies parsed as %s", got)
+	}
+}
+
+func TestFlagsDevJoin(t *testing.T) {
+	for _, args := range [][]string{
+		{"-dev-join", "-http", "127.0.0.1:8080"},
+		{"-dev-join", "-http", "[::1]:8080"},
+		{"-dev-join", "-http", "localhost:0"},
+		{"-dev-join", "-join-secret", "0123456789abcdef"},
+	} {
+		if o, err := parseFlags(args, io.Discard); err != nil || !o.devJoin {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	// A secret file others can read is refused.
+	file := filepath.Join(t.TempDir(), "join.secret")
+	os.WriteFile(file, []byte("0123456789abcdef"), 0o644)
+	_, err := parseFlags([]string{"-dev-join", "-join-secret-file", file}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "chmod 600 "+file) {
+		t.Errorf("world-readable secret file: %v", err)
 	}
 }
 
@@ -24,6 +57,22 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-listen", "nonsense"}, "-listen"},
 		{[]string{"-listen", ":99999"}, "port"},
 		{[]string{"-http", "x"}, "-http"},
+		{[]string{"-admin", "x"}, "-admin"},
+		{[]string{"-http", ":9000", "-admin", ":9000"}, "own address"},
+		{[]string{"-admin", "", "-pprof"}, "-pprof"},
+		{[]string{"-max-http-conns", "0"}, "-max-http-conns"},
+		{[]string{"-max-http-conns-per-addr", "0"}, "-max-http-conns-per-addr"},
+		{[]string{"-max-http-conns", "10", "-max-http-conns-per-addr", "11"}, "-max-http-conns-per-addr"},
+		{[]string{"-trusted-proxies", "10.0.0.0/8,proxy.local"}, `"proxy.local" is not an IP address or CIDR`},
+		{[]string{"-dev-join"}, "-join-secret"},                      // on :8080, every interface
+		{[]string{"-dev-join", "-http", "0.0.0.0:8080"}, "loopback"}, // the same
+		{[]string{"-dev-join", "-http", ""}, "-http, which is off"},
+		{[]string{"-join-secret", "0123456789abcdef"}, "give -dev-join"},
+		{[]string{"-join-rate", "5"}, "-join-rate only apply"},
+		{[]string{"-dev-join", "-join-secret", "short"}, "at least 16"},
+		{[]string{"-dev-join", "-join-secret", "0123456789abcdef", "-join-secret-file", "f"}, "not both"},
+		{[]string{"-dev-join", "-join-secret-file", "/nonexistent/secret"}, "-join-secret-file"},
+		{[]string{"-dev-join", "-http", "127.0.0.1:8080", "-join-burst", "0"}, "-join-burst"},
 		{[]string{"-game", "chess"}, "not embedded"},
 		{[]string{"-tick", "0"}, "-tick"},
 		{[]string{"-tick", "1000"}, "-tick"},

@@ -2,17 +2,26 @@ package main
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/lobby"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -34,29 +43,71 @@ type joinResponse struct {
 }
 
 // joinHandler mints connect tokens for the server's default game: the
-// way tools and bots get in without the lobby's ready flow.
+// way tools and bots get in without the lobby's ready flow. It is a
+// development switch (-dev-join): it mints a token for anyone it lets
+// through, so it is on loopback only or behind a bearer secret, and each
+// client address gets -join-burst tokens at once, then -join-rate a
+// second. The server wraps it in the lobby's cross-origin protection.
 type joinHandler struct {
-	key  tickwire.Key
-	o    *options
-	game *gameHost
-	log  *slog.Logger
+	key    tickwire.Key
+	o      *options
+	game   *gameHost
+	log    *slog.Logger
+	client func(*http.Request) netip.Addr // the lobby's Lobby.ClientAddr
+
+	secret  *[sha256.Size]byte // the bearer secret's hash; nil: none needed
+	buckets addrBuckets
 
 	mu       sync.Mutex
 	nextSlot uint16
 }
 
+func newJoinHandler(key tickwire.Key, o *options, game *gameHost, log *slog.Logger, client func(*http.Request) netip.Addr) *joinHandler {
+	j := &joinHandler{key: key, o: o, game: game, log: log, client: client,
+		buckets: addrBuckets{limit: rate.Limit(o.joinRate), burst: o.joinBurst, now: o.now}}
+	if o.joinSecret != "" {
+		h := sha256.Sum256([]byte(o.joinSecret))
+		j.secret = &h
+	}
+	return j
+}
+
+// Error codes of POST /api/join beyond the lobby's.
+const (
+	codeUnauthorized = "unauthorized" // no or a wrong bearer secret
+	codeServerFull   = "server_full"  // every player slot is taken
+	codeJoinOff      = "dev_join_off" // the server runs without -dev-join
+)
+
+// joinOff answers POST /api/join when -dev-join is off.
+func joinOff(w http.ResponseWriter, r *http.Request) {
+	httpError(w, http.StatusNotFound, codeJoinOff,
+		"POST /api/join is off: it is a development switch (tickwire-server -dev-join); players get tokens from the lobby")
+}
+
 const maxJoinBody = 1 << 10
 
 func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if wait := j.buckets.take(addrKey(j.client(r))); wait > 0 {
+		secs := int(math.Ceil(wait.Seconds()))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		httpError(w, http.StatusTooManyRequests, lobby.CodeRateLimited, "too many tokens asked for from your address: wait %d s", secs)
+		return
+	}
+	if !j.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tickwire-server"`)
+		httpError(w, http.StatusUnauthorized, codeUnauthorized, "POST /api/join needs the server's -join-secret: Authorization: Bearer <secret>")
+		return
+	}
 	var req joinRequest
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxJoinBody))
 	if err != nil {
-		httpError(w, http.StatusRequestEntityTooLarge, "body larger than %d bytes", maxJoinBody)
+		httpError(w, http.StatusRequestEntityTooLarge, lobby.CodeMessageTooLarge, "body larger than %d bytes", maxJoinBody)
 		return
 	}
 	if len(body) > 0 {
 		if err := json.Unmarshal(body, &req); err != nil {
-			httpError(w, http.StatusBadRequest, "malformed JSON: %v", err)
+			httpError(w, http.StatusBadRequest, lobby.CodeBadJSON, "malformed JSON: %v", err)
 			return
 		}
 	}
@@ -64,12 +115,12 @@ func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Players = 1
 	}
 	if req.Players < 1 || req.Players > proto.MaxPlayersPerConnection {
-		httpError(w, http.StatusBadRequest, "players must be 1..%d, got %d", proto.MaxPlayersPerConnection, req.Players)
+		httpError(w, http.StatusBadRequest, lobby.CodeBadRequest, "players must be 1..%d, got %d", proto.MaxPlayersPerConnection, req.Players)
 		return
 	}
 	slots, err := j.allocSlots(req.Players)
 	if err != nil {
-		httpError(w, http.StatusServiceUnavailable, "%v", err)
+		httpError(w, http.StatusServiceUnavailable, codeServerFull, "%v", err)
 		return
 	}
 	var idb [8]byte
@@ -83,14 +134,26 @@ func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		TTL:         j.o.tokenTTL,
 	}, time.Now())
 	if err != nil {
-		httpError(w, http.StatusInternalServerError, "mint token: %v", err)
+		httpError(w, http.StatusInternalServerError, lobby.CodeAssignFailed, "mint token: %v", err)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
 	json.NewEncoder(w).Encode(joinResponse{
 		GameID: j.o.gameID, Addr: j.o.publicAddr, Players: slots, ClientID: clientID,
 		Token: tok.String(), Expires: tok.Expires,
 	})
+}
+
+// authorized reports whether r carries the bearer secret, when one is
+// needed. The hashes are compared in constant time.
+func (j *joinHandler) authorized(r *http.Request) bool {
+	if j.secret == nil {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	h := sha256.Sum256([]byte(got))
+	return ok && subtle.ConstantTimeCompare(h[:], j.secret[:]) == 1
 }
 
 // maxSlot is the largest player slot: NetworkIDs hold the spawning slot
@@ -127,8 +190,51 @@ func (j *joinHandler) allocSlots(n int) ([]uint16, error) {
 	return slots, nil
 }
 
-func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+// httpError answers with status and a JSON error in the lobby's format.
+func httpError(w http.ResponseWriter, status int, code, format string, args ...any) {
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": fmt.Sprintf(format, args...)})
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(&lobby.Error{Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// addrBuckets is a token bucket per client address (addrKey).
+type addrBuckets struct {
+	limit rate.Limit
+	burst int
+	now   func() time.Time
+
+	mu      sync.Mutex
+	buckets map[netip.Prefix]*rate.Limiter
+	sweepAt int // len(buckets) that makes take forget the full ones
+}
+
+// take spends a token of key's bucket, or returns how long until one is
+// there. Full buckets are forgotten when the map has grown.
+func (b *addrBuckets) take(key netip.Prefix) time.Duration {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lim := b.buckets[key]
+	if lim == nil {
+		if len(b.buckets) >= b.sweepAt {
+			for k, l := range b.buckets {
+				if l.TokensAt(now) >= float64(b.burst) {
+					delete(b.buckets, k)
+				}
+			}
+			b.sweepAt = max(1024, 2*len(b.buckets))
+		}
+		if b.buckets == nil {
+			b.buckets = map[netip.Prefix]*rate.Limiter{}
+		}
+		lim = rate.NewLimiter(b.limit, b.burst)
+		b.buckets[key] = lim
+	}
+	r := lim.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait > 0 {
+		r.CancelAt(now)
+	}
+	return wait
 }

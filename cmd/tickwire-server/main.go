@@ -1,7 +1,9 @@
 // Command tickwire-server runs a tickwire game server with an embedded
-// game, and on its HTTP address the lobby, a token endpoint for tools and
-// bots (POST /api/join), /healthz, Prometheus /metrics and, with -pprof,
-// net/http/pprof. Run with -h for its flags.
+// game; on its public HTTP address (-http) the lobby, /healthz and, with
+// the development switch -dev-join, a token endpoint for tools and bots
+// (POST /api/join); on its operator address (-admin, loopback by
+// default) the dashboard, Prometheus /metrics, the detailed stats and,
+// with -pprof, net/http/pprof. Run with -h for its flags.
 //
 // SIGINT or SIGTERM tells every client the server is shutting down, stops
 // the tick loop and the HTTP server, and exits 0.
@@ -23,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/lobby"
@@ -30,13 +33,13 @@ import (
 )
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stderr, nil))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stderr, nil))
 }
 
 // run is main with its environment passed in, for tests: ready (if not
 // nil) receives the bound addresses once the server serves, and the
-// server stops when stop is closed or a signal arrives.
-func run(args []string, stderr io.Writer, ready chan<- addrs) int {
+// server stops when ctx ends or a signal arrives.
+func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- addrs) int {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flagHelp) {
 		return 0
@@ -46,7 +49,7 @@ func run(args []string, stderr io.Writer, ready chan<- addrs) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	if err := serve(o, log, ready); err != nil {
+	if err := serve(ctx, o, log, ready); err != nil {
 		log.Error("tickwire-server stopped", "err", err)
 		return 1
 	}
@@ -55,11 +58,17 @@ func run(args []string, stderr io.Writer, ready chan<- addrs) int {
 
 // addrs are where a running server listens.
 type addrs struct {
-	udp  net.Addr
-	http net.Addr
+	udp   net.Addr
+	http  net.Addr
+	admin net.Addr
 }
 
-func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
+func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs) error {
+	// tickwire.LoadOrCreateKey reads a key any mode allows; a key others
+	// can read lets them mint tokens for this server.
+	if err := checkPrivate(o.keyFile); err != nil {
+		return fmt.Errorf("-key-file: %w", err)
+	}
 	key, created, err := tickwire.LoadOrCreateKey(o.keyFile)
 	if err != nil {
 		return err
@@ -101,28 +110,47 @@ func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
 	reg.MustRegister(newServerCollector(srv, game))
 	reg.MustRegister(game.tickHist)
 
-	var httpSrv *http.Server
-	var httpLn net.Listener
+	health := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
+	}
 	var lb *lobby.Lobby
+	var sites []*site
 	if o.http != "" {
 		lb, err = lobby.New(lobby.Config{
-			Types:      []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
-			Servers:    []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
-			Stats:      game,
-			Registerer: reg,
-			Logger:     log,
+			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
+			Servers:        []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
+			Stats:          game,
+			Registerer:     reg,
+			Logger:         log,
+			TrustedProxies: o.trustedProxies,
 		})
 		if err != nil {
 			conn.Close()
 			return err
 		}
+		defer lb.Close() // on the error paths
 		mux := http.NewServeMux()
 		mux.Handle("/", lb)
-		mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
-		})
-		mux.Handle("POST /api/join", &joinHandler{key: key, o: o, game: game, log: log})
+		mux.HandleFunc("GET /healthz", health)
+		if host, _, _ := net.SplitHostPort(o.http); o.tls == nil && len(o.trustedProxies) == 0 && !isLoopback(host) {
+			log.Warn("serving the lobby over plain HTTP: connect tokens travel in clear; in production give -tls-cert and -tls-key, or put a TLS-terminating proxy in front (-trusted-proxies)", "addr", o.http)
+		}
+		if o.devJoin {
+			mux.Handle("POST /api/join", lb.ProtectCrossOrigin(newJoinHandler(key, o, game, log, lb.ClientAddr)))
+			log.Warn("POST /api/join mints tokens for the default game: a development switch", "addr", o.http, "secret", o.joinSecret != "")
+		} else {
+			mux.HandleFunc("POST /api/join", joinOff)
+		}
+		sites = append(sites, &site{name: "HTTP", addr: o.http, handler: mux, page: "/", limits: o.httpLimits})
+	}
+	if o.admin != "" {
+		mux := http.NewServeMux()
+		if lb != nil {
+			mux.Handle("/", lb.Admin())
+		}
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		mux.HandleFunc("GET /healthz", health)
 		if o.pprof {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -130,32 +158,39 @@ func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
 			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 		}
-		httpLn, err = net.Listen("tcp", o.http)
-		if err != nil {
-			conn.Close()
-			lb.Close()
-			return fmt.Errorf("listen %s: %w", o.http, err)
-		}
-		httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-		log.Info("serving HTTP", "addr", httpLn.Addr(), "lobby", "http://"+httpLn.Addr().String()+"/", "pprof", o.pprof)
+		limits := o.httpLimits
+		limits.write = max(limits.write, adminWriteTimeout)
+		sites = append(sites, &site{name: "admin", addr: o.admin, handler: mux, page: "/dashboard", limits: limits})
 	}
-
+	for i, s := range sites {
+		if err := s.listen(o, log); err != nil {
+			for _, open := range sites[:i] {
+				open.ln.Close()
+			}
+			conn.Close()
+			return err
+		}
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	served := make(chan error, 2)
+	served := make(chan error, 1+len(sites))
 	go func() { served <- srv.Serve(conn) }()
-	if httpSrv != nil {
+	for _, s := range sites {
 		go func() {
-			if err := httpSrv.Serve(httpLn); !errors.Is(err, http.ErrServerClosed) {
-				served <- fmt.Errorf("http: %w", err)
+			if err := s.serve(); err != nil {
+				served <- err
 			}
 		}()
 	}
 	if ready != nil {
 		a := addrs{udp: net.UDPAddrFromAddrPort(conn.LocalAddr())}
-		if httpLn != nil {
-			a.http = httpLn.Addr()
+		for _, s := range sites {
+			if s.name == "admin" {
+				a.admin = s.ln.Addr()
+			} else {
+				a.http = s.ln.Addr()
+			}
 		}
 		ready <- a
 	}
@@ -164,13 +199,17 @@ func serve(o *options, log *slog.Logger, ready chan<- addrs) error {
 	select {
 	case s := <-sig:
 		log.Info("shutting down", "signal", s.String())
+	case <-ctx.Done():
+		log.Info("shutting down", "why", context.Cause(ctx))
 	case runErr = <-served:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if httpSrv != nil {
-		httpSrv.Shutdown(ctx)
-		lb.Close()
+	if lb != nil {
+		lb.Close() // answers long-polls and closes sockets, which Shutdown does not wait for
+	}
+	for _, s := range sites {
+		s.srv.Shutdown(ctx)
 	}
 	if err := srv.Shutdown(ctx); err != nil && runErr == nil {
 		runErr = err

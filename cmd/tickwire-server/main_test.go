@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/netip"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,7 +48,7 @@ func TestServerEndToEnd(t *testing.T) {
 	ready := make(chan addrs, 1)
 	exit := make(chan int, 1)
 	go func() {
-		exit <- run([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug"}, &logs, ready)
+		exit <- run(context.Background(), []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "debug", "-dev-join"}, &logs, ready)
 	}()
 	var a addrs
 	select {
@@ -74,45 +77,26 @@ func TestServerEndToEnd(t *testing.T) {
 		t.Fatalf("join response %+v", jr)
 	}
 	tok.ServerAddrs = []string{a.udp.String()}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := tickwire.Dial(ctx, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dial(t, tok)
 
-	get := func(path string) string {
-		t.Helper()
-		resp, err := http.Get(base + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
-		}
-		return string(b)
-	}
-	if h := get("/healthz"); !strings.Contains(h, "connections=1") {
+	admin := "http://" + a.admin.String()
+	if h := get(t, base+"/healthz"); !strings.Contains(h, "connections=1") {
 		t.Fatalf("healthz: %q", h)
 	}
-	m := get("/metrics")
+	m := get(t, admin+"/metrics")
 	for _, want := range []string{"tickwire_connections 1", "tickwire_players 2", "tickwire_tick_duration_seconds_bucket", `tickwire_packets_total{direction="in"}`, `tickwire_dropped_packets_total{reason="replay"} 0`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if menu := get("/"); !strings.Contains(menu, "Arena") {
+	if menu := get(t, base+"/"); !strings.Contains(menu, "Arena") {
 		t.Errorf("lobby menu does not offer the arena")
 	}
 	// pprof is off unless asked for.
-	if resp, err := http.Get(base + "/debug/pprof/"); err == nil {
-		if resp.StatusCode == 200 {
+	for _, u := range []string{base, admin} {
+		if status(t, "GET", u+"/debug/pprof/") == 200 {
 			t.Error("pprof served without -pprof")
 		}
-		resp.Body.Close()
 	}
 	// Bad input to /api/join gets a clear error.
 	for _, body := range []string{`{"players":9}`, `{`} {
@@ -146,18 +130,166 @@ func TestServerEndToEnd(t *testing.T) {
 	}
 }
 
+// dial connects a client with tok until the test ends.
+func dial(t *testing.T, tok *tickwire.ConnectToken) *tickwire.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := tickwire.Dial(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// get fetches url and fails the test unless it answers 200.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
+	}
+	return string(b)
+}
+
+// status sends a request without a body and returns the answer's status.
+func status(t *testing.T, method, url string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// testServer is the command running in-process.
+type testServer struct {
+	addrs
+	base, adminURL string // URLs of -http and -admin
+	key            tickwire.Key
+	logs           *syncBuffer
+}
+
+// startServer runs the command in-process on loopback with a fresh key
+// file and args, changed by tweak when not nil, until the test ends.
+func startServer(t *testing.T, tweak func(*options), args ...string) *testServer {
+	t.Helper()
+	logs := &syncBuffer{}
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	args = append([]string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile}, args...)
+	o, err := parseFlags(args, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tweak != nil {
+		tweak(o)
+	}
+	ready := make(chan addrs, 1)
+	exit := make(chan error, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { exit <- serve(ctx, o, slog.New(slog.NewTextHandler(logs, nil)), ready) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-exit; err != nil {
+			t.Errorf("server: %v\n%s", err, logs.String())
+		}
+	})
+	var a addrs
+	select {
+	case a = <-ready:
+	case err := <-exit:
+		exit <- err
+		t.Fatalf("server: %v\n%s", err, logs.String())
+	}
+	key, _, err := tickwire.LoadOrCreateKey(o.keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{addrs: a, key: key, logs: logs}
+	if a.http != nil {
+		s.base = "http://" + a.http.String()
+	}
+	if a.admin != nil {
+		s.adminURL = "http://" + a.admin.String()
+	}
+	return s
+}
+
+// TestOperatorPagesArePrivate: the dashboard, /metrics and the stats are
+// served on -admin only, and no public page or API answer names the
+// address of a connected player, which the operator's stats do.
+func TestOperatorPagesArePrivate(t *testing.T) {
+	s := startServer(t, nil)
+	base, admin := s.base, s.adminURL
+	tok, err := tickwire.MintToken(s.key, tickwire.TokenParams{GameID: 1, ClientID: 9, Players: []uint16{1},
+		ServerAddrs: []string{s.udp.String()}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, tok)
+	// The client's socket is unbound; the server sees it on loopback.
+	player := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), c.LocalAddr().Port()).String()
+	if st := get(t, admin+"/api/stats"); !strings.Contains(st, player) {
+		t.Fatalf("operator stats lack the player's address %s:\n%s", player, st)
+	}
+	get(t, admin+"/dashboard")
+	get(t, admin+"/metrics")
+	for _, path := range []string{"/dashboard", "/metrics", "/api/stats", "/debug/pprof/"} {
+		if code := status(t, "GET", base+path); code < 400 {
+			t.Errorf("public GET %s: HTTP %d, want an error", path, code)
+		}
+	}
+	for _, path := range []string{"/", "/games/arena", "/api/types", "/api/games/arena", "/healthz"} {
+		if page := get(t, base+path); strings.Contains(page, player) {
+			t.Errorf("public GET %s names the player's address %s", path, player)
+		}
+	}
+}
+
 func TestHelpExitsZero(t *testing.T) {
 	var out bytes.Buffer
-	if code := run([]string{"-h"}, &out, nil); code != 0 {
+	if code := run(context.Background(), []string{"-h"}, &out, nil); code != 0 {
 		t.Fatalf("-h exit %d", code)
 	}
-	for _, flag := range []string{"-listen", "-http", "-tick", "-key-file", "-max-players", "-log-level", "-pprof"} {
+	for _, flag := range []string{"-listen", "-http", "-admin", "-tick", "-key-file", "-max-players", "-log-level", "-pprof",
+		"-dev-join", "-join-secret-file", "-tls-cert", "-tls-key", "-trusted-proxies", "-max-http-conns"} {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("usage lacks %s", flag)
 		}
 	}
 	out.Reset()
-	if code := run([]string{"-tick", "0"}, &out, nil); code != 2 || !strings.Contains(out.String(), "-tick") {
+	if code := run(context.Background(), []string{"-tick", "0"}, &out, nil); code != 2 || !strings.Contains(out.String(), "-tick") {
 		t.Fatalf("bad flag: exit %d, %q", code, out.String())
+	}
+}
+
+// TestKeyFileMode: a key file that group or other users may read stops
+// the server with the file's name and the fix; mode 0600 starts it.
+func TestKeyFileMode(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	if err := os.WriteFile(keyFile, []byte(tickwire.Key{7}.String()+"\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(keyFile, 0o640) // whatever the umask
+	var out bytes.Buffer
+	code := run(t.Context(), []string{"-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-key-file", keyFile}, &out, nil)
+	if code != 1 || !strings.Contains(out.String(), "chmod 600 "+keyFile) || !strings.Contains(out.String(), "0640") {
+		t.Fatalf("group-readable key: exit %d:\n%s", code, out.String())
+	}
+	os.Chmod(keyFile, 0o600)
+	s := startServer(t, nil, "-key-file", keyFile)
+	if s.key != (tickwire.Key{7}) {
+		t.Fatalf("the server did not use the 0600 key file")
 	}
 }

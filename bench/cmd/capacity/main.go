@@ -91,7 +91,8 @@ func run(ctx context.Context, o options) error {
 	defer os.Remove(keyFile)
 
 	srv, err := startProc(pin, "0", filepath.Join(o.binDir, "tickwire-server"),
-		"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
+		"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
+		"-dev-join", "-join-rate", "10000", "-join-burst", "10000", // the bots' tokens, all from loopback
 		"-max-players", strconv.Itoa(o.max+o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs))
 	if err != nil {
 		return err
@@ -101,7 +102,11 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	base := "http://" + httpAddr
+	adminAddr, err := srv.await(`msg="serving admin" addr=(\S+)`, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	base, metrics := "http://"+httpAddr, "http://"+adminAddr+"/metrics"
 	budget := time.Second / time.Duration(o.tick)
 	fmt.Printf("capacity: server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinned: %v\n",
 		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, runtime.NumCPU(), cpuModel(), pin)
@@ -134,7 +139,7 @@ func run(ctx context.Context, o options) error {
 			return ctx.Err()
 		case <-time.After(o.warmup):
 		}
-		before, err := sample(base, srv, bots)
+		before, err := sample(metrics, srv, bots)
 		if err != nil {
 			return err
 		}
@@ -143,7 +148,7 @@ func run(ctx context.Context, o options) error {
 			return ctx.Err()
 		case <-time.After(o.hold):
 		}
-		after, err := sample(base, srv, bots)
+		after, err := sample(metrics, srv, bots)
 		if err != nil {
 			return err
 		}
@@ -182,9 +187,9 @@ type reading struct {
 
 var metricLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
 
-func sample(base string, srv *proc, bots []*proc) (reading, error) {
+func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 	r := reading{at: time.Now(), buckets: map[float64]float64{}}
-	resp, err := http.Get(base + "/metrics")
+	resp, err := http.Get(metrics)
 	if err != nil {
 		return r, err
 	}
