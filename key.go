@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"github.com/tickwire/tickwire/proto"
@@ -41,19 +42,21 @@ func ParseKey(s string) (Key, error) {
 	return k, nil
 }
 
-// readPrivateFile reads a secret file, refusing one that others than its
-// owner may read or write.
-func readPrivateFile(path string) ([]byte, error) {
+// ReadSecretFile reads a file that holds a secret (a token key, a shared
+// secret), refusing one whose mode gives group or other users access:
+// whoever reads a token key can let anyone in. Windows has no such mode
+// bits and is not checked.
+func ReadSecretFile(path string) ([]byte, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("tickwire: read key file: %w", err)
+		return nil, fmt.Errorf("tickwire: read secret file: %w", err)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("tickwire: key file %s has mode %v: group and others must have no access (chmod 600 %s)", path, perm, path)
+	if perm := st.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
+		return nil, fmt.Errorf("tickwire: %s has mode %04o, which gives group or other users access to a secret: run chmod 600 %s", path, perm, path)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("tickwire: read key file: %w", err)
+		return nil, fmt.Errorf("tickwire: read secret file: %w", err)
 	}
 	return b, nil
 }
@@ -62,7 +65,7 @@ func readPrivateFile(path string) ([]byte, error) {
 // generates one and writes it there with mode 0600. created reports which.
 // A key file that its group or others may access is refused.
 func LoadOrCreateKey(path string) (k Key, created bool, err error) {
-	b, err := readPrivateFile(path)
+	b, err := ReadSecretFile(path)
 	if err == nil {
 		k, err = ParseKey(string(b))
 		if err != nil {

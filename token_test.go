@@ -106,7 +106,7 @@ func TestKeyFile(t *testing.T) {
 		if err := os.Chmod(path, mode); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		if _, _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600 "+path) {
 			t.Errorf("key file with mode %v: %v", mode, err)
 		}
 	}

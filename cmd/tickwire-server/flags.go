@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tickwire/tickwire"
 )
 
 // options are the validated command-line flags.
@@ -227,7 +229,7 @@ func (o *options) validJoin(fs *flag.FlagSet, secretFile string) error {
 		if o.joinSecret != "" {
 			return errors.New("give -join-secret or -join-secret-file, not both")
 		}
-		b, err := readPrivate(secretFile)
+		b, err := tickwire.ReadSecretFile(secretFile)
 		if err != nil {
 			return fmt.Errorf("-join-secret-file: %w", err)
 		}

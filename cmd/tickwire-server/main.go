@@ -64,11 +64,7 @@ type addrs struct {
 }
 
 func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs) error {
-	// tickwire.LoadOrCreateKey reads a key any mode allows; a key others
-	// can read lets them mint tokens for this server.
-	if err := checkPrivate(o.keyFile); err != nil {
-		return fmt.Errorf("-key-file: %w", err)
-	}
+	// LoadOrCreateKey refuses a key file others can read.
 	key, created, err := tickwire.LoadOrCreateKey(o.keyFile)
 	if err != nil {
 		return err
