@@ -203,12 +203,13 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 	}
 	for range n {
 		// Handshake.
-		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		req := ConnectionRequest{KeyID: g.r.Uint32(), GameID: g.r.Uint64(), Expires: g.r.Uint64()}
 		copy(req.TokenNonce[:], g.bytes(NonceSize))
 		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 		b, _ := req.Append(nil)
 		f := fields{}
 		expectPrefix(f, PacketConnectionRequest)
+		f.add("tickwire.request.key_id", req.KeyID)
 		f.add("tickwire.request.game_id", req.GameID)
 		f.add("tickwire.request.expires", req.Expires)
 		f.bytes("tickwire.request.nonce", req.TokenNonce[:])

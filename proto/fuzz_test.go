@@ -96,7 +96,8 @@ func FuzzFrames(f *testing.F) {
 // bodies.
 func FuzzHandshake(f *testing.F) {
 	g := newGen(12)
-	var req ConnectionRequest
+	req := ConnectionRequest{KeyID: g.r.Uint32(), GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+	copy(req.TokenNonce[:], g.bytes(NonceSize))
 	copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 	b, _ := req.Append(nil)
 	f.Add(b)

@@ -26,11 +26,15 @@ const (
 	ChallengeResponseSize = PrefixSize + CookieSize + SealOverhead
 	DeniedSize            = PrefixSize + 1
 
-	offReqGameID  = 4
-	offReqExpires = 12
-	offReqNonce   = 20
-	offReqToken   = 32
+	offReqKeyID   = PrefixSize
+	offReqGameID  = offReqKeyID + 4
+	offReqExpires = offReqGameID + 8
+	offReqNonce   = offReqExpires + 8
+	offReqToken   = offReqNonce + NonceSize
 	reqUsed       = offReqToken + TokenSealedSize
+
+	// TokenAdditionalDataSize is the size of TokenAdditionalData's bytes.
+	TokenAdditionalDataSize = 3 + 4 + 8 + 8
 )
 
 // The amplification guarantee, checked by the compiler: these constants
@@ -42,9 +46,10 @@ const (
 )
 
 // ConnectionRequest opens a handshake. Everything but the sealed token is
-// public; GameID and Expires are bound to the token as additional data, so
-// tampering with either makes the token fail to open.
+// public; KeyID, GameID and Expires are bound to the token as additional
+// data, so tampering with any of them makes the token fail to open.
 type ConnectionRequest struct {
+	KeyID       uint32 // which of the server's token keys sealed the token
 	GameID      uint64
 	Expires     uint64 // unix seconds
 	TokenNonce  [NonceSize]byte
@@ -57,6 +62,7 @@ func (p *ConnectionRequest) Len() int { return ConnectionRequestSize }
 // Append appends the request padded with zeros to ConnectionRequestSize.
 func (p *ConnectionRequest) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketConnectionRequest, false)
+	b = le.AppendUint32(b, p.KeyID)
 	b = le.AppendUint64(b, p.GameID)
 	b = le.AppendUint64(b, p.Expires)
 	b = append(b, p.TokenNonce[:]...)
@@ -84,6 +90,7 @@ func ParseConnectionRequest(b []byte) (ConnectionRequest, int, error) {
 	if len(b) < ConnectionRequestSize {
 		return p, 0, errReqTrunc
 	}
+	p.KeyID = le.Uint32(b[offReqKeyID:])
 	p.GameID = le.Uint64(b[offReqGameID:])
 	p.Expires = le.Uint64(b[offReqExpires:])
 	copy(p.TokenNonce[:], b[offReqNonce:])
@@ -91,10 +98,12 @@ func ParseConnectionRequest(b []byte) (ConnectionRequest, int, error) {
 	return p, ConnectionRequestSize, nil
 }
 
-// TokenAdditionalData appends the bytes a connect token is sealed with as
-// additional data: version, game id and expiry.
-func TokenAdditionalData(b []byte, gameID, expires uint64) []byte {
+// TokenAdditionalData appends the TokenAdditionalDataSize bytes a connect
+// token is sealed with as additional data: protocol id and version, key
+// id, game id and expiry.
+func TokenAdditionalData(b []byte, keyID uint32, gameID, expires uint64) []byte {
 	b = append(b, Magic0, Magic1, Version)
+	b = le.AppendUint32(b, keyID)
 	b = le.AppendUint64(b, gameID)
 	return le.AppendUint64(b, expires)
 }

@@ -5,7 +5,7 @@ package proto
 const (
 	Magic0  = 't'
 	Magic1  = 'w'
-	Version = 1
+	Version = 2
 
 	PrefixSize = 4
 )

@@ -107,6 +107,17 @@ func TestFrameTruncated(t *testing.T) {
 	}
 }
 
+// wantTruncated checks that every strict prefix of the valid encoding b
+// fails to parse with ErrTruncated.
+func wantTruncated(t *testing.T, name string, b []byte, parse func([]byte) error) {
+	t.Helper()
+	for i := range len(b) {
+		if err := parse(b[:i]); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("%s: prefix %d/%d: err = %v, want ErrTruncated", name, i, len(b), err)
+		}
+	}
+}
+
 func TestHeaderRoundTrip(t *testing.T) {
 	g := newGen(3)
 	for range 2000 {
@@ -209,7 +220,7 @@ func TestBlend(t *testing.T) {
 func TestHandshakeRoundTrip(t *testing.T) {
 	g := newGen(4)
 	for range 200 {
-		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		req := ConnectionRequest{KeyID: g.r.Uint32(), GameID: g.r.Uint64(), Expires: g.r.Uint64()}
 		copy(req.TokenNonce[:], g.bytes(NonceSize))
 		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 		b := mustAppend(t, &req)
@@ -217,9 +228,7 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		if err != nil || n != ConnectionRequestSize || got != req {
 			t.Fatalf("request: %v %d", err, n)
 		}
-		if _, _, err := ParseConnectionRequest(b[:ConnectionRequestSize-1]); !errors.Is(err, ErrTruncated) {
-			t.Fatalf("short request accepted: %v", err)
-		}
+		wantTruncated(t, "request", b, func(b []byte) error { _, _, err := ParseConnectionRequest(b); return err })
 
 		var ch Challenge
 		copy(ch.Cookie[:], g.bytes(CookieSize))
@@ -261,6 +270,16 @@ func TestHandshakeRoundTrip(t *testing.T) {
 				t.Fatalf("accept prefix %d: %v", i, err)
 			}
 		}
+	}
+}
+
+// The token's additional data names the key, the game and the expiry, in
+// that order after the version.
+func TestTokenAdditionalData(t *testing.T) {
+	ad := TokenAdditionalData([]byte{0xaa}, 0x01020304, 5, 6)
+	want := []byte{0xaa, Magic0, Magic1, Version, 4, 3, 2, 1, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0}
+	if !bytes.Equal(ad, want) || len(ad)-1 != TokenAdditionalDataSize {
+		t.Fatalf("TokenAdditionalData = %x, want %x", ad, want)
 	}
 }
 

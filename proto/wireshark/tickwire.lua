@@ -8,17 +8,24 @@
 -- or copy this file into your personal plugins folder.
 --
 -- Registered on UDP port 7777 and as a heuristic dissector on every UDP port
--- (it claims datagrams that start with 't' 'w', version 1 and a known type).
+-- (it claims datagrams that start with 't' 'w', version 2 and a known type).
 -- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
 -- payloads are shown as bytes, the header always dissects.
 
-local VERSION = 1
+local VERSION = 2
 local PREFIX_SIZE = 4
 local HEADER_SIZE = 26
 local SEAL_OVERHEAD = 16
 local COOKIE_SIZE = 176
 local TOKEN_SEALED_SIZE = 144
 local REQUEST_SIZE = 256
+-- Connection request offsets.
+local REQ_KEY_ID = 4
+local REQ_GAME_ID = 8
+local REQ_EXPIRES = 16
+local REQ_NONCE = 24
+local REQ_TOKEN = 36
+local NONCE_SIZE = 12
 local MAX_FRAMES = 64
 local MAX_INPUTS = 32
 local MAX_INPUT_BYTES = 1024
@@ -81,6 +88,7 @@ f.blend_raw   = ProtoField.uint16("tickwire.blend_raw", "Blend (fixed point)")
 f.payload     = ProtoField.bytes("tickwire.payload", "Encrypted payload")
 f.tag         = ProtoField.bytes("tickwire.tag", "AEAD tag")
 -- Handshake.
+f.req_key_id  = ProtoField.uint32("tickwire.request.key_id", "Token key id")
 f.req_game    = ProtoField.uint64("tickwire.request.game_id", "Game id")
 f.req_expires = ProtoField.uint64("tickwire.request.expires", "Token expires (unix s)")
 f.req_nonce   = ProtoField.bytes("tickwire.request.nonce", "Token nonce")
@@ -475,11 +483,13 @@ function p.dissector(buf, pinfo, tree)
         dissect_session(buf, pinfo, root, t, sealed)
     elseif t == 1 then
         if buf:len() < REQUEST_SIZE then return bad(root, "connection request shorter than 256 bytes") end
-        root:add_le(f.req_game, buf(4, 8))
-        root:add_le(f.req_expires, buf(12, 8))
-        root:add(f.req_nonce, buf(20, 12))
-        root:add(f.req_token, buf(32, TOKEN_SEALED_SIZE))
-        root:add(f.req_padding, buf(32 + TOKEN_SEALED_SIZE, REQUEST_SIZE - 32 - TOKEN_SEALED_SIZE))
+        local used = REQ_TOKEN + TOKEN_SEALED_SIZE
+        root:add_le(f.req_key_id, buf(REQ_KEY_ID, 4))
+        root:add_le(f.req_game, buf(REQ_GAME_ID, 8))
+        root:add_le(f.req_expires, buf(REQ_EXPIRES, 8))
+        root:add(f.req_nonce, buf(REQ_NONCE, NONCE_SIZE))
+        root:add(f.req_token, buf(REQ_TOKEN, TOKEN_SEALED_SIZE))
+        root:add(f.req_padding, buf(used, REQUEST_SIZE - used))
     elseif t == 2 then
         if buf:len() < PREFIX_SIZE + COOKIE_SIZE then return bad(root, "truncated challenge") end
         root:add(f.cookie, buf(4, COOKIE_SIZE))
@@ -496,7 +506,7 @@ function p.dissector(buf, pinfo, tree)
     end
 end
 
--- Heuristic: 't' 'w', version 1, a known type, no reserved flag.
+-- Heuristic: 't' 'w', version 2, a known type, no reserved flag.
 local function heuristic(buf, pinfo, tree)
     if buf:len() < PREFIX_SIZE then return false end
     if buf(0, 1):uint() ~= 0x74 or buf(1, 1):uint() ~= 0x77 then return false end
