@@ -217,21 +217,20 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 		f.bytes("tickwire.request.padding", b[reqUsed:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		var ch Challenge
-		copy(ch.Cookie[:], g.bytes(CookieSize))
+		ch := g.challenge()
 		b, _ = ch.Append(nil)
 		f = fields{}
 		expectPrefix(f, PacketChallenge)
 		f.bytes("tickwire.cookie", ch.Cookie[:])
+		f.bytes("tickwire.challenge.server_random", ch.ServerRandom[:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		var resp ChallengeResponse
-		copy(resp.Cookie[:], g.bytes(CookieSize))
-		copy(resp.Tag[:], g.bytes(SealOverhead))
+		resp := g.challengeResponse()
 		b, _ = resp.Append(nil)
 		f = fields{}
 		expectPrefix(f, PacketChallengeResponse)
 		f.bytes("tickwire.cookie", resp.Cookie[:])
+		f.bytes("tickwire.response.client_random", resp.ClientRandom[:])
 		f.bytes("tickwire.tag", resp.Tag[:])
 		out = append(out, capturedPacket{data: b, want: f})
 

@@ -101,10 +101,10 @@ func FuzzHandshake(f *testing.F) {
 	copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 	b, _ := req.Append(nil)
 	f.Add(b)
-	var ch Challenge
+	ch := g.challenge()
 	b, _ = ch.Append(nil)
 	f.Add(b)
-	var resp ChallengeResponse
+	resp := g.challengeResponse()
 	b, _ = resp.Append(nil)
 	f.Add(b)
 	b, _ = (&Denied{Reason: DenyServerFull}).Append(nil)

@@ -121,6 +121,21 @@ func (g *gen) payload(budget int) ([]byte, []frame) {
 	return b, fs
 }
 
+func (g *gen) challenge() Challenge {
+	var c Challenge
+	copy(c.Cookie[:], g.bytes(CookieSize))
+	copy(c.ServerRandom[:], g.bytes(RandomSize))
+	return c
+}
+
+func (g *gen) challengeResponse() ChallengeResponse {
+	var r ChallengeResponse
+	copy(r.Cookie[:], g.bytes(CookieSize))
+	copy(r.ClientRandom[:], g.bytes(RandomSize))
+	copy(r.Tag[:], g.bytes(SealOverhead))
+	return r
+}
+
 func (g *gen) tokenPrivate() TokenPrivate {
 	t := TokenPrivate{ClientID: g.r.Uint64(), PlayerCount: uint8(1 + g.r.IntN(MaxPlayersPerConnection))}
 	copy(t.ClientToServerKey[:], g.bytes(KeySize))

@@ -17,14 +17,26 @@ const (
 	UserDataSize = 32
 
 	// CookieSize is the size of the opaque, server-sealed challenge cookie.
-	// The server chooses its layout; it must fit the whole token private
-	// data so the server can stay stateless until the cookie comes back.
-	CookieSize = 176
+	// The server chooses its layout; it must fit what the server needs to
+	// accept the client later, so it can stay stateless until the cookie
+	// comes back.
+	CookieSize = 192
+	// RandomSize is the size of the challenge's ServerRandom and the
+	// response's ClientRandom, the salt of the session key derivation.
+	RandomSize = 16
 
 	ConnectionRequestSize = 256
-	ChallengeSize         = PrefixSize + CookieSize
-	ChallengeResponseSize = PrefixSize + CookieSize + SealOverhead
+	ChallengeSize         = PrefixSize + CookieSize + RandomSize
+	ChallengeResponseSize = PrefixSize + CookieSize + RandomSize + SealOverhead
 	DeniedSize            = PrefixSize + 1
+
+	// ResponseTagOffset is where a challenge response's tag starts; the
+	// bytes before it are the tag's additional data.
+	ResponseTagOffset = PrefixSize + CookieSize + RandomSize
+
+	offHsCookie   = PrefixSize
+	offChalRandom = offHsCookie + CookieSize
+	offRespRandom = offHsCookie + CookieSize
 
 	offReqKeyID   = PrefixSize
 	offReqGameID  = offReqKeyID + 4
@@ -108,16 +120,20 @@ func TokenAdditionalData(b []byte, keyID uint32, gameID, expires uint64) []byte 
 	return le.AppendUint64(b, expires)
 }
 
-// Challenge carries the stateless cookie the client must echo.
+// Challenge carries the stateless cookie the client must echo and the
+// server's half of the randomness the session keys are derived from
+// (docs/PROTOCOL.md, "Session keys").
 type Challenge struct {
-	Cookie [CookieSize]byte
+	Cookie       [CookieSize]byte
+	ServerRandom [RandomSize]byte
 }
 
 func (p *Challenge) Len() int { return ChallengeSize }
 
 func (p *Challenge) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketChallenge, false)
-	return append(b, p.Cookie[:]...), nil
+	b = append(b, p.Cookie[:]...)
+	return append(b, p.ServerRandom[:]...), nil
 }
 
 var (
@@ -137,17 +153,27 @@ func ParseChallenge(b []byte) (Challenge, int, error) {
 	if len(b) < ChallengeSize {
 		return p, 0, errChalTrunc
 	}
-	copy(p.Cookie[:], b[PrefixSize:])
+	copy(p.Cookie[:], b[offHsCookie:])
+	copy(p.ServerRandom[:], b[offChalRandom:])
 	return p, ChallengeSize, nil
 }
 
-// ChallengeResponse echoes the cookie and proves the client holds the
-// client-to-server key: Tag is the AEAD tag of an empty plaintext sealed
-// with that key, the nonce from ResponseNonce and the packet's first
-// PrefixSize+CookieSize bytes as additional data.
+// ChallengeResponse echoes the cookie, brings the client's half of the
+// session keys' randomness, and proves the client holds the token's
+// client-to-server key: Tag is the AES-GCM tag of an empty plaintext sealed
+// with that key, nonce Nonce() (kind NonceResponse, counter from
+// ClientRandom), and the packet's first ResponseTagOffset bytes (every byte
+// before the tag) as additional data.
 type ChallengeResponse struct {
-	Cookie [CookieSize]byte
-	Tag    [SealOverhead]byte
+	Cookie       [CookieSize]byte
+	ClientRandom [RandomSize]byte // chosen by the client, fresh per handshake
+	Tag          [SealOverhead]byte
+}
+
+// Nonce is the nonce of the response's tag: kind NonceResponse, counter the
+// first eight bytes of ClientRandom, little-endian.
+func (p *ChallengeResponse) Nonce() [NonceSize]byte {
+	return Nonce(NonceResponse, le.Uint64(p.ClientRandom[:]))
 }
 
 func (p *ChallengeResponse) Len() int { return ChallengeResponseSize }
@@ -155,6 +181,7 @@ func (p *ChallengeResponse) Len() int { return ChallengeResponseSize }
 func (p *ChallengeResponse) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketChallengeResponse, false)
 	b = append(b, p.Cookie[:]...)
+	b = append(b, p.ClientRandom[:]...)
 	return append(b, p.Tag[:]...), nil
 }
 
@@ -175,8 +202,9 @@ func ParseChallengeResponse(b []byte) (ChallengeResponse, int, error) {
 	if len(b) < ChallengeResponseSize {
 		return p, 0, errRespTrunc
 	}
-	copy(p.Cookie[:], b[PrefixSize:])
-	copy(p.Tag[:], b[PrefixSize+CookieSize:])
+	copy(p.Cookie[:], b[offHsCookie:])
+	copy(p.ClientRandom[:], b[offRespRandom:])
+	copy(p.Tag[:], b[ResponseTagOffset:])
 	return p, ChallengeResponseSize, nil
 }
 

@@ -230,23 +230,31 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		}
 		wantTruncated(t, "request", b, func(b []byte) error { _, _, err := ParseConnectionRequest(b); return err })
 
-		var ch Challenge
-		copy(ch.Cookie[:], g.bytes(CookieSize))
+		ch := g.challenge()
 		b = mustAppend(t, &ch)
 		if got, n, err := ParseChallenge(b); err != nil || n != ChallengeSize || got != ch {
 			t.Fatalf("challenge: %v", err)
 		}
+		if !bytes.Equal(b[ChallengeSize-RandomSize:], ch.ServerRandom[:]) {
+			t.Fatalf("server random not at the end of the challenge: %x", b)
+		}
 		if len(b) > ConnectionRequestSize {
 			t.Fatalf("challenge (%d bytes) larger than request", len(b))
 		}
+		wantTruncated(t, "challenge", b, func(b []byte) error { _, _, err := ParseChallenge(b); return err })
 
-		var resp ChallengeResponse
-		copy(resp.Cookie[:], g.bytes(CookieSize))
-		copy(resp.Tag[:], g.bytes(SealOverhead))
+		resp := g.challengeResponse()
 		b = mustAppend(t, &resp)
 		if got, n, err := ParseChallengeResponse(b); err != nil || n != ChallengeResponseSize || got != resp {
 			t.Fatalf("response: %v", err)
 		}
+		if !bytes.Equal(b[ResponseTagOffset:], resp.Tag[:]) || !bytes.Equal(b[ResponseTagOffset-RandomSize:ResponseTagOffset], resp.ClientRandom[:]) {
+			t.Fatalf("response random or tag misplaced: %x", b)
+		}
+		if n := resp.Nonce(); n != Nonce(NonceResponse, le.Uint64(resp.ClientRandom[:])) {
+			t.Fatalf("response nonce %x", n)
+		}
+		wantTruncated(t, "response", b, func(b []byte) error { _, _, err := ParseChallengeResponse(b); return err })
 
 		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
 		b = mustAppend(t, &den)

@@ -16,7 +16,8 @@ local VERSION = 2
 local PREFIX_SIZE = 4
 local HEADER_SIZE = 26
 local SEAL_OVERHEAD = 16
-local COOKIE_SIZE = 176
+local COOKIE_SIZE = 192
+local RANDOM_SIZE = 16
 local TOKEN_SEALED_SIZE = 144
 local REQUEST_SIZE = 256
 -- Connection request offsets.
@@ -95,6 +96,8 @@ f.req_nonce   = ProtoField.bytes("tickwire.request.nonce", "Token nonce")
 f.req_token   = ProtoField.bytes("tickwire.request.token", "Sealed token")
 f.req_padding = ProtoField.bytes("tickwire.request.padding", "Padding")
 f.cookie      = ProtoField.bytes("tickwire.cookie", "Challenge cookie")
+f.srv_random  = ProtoField.bytes("tickwire.challenge.server_random", "Server random")
+f.cli_random  = ProtoField.bytes("tickwire.response.client_random", "Client random")
 f.deny_reason = ProtoField.uint8("tickwire.denied.reason", "Deny reason", base.DEC, deny_names)
 f.acc_client  = ProtoField.uint64("tickwire.accept.client_id", "Client id")
 f.acc_rate    = ProtoField.uint16("tickwire.accept.tick_rate", "Tick rate (Hz)")
@@ -491,12 +494,15 @@ function p.dissector(buf, pinfo, tree)
         root:add(f.req_token, buf(REQ_TOKEN, TOKEN_SEALED_SIZE))
         root:add(f.req_padding, buf(used, REQUEST_SIZE - used))
     elseif t == 2 then
-        if buf:len() < PREFIX_SIZE + COOKIE_SIZE then return bad(root, "truncated challenge") end
-        root:add(f.cookie, buf(4, COOKIE_SIZE))
+        if buf:len() < PREFIX_SIZE + COOKIE_SIZE + RANDOM_SIZE then return bad(root, "truncated challenge") end
+        root:add(f.cookie, buf(PREFIX_SIZE, COOKIE_SIZE))
+        root:add(f.srv_random, buf(PREFIX_SIZE + COOKIE_SIZE, RANDOM_SIZE))
     elseif t == 3 then
-        if buf:len() < PREFIX_SIZE + COOKIE_SIZE + SEAL_OVERHEAD then return bad(root, "truncated challenge response") end
-        root:add(f.cookie, buf(4, COOKIE_SIZE))
-        root:add(f.tag, buf(4 + COOKIE_SIZE, SEAL_OVERHEAD))
+        local tag = PREFIX_SIZE + COOKIE_SIZE + RANDOM_SIZE
+        if buf:len() < tag + SEAL_OVERHEAD then return bad(root, "truncated challenge response") end
+        root:add(f.cookie, buf(PREFIX_SIZE, COOKIE_SIZE))
+        root:add(f.cli_random, buf(PREFIX_SIZE + COOKIE_SIZE, RANDOM_SIZE))
+        root:add(f.tag, buf(tag, SEAL_OVERHEAD))
     elseif t == 5 then
         if buf:len() < 5 then return bad(root, "truncated denied") end
         local r = buf(4, 1):uint()
