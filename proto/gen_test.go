@@ -144,6 +144,11 @@ func (g *gen) tokenPrivate() TokenPrivate {
 		t.Players[i] = uint16(g.r.Uint32())
 	}
 	copy(t.UserData[:], g.bytes(UserDataSize))
+	t.Created = g.r.Uint64()
+	t.ServerCount = uint8(g.r.IntN(MaxTokenServers + 1))
+	for i := range t.ServerCount {
+		t.Servers[i] = ServerAddrHash(string(g.text(1 + g.r.IntN(30))))
+	}
 	return t
 }
 

@@ -8,14 +8,6 @@ const (
 	NonceSize               = 12 // AES-GCM nonce
 	MaxPlayersPerConnection = 4
 
-	// TokenPrivateSize is the plaintext size of the sealed part of a
-	// connect token.
-	TokenPrivateSize = 128
-	// TokenSealedSize is the sealed private token: ciphertext + tag.
-	TokenSealedSize = TokenPrivateSize + SealOverhead
-	// UserDataSize is the opaque lobby data a token carries to the game.
-	UserDataSize = 32
-
 	// CookieSize is the size of the opaque, server-sealed challenge cookie.
 	// The server chooses its layout; it must fit what the server needs to
 	// accept the client later, so it can stay stateless until the cookie
@@ -277,77 +269,6 @@ func ParseDenied(b []byte) (Denied, int, error) {
 		return Denied{}, 0, errDenReason
 	}
 	return Denied{Reason: r}, DeniedSize, nil
-}
-
-// TokenPrivate is the plaintext of a connect token's sealed part. Only the
-// lobby (which mints it) and the game server (which opens it) see it; the
-// client receives the same keys and slots in the clear from the lobby.
-type TokenPrivate struct {
-	ClientID          uint64
-	ClientToServerKey [KeySize]byte
-	ServerToClientKey [KeySize]byte
-	PlayerCount       uint8 // 1..MaxPlayersPerConnection
-	Players           [MaxPlayersPerConnection]uint16
-	UserData          [UserDataSize]byte
-}
-
-const (
-	offTokClientID = 0
-	offTokC2S      = 8
-	offTokS2C      = 40
-	offTokCount    = 72
-	offTokPlayers  = 73
-	offTokUserData = 96
-)
-
-func (t *TokenPrivate) Len() int { return TokenPrivateSize }
-
-var (
-	errTokTrunc = truncated("connect token", "")
-	errTokCount = malformed("connect token", "player count")
-	errTokPad   = malformed("connect token", "reserved")
-)
-
-// Append appends the token plaintext, zero-padded to TokenPrivateSize.
-func (t *TokenPrivate) Append(b []byte) ([]byte, error) {
-	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
-		return b, errTokCount
-	}
-	b = le.AppendUint64(b, t.ClientID)
-	b = append(b, t.ClientToServerKey[:]...)
-	b = append(b, t.ServerToClientKey[:]...)
-	b = append(b, t.PlayerCount)
-	for _, p := range t.Players {
-		b = le.AppendUint16(b, p)
-	}
-	var pad [offTokUserData - offTokPlayers - 2*MaxPlayersPerConnection]byte
-	b = append(b, pad[:]...)
-	return append(b, t.UserData[:]...), nil
-}
-
-// ParseTokenPrivate parses an opened token.
-func ParseTokenPrivate(b []byte) (TokenPrivate, int, error) {
-	var t TokenPrivate
-	if len(b) < TokenPrivateSize {
-		return t, 0, errTokTrunc
-	}
-	t.ClientID = le.Uint64(b[offTokClientID:])
-	copy(t.ClientToServerKey[:], b[offTokC2S:])
-	copy(t.ServerToClientKey[:], b[offTokS2C:])
-	t.PlayerCount = b[offTokCount]
-	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
-		return TokenPrivate{}, 0, errTokCount
-	}
-	for i := range t.Players {
-		t.Players[i] = le.Uint16(b[offTokPlayers+2*i:])
-	}
-	for _, c := range b[offTokPlayers+2*MaxPlayersPerConnection : offTokUserData] {
-		if c != 0 {
-			return TokenPrivate{}, 0, errTokPad
-		}
-	}
-	copy(t.UserData[:], b[offTokUserData:])
-	return t, TokenPrivateSize, nil
 }
 
 // AcceptBody is the sealed payload of an Accept packet: what the client

@@ -264,9 +264,13 @@ func TestHandshakeRoundTrip(t *testing.T) {
 
 		tok := g.tokenPrivate()
 		b = mustAppend(t, &tok)
-		if got, _, err := ParseTokenPrivate(b); err != nil || got != tok {
+		if got, n, err := ParseTokenPrivate(b); err != nil || n != TokenPrivateSize || got != tok {
 			t.Fatalf("token: %v\n got %+v\nwant %+v", err, got, tok)
 		}
+		if le.Uint64(b[128:]) != tok.Created || b[136] != tok.ServerCount || le.Uint32(b[140:]) != tok.Servers[0] {
+			t.Fatalf("token fields misplaced: %x", b)
+		}
+		wantTruncated(t, "token", b, func(b []byte) error { _, _, err := ParseTokenPrivate(b); return err })
 
 		acc := g.acceptBody()
 		b = mustAppend(t, &acc)
@@ -291,16 +295,75 @@ func TestTokenAdditionalData(t *testing.T) {
 	}
 }
 
+// ServerAddrHash is the first four bytes of SHA-256, little-endian.
+func TestServerAddrHash(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		want uint32
+	}{
+		{"127.0.0.1:7777", 0x433397a9},
+		{"[::1]:7777", 0x5ddafa86},
+		{"game.example.com:7777", 0x1c15bdee},
+	} {
+		if got := ServerAddrHash(c.addr); got != c.want {
+			t.Errorf("ServerAddrHash(%q) = %#x, want %#x", c.addr, got, c.want)
+		}
+	}
+}
+
 func TestHandshakeRejects(t *testing.T) {
 	tok := TokenPrivate{PlayerCount: 0}
 	if _, err := tok.Append(nil); err == nil {
 		t.Error("token with no players encoded")
 	}
 	tok.PlayerCount = 1
-	b, _ := tok.Append(nil)
-	b[offTokPlayers+2*MaxPlayersPerConnection] = 1 // reserved byte
-	if _, _, err := ParseTokenPrivate(b); !errors.Is(err, ErrMalformed) {
-		t.Errorf("reserved byte: %v", err)
+	tok.ServerCount = 2
+	tok.Servers = [MaxTokenServers]uint32{1, 2}
+	good, err := tok.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		off  int
+		v    byte
+	}{
+		{"player count 0", offTokCount, 0},
+		{"player count 5", offTokCount, MaxPlayersPerConnection + 1},
+		{"reserved after players", offTokReserved1, 1},
+		{"reserved before user data", offTokUserData - 1, 1},
+		{"reserved after server count", offTokReserved2, 1},
+		{"reserved before servers", offTokServers - 1, 1},
+		{"reserved after servers", offTokReserved3, 1},
+		{"last byte", TokenPrivateSize - 1, 1},
+		{"server count 9", offTokServerCount, MaxTokenServers + 1},
+		{"unused server slot", offTokServers + 4*2, 1},
+		{"last unused server slot", offTokServers + 4*MaxTokenServers - 1, 1},
+	} {
+		b := bytes.Clone(good)
+		b[c.off] = c.v
+		if _, _, err := ParseTokenPrivate(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("token %s: %v", c.name, err)
+		}
+	}
+	// A full server list parses; the encoder refuses what the parser would.
+	full := tok
+	full.ServerCount = MaxTokenServers
+	for i := range full.Servers {
+		full.Servers[i] = uint32(i + 1)
+	}
+	if b, err := full.Append(nil); err != nil {
+		t.Errorf("8 servers: %v", err)
+	} else if got, _, err := ParseTokenPrivate(b); err != nil || got != full {
+		t.Errorf("8 servers: %v", err)
+	}
+	for _, bad := range []TokenPrivate{
+		{PlayerCount: 1, ServerCount: MaxTokenServers + 1},
+		{PlayerCount: 1, ServerCount: 1, Servers: [MaxTokenServers]uint32{1, 2}},
+	} {
+		if _, err := bad.Append(nil); !errors.Is(err, ErrMalformed) {
+			t.Errorf("token %+v encoded: %v", bad, err)
+		}
 	}
 	if _, _, err := ParseDenied([]byte{'t', 'w', Version, byte(PacketDenied), 0}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("denied reason 0: %v", err)

@@ -18,7 +18,7 @@ local HEADER_SIZE = 26
 local SEAL_OVERHEAD = 16
 local COOKIE_SIZE = 192
 local RANDOM_SIZE = 16
-local TOKEN_SEALED_SIZE = 144
+local TOKEN_SEALED_SIZE = 192
 local REQUEST_SIZE = 256
 -- Connection request offsets.
 local REQ_KEY_ID = 4
