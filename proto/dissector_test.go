@@ -234,12 +234,19 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 		f.bytes("tickwire.tag", resp.Tag[:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
-		b, _ = den.Append(nil)
-		f = fields{}
-		expectPrefix(f, PacketDenied)
-		f.add("tickwire.denied.reason", uint8(den.Reason))
-		out = append(out, capturedPacket{data: b, want: f})
+		for _, sealed := range []bool{false, true} {
+			den := g.denied(sealed)
+			b, _ = den.Append(nil)
+			f = fields{}
+			expectPrefix(f, PacketDenied)
+			f["tickwire.sealed"] = []string{boolField(sealed)}
+			f.add("tickwire.denied.reason", uint8(den.Reason))
+			if sealed {
+				f.add("tickwire.denied.counter", den.Counter)
+				f.bytes("tickwire.tag", den.Tag[:])
+			}
+			out = append(out, capturedPacket{data: b, want: f})
+		}
 
 		// Session packets, plaintext and sealed.
 		for _, sealed := range []bool{false, true} {
@@ -272,12 +279,15 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 	hb, _ := h.Append(nil)
 	inp, _ := g.frame(FrameInput).Append(nil)
 	for _, b := range [][]byte{
-		hb[:HeaderSize-3],                                           // truncated header
-		append(slices.Clone(hb), 0x7f),                              // unknown frame type
-		append(slices.Clone(hb), inp[:len(inp)-1]...),               // truncated frame
-		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),      // non-minimal varint
-		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3}, // short request
-		{'t', 'w', Version, byte(PacketDenied), 0},                  // deny reason 0
+		hb[:HeaderSize-3],                                                                   // truncated header
+		append(slices.Clone(hb), 0x7f),                                                      // unknown frame type
+		append(slices.Clone(hb), inp[:len(inp)-1]...),                                       // truncated frame
+		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),                              // non-minimal varint
+		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3},                         // short request
+		{'t', 'w', Version, byte(PacketDenied), 0},                                          // deny reason 0
+		{'t', 'w', Version, byte(PacketDenied), byte(denyReasonEnd)},                        // unknown deny reason
+		{'t', 'w', Version, byte(PacketDenied) | FlagSealed, byte(DenyServerFull), 1, 2, 3}, // truncated sealed denial
+		{'t', 'w', Version, byte(PacketChallenge) | FlagSealed},                             // sealed flag on a challenge
 	} {
 		out = append(out, capturedPacket{data: b, malformed: true})
 	}
@@ -307,7 +317,7 @@ func TestDissectorAgrees(t *testing.T) {
 		}
 	}
 	// Fields no packet should show unless the test expects them.
-	for _, k := range []string{"tickwire.payload", "tickwire.tag", "tickwire.kcp.conv"} {
+	for _, k := range []string{"tickwire.payload", "tickwire.tag", "tickwire.kcp.conv", "tickwire.denied.counter"} {
 		names[k] = true
 	}
 	cols := []string{"frame.number", "_ws.expert", "tickwire.malformed", "_ws.malformed", "_ws.lua.error"}

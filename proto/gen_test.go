@@ -136,6 +136,15 @@ func (g *gen) challengeResponse() ChallengeResponse {
 	return r
 }
 
+func (g *gen) denied(sealed bool) Denied {
+	d := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1)), Sealed: sealed}
+	if sealed {
+		d.Counter = g.r.Uint64()
+		copy(d.Tag[:], g.bytes(SealOverhead))
+	}
+	return d
+}
+
 func (g *gen) tokenPrivate() TokenPrivate {
 	t := TokenPrivate{ClientID: g.r.Uint64(), PlayerCount: uint8(1 + g.r.IntN(MaxPlayersPerConnection))}
 	copy(t.ClientToServerKey[:], g.bytes(KeySize))

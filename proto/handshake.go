@@ -21,11 +21,18 @@ const (
 	ChallengeSize         = PrefixSize + CookieSize + RandomSize
 	ChallengeResponseSize = PrefixSize + CookieSize + RandomSize + SealOverhead
 	DeniedSize            = PrefixSize + 1
+	DeniedSealedSize      = DeniedTagOffset + SealOverhead
 
 	// ResponseTagOffset is where a challenge response's tag starts; the
 	// bytes before it are the tag's additional data.
 	ResponseTagOffset = PrefixSize + CookieSize + RandomSize
 
+	// DeniedTagOffset is where a sealed denial's tag starts; the bytes
+	// before it (prefix, reason, counter) are the tag's additional data.
+	DeniedTagOffset = PrefixSize + 1 + 8
+
+	offDenReason  = PrefixSize
+	offDenCounter = offDenReason + 1
 	offHsCookie   = PrefixSize
 	offChalRandom = offHsCookie + CookieSize
 	offRespRandom = offHsCookie + CookieSize
@@ -42,11 +49,17 @@ const (
 )
 
 // The amplification guarantee, checked by the compiler: these constants
-// underflow (a compile error) if a reply outgrows the request.
+// underflow (a compile error) if a reply outgrows the packet it answers.
 const (
+	// A connection request is answered by a challenge or either denial.
 	_ = uint(ConnectionRequestSize - ChallengeSize)
 	_ = uint(ConnectionRequestSize - DeniedSize)
+	_ = uint(ConnectionRequestSize - DeniedSealedSize)
 	_ = uint(ConnectionRequestSize - reqUsed)
+	// A challenge response is answered by a denial or the sealed accept.
+	_ = uint(ChallengeResponseSize - DeniedSize)
+	_ = uint(ChallengeResponseSize - DeniedSealedSize)
+	_ = uint(ChallengeResponseSize - (HeaderSize + acceptBodyMaxSize + SealOverhead))
 )
 
 // ConnectionRequest opens a handshake. Everything but the sealed token is
@@ -204,15 +217,18 @@ func ParseChallengeResponse(b []byte) (ChallengeResponse, int, error) {
 type DenyReason uint8
 
 const (
-	DenyInvalidToken     DenyReason = 1 // token did not open (forged or tampered)
-	DenyExpired          DenyReason = 2 // token or cookie past its expiry
-	DenyWrongGame        DenyReason = 3 // token names another game
-	DenyServerFull       DenyReason = 4 // no free connection or player slot
-	DenyVersion          DenyReason = 5 // client speaks another protocol version
-	DenyAlreadyConnected DenyReason = 6 // this client id holds a connection
-	DenyBadCookie        DenyReason = 7 // cookie or key proof did not verify
-	DenyShuttingDown     DenyReason = 8 // server is stopping
-	denyReasonEnd        DenyReason = 9
+	DenyInvalidToken     DenyReason = 1  // token did not open (forged or tampered)
+	DenyExpired          DenyReason = 2  // token or cookie past its expiry
+	DenyWrongGame        DenyReason = 3  // token names another game
+	DenyServerFull       DenyReason = 4  // no free connection or player slot
+	DenyVersion          DenyReason = 5  // client speaks another protocol version
+	DenyAlreadyConnected DenyReason = 6  // this client id holds a connection
+	DenyBadCookie        DenyReason = 7  // cookie or key proof did not verify
+	DenyShuttingDown     DenyReason = 8  // server is stopping
+	DenyTokenUsed        DenyReason = 9  // the token already opened a session
+	DenyWrongServer      DenyReason = 10 // the token names other servers
+	DenyUnknownKey       DenyReason = 11 // no key with the token's key id
+	denyReasonEnd        DenyReason = 12
 )
 
 var denyNames = [...]string{
@@ -224,6 +240,9 @@ var denyNames = [...]string{
 	DenyAlreadyConnected: "already connected",
 	DenyBadCookie:        "bad cookie",
 	DenyShuttingDown:     "shutting down",
+	DenyTokenUsed:        "token used",
+	DenyWrongServer:      "wrong server",
+	DenyUnknownKey:       "unknown key",
 }
 
 func (r DenyReason) String() string {
@@ -233,17 +252,34 @@ func (r DenyReason) String() string {
 	return "unknown"
 }
 
-// Denied refuses a handshake. It is plaintext (the server may not hold any
-// key the client trusts), so clients honour it only while handshaking.
+// Denied refuses a handshake. It has two forms, both packet type 5.
+//
+// The plaintext form (Sealed false, DeniedSize bytes) carries only the
+// reason. The server sends it when it could not open the token and so
+// holds no key the client trusts; anyone on the path can forge it.
+//
+// The sealed form (Sealed true, FlagSealed on the type byte,
+// DeniedSealedSize bytes) adds Counter, random per denial, and Tag: the
+// AES-GCM tag of an empty plaintext under the token's server-to-client
+// key, nonce Nonce() (kind NonceDenied, counter Counter), with the
+// packet's first DeniedTagOffset bytes as additional data. The session
+// layer computes and checks the tag; Append writes Tag as given.
 type Denied struct {
-	Reason DenyReason
+	Reason  DenyReason
+	Sealed  bool
+	Counter uint64             // sealed form only
+	Tag     [SealOverhead]byte // sealed form only
 }
 
-func (p *Denied) Len() int { return DeniedSize }
+// Nonce is the nonce of a sealed denial's tag.
+func (p *Denied) Nonce() [NonceSize]byte { return Nonce(NonceDenied, p.Counter) }
 
-func (p *Denied) Append(b []byte) ([]byte, error) {
-	b = appendPrefix(b, PacketDenied, false)
-	return append(b, byte(p.Reason)), nil
+// Len is DeniedSealedSize for the sealed form, DeniedSize otherwise.
+func (p *Denied) Len() int {
+	if p.Sealed {
+		return DeniedSealedSize
+	}
+	return DeniedSize
 }
 
 var (
@@ -252,8 +288,24 @@ var (
 	errDenReason = malformed("denied", "reason")
 )
 
-// ParseDenied parses a denial. It encodes a version mismatch with the
-// version byte the server speaks, so it accepts any version byte.
+// Append appends the denial; Counter and Tag only if Sealed.
+func (p *Denied) Append(b []byte) ([]byte, error) {
+	if p.Reason == 0 || p.Reason >= denyReasonEnd {
+		return b, errDenReason
+	}
+	b = appendPrefix(b, PacketDenied, p.Sealed)
+	b = append(b, byte(p.Reason))
+	if !p.Sealed {
+		return b, nil
+	}
+	b = le.AppendUint64(b, p.Counter)
+	return append(b, p.Tag[:]...), nil
+}
+
+// ParseDenied parses either form of a denial. A server answers a request
+// of another version with a plaintext denial (DenyVersion) in the version
+// it speaks, so the plaintext form is accepted with any version byte; the
+// sealed form only with Version.
 func ParseDenied(b []byte) (Denied, int, error) {
 	if len(b) < DeniedSize {
 		return Denied{}, 0, errDenTrunc
@@ -261,14 +313,29 @@ func ParseDenied(b []byte) (Denied, int, error) {
 	if b[0] != Magic0 || b[1] != Magic1 {
 		return Denied{}, 0, errPrefixMagic
 	}
-	if PacketType(b[3]) != PacketDenied {
+	tb := b[3]
+	if PacketType(tb&typeMask) != PacketDenied {
 		return Denied{}, 0, errDenType
 	}
-	r := DenyReason(b[PrefixSize])
-	if r == 0 || r >= denyReasonEnd {
+	if tb&flagReserved != 0 {
+		return Denied{}, 0, errPrefixFlags
+	}
+	p := Denied{Reason: DenyReason(b[offDenReason]), Sealed: tb&FlagSealed != 0}
+	if p.Reason == 0 || p.Reason >= denyReasonEnd {
 		return Denied{}, 0, errDenReason
 	}
-	return Denied{Reason: r}, DeniedSize, nil
+	if !p.Sealed {
+		return p, DeniedSize, nil
+	}
+	if b[2] != Version {
+		return Denied{}, 0, errPrefixVersion
+	}
+	if len(b) < DeniedSealedSize {
+		return Denied{}, 0, errDenTrunc
+	}
+	p.Counter = le.Uint64(b[offDenCounter:])
+	copy(p.Tag[:], b[DeniedTagOffset:])
+	return p, DeniedSealedSize, nil
 }
 
 // AcceptBody is the sealed payload of an Accept packet: what the client
@@ -284,7 +351,13 @@ type AcceptBody struct {
 	Players     [MaxPlayersPerConnection]uint16 // first PlayerCount are valid
 }
 
-func (a *AcceptBody) Len() int { return 8 + 2*4 + 1 + 2*int(a.PlayerCount) }
+// Accept body sizes: the fixed fields, then 2 bytes per player.
+const (
+	acceptBodyFixedSize = 8 + 2*4 + 1
+	acceptBodyMaxSize   = acceptBodyFixedSize + 2*MaxPlayersPerConnection
+)
+
+func (a *AcceptBody) Len() int { return acceptBodyFixedSize + 2*int(a.PlayerCount) }
 
 var (
 	errAccTrunc  = truncated("accept", "")
@@ -310,7 +383,7 @@ func (a *AcceptBody) Append(b []byte) ([]byte, error) {
 
 func ParseAcceptBody(b []byte) (AcceptBody, int, error) {
 	var a AcceptBody
-	if len(b) < 17 {
+	if len(b) < acceptBodyFixedSize {
 		return a, 0, errAccTrunc
 	}
 	a.ClientID = le.Uint64(b)
@@ -325,12 +398,12 @@ func ParseAcceptBody(b []byte) (AcceptBody, int, error) {
 	if a.MaxPacket < HeaderSize+SealOverhead || a.MaxPacket > MaxPacketSizeLimit {
 		return AcceptBody{}, 0, errAccPacket
 	}
-	n := 17 + 2*int(a.PlayerCount)
+	n := acceptBodyFixedSize + 2*int(a.PlayerCount)
 	if len(b) < n {
 		return AcceptBody{}, 0, errAccTrunc
 	}
 	for i := range int(a.PlayerCount) {
-		a.Players[i] = le.Uint16(b[17+2*i:])
+		a.Players[i] = le.Uint16(b[acceptBodyFixedSize+2*i:])
 	}
 	return a, n, nil
 }

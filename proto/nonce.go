@@ -15,6 +15,10 @@ const (
 	// little-endian, of the response's ClientRandom, which the client
 	// chooses (ChallengeResponse.Nonce).
 	NonceResponse uint32 = 1
+	// NonceDenied authenticates a sealed denial under the token's
+	// server-to-client key; the counter is the denial's Counter, random
+	// per denial (Denied.Nonce).
+	NonceDenied uint32 = 2
 )
 
 // Nonce builds the nonce for kind and counter.

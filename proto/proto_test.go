@@ -256,10 +256,24 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		}
 		wantTruncated(t, "response", b, func(b []byte) error { _, _, err := ParseChallengeResponse(b); return err })
 
-		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
-		b = mustAppend(t, &den)
-		if got, _, err := ParseDenied(b); err != nil || got != den {
-			t.Fatalf("denied: %v", err)
+		for _, sealed := range []bool{false, true} {
+			den := g.denied(sealed)
+			b = mustAppend(t, &den)
+			if got, n, err := ParseDenied(b); err != nil || n != len(b) || got != den {
+				t.Fatalf("denied %+v: got %+v, %d, %v", den, got, n, err)
+			}
+			if pt, s, err := ParsePrefix(b); err != nil || pt != PacketDenied || s != sealed {
+				t.Fatalf("denied prefix: %v %v %v", pt, s, err)
+			}
+			if sealed {
+				if len(b) != DeniedSealedSize || le.Uint64(b[PrefixSize+1:]) != den.Counter || !bytes.Equal(b[DeniedTagOffset:], den.Tag[:]) {
+					t.Fatalf("sealed denial misplaced: %x", b)
+				}
+				if den.Nonce() != Nonce(NonceDenied, den.Counter) {
+					t.Fatal("denial nonce")
+				}
+			}
+			wantTruncated(t, "denied", b, func(b []byte) error { _, _, err := ParseDenied(b); return err })
 		}
 
 		tok := g.tokenPrivate()
@@ -365,15 +379,44 @@ func TestHandshakeRejects(t *testing.T) {
 			t.Errorf("token %+v encoded: %v", bad, err)
 		}
 	}
-	if _, _, err := ParseDenied([]byte{'t', 'w', Version, byte(PacketDenied), 0}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("denied reason 0: %v", err)
+	sealedDenial := func(version, typeByte, reason byte) []byte {
+		return append([]byte{'t', 'w', version, typeByte, reason}, make([]byte, 8+SealOverhead)...)
 	}
-	// A denial for a version mismatch parses whatever version it names.
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"reason 0", []byte{'t', 'w', Version, byte(PacketDenied), 0}},
+		{"reason past the last", []byte{'t', 'w', Version, byte(PacketDenied), byte(denyReasonEnd)}},
+		{"reserved flag", []byte{'t', 'w', Version, byte(PacketDenied) | flagReserved, byte(DenyServerFull)}},
+		{"other type", []byte{'t', 'w', Version, byte(PacketChallenge), byte(DenyServerFull)}},
+		{"sealed reason 0", sealedDenial(Version, byte(PacketDenied)|FlagSealed, 0)},
+		{"sealed, other version", sealedDenial(Version+1, byte(PacketDenied)|FlagSealed, byte(DenyServerFull))},
+	} {
+		if _, _, err := ParseDenied(c.b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("denied %s: %v", c.name, err)
+		}
+	}
+	// A plaintext denial parses whatever version it names: a server answers
+	// a request of another version in the version it speaks.
 	if d, _, err := ParseDenied([]byte{'t', 'w', Version + 7, byte(PacketDenied), byte(DenyVersion)}); err != nil || d.Reason != DenyVersion {
 		t.Errorf("foreign-version denial: %v", err)
 	}
-	if _, _, err := ParsePrefix([]byte{'t', 'w', Version, byte(PacketChallenge) | FlagSealed}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("sealed handshake packet: %v", err)
+	for _, bad := range []Denied{{}, {Reason: denyReasonEnd, Sealed: true}} {
+		if _, err := bad.Append(nil); !errors.Is(err, ErrMalformed) {
+			t.Errorf("denial %+v encoded: %v", bad, err)
+		}
+	}
+	// The sealed flag is valid on the session packets and the denial only.
+	for pt := PacketType(1); pt < packetTypeEnd; pt++ {
+		got, sealed, err := ParsePrefix([]byte{'t', 'w', Version, byte(pt) | FlagSealed})
+		if pt.HasSessionHeader() || pt == PacketDenied {
+			if err != nil || got != pt || !sealed {
+				t.Errorf("sealed %v: %v, %v, %v", pt, got, sealed, err)
+			}
+		} else if !errors.Is(err, ErrMalformed) {
+			t.Errorf("sealed %v: %v", pt, err)
+		}
 	}
 	for r := DisconnectReason(1); r < disconnectReasonEnd; r++ {
 		if got, n, err := ParseDisconnectReason([]byte{byte(r)}); err != nil || got != r || n != 1 {
@@ -516,8 +559,8 @@ func TestVarint(t *testing.T) {
 }
 
 func TestNonceUnique(t *testing.T) {
-	a, b := Nonce(NonceSession, 1), Nonce(NonceResponse, 1)
-	if a == b {
+	a, b, c := Nonce(NonceSession, 1), Nonce(NonceResponse, 1), Nonce(NonceDenied, 1)
+	if a == b || a == c || b == c {
 		t.Fatal("kinds share a nonce")
 	}
 	if Nonce(NonceSession, 1) == Nonce(NonceSession, 2) {

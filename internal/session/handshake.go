@@ -13,7 +13,7 @@ type HandshakeStats struct {
 	Requests   uint64 // connection requests received
 	Challenges uint64 // challenges sent
 	Responses  uint64 // challenge responses received
-	Denied     [proto.DenyShuttingDown + 1]uint64
+	Denied     [proto.DenyUnknownKey + 1]uint64
 	BytesIn    uint64 // handshake bytes received (requests and responses)
 	BytesOut   uint64 // handshake bytes sent (challenges, denials, accepts)
 	Malformed  uint64 // requests and responses that did not parse (dropped unanswered)

@@ -27,6 +27,10 @@ local REQ_EXPIRES = 16
 local REQ_NONCE = 24
 local REQ_TOKEN = 36
 local NONCE_SIZE = 12
+-- Denied: reason, then (sealed form) counter and tag.
+local DENIED_SIZE = 5
+local DENIED_TAG = 13
+local DENIED_SEALED_SIZE = DENIED_TAG + SEAL_OVERHEAD
 local MAX_FRAMES = 64
 local MAX_INPUTS = 32
 local MAX_INPUT_BYTES = 1024
@@ -54,6 +58,7 @@ local frame_names = {
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
     [5] = "version mismatch", [6] = "already connected", [7] = "bad cookie", [8] = "shutting down",
+    [9] = "token used", [10] = "wrong server", [11] = "unknown key",
 }
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
@@ -99,6 +104,7 @@ f.cookie      = ProtoField.bytes("tickwire.cookie", "Challenge cookie")
 f.srv_random  = ProtoField.bytes("tickwire.challenge.server_random", "Server random")
 f.cli_random  = ProtoField.bytes("tickwire.response.client_random", "Client random")
 f.deny_reason = ProtoField.uint8("tickwire.denied.reason", "Deny reason", base.DEC, deny_names)
+f.deny_counter = ProtoField.uint64("tickwire.denied.counter", "Denial counter (nonce)")
 f.acc_client  = ProtoField.uint64("tickwire.accept.client_id", "Client id")
 f.acc_rate    = ProtoField.uint16("tickwire.accept.tick_rate", "Tick rate (Hz)")
 f.acc_hb      = ProtoField.uint16("tickwire.accept.heartbeat_ms", "Heartbeat (ms)")
@@ -480,7 +486,7 @@ function p.dissector(buf, pinfo, tree)
     if not packet_names[t] then return bad(root, "unknown packet type") end
     if band(tb, 0x40) ~= 0 then return bad(root, "reserved flag set") end
     local session = (t == 4 or t == 6 or t == 7 or t == 8 or t == 9)
-    if sealed and not session then return bad(root, "sealed flag on a handshake packet") end
+    if sealed and not session and t ~= 5 then return bad(root, "sealed flag on a handshake packet") end
 
     if session then
         dissect_session(buf, pinfo, root, t, sealed)
@@ -504,11 +510,18 @@ function p.dissector(buf, pinfo, tree)
         root:add(f.cli_random, buf(PREFIX_SIZE + COOKIE_SIZE, RANDOM_SIZE))
         root:add(f.tag, buf(tag, SEAL_OVERHEAD))
     elseif t == 5 then
-        if buf:len() < 5 then return bad(root, "truncated denied") end
-        local r = buf(4, 1):uint()
-        root:add(f.deny_reason, buf(4, 1))
-        if r == 0 or r > 8 then return bad(root, "denied: unknown reason") end
+        if buf:len() < DENIED_SIZE then return bad(root, "truncated denied") end
+        local r = buf(PREFIX_SIZE, 1):uint()
+        root:add(f.deny_reason, buf(PREFIX_SIZE, 1))
+        if not deny_names[r] then return bad(root, "denied: unknown reason") end
         pinfo.cols.info:append(": " .. deny_names[r])
+        if sealed then
+            if buf(2, 1):uint() ~= VERSION then return bad(root, "sealed denial of another version") end
+            if buf:len() < DENIED_SEALED_SIZE then return bad(root, "truncated sealed denial") end
+            root:add_le(f.deny_counter, buf(PREFIX_SIZE + 1, 8))
+            root:add(f.tag, buf(DENIED_TAG, SEAL_OVERHEAD))
+            pinfo.cols.info:append(" [sealed]")
+        end
     end
 end
 
