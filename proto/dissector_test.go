@@ -160,6 +160,12 @@ func expectFrame(f fields, fr frame) {
 		if len(v.Text) > 0 {
 			f.add("tickwire.control.text", string(v.Text))
 		}
+	case *PathChallengeFrame:
+		f.add("tickwire.frame.type", uint8(FramePathChallenge))
+		f.bytes("tickwire.path_challenge.data", v.Data[:])
+	case *PathResponseFrame:
+		f.add("tickwire.frame.type", uint8(FramePathResponse))
+		f.bytes("tickwire.path_response.data", v.Data[:])
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}
@@ -265,6 +271,14 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 				return b
 			})
 			session(PacketData, sealed, frames)
+			// Path validation: a challenge and a response among other frames.
+			session(PacketData, sealed, func(b []byte, f fields) []byte {
+				for _, fr := range []frame{g.frame(FramePathChallenge), g.anyFrame(), g.frame(FramePathResponse)} {
+					expectFrame(f, fr)
+					b, _ = fr.Append(b)
+				}
+				return b
+			})
 			session(PacketPeer, sealed, frames)
 			session(PacketKeepAlive, sealed, func(b []byte, f fields) []byte { return b })
 			session(PacketDisconnect, sealed, func(b []byte, f fields) []byte {
@@ -282,6 +296,8 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 		hb[:HeaderSize-3],                                                                   // truncated header
 		append(slices.Clone(hb), 0x7f),                                                      // unknown frame type
 		append(slices.Clone(hb), inp[:len(inp)-1]...),                                       // truncated frame
+		append(slices.Clone(hb), byte(FramePathChallenge), 1, 2, 3, 4, 5, 6, 7),             // truncated path challenge
+		append(slices.Clone(hb), byte(FramePathResponse)),                                   // truncated path response
 		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),                              // non-minimal varint
 		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3},                         // short request
 		{'t', 'w', Version, byte(PacketDenied), 0},                                          // deny reason 0

@@ -97,6 +97,14 @@ func (g *gen) frame(t FrameType) frame {
 	case FrameControl:
 		return &ControlFrame{Code: ControlCode(1 + g.r.IntN(int(controlCodeEnd)-1)), Player: uint16(g.r.Uint32()),
 			Tick: g.r.Uint32(), Arg: g.r.Uint64(), Text: g.text(g.r.IntN(40))}
+	case FramePathChallenge:
+		f := &PathChallengeFrame{}
+		copy(f.Data[:], g.bytes(PathDataSize))
+		return f
+	case FramePathResponse:
+		f := &PathResponseFrame{}
+		copy(f.Data[:], g.bytes(PathDataSize))
+		return f
 	}
 	panic("unknown frame type")
 }

@@ -40,6 +40,12 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameControl:
 		f, n, err := ParseControlFrame(b)
 		return &f, n, err
+	case FramePathChallenge:
+		f, n, err := ParsePathChallengeFrame(b)
+		return &f, n, err
+	case FramePathResponse:
+		f, n, err := ParsePathResponseFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

@@ -40,6 +40,7 @@ local MAX_CONTROL_TEXT = 255
 local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
+local PATH_DATA_SIZE = 8
 
 local band = (bit32 and bit32.band) or bit.band
 
@@ -54,6 +55,7 @@ local frame_names = {
     [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
+    [0x0b] = "Path challenge", [0x0c] = "Path response",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -164,6 +166,8 @@ f.ctl_player  = ProtoField.uint16("tickwire.control.player", "Player / channel")
 f.ctl_tick    = ProtoField.uint32("tickwire.control.tick", "Tick")
 f.ctl_arg     = ProtoField.uint64("tickwire.control.arg", "Argument")
 f.ctl_text    = ProtoField.string("tickwire.control.text", "Text")
+f.path_chal   = ProtoField.bytes("tickwire.path_challenge.data", "Path challenge data")
+f.path_resp   = ProtoField.bytes("tickwire.path_response.data", "Path response data")
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -380,11 +384,22 @@ local function frame_control(buf, off, tree)
     return off + n
 end
 
+-- The two path frames share one layout: the type, then 8 bytes of data.
+local function path_frame(field, what)
+    return function(buf, off, tree)
+        if not have(buf, off, PATH_DATA_SIZE) then return bad(tree, "truncated " .. what .. " frame") end
+        tree:add(field, buf(off, PATH_DATA_SIZE))
+        return off + PATH_DATA_SIZE
+    end
+end
+
 local frame_parsers = {
     [0x01] = frame_ackonly, [0x02] = frame_reliable, [0x03] = frame_message,
     [0x04] = frame_input, [0x05] = frame_input_ack, [0x06] = frame_delta,
     [0x07] = frame_full, [0x08] = frame_resync, [0x09] = frame_checksum,
     [0x0a] = frame_control,
+    [0x0b] = path_frame(f.path_chal, "path challenge"),
+    [0x0c] = path_frame(f.path_resp, "path response"),
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
