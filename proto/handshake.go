@@ -4,7 +4,7 @@ package proto
 // answer to it (a challenge or a denial) is never larger than the request:
 // the handshake cannot amplify a spoofed flood.
 const (
-	KeySize                 = 32 // AES-256-GCM session keys
+	KeySize                 = 32 // AES-256-GCM keys: the token keys and the session keys derived from them
 	NonceSize               = 12 // AES-GCM nonce
 	MaxPlayersPerConnection = 4
 
