@@ -207,7 +207,7 @@ func openToken(t *testing.T, key tickwire.Key, tok *tickwire.ConnectToken) proto
 		t.Fatal(err)
 	}
 	req := tok.Request()
-	ad := proto.TokenAdditionalData(nil, req.GameID, req.Expires)
+	ad := proto.TokenAdditionalData(nil, req.KeyID, req.GameID, req.Expires)
 	plain, err := aead.Open(nil, req.TokenNonce[:], req.SealedToken[:], ad)
 	if err != nil {
 		t.Fatalf("token for game %d does not open with the key: %v", tok.GameID, err)

@@ -160,6 +160,12 @@ func expectFrame(f fields, fr frame) {
 		if len(v.Text) > 0 {
 			f.add("tickwire.control.text", string(v.Text))
 		}
+	case *PathChallengeFrame:
+		f.add("tickwire.frame.type", uint8(FramePathChallenge))
+		f.bytes("tickwire.path_challenge.data", v.Data[:])
+	case *PathResponseFrame:
+		f.add("tickwire.frame.type", uint8(FramePathResponse))
+		f.bytes("tickwire.path_response.data", v.Data[:])
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}
@@ -203,12 +209,13 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 	}
 	for range n {
 		// Handshake.
-		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		req := ConnectionRequest{KeyID: g.r.Uint32(), GameID: g.r.Uint64(), Expires: g.r.Uint64()}
 		copy(req.TokenNonce[:], g.bytes(NonceSize))
 		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 		b, _ := req.Append(nil)
 		f := fields{}
 		expectPrefix(f, PacketConnectionRequest)
+		f.add("tickwire.request.key_id", req.KeyID)
 		f.add("tickwire.request.game_id", req.GameID)
 		f.add("tickwire.request.expires", req.Expires)
 		f.bytes("tickwire.request.nonce", req.TokenNonce[:])
@@ -216,30 +223,36 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 		f.bytes("tickwire.request.padding", b[reqUsed:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		var ch Challenge
-		copy(ch.Cookie[:], g.bytes(CookieSize))
+		ch := g.challenge()
 		b, _ = ch.Append(nil)
 		f = fields{}
 		expectPrefix(f, PacketChallenge)
 		f.bytes("tickwire.cookie", ch.Cookie[:])
+		f.bytes("tickwire.challenge.server_random", ch.ServerRandom[:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		var resp ChallengeResponse
-		copy(resp.Cookie[:], g.bytes(CookieSize))
-		copy(resp.Tag[:], g.bytes(SealOverhead))
+		resp := g.challengeResponse()
 		b, _ = resp.Append(nil)
 		f = fields{}
 		expectPrefix(f, PacketChallengeResponse)
 		f.bytes("tickwire.cookie", resp.Cookie[:])
+		f.bytes("tickwire.response.client_random", resp.ClientRandom[:])
 		f.bytes("tickwire.tag", resp.Tag[:])
 		out = append(out, capturedPacket{data: b, want: f})
 
-		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
-		b, _ = den.Append(nil)
-		f = fields{}
-		expectPrefix(f, PacketDenied)
-		f.add("tickwire.denied.reason", uint8(den.Reason))
-		out = append(out, capturedPacket{data: b, want: f})
+		for _, sealed := range []bool{false, true} {
+			den := g.denied(sealed)
+			b, _ = den.Append(nil)
+			f = fields{}
+			expectPrefix(f, PacketDenied)
+			f["tickwire.sealed"] = []string{boolField(sealed)}
+			f.add("tickwire.denied.reason", uint8(den.Reason))
+			if sealed {
+				f.add("tickwire.denied.counter", den.Counter)
+				f.bytes("tickwire.tag", den.Tag[:])
+			}
+			out = append(out, capturedPacket{data: b, want: f})
+		}
 
 		// Session packets, plaintext and sealed.
 		for _, sealed := range []bool{false, true} {
@@ -258,6 +271,14 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 				return b
 			})
 			session(PacketData, sealed, frames)
+			// Path validation: a challenge and a response among other frames.
+			session(PacketData, sealed, func(b []byte, f fields) []byte {
+				for _, fr := range []frame{g.frame(FramePathChallenge), g.anyFrame(), g.frame(FramePathResponse)} {
+					expectFrame(f, fr)
+					b, _ = fr.Append(b)
+				}
+				return b
+			})
 			session(PacketPeer, sealed, frames)
 			session(PacketKeepAlive, sealed, func(b []byte, f fields) []byte { return b })
 			session(PacketDisconnect, sealed, func(b []byte, f fields) []byte {
@@ -272,12 +293,17 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 	hb, _ := h.Append(nil)
 	inp, _ := g.frame(FrameInput).Append(nil)
 	for _, b := range [][]byte{
-		hb[:HeaderSize-3],                                           // truncated header
-		append(slices.Clone(hb), 0x7f),                              // unknown frame type
-		append(slices.Clone(hb), inp[:len(inp)-1]...),               // truncated frame
-		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),      // non-minimal varint
-		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3}, // short request
-		{'t', 'w', Version, byte(PacketDenied), 0},                  // deny reason 0
+		hb[:HeaderSize-3],                                                                   // truncated header
+		append(slices.Clone(hb), 0x7f),                                                      // unknown frame type
+		append(slices.Clone(hb), inp[:len(inp)-1]...),                                       // truncated frame
+		append(slices.Clone(hb), byte(FramePathChallenge), 1, 2, 3, 4, 5, 6, 7),             // truncated path challenge
+		append(slices.Clone(hb), byte(FramePathResponse)),                                   // truncated path response
+		append(slices.Clone(hb), byte(FrameReliable), 0x80, 0),                              // non-minimal varint
+		{'t', 'w', Version, byte(PacketConnectionRequest), 1, 2, 3},                         // short request
+		{'t', 'w', Version, byte(PacketDenied), 0},                                          // deny reason 0
+		{'t', 'w', Version, byte(PacketDenied), byte(denyReasonEnd)},                        // unknown deny reason
+		{'t', 'w', Version, byte(PacketDenied) | FlagSealed, byte(DenyServerFull), 1, 2, 3}, // truncated sealed denial
+		{'t', 'w', Version, byte(PacketChallenge) | FlagSealed},                             // sealed flag on a challenge
 	} {
 		out = append(out, capturedPacket{data: b, malformed: true})
 	}
@@ -307,7 +333,7 @@ func TestDissectorAgrees(t *testing.T) {
 		}
 	}
 	// Fields no packet should show unless the test expects them.
-	for _, k := range []string{"tickwire.payload", "tickwire.tag", "tickwire.kcp.conv"} {
+	for _, k := range []string{"tickwire.payload", "tickwire.tag", "tickwire.kcp.conv", "tickwire.denied.counter"} {
 		names[k] = true
 	}
 	cols := []string{"frame.number", "_ws.expert", "tickwire.malformed", "_ws.malformed", "_ws.lua.error"}

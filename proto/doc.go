@@ -11,8 +11,9 @@
 //	  -> udp (bytes onto the socket)
 //
 // proto does no I/O, reads no clock, starts no goroutines and performs no
-// cryptography: sealing and opening payloads is the root package's job; proto
-// only says where the bytes go. Every type follows the same pattern:
+// cryptography beyond hashing server addresses (ServerAddrHash): sealing and
+// opening payloads and deriving keys is internal/session's job; proto only
+// says where the bytes go and which nonce and additional data they use. Every type follows the same pattern:
 //
 //	func (x *X) Len() int                      // exact encoded size
 //	func (x *X) Append(b []byte) ([]byte, error) // appends len == Len() bytes

@@ -14,7 +14,9 @@ const (
 	FrameResyncRequest FrameType = 0x08 // client asks for a full snapshot
 	FrameChecksum      FrameType = 0x09 // state checksum at a tick
 	FrameControl       FrameType = 0x0a // lifecycle events (join, leave, reject, ...)
-	frameTypeEnd       FrameType = 0x0b
+	FramePathChallenge FrameType = 0x0b // server asks the peer to echo 8 bytes from a new address
+	FramePathResponse  FrameType = 0x0c // the echo of a path challenge
+	frameTypeEnd       FrameType = 0x0d
 )
 
 var frameNames = [...]string{
@@ -28,6 +30,8 @@ var frameNames = [...]string{
 	FrameResyncRequest: "resync request",
 	FrameChecksum:      "checksum",
 	FrameControl:       "control",
+	FramePathChallenge: "path challenge",
+	FramePathResponse:  "path response",
 }
 
 func (t FrameType) String() string {
@@ -87,6 +91,10 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParseChecksumFrame(b)
 	case FrameControl:
 		_, n, err = ParseControlFrame(b)
+	case FramePathChallenge:
+		_, n, err = ParsePathChallengeFrame(b)
+	case FramePathResponse:
+		_, n, err = ParsePathResponseFrame(b)
 	}
 	return t, n, err
 }

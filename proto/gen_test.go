@@ -97,6 +97,14 @@ func (g *gen) frame(t FrameType) frame {
 	case FrameControl:
 		return &ControlFrame{Code: ControlCode(1 + g.r.IntN(int(controlCodeEnd)-1)), Player: uint16(g.r.Uint32()),
 			Tick: g.r.Uint32(), Arg: g.r.Uint64(), Text: g.text(g.r.IntN(40))}
+	case FramePathChallenge:
+		f := &PathChallengeFrame{}
+		copy(f.Data[:], g.bytes(PathDataSize))
+		return f
+	case FramePathResponse:
+		f := &PathResponseFrame{}
+		copy(f.Data[:], g.bytes(PathDataSize))
+		return f
 	}
 	panic("unknown frame type")
 }
@@ -121,6 +129,30 @@ func (g *gen) payload(budget int) ([]byte, []frame) {
 	return b, fs
 }
 
+func (g *gen) challenge() Challenge {
+	var c Challenge
+	copy(c.Cookie[:], g.bytes(CookieSize))
+	copy(c.ServerRandom[:], g.bytes(RandomSize))
+	return c
+}
+
+func (g *gen) challengeResponse() ChallengeResponse {
+	var r ChallengeResponse
+	copy(r.Cookie[:], g.bytes(CookieSize))
+	copy(r.ClientRandom[:], g.bytes(RandomSize))
+	copy(r.Tag[:], g.bytes(SealOverhead))
+	return r
+}
+
+func (g *gen) denied(sealed bool) Denied {
+	d := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1)), Sealed: sealed}
+	if sealed {
+		d.Counter = g.r.Uint64()
+		copy(d.Tag[:], g.bytes(SealOverhead))
+	}
+	return d
+}
+
 func (g *gen) tokenPrivate() TokenPrivate {
 	t := TokenPrivate{ClientID: g.r.Uint64(), PlayerCount: uint8(1 + g.r.IntN(MaxPlayersPerConnection))}
 	copy(t.ClientToServerKey[:], g.bytes(KeySize))
@@ -129,6 +161,11 @@ func (g *gen) tokenPrivate() TokenPrivate {
 		t.Players[i] = uint16(g.r.Uint32())
 	}
 	copy(t.UserData[:], g.bytes(UserDataSize))
+	t.Created = g.r.Uint64()
+	t.ServerCount = uint8(g.r.IntN(MaxTokenServers + 1))
+	for i := range t.ServerCount {
+		t.Servers[i] = ServerAddrHash(string(g.text(1 + g.r.IntN(30))))
+	}
 	return t
 }
 

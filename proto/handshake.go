@@ -4,47 +4,69 @@ package proto
 // answer to it (a challenge or a denial) is never larger than the request:
 // the handshake cannot amplify a spoofed flood.
 const (
-	KeySize                 = 32 // AES-256-GCM session keys
+	KeySize                 = 32 // AES-256-GCM keys: the token keys and the session keys derived from them
 	NonceSize               = 12 // AES-GCM nonce
 	MaxPlayersPerConnection = 4
 
-	// TokenPrivateSize is the plaintext size of the sealed part of a
-	// connect token.
-	TokenPrivateSize = 128
-	// TokenSealedSize is the sealed private token: ciphertext + tag.
-	TokenSealedSize = TokenPrivateSize + SealOverhead
-	// UserDataSize is the opaque lobby data a token carries to the game.
-	UserDataSize = 32
-
 	// CookieSize is the size of the opaque, server-sealed challenge cookie.
-	// The server chooses its layout; it must fit the whole token private
-	// data so the server can stay stateless until the cookie comes back.
-	CookieSize = 176
+	// The server chooses its layout; it must fit what the server needs to
+	// accept the client later, so it can stay stateless until the cookie
+	// comes back.
+	CookieSize = 192
+	// RandomSize is the size of the challenge's ServerRandom and the
+	// response's ClientRandom, the salt of the session key derivation.
+	RandomSize = 16
 
 	ConnectionRequestSize = 256
-	ChallengeSize         = PrefixSize + CookieSize
-	ChallengeResponseSize = PrefixSize + CookieSize + SealOverhead
+	ChallengeSize         = PrefixSize + CookieSize + RandomSize
+	ChallengeResponseSize = PrefixSize + CookieSize + RandomSize + SealOverhead
 	DeniedSize            = PrefixSize + 1
+	DeniedSealedSize      = DeniedTagOffset + SealOverhead
 
-	offReqGameID  = 4
-	offReqExpires = 12
-	offReqNonce   = 20
-	offReqToken   = 32
+	// ResponseTagOffset is where a challenge response's tag starts; the
+	// bytes before it are the tag's additional data.
+	ResponseTagOffset = PrefixSize + CookieSize + RandomSize
+
+	// DeniedTagOffset is where a sealed denial's tag starts; the bytes
+	// before it (prefix, reason, counter) are the tag's additional data.
+	DeniedTagOffset = PrefixSize + 1 + 8
+
+	offDenReason  = PrefixSize
+	offDenCounter = offDenReason + 1
+	offHsCookie   = PrefixSize
+	offChalRandom = offHsCookie + CookieSize
+	offRespRandom = offHsCookie + CookieSize
+
+	offReqKeyID   = PrefixSize
+	offReqGameID  = offReqKeyID + 4
+	offReqExpires = offReqGameID + 8
+	offReqNonce   = offReqExpires + 8
+	offReqToken   = offReqNonce + NonceSize
 	reqUsed       = offReqToken + TokenSealedSize
+
+	// TokenAdditionalDataSize is the size of TokenAdditionalData's bytes.
+	TokenAdditionalDataSize = 3 + 4 + 8 + 8
 )
 
 // The amplification guarantee, checked by the compiler: these constants
-// underflow (a compile error) if a reply outgrows the request.
+// underflow (a compile error) if a reply outgrows the packet it answers.
 const (
+	// A connection request is answered by a challenge or either denial.
 	_ = uint(ConnectionRequestSize - ChallengeSize)
 	_ = uint(ConnectionRequestSize - DeniedSize)
+	_ = uint(ConnectionRequestSize - DeniedSealedSize)
 	_ = uint(ConnectionRequestSize - reqUsed)
+	// A challenge response is answered by a denial or the sealed accept.
+	_ = uint(ChallengeResponseSize - DeniedSize)
+	_ = uint(ChallengeResponseSize - DeniedSealedSize)
+	_ = uint(ChallengeResponseSize - (HeaderSize + acceptBodyMaxSize + SealOverhead))
 )
 
 // ConnectionRequest opens a handshake. Everything but the sealed token is
-// public; GameID and Expires are bound to the token as additional data, so
-// tampering with either makes the token fail to open.
+// public; KeyID, GameID and Expires are bound to the token as additional
+// data, so tampering with any of them makes the token fail to open.
 type ConnectionRequest struct {
+	KeyID       uint32 // which of the server's token keys sealed the token
 	GameID      uint64
 	Expires     uint64 // unix seconds
 	TokenNonce  [NonceSize]byte
@@ -57,6 +79,7 @@ func (p *ConnectionRequest) Len() int { return ConnectionRequestSize }
 // Append appends the request padded with zeros to ConnectionRequestSize.
 func (p *ConnectionRequest) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketConnectionRequest, false)
+	b = le.AppendUint32(b, p.KeyID)
 	b = le.AppendUint64(b, p.GameID)
 	b = le.AppendUint64(b, p.Expires)
 	b = append(b, p.TokenNonce[:]...)
@@ -84,6 +107,7 @@ func ParseConnectionRequest(b []byte) (ConnectionRequest, int, error) {
 	if len(b) < ConnectionRequestSize {
 		return p, 0, errReqTrunc
 	}
+	p.KeyID = le.Uint32(b[offReqKeyID:])
 	p.GameID = le.Uint64(b[offReqGameID:])
 	p.Expires = le.Uint64(b[offReqExpires:])
 	copy(p.TokenNonce[:], b[offReqNonce:])
@@ -91,24 +115,30 @@ func ParseConnectionRequest(b []byte) (ConnectionRequest, int, error) {
 	return p, ConnectionRequestSize, nil
 }
 
-// TokenAdditionalData appends the bytes a connect token is sealed with as
-// additional data: version, game id and expiry.
-func TokenAdditionalData(b []byte, gameID, expires uint64) []byte {
+// TokenAdditionalData appends the TokenAdditionalDataSize bytes a connect
+// token is sealed with as additional data: protocol id and version, key
+// id, game id and expiry.
+func TokenAdditionalData(b []byte, keyID uint32, gameID, expires uint64) []byte {
 	b = append(b, Magic0, Magic1, Version)
+	b = le.AppendUint32(b, keyID)
 	b = le.AppendUint64(b, gameID)
 	return le.AppendUint64(b, expires)
 }
 
-// Challenge carries the stateless cookie the client must echo.
+// Challenge carries the stateless cookie the client must echo and the
+// server's half of the randomness the session keys are derived from
+// (docs/PROTOCOL.md, "Session keys").
 type Challenge struct {
-	Cookie [CookieSize]byte
+	Cookie       [CookieSize]byte
+	ServerRandom [RandomSize]byte
 }
 
 func (p *Challenge) Len() int { return ChallengeSize }
 
 func (p *Challenge) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketChallenge, false)
-	return append(b, p.Cookie[:]...), nil
+	b = append(b, p.Cookie[:]...)
+	return append(b, p.ServerRandom[:]...), nil
 }
 
 var (
@@ -128,17 +158,27 @@ func ParseChallenge(b []byte) (Challenge, int, error) {
 	if len(b) < ChallengeSize {
 		return p, 0, errChalTrunc
 	}
-	copy(p.Cookie[:], b[PrefixSize:])
+	copy(p.Cookie[:], b[offHsCookie:])
+	copy(p.ServerRandom[:], b[offChalRandom:])
 	return p, ChallengeSize, nil
 }
 
-// ChallengeResponse echoes the cookie and proves the client holds the
-// client-to-server key: Tag is the AEAD tag of an empty plaintext sealed
-// with that key, the nonce from ResponseNonce and the packet's first
-// PrefixSize+CookieSize bytes as additional data.
+// ChallengeResponse echoes the cookie, brings the client's half of the
+// session keys' randomness, and proves the client holds the token's
+// client-to-server key: Tag is the AES-GCM tag of an empty plaintext sealed
+// with that key, nonce Nonce() (kind NonceResponse, counter from
+// ClientRandom), and the packet's first ResponseTagOffset bytes (every byte
+// before the tag) as additional data.
 type ChallengeResponse struct {
-	Cookie [CookieSize]byte
-	Tag    [SealOverhead]byte
+	Cookie       [CookieSize]byte
+	ClientRandom [RandomSize]byte // chosen by the client, fresh per handshake
+	Tag          [SealOverhead]byte
+}
+
+// Nonce is the nonce of the response's tag: kind NonceResponse, counter the
+// first eight bytes of ClientRandom, little-endian.
+func (p *ChallengeResponse) Nonce() [NonceSize]byte {
+	return Nonce(NonceResponse, le.Uint64(p.ClientRandom[:]))
 }
 
 func (p *ChallengeResponse) Len() int { return ChallengeResponseSize }
@@ -146,6 +186,7 @@ func (p *ChallengeResponse) Len() int { return ChallengeResponseSize }
 func (p *ChallengeResponse) Append(b []byte) ([]byte, error) {
 	b = appendPrefix(b, PacketChallengeResponse, false)
 	b = append(b, p.Cookie[:]...)
+	b = append(b, p.ClientRandom[:]...)
 	return append(b, p.Tag[:]...), nil
 }
 
@@ -166,8 +207,9 @@ func ParseChallengeResponse(b []byte) (ChallengeResponse, int, error) {
 	if len(b) < ChallengeResponseSize {
 		return p, 0, errRespTrunc
 	}
-	copy(p.Cookie[:], b[PrefixSize:])
-	copy(p.Tag[:], b[PrefixSize+CookieSize:])
+	copy(p.Cookie[:], b[offHsCookie:])
+	copy(p.ClientRandom[:], b[offRespRandom:])
+	copy(p.Tag[:], b[ResponseTagOffset:])
 	return p, ChallengeResponseSize, nil
 }
 
@@ -175,15 +217,18 @@ func ParseChallengeResponse(b []byte) (ChallengeResponse, int, error) {
 type DenyReason uint8
 
 const (
-	DenyInvalidToken     DenyReason = 1 // token did not open (forged or tampered)
-	DenyExpired          DenyReason = 2 // token or cookie past its expiry
-	DenyWrongGame        DenyReason = 3 // token names another game
-	DenyServerFull       DenyReason = 4 // no free connection or player slot
-	DenyVersion          DenyReason = 5 // client speaks another protocol version
-	DenyAlreadyConnected DenyReason = 6 // this client id holds a connection
-	DenyBadCookie        DenyReason = 7 // cookie or key proof did not verify
-	DenyShuttingDown     DenyReason = 8 // server is stopping
-	denyReasonEnd        DenyReason = 9
+	DenyInvalidToken     DenyReason = 1  // token did not open (forged or tampered)
+	DenyExpired          DenyReason = 2  // token or cookie past its expiry
+	DenyWrongGame        DenyReason = 3  // token names another game
+	DenyServerFull       DenyReason = 4  // no free connection or player slot
+	DenyVersion          DenyReason = 5  // client speaks another protocol version
+	DenyAlreadyConnected DenyReason = 6  // this client id holds a connection
+	DenyBadCookie        DenyReason = 7  // cookie or key proof did not verify
+	DenyShuttingDown     DenyReason = 8  // server is stopping
+	DenyTokenUsed        DenyReason = 9  // the token already opened a session
+	DenyWrongServer      DenyReason = 10 // the token names other servers
+	DenyUnknownKey       DenyReason = 11 // no key with the token's key id
+	denyReasonEnd        DenyReason = 12
 )
 
 var denyNames = [...]string{
@@ -195,6 +240,9 @@ var denyNames = [...]string{
 	DenyAlreadyConnected: "already connected",
 	DenyBadCookie:        "bad cookie",
 	DenyShuttingDown:     "shutting down",
+	DenyTokenUsed:        "token used",
+	DenyWrongServer:      "wrong server",
+	DenyUnknownKey:       "unknown key",
 }
 
 func (r DenyReason) String() string {
@@ -204,17 +252,34 @@ func (r DenyReason) String() string {
 	return "unknown"
 }
 
-// Denied refuses a handshake. It is plaintext (the server may not hold any
-// key the client trusts), so clients honour it only while handshaking.
+// Denied refuses a handshake. It has two forms, both packet type 5.
+//
+// The plaintext form (Sealed false, DeniedSize bytes) carries only the
+// reason. The server sends it when it could not open the token and so
+// holds no key the client trusts; anyone on the path can forge it.
+//
+// The sealed form (Sealed true, FlagSealed on the type byte,
+// DeniedSealedSize bytes) adds Counter, random per denial, and Tag: the
+// AES-GCM tag of an empty plaintext under the token's server-to-client
+// key, nonce Nonce() (kind NonceDenied, counter Counter), with the
+// packet's first DeniedTagOffset bytes as additional data. The session
+// layer computes and checks the tag; Append writes Tag as given.
 type Denied struct {
-	Reason DenyReason
+	Reason  DenyReason
+	Sealed  bool
+	Counter uint64             // sealed form only
+	Tag     [SealOverhead]byte // sealed form only
 }
 
-func (p *Denied) Len() int { return DeniedSize }
+// Nonce is the nonce of a sealed denial's tag.
+func (p *Denied) Nonce() [NonceSize]byte { return Nonce(NonceDenied, p.Counter) }
 
-func (p *Denied) Append(b []byte) ([]byte, error) {
-	b = appendPrefix(b, PacketDenied, false)
-	return append(b, byte(p.Reason)), nil
+// Len is DeniedSealedSize for the sealed form, DeniedSize otherwise.
+func (p *Denied) Len() int {
+	if p.Sealed {
+		return DeniedSealedSize
+	}
+	return DeniedSize
 }
 
 var (
@@ -223,8 +288,24 @@ var (
 	errDenReason = malformed("denied", "reason")
 )
 
-// ParseDenied parses a denial. It encodes a version mismatch with the
-// version byte the server speaks, so it accepts any version byte.
+// Append appends the denial; Counter and Tag only if Sealed.
+func (p *Denied) Append(b []byte) ([]byte, error) {
+	if p.Reason == 0 || p.Reason >= denyReasonEnd {
+		return b, errDenReason
+	}
+	b = appendPrefix(b, PacketDenied, p.Sealed)
+	b = append(b, byte(p.Reason))
+	if !p.Sealed {
+		return b, nil
+	}
+	b = le.AppendUint64(b, p.Counter)
+	return append(b, p.Tag[:]...), nil
+}
+
+// ParseDenied parses either form of a denial. A server answers a request
+// of another version with a plaintext denial (DenyVersion) in the version
+// it speaks, so the plaintext form is accepted with any version byte; the
+// sealed form only with Version.
 func ParseDenied(b []byte) (Denied, int, error) {
 	if len(b) < DeniedSize {
 		return Denied{}, 0, errDenTrunc
@@ -232,85 +313,29 @@ func ParseDenied(b []byte) (Denied, int, error) {
 	if b[0] != Magic0 || b[1] != Magic1 {
 		return Denied{}, 0, errPrefixMagic
 	}
-	if PacketType(b[3]) != PacketDenied {
+	tb := b[3]
+	if PacketType(tb&typeMask) != PacketDenied {
 		return Denied{}, 0, errDenType
 	}
-	r := DenyReason(b[PrefixSize])
-	if r == 0 || r >= denyReasonEnd {
+	if tb&flagReserved != 0 {
+		return Denied{}, 0, errPrefixFlags
+	}
+	p := Denied{Reason: DenyReason(b[offDenReason]), Sealed: tb&FlagSealed != 0}
+	if p.Reason == 0 || p.Reason >= denyReasonEnd {
 		return Denied{}, 0, errDenReason
 	}
-	return Denied{Reason: r}, DeniedSize, nil
-}
-
-// TokenPrivate is the plaintext of a connect token's sealed part. Only the
-// lobby (which mints it) and the game server (which opens it) see it; the
-// client receives the same keys and slots in the clear from the lobby.
-type TokenPrivate struct {
-	ClientID          uint64
-	ClientToServerKey [KeySize]byte
-	ServerToClientKey [KeySize]byte
-	PlayerCount       uint8 // 1..MaxPlayersPerConnection
-	Players           [MaxPlayersPerConnection]uint16
-	UserData          [UserDataSize]byte
-}
-
-const (
-	offTokClientID = 0
-	offTokC2S      = 8
-	offTokS2C      = 40
-	offTokCount    = 72
-	offTokPlayers  = 73
-	offTokUserData = 96
-)
-
-func (t *TokenPrivate) Len() int { return TokenPrivateSize }
-
-var (
-	errTokTrunc = truncated("connect token", "")
-	errTokCount = malformed("connect token", "player count")
-	errTokPad   = malformed("connect token", "reserved")
-)
-
-// Append appends the token plaintext, zero-padded to TokenPrivateSize.
-func (t *TokenPrivate) Append(b []byte) ([]byte, error) {
-	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
-		return b, errTokCount
+	if !p.Sealed {
+		return p, DeniedSize, nil
 	}
-	b = le.AppendUint64(b, t.ClientID)
-	b = append(b, t.ClientToServerKey[:]...)
-	b = append(b, t.ServerToClientKey[:]...)
-	b = append(b, t.PlayerCount)
-	for _, p := range t.Players {
-		b = le.AppendUint16(b, p)
+	if b[2] != Version {
+		return Denied{}, 0, errPrefixVersion
 	}
-	var pad [offTokUserData - offTokPlayers - 2*MaxPlayersPerConnection]byte
-	b = append(b, pad[:]...)
-	return append(b, t.UserData[:]...), nil
-}
-
-// ParseTokenPrivate parses an opened token.
-func ParseTokenPrivate(b []byte) (TokenPrivate, int, error) {
-	var t TokenPrivate
-	if len(b) < TokenPrivateSize {
-		return t, 0, errTokTrunc
+	if len(b) < DeniedSealedSize {
+		return Denied{}, 0, errDenTrunc
 	}
-	t.ClientID = le.Uint64(b[offTokClientID:])
-	copy(t.ClientToServerKey[:], b[offTokC2S:])
-	copy(t.ServerToClientKey[:], b[offTokS2C:])
-	t.PlayerCount = b[offTokCount]
-	if t.PlayerCount == 0 || t.PlayerCount > MaxPlayersPerConnection {
-		return TokenPrivate{}, 0, errTokCount
-	}
-	for i := range t.Players {
-		t.Players[i] = le.Uint16(b[offTokPlayers+2*i:])
-	}
-	for _, c := range b[offTokPlayers+2*MaxPlayersPerConnection : offTokUserData] {
-		if c != 0 {
-			return TokenPrivate{}, 0, errTokPad
-		}
-	}
-	copy(t.UserData[:], b[offTokUserData:])
-	return t, TokenPrivateSize, nil
+	p.Counter = le.Uint64(b[offDenCounter:])
+	copy(p.Tag[:], b[DeniedTagOffset:])
+	return p, DeniedSealedSize, nil
 }
 
 // AcceptBody is the sealed payload of an Accept packet: what the client
@@ -326,7 +351,13 @@ type AcceptBody struct {
 	Players     [MaxPlayersPerConnection]uint16 // first PlayerCount are valid
 }
 
-func (a *AcceptBody) Len() int { return 8 + 2*4 + 1 + 2*int(a.PlayerCount) }
+// Accept body sizes: the fixed fields, then 2 bytes per player.
+const (
+	acceptBodyFixedSize = 8 + 2*4 + 1
+	acceptBodyMaxSize   = acceptBodyFixedSize + 2*MaxPlayersPerConnection
+)
+
+func (a *AcceptBody) Len() int { return acceptBodyFixedSize + 2*int(a.PlayerCount) }
 
 var (
 	errAccTrunc  = truncated("accept", "")
@@ -352,7 +383,7 @@ func (a *AcceptBody) Append(b []byte) ([]byte, error) {
 
 func ParseAcceptBody(b []byte) (AcceptBody, int, error) {
 	var a AcceptBody
-	if len(b) < 17 {
+	if len(b) < acceptBodyFixedSize {
 		return a, 0, errAccTrunc
 	}
 	a.ClientID = le.Uint64(b)
@@ -367,12 +398,12 @@ func ParseAcceptBody(b []byte) (AcceptBody, int, error) {
 	if a.MaxPacket < HeaderSize+SealOverhead || a.MaxPacket > MaxPacketSizeLimit {
 		return AcceptBody{}, 0, errAccPacket
 	}
-	n := 17 + 2*int(a.PlayerCount)
+	n := acceptBodyFixedSize + 2*int(a.PlayerCount)
 	if len(b) < n {
 		return AcceptBody{}, 0, errAccTrunc
 	}
 	for i := range int(a.PlayerCount) {
-		a.Players[i] = le.Uint16(b[17+2*i:])
+		a.Players[i] = le.Uint16(b[acceptBodyFixedSize+2*i:])
 	}
 	return a, n, nil
 }

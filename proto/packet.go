@@ -5,7 +5,7 @@ package proto
 const (
 	Magic0  = 't'
 	Magic1  = 'w'
-	Version = 1
+	Version = 2
 
 	PrefixSize = 4
 )
@@ -31,7 +31,7 @@ const (
 	PacketChallenge         PacketType = 2 // server -> client, plaintext
 	PacketChallengeResponse PacketType = 3 // client -> server, authenticated
 	PacketAccept            PacketType = 4 // server -> client, session header
-	PacketDenied            PacketType = 5 // server -> client, plaintext
+	PacketDenied            PacketType = 5 // server -> client, plaintext or sealed
 	PacketData              PacketType = 6 // both ways, session header
 	PacketKeepAlive         PacketType = 7 // both ways, session header
 	PacketDisconnect        PacketType = 8 // both ways, session header
@@ -46,6 +46,8 @@ const (
 	// FlagSealed marks a session packet whose payload is AEAD ciphertext
 	// followed by a SealOverhead-byte tag, with the header as additional
 	// data. Peers that require encryption drop session packets without it.
+	// On a Denied packet it marks the sealed form (Denied.Sealed). It is
+	// valid on no other type.
 	FlagSealed = 0x80
 )
 
@@ -84,6 +86,10 @@ func (t PacketType) HasSessionHeader() bool {
 	return false
 }
 
+// sealable reports whether the sealed flag is valid on type t: the session
+// packets and the denial.
+func (t PacketType) sealable() bool { return t.HasSessionHeader() || t == PacketDenied }
+
 var (
 	errPrefixTrunc   = truncated("packet prefix", "")
 	errPrefixMagic   = malformed("packet prefix", "protocol id")
@@ -109,7 +115,7 @@ func ParsePrefix(b []byte) (t PacketType, sealed bool, err error) {
 	if !t.Valid() {
 		return 0, false, errPrefixType
 	}
-	if tb&flagReserved != 0 || (tb&FlagSealed != 0 && !t.HasSessionHeader()) {
+	if tb&flagReserved != 0 || (tb&FlagSealed != 0 && !t.sealable()) {
 		return 0, false, errPrefixFlags
 	}
 	return t, tb&FlagSealed != 0, nil

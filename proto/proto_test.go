@@ -40,6 +40,12 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameControl:
 		f, n, err := ParseControlFrame(b)
 		return &f, n, err
+	case FramePathChallenge:
+		f, n, err := ParsePathChallengeFrame(b)
+		return &f, n, err
+	case FramePathResponse:
+		f, n, err := ParsePathResponseFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -103,6 +109,17 @@ func TestFrameTruncated(t *testing.T) {
 					t.Fatalf("%v: error %v is not a *ParseError naming the frame", ft, err)
 				}
 			}
+		}
+	}
+}
+
+// wantTruncated checks that every strict prefix of the valid encoding b
+// fails to parse with ErrTruncated.
+func wantTruncated(t *testing.T, name string, b []byte, parse func([]byte) error) {
+	t.Helper()
+	for i := range len(b) {
+		if err := parse(b[:i]); !errors.Is(err, ErrTruncated) {
+			t.Fatalf("%s: prefix %d/%d: err = %v, want ErrTruncated", name, i, len(b), err)
 		}
 	}
 }
@@ -209,7 +226,7 @@ func TestBlend(t *testing.T) {
 func TestHandshakeRoundTrip(t *testing.T) {
 	g := newGen(4)
 	for range 200 {
-		req := ConnectionRequest{GameID: g.r.Uint64(), Expires: g.r.Uint64()}
+		req := ConnectionRequest{KeyID: g.r.Uint32(), GameID: g.r.Uint64(), Expires: g.r.Uint64()}
 		copy(req.TokenNonce[:], g.bytes(NonceSize))
 		copy(req.SealedToken[:], g.bytes(TokenSealedSize))
 		b := mustAppend(t, &req)
@@ -217,39 +234,63 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		if err != nil || n != ConnectionRequestSize || got != req {
 			t.Fatalf("request: %v %d", err, n)
 		}
-		if _, _, err := ParseConnectionRequest(b[:ConnectionRequestSize-1]); !errors.Is(err, ErrTruncated) {
-			t.Fatalf("short request accepted: %v", err)
-		}
+		wantTruncated(t, "request", b, func(b []byte) error { _, _, err := ParseConnectionRequest(b); return err })
 
-		var ch Challenge
-		copy(ch.Cookie[:], g.bytes(CookieSize))
+		ch := g.challenge()
 		b = mustAppend(t, &ch)
 		if got, n, err := ParseChallenge(b); err != nil || n != ChallengeSize || got != ch {
 			t.Fatalf("challenge: %v", err)
 		}
+		if !bytes.Equal(b[ChallengeSize-RandomSize:], ch.ServerRandom[:]) {
+			t.Fatalf("server random not at the end of the challenge: %x", b)
+		}
 		if len(b) > ConnectionRequestSize {
 			t.Fatalf("challenge (%d bytes) larger than request", len(b))
 		}
+		wantTruncated(t, "challenge", b, func(b []byte) error { _, _, err := ParseChallenge(b); return err })
 
-		var resp ChallengeResponse
-		copy(resp.Cookie[:], g.bytes(CookieSize))
-		copy(resp.Tag[:], g.bytes(SealOverhead))
+		resp := g.challengeResponse()
 		b = mustAppend(t, &resp)
 		if got, n, err := ParseChallengeResponse(b); err != nil || n != ChallengeResponseSize || got != resp {
 			t.Fatalf("response: %v", err)
 		}
+		if !bytes.Equal(b[ResponseTagOffset:], resp.Tag[:]) || !bytes.Equal(b[ResponseTagOffset-RandomSize:ResponseTagOffset], resp.ClientRandom[:]) {
+			t.Fatalf("response random or tag misplaced: %x", b)
+		}
+		if n := resp.Nonce(); n != Nonce(NonceResponse, le.Uint64(resp.ClientRandom[:])) {
+			t.Fatalf("response nonce %x", n)
+		}
+		wantTruncated(t, "response", b, func(b []byte) error { _, _, err := ParseChallengeResponse(b); return err })
 
-		den := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1))}
-		b = mustAppend(t, &den)
-		if got, _, err := ParseDenied(b); err != nil || got != den {
-			t.Fatalf("denied: %v", err)
+		for _, sealed := range []bool{false, true} {
+			den := g.denied(sealed)
+			b = mustAppend(t, &den)
+			if got, n, err := ParseDenied(b); err != nil || n != len(b) || got != den {
+				t.Fatalf("denied %+v: got %+v, %d, %v", den, got, n, err)
+			}
+			if pt, s, err := ParsePrefix(b); err != nil || pt != PacketDenied || s != sealed {
+				t.Fatalf("denied prefix: %v %v %v", pt, s, err)
+			}
+			if sealed {
+				if len(b) != DeniedSealedSize || le.Uint64(b[PrefixSize+1:]) != den.Counter || !bytes.Equal(b[DeniedTagOffset:], den.Tag[:]) {
+					t.Fatalf("sealed denial misplaced: %x", b)
+				}
+				if den.Nonce() != Nonce(NonceDenied, den.Counter) {
+					t.Fatal("denial nonce")
+				}
+			}
+			wantTruncated(t, "denied", b, func(b []byte) error { _, _, err := ParseDenied(b); return err })
 		}
 
 		tok := g.tokenPrivate()
 		b = mustAppend(t, &tok)
-		if got, _, err := ParseTokenPrivate(b); err != nil || got != tok {
+		if got, n, err := ParseTokenPrivate(b); err != nil || n != TokenPrivateSize || got != tok {
 			t.Fatalf("token: %v\n got %+v\nwant %+v", err, got, tok)
 		}
+		if le.Uint64(b[128:]) != tok.Created || b[136] != tok.ServerCount || le.Uint32(b[140:]) != tok.Servers[0] {
+			t.Fatalf("token fields misplaced: %x", b)
+		}
+		wantTruncated(t, "token", b, func(b []byte) error { _, _, err := ParseTokenPrivate(b); return err })
 
 		acc := g.acceptBody()
 		b = mustAppend(t, &acc)
@@ -264,26 +305,124 @@ func TestHandshakeRoundTrip(t *testing.T) {
 	}
 }
 
+// The token's additional data names the key, the game and the expiry, in
+// that order after the version.
+func TestTokenAdditionalData(t *testing.T) {
+	ad := TokenAdditionalData([]byte{0xaa}, 0x01020304, 5, 6)
+	want := []byte{0xaa, Magic0, Magic1, Version, 4, 3, 2, 1, 5, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0}
+	if !bytes.Equal(ad, want) || len(ad)-1 != TokenAdditionalDataSize {
+		t.Fatalf("TokenAdditionalData = %x, want %x", ad, want)
+	}
+}
+
+// ServerAddrHash is the first four bytes of SHA-256, little-endian.
+func TestServerAddrHash(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		want uint32
+	}{
+		{"127.0.0.1:7777", 0x433397a9},
+		{"[::1]:7777", 0x5ddafa86},
+		{"game.example.com:7777", 0x1c15bdee},
+	} {
+		if got := ServerAddrHash(c.addr); got != c.want {
+			t.Errorf("ServerAddrHash(%q) = %#x, want %#x", c.addr, got, c.want)
+		}
+	}
+}
+
 func TestHandshakeRejects(t *testing.T) {
 	tok := TokenPrivate{PlayerCount: 0}
 	if _, err := tok.Append(nil); err == nil {
 		t.Error("token with no players encoded")
 	}
 	tok.PlayerCount = 1
-	b, _ := tok.Append(nil)
-	b[offTokPlayers+2*MaxPlayersPerConnection] = 1 // reserved byte
-	if _, _, err := ParseTokenPrivate(b); !errors.Is(err, ErrMalformed) {
-		t.Errorf("reserved byte: %v", err)
+	tok.ServerCount = 2
+	tok.Servers = [MaxTokenServers]uint32{1, 2}
+	good, err := tok.Append(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := ParseDenied([]byte{'t', 'w', Version, byte(PacketDenied), 0}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("denied reason 0: %v", err)
+	for _, c := range []struct {
+		name string
+		off  int
+		v    byte
+	}{
+		{"player count 0", offTokCount, 0},
+		{"player count 5", offTokCount, MaxPlayersPerConnection + 1},
+		{"reserved after players", offTokReserved1, 1},
+		{"reserved before user data", offTokUserData - 1, 1},
+		{"reserved after server count", offTokReserved2, 1},
+		{"reserved before servers", offTokServers - 1, 1},
+		{"reserved after servers", offTokReserved3, 1},
+		{"last byte", TokenPrivateSize - 1, 1},
+		{"server count 9", offTokServerCount, MaxTokenServers + 1},
+		{"unused server slot", offTokServers + 4*2, 1},
+		{"last unused server slot", offTokServers + 4*MaxTokenServers - 1, 1},
+	} {
+		b := bytes.Clone(good)
+		b[c.off] = c.v
+		if _, _, err := ParseTokenPrivate(b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("token %s: %v", c.name, err)
+		}
 	}
-	// A denial for a version mismatch parses whatever version it names.
+	// A full server list parses; the encoder refuses what the parser would.
+	full := tok
+	full.ServerCount = MaxTokenServers
+	for i := range full.Servers {
+		full.Servers[i] = uint32(i + 1)
+	}
+	if b, err := full.Append(nil); err != nil {
+		t.Errorf("8 servers: %v", err)
+	} else if got, _, err := ParseTokenPrivate(b); err != nil || got != full {
+		t.Errorf("8 servers: %v", err)
+	}
+	for _, bad := range []TokenPrivate{
+		{PlayerCount: 1, ServerCount: MaxTokenServers + 1},
+		{PlayerCount: 1, ServerCount: 1, Servers: [MaxTokenServers]uint32{1, 2}},
+	} {
+		if _, err := bad.Append(nil); !errors.Is(err, ErrMalformed) {
+			t.Errorf("token %+v encoded: %v", bad, err)
+		}
+	}
+	sealedDenial := func(version, typeByte, reason byte) []byte {
+		return append([]byte{'t', 'w', version, typeByte, reason}, make([]byte, 8+SealOverhead)...)
+	}
+	for _, c := range []struct {
+		name string
+		b    []byte
+	}{
+		{"reason 0", []byte{'t', 'w', Version, byte(PacketDenied), 0}},
+		{"reason past the last", []byte{'t', 'w', Version, byte(PacketDenied), byte(denyReasonEnd)}},
+		{"reserved flag", []byte{'t', 'w', Version, byte(PacketDenied) | flagReserved, byte(DenyServerFull)}},
+		{"other type", []byte{'t', 'w', Version, byte(PacketChallenge), byte(DenyServerFull)}},
+		{"sealed reason 0", sealedDenial(Version, byte(PacketDenied)|FlagSealed, 0)},
+		{"sealed, other version", sealedDenial(Version+1, byte(PacketDenied)|FlagSealed, byte(DenyServerFull))},
+	} {
+		if _, _, err := ParseDenied(c.b); !errors.Is(err, ErrMalformed) {
+			t.Errorf("denied %s: %v", c.name, err)
+		}
+	}
+	// A plaintext denial parses whatever version it names: a server answers
+	// a request of another version in the version it speaks.
 	if d, _, err := ParseDenied([]byte{'t', 'w', Version + 7, byte(PacketDenied), byte(DenyVersion)}); err != nil || d.Reason != DenyVersion {
 		t.Errorf("foreign-version denial: %v", err)
 	}
-	if _, _, err := ParsePrefix([]byte{'t', 'w', Version, byte(PacketChallenge) | FlagSealed}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("sealed handshake packet: %v", err)
+	for _, bad := range []Denied{{}, {Reason: denyReasonEnd, Sealed: true}} {
+		if _, err := bad.Append(nil); !errors.Is(err, ErrMalformed) {
+			t.Errorf("denial %+v encoded: %v", bad, err)
+		}
+	}
+	// The sealed flag is valid on the session packets and the denial only.
+	for pt := PacketType(1); pt < packetTypeEnd; pt++ {
+		got, sealed, err := ParsePrefix([]byte{'t', 'w', Version, byte(pt) | FlagSealed})
+		if pt.HasSessionHeader() || pt == PacketDenied {
+			if err != nil || got != pt || !sealed {
+				t.Errorf("sealed %v: %v, %v, %v", pt, got, sealed, err)
+			}
+		} else if !errors.Is(err, ErrMalformed) {
+			t.Errorf("sealed %v: %v", pt, err)
+		}
 	}
 	for r := DisconnectReason(1); r < disconnectReasonEnd; r++ {
 		if got, n, err := ParseDisconnectReason([]byte{byte(r)}); err != nil || got != r || n != 1 {
@@ -426,8 +565,8 @@ func TestVarint(t *testing.T) {
 }
 
 func TestNonceUnique(t *testing.T) {
-	a, b := Nonce(NonceSession, 1), Nonce(NonceResponse, 1)
-	if a == b {
+	a, b, c := Nonce(NonceSession, 1), Nonce(NonceResponse, 1), Nonce(NonceDenied, 1)
+	if a == b || a == c || b == c {
 		t.Fatal("kinds share a nonce")
 	}
 	if Nonce(NonceSession, 1) == Nonce(NonceSession, 2) {

@@ -12,16 +12,27 @@ import (
 
 // cookieJar issues and checks the stateless challenge cookies of the
 // handshake. A cookie carries everything the server needs to accept the
-// client later (the opened token and its expiry), sealed with a key that
-// only this server process knows and bound to the client's address, so
-// the server keeps no state for a connection request until the client
-// proves, by echoing the cookie, that it receives at its source address.
+// client later (a cookieData), sealed with a key that only this server
+// process knows and bound to the client's address, so the server keeps no
+// state for a connection request until the client proves, by echoing the
+// cookie, that it receives at its source address.
 //
-// Cookie layout (proto.CookieSize = 176 bytes):
+// Cookie layout (proto.CookieSize = 192 bytes):
 //
 //	0   8    counter: nonce of the seal, unique per cookie (random start)
-//	8   168  AES-256-GCM seal of: token private data (128), token expiry
-//	         (u64 unix s), cookie expiry (u64 unix ms), game id (u64);
+//	8   184  AES-256-GCM seal (168 bytes + 16-byte tag) of:
+//	           0    8   client id
+//	           8    32  client -> server key
+//	           40   32  server -> client key
+//	           72   1   player count
+//	           73   8   players (4 × u16)
+//	           81   32  user data
+//	           113  8   token expiry (u64 unix s)
+//	           121  8   cookie expiry (u64 unix ms)
+//	           129  8   game id
+//	           137  12  token nonce
+//	           149  16  server random (the challenge's)
+//	           165  3   zeros
 //	         additional data: client IP (16, v4-mapped) and port (u16)
 //
 // Not safe for concurrent use.
@@ -34,14 +45,38 @@ type cookieJar struct {
 	nonce    [proto.NonceSize]byte // a field, not a local: it escapes through cipher.AEAD
 }
 
+// cookieData is what a cookie carries. Of the token's private part it
+// keeps the client id, keys, players and user data, not its creation time
+// or server list: those are checked before a cookie is issued.
+type cookieData struct {
+	priv         proto.TokenPrivate
+	tokenExpires uint64 // unix s
+	gameID       uint64
+	tokenNonce   [proto.NonceSize]byte
+	serverRandom [proto.RandomSize]byte
+}
+
+// Offsets in the cookie's plaintext.
 const (
-	cookiePlainSize = proto.TokenPrivateSize + 8 + 8 + 8
+	offCookieClientID = 0
+	offCookieC2S      = offCookieClientID + 8
+	offCookieS2C      = offCookieC2S + proto.KeySize
+	offCookieCount    = offCookieS2C + proto.KeySize
+	offCookiePlayers  = offCookieCount + 1
+	offCookieUserData = offCookiePlayers + 2*proto.MaxPlayersPerConnection
+	offCookieTokenExp = offCookieUserData + proto.UserDataSize
+	offCookieExpires  = offCookieTokenExp + 8
+	offCookieGameID   = offCookieExpires + 8
+	offCookieNonce    = offCookieGameID + 8
+	offCookieRandom   = offCookieNonce + proto.NonceSize
+	cookieUsed        = offCookieRandom + proto.RandomSize
+
 	cookieSealStart = 8
+	cookiePlainSize = proto.CookieSize - cookieSealStart - proto.SealOverhead
 )
 
-// The cookie must fill proto.CookieSize exactly.
-const _ = uint(proto.CookieSize-(cookieSealStart+cookiePlainSize+proto.SealOverhead)) +
-	uint((cookieSealStart+cookiePlainSize+proto.SealOverhead)-proto.CookieSize)
+// The cookie's fields must fit its plaintext.
+const _ = uint(cookiePlainSize - cookieUsed)
 
 func newCookieJar(lifetime time.Duration) (*cookieJar, error) {
 	var key [proto.KeySize]byte
@@ -71,49 +106,73 @@ func (j *cookieJar) nonceFor(counter uint64) []byte {
 	return j.nonce[:]
 }
 
-// issue writes a cookie for an opened token of game gameID into dst. It
-// allocates nothing.
-func (j *cookieJar) issue(dst *[proto.CookieSize]byte, priv *proto.TokenPrivate, tokenExpires, gameID uint64, addr netip.AddrPort, now time.Time) {
+// issue writes a cookie carrying d into dst. It allocates nothing.
+func (j *cookieJar) issue(dst *[proto.CookieSize]byte, d *cookieData, addr netip.AddrPort, now time.Time) {
 	j.counter++
 	exp := now.Add(j.lifetime).UnixMilli()
-	if tok := int64(tokenExpires) * 1000; tok < exp {
+	if tok := int64(d.tokenExpires) * 1000; tok < exp {
 		exp = tok
 	}
-	p, _ := priv.Append(j.plain[:0]) // priv came from ParseTokenPrivate: always valid
-	p = binary.LittleEndian.AppendUint64(p, tokenExpires)
-	p = binary.LittleEndian.AppendUint64(p, uint64(exp))
-	p = binary.LittleEndian.AppendUint64(p, gameID)
-	binary.LittleEndian.PutUint64(dst[:cookieSealStart], j.counter)
-	j.aead.Seal(dst[cookieSealStart:cookieSealStart], j.nonceFor(j.counter), p, j.addrAD(addr))
+	le := binary.LittleEndian
+	p := &j.plain
+	le.PutUint64(p[offCookieClientID:], d.priv.ClientID)
+	copy(p[offCookieC2S:], d.priv.ClientToServerKey[:])
+	copy(p[offCookieS2C:], d.priv.ServerToClientKey[:])
+	p[offCookieCount] = d.priv.PlayerCount
+	for i, pl := range d.priv.Players {
+		le.PutUint16(p[offCookiePlayers+2*i:], pl)
+	}
+	copy(p[offCookieUserData:], d.priv.UserData[:])
+	le.PutUint64(p[offCookieTokenExp:], d.tokenExpires)
+	le.PutUint64(p[offCookieExpires:], uint64(exp))
+	le.PutUint64(p[offCookieGameID:], d.gameID)
+	copy(p[offCookieNonce:], d.tokenNonce[:])
+	copy(p[offCookieRandom:], d.serverRandom[:])
+	clear(p[cookieUsed:])
+	le.PutUint64(dst[:cookieSealStart], j.counter)
+	j.aead.Seal(dst[cookieSealStart:cookieSealStart], j.nonceFor(j.counter), p[:], j.addrAD(addr))
 }
 
-// open checks a cookie echoed from addr and returns the token and game id
-// it carries, or the reason to deny: DenyBadCookie if it was forged,
-// altered or comes from another address, DenyExpired if it is too old.
-func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now time.Time) (proto.TokenPrivate, uint64, proto.DenyReason) {
-	counter := binary.LittleEndian.Uint64(c[:cookieSealStart])
+// open checks a cookie echoed from addr and returns what it carries, or
+// the reason to deny: DenyBadCookie if it was forged, altered or comes
+// from another address, DenyExpired if it is too old.
+func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now time.Time) (cookieData, proto.DenyReason) {
+	le := binary.LittleEndian
+	counter := le.Uint64(c[:cookieSealStart])
 	p, err := j.aead.Open(j.plain[:0], j.nonceFor(counter), c[cookieSealStart:], j.addrAD(addr))
 	if err != nil {
-		return proto.TokenPrivate{}, 0, proto.DenyBadCookie
+		return cookieData{}, proto.DenyBadCookie
 	}
-	priv, n, err := proto.ParseTokenPrivate(p)
-	if err != nil {
-		return proto.TokenPrivate{}, 0, proto.DenyBadCookie
+	if now.UnixMilli() >= int64(le.Uint64(p[offCookieExpires:])) {
+		return cookieData{}, proto.DenyExpired
 	}
-	exp := int64(binary.LittleEndian.Uint64(p[n+8:]))
-	gameID := binary.LittleEndian.Uint64(p[n+16:])
-	if now.UnixMilli() >= exp {
-		return proto.TokenPrivate{}, 0, proto.DenyExpired
+	var d cookieData
+	d.priv.ClientID = le.Uint64(p[offCookieClientID:])
+	copy(d.priv.ClientToServerKey[:], p[offCookieC2S:])
+	copy(d.priv.ServerToClientKey[:], p[offCookieS2C:])
+	d.priv.PlayerCount = p[offCookieCount]
+	for i := range d.priv.Players {
+		d.priv.Players[i] = le.Uint16(p[offCookiePlayers+2*i:])
 	}
-	return priv, gameID, 0
+	copy(d.priv.UserData[:], p[offCookieUserData:])
+	d.tokenExpires = le.Uint64(p[offCookieTokenExp:])
+	d.gameID = le.Uint64(p[offCookieGameID:])
+	copy(d.tokenNonce[:], p[offCookieNonce:])
+	copy(d.serverRandom[:], p[offCookieRandom:])
+	return d, 0
 }
 
 // responseTag computes the challenge response's key proof: the AEAD tag of
 // an empty plaintext under the client->server key, nonce kind
-// proto.NonceResponse with the cookie counter, over the packet's prefix and
-// cookie. The client calls it to build the response, the server to check.
+// proto.NonceResponse with the cookie counter, over every byte of the
+// packet before the tag. The client calls it to build the response, the
+// server to check.
+//
+// Protocol version 2 takes the counter from the response's ClientRandom
+// instead (proto.ChallengeResponse.Nonce); this still uses the cookie
+// counter until the handshake fills ClientRandom.
 func responseTag(aead cipher.AEAD, dst []byte, packet []byte) []byte {
 	counter := binary.LittleEndian.Uint64(packet[proto.PrefixSize:])
 	nonce := proto.Nonce(proto.NonceResponse, counter)
-	return aead.Seal(dst, nonce[:], nil, packet[:proto.PrefixSize+proto.CookieSize])
+	return aead.Seal(dst, nonce[:], nil, packet[:proto.ResponseTagOffset])
 }

@@ -60,7 +60,7 @@ func (h *Initiator) Challenge(pkt []byte) error {
 		return err
 	}
 	tag := responseTag(h.aead, nil, resp)
-	copy(resp[proto.PrefixSize+proto.CookieSize:], tag)
+	copy(resp[proto.ResponseTagOffset:], tag)
 	h.response = resp
 	return nil
 }

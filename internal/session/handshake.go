@@ -13,7 +13,7 @@ type HandshakeStats struct {
 	Requests   uint64 // connection requests received
 	Challenges uint64 // challenges sent
 	Responses  uint64 // challenge responses received
-	Denied     [proto.DenyShuttingDown + 1]uint64
+	Denied     [proto.DenyUnknownKey + 1]uint64
 	BytesIn    uint64 // handshake bytes received (requests and responses)
 	BytesOut   uint64 // handshake bytes sent (challenges, denials, accepts)
 	Malformed  uint64 // requests and responses that did not parse (dropped unanswered)
@@ -77,7 +77,8 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 	if deny != 0 {
 		return h.Deny(out, deny)
 	}
-	h.jar.issue(&h.ch.Cookie, &priv, req.Expires, req.GameID, addr, now)
+	d := cookieData{priv: priv, tokenExpires: req.Expires, gameID: req.GameID, tokenNonce: req.TokenNonce, serverRandom: h.ch.ServerRandom}
+	h.jar.issue(&h.ch.Cookie, &d, addr, now)
 	h.stats.Challenges++
 	h.stats.BytesOut += proto.ChallengeSize
 	out, _ = h.ch.Append(out)
@@ -95,14 +96,14 @@ func (h *Responder) Response(pkt []byte, addr netip.AddrPort, now time.Time, out
 		h.stats.Malformed++
 		return proto.TokenPrivate{}, 0, out, false
 	}
-	priv, gameID, deny := h.jar.open(&resp.Cookie, addr, now)
-	if deny == 0 && !verifyResponseTag(&priv, pkt) {
+	d, deny := h.jar.open(&resp.Cookie, addr, now)
+	if deny == 0 && !verifyResponseTag(&d.priv, pkt) {
 		deny = proto.DenyBadCookie
 	}
 	if deny != 0 {
 		return proto.TokenPrivate{}, 0, h.Deny(out, deny), false
 	}
-	return priv, gameID, out, true
+	return d.priv, d.gameID, out, true
 }
 
 // Deny appends a denial for reason r to out.
@@ -124,5 +125,5 @@ func verifyResponseTag(priv *proto.TokenPrivate, pkt []byte) bool {
 	}
 	var tag [proto.SealOverhead]byte
 	responseTag(aead, tag[:0], pkt)
-	return subtle.ConstantTimeCompare(tag[:], pkt[proto.PrefixSize+proto.CookieSize:proto.ChallengeResponseSize]) == 1
+	return subtle.ConstantTimeCompare(tag[:], pkt[proto.ResponseTagOffset:proto.ChallengeResponseSize]) == 1
 }

@@ -98,48 +98,57 @@ func TestCookie(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv := proto.TokenPrivate{ClientID: 9, PlayerCount: 1, Players: [4]uint16{5}}
-	priv.ClientToServerKey[0] = 1
+	d := cookieData{
+		priv:         proto.TokenPrivate{ClientID: 9, PlayerCount: 2, Players: [4]uint16{5, 6}},
+		tokenExpires: uint64(testNow.Add(time.Minute).Unix()),
+		gameID:       42,
+	}
+	rand.Read(d.priv.ClientToServerKey[:])
+	rand.Read(d.priv.ServerToClientKey[:])
+	rand.Read(d.priv.UserData[:])
+	rand.Read(d.tokenNonce[:])
+	rand.Read(d.serverRandom[:])
 	addr := netip.MustParseAddrPort("192.0.2.1:5000")
-	tokExp := uint64(testNow.Add(time.Minute).Unix())
 	var c1, c2 [proto.CookieSize]byte
-	jar.issue(&c1, &priv, tokExp, 42, addr, testNow)
-	jar.issue(&c2, &priv, tokExp, 42, addr, testNow)
+	jar.issue(&c1, &d, addr, testNow)
+	jar.issue(&c2, &d, addr, testNow)
 	if c1 == c2 || string(c1[:8]) == string(c2[:8]) {
 		t.Fatal("two cookies share a counter")
 	}
-	got, game, deny := jar.open(&c1, addr, testNow.Add(time.Second))
-	if deny != 0 || got != priv || game != 42 {
-		t.Fatalf("open = %+v, game %d, %v", got, game, deny)
+	got, deny := jar.open(&c1, addr, testNow.Add(time.Second))
+	if deny != 0 || got != d {
+		t.Fatalf("open = %+v, %v; want %+v", got, deny, d)
 	}
-	if _, _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.1:5001"), testNow); deny != proto.DenyBadCookie {
+	if _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.1:5001"), testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other port: %v", deny)
 	}
-	if _, _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.2:5000"), testNow); deny != proto.DenyBadCookie {
+	if _, deny := jar.open(&c1, netip.MustParseAddrPort("192.0.2.2:5000"), testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other address: %v", deny)
 	}
-	if _, _, deny := jar.open(&c1, addr, testNow.Add(5*time.Second)); deny != proto.DenyExpired {
+	if _, deny := jar.open(&c1, addr, testNow.Add(5*time.Second)); deny != proto.DenyExpired {
 		t.Errorf("after lifetime: %v", deny)
 	}
 	bad := c1
 	bad[100] ^= 1
-	if _, _, deny := jar.open(&bad, addr, testNow); deny != proto.DenyBadCookie {
+	if _, deny := jar.open(&bad, addr, testNow); deny != proto.DenyBadCookie {
 		t.Errorf("tampered: %v", deny)
 	}
 	// A cookie never outlives its token.
 	var c3 [proto.CookieSize]byte
-	jar.issue(&c3, &priv, uint64(testNow.Add(2*time.Second).Unix()), 42, addr, testNow)
-	if _, _, deny := jar.open(&c3, addr, testNow.Add(3*time.Second)); deny != proto.DenyExpired {
+	short := d
+	short.tokenExpires = uint64(testNow.Add(2 * time.Second).Unix())
+	jar.issue(&c3, &short, addr, testNow)
+	if _, deny := jar.open(&c3, addr, testNow.Add(3*time.Second)); deny != proto.DenyExpired {
 		t.Errorf("past token expiry: %v", deny)
 	}
 	// Another process's jar cannot open it.
 	jar2, _ := newCookieJar(5 * time.Second)
-	if _, _, deny := jar2.open(&c1, addr, testNow); deny != proto.DenyBadCookie {
+	if _, deny := jar2.open(&c1, addr, testNow); deny != proto.DenyBadCookie {
 		t.Errorf("other jar: %v", deny)
 	}
 	if n := testing.AllocsPerRun(100, func() {
-		jar.issue(&c1, &priv, tokExp, 42, addr, testNow)
-		_, _, _ = jar.open(&c1, addr, testNow)
+		jar.issue(&c1, &d, addr, testNow)
+		_, _ = jar.open(&c1, addr, testNow)
 	}); n != 0 {
 		t.Errorf("issue+open: %v allocs", n)
 	}
@@ -155,9 +164,9 @@ func TestResponseTag(t *testing.T) {
 	if len(tag) != proto.SealOverhead {
 		t.Fatalf("tag %d bytes", len(tag))
 	}
-	copy(pkt[proto.PrefixSize+proto.CookieSize:], tag)
+	copy(pkt[proto.ResponseTagOffset:], tag)
 	n := proto.Nonce(proto.NonceResponse, 1)
-	if _, err := aead.Open(nil, n[:], pkt[proto.PrefixSize+proto.CookieSize:], pkt[:proto.PrefixSize+proto.CookieSize]); err != nil {
+	if _, err := aead.Open(nil, n[:], pkt[proto.ResponseTagOffset:], pkt[:proto.ResponseTagOffset]); err != nil {
 		t.Fatalf("tag does not verify: %v", err)
 	}
 	other, _ := NewAEAD(make([]byte, 32))

@@ -29,7 +29,7 @@ func SealToken(key *[proto.KeySize]byte, dst *[proto.TokenSealedSize]byte, nonce
 	if err != nil {
 		return err
 	}
-	ad := proto.TokenAdditionalData(nil, gameID, expires)
+	ad := proto.TokenAdditionalData(nil, 0, gameID, expires) // key id 0 until tokens carry one
 	aead.Seal(dst[:0], nonce[:], plain, ad)
 	return nil
 }
@@ -38,7 +38,7 @@ func SealToken(key *[proto.KeySize]byte, dst *[proto.TokenSealedSize]byte, nonce
 // Which game ids a server accepts is the server's policy, not the opener's.
 type tokenOpener struct {
 	aead  cipher.AEAD
-	ad    [3 + 8 + 8]byte
+	ad    [proto.TokenAdditionalDataSize]byte
 	plain [proto.TokenPrivateSize]byte
 }
 
@@ -56,7 +56,7 @@ func (o *tokenOpener) open(req *proto.ConnectionRequest, now time.Time) (proto.T
 	if int64(req.Expires) <= now.Unix() {
 		return proto.TokenPrivate{}, proto.DenyExpired
 	}
-	ad := proto.TokenAdditionalData(o.ad[:0], req.GameID, req.Expires)
+	ad := proto.TokenAdditionalData(o.ad[:0], req.KeyID, req.GameID, req.Expires)
 	plain, err := o.aead.Open(o.plain[:0], req.TokenNonce[:], req.SealedToken[:], ad)
 	if err != nil {
 		return proto.TokenPrivate{}, proto.DenyInvalidToken

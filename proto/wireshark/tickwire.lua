@@ -8,17 +8,29 @@
 -- or copy this file into your personal plugins folder.
 --
 -- Registered on UDP port 7777 and as a heuristic dissector on every UDP port
--- (it claims datagrams that start with 't' 'w', version 1 and a known type).
+-- (it claims datagrams that start with 't' 'w', version 2 and a known type).
 -- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
 -- payloads are shown as bytes, the header always dissects.
 
-local VERSION = 1
+local VERSION = 2
 local PREFIX_SIZE = 4
 local HEADER_SIZE = 26
 local SEAL_OVERHEAD = 16
-local COOKIE_SIZE = 176
-local TOKEN_SEALED_SIZE = 144
+local COOKIE_SIZE = 192
+local RANDOM_SIZE = 16
+local TOKEN_SEALED_SIZE = 192
 local REQUEST_SIZE = 256
+-- Connection request offsets.
+local REQ_KEY_ID = 4
+local REQ_GAME_ID = 8
+local REQ_EXPIRES = 16
+local REQ_NONCE = 24
+local REQ_TOKEN = 36
+local NONCE_SIZE = 12
+-- Denied: reason, then (sealed form) counter and tag.
+local DENIED_SIZE = 5
+local DENIED_TAG = 13
+local DENIED_SEALED_SIZE = DENIED_TAG + SEAL_OVERHEAD
 local MAX_FRAMES = 64
 local MAX_INPUTS = 32
 local MAX_INPUT_BYTES = 1024
@@ -28,6 +40,7 @@ local MAX_CONTROL_TEXT = 255
 local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
+local PATH_DATA_SIZE = 8
 
 local band = (bit32 and bit32.band) or bit.band
 
@@ -42,10 +55,12 @@ local frame_names = {
     [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
+    [0x0b] = "Path challenge", [0x0c] = "Path response",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
     [5] = "version mismatch", [6] = "already connected", [7] = "bad cookie", [8] = "shutting down",
+    [9] = "token used", [10] = "wrong server", [11] = "unknown key",
 }
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
@@ -81,13 +96,17 @@ f.blend_raw   = ProtoField.uint16("tickwire.blend_raw", "Blend (fixed point)")
 f.payload     = ProtoField.bytes("tickwire.payload", "Encrypted payload")
 f.tag         = ProtoField.bytes("tickwire.tag", "AEAD tag")
 -- Handshake.
+f.req_key_id  = ProtoField.uint32("tickwire.request.key_id", "Token key id")
 f.req_game    = ProtoField.uint64("tickwire.request.game_id", "Game id")
 f.req_expires = ProtoField.uint64("tickwire.request.expires", "Token expires (unix s)")
 f.req_nonce   = ProtoField.bytes("tickwire.request.nonce", "Token nonce")
 f.req_token   = ProtoField.bytes("tickwire.request.token", "Sealed token")
 f.req_padding = ProtoField.bytes("tickwire.request.padding", "Padding")
 f.cookie      = ProtoField.bytes("tickwire.cookie", "Challenge cookie")
+f.srv_random  = ProtoField.bytes("tickwire.challenge.server_random", "Server random")
+f.cli_random  = ProtoField.bytes("tickwire.response.client_random", "Client random")
 f.deny_reason = ProtoField.uint8("tickwire.denied.reason", "Deny reason", base.DEC, deny_names)
+f.deny_counter = ProtoField.uint64("tickwire.denied.counter", "Denial counter (nonce)")
 f.acc_client  = ProtoField.uint64("tickwire.accept.client_id", "Client id")
 f.acc_rate    = ProtoField.uint16("tickwire.accept.tick_rate", "Tick rate (Hz)")
 f.acc_hb      = ProtoField.uint16("tickwire.accept.heartbeat_ms", "Heartbeat (ms)")
@@ -147,6 +166,8 @@ f.ctl_player  = ProtoField.uint16("tickwire.control.player", "Player")
 f.ctl_tick    = ProtoField.uint32("tickwire.control.tick", "Tick")
 f.ctl_arg     = ProtoField.uint64("tickwire.control.arg", "Argument")
 f.ctl_text    = ProtoField.string("tickwire.control.text", "Text")
+f.path_chal   = ProtoField.bytes("tickwire.path_challenge.data", "Path challenge data")
+f.path_resp   = ProtoField.bytes("tickwire.path_response.data", "Path response data")
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -363,11 +384,22 @@ local function frame_control(buf, off, tree)
     return off + n
 end
 
+-- The two path frames share one layout: the type, then 8 bytes of data.
+local function path_frame(field, what)
+    return function(buf, off, tree)
+        if not have(buf, off, PATH_DATA_SIZE) then return bad(tree, "truncated " .. what .. " frame") end
+        tree:add(field, buf(off, PATH_DATA_SIZE))
+        return off + PATH_DATA_SIZE
+    end
+end
+
 local frame_parsers = {
     [0x01] = frame_ackonly, [0x02] = frame_reliable, [0x03] = frame_message,
     [0x04] = frame_input, [0x05] = frame_input_ack, [0x06] = frame_delta,
     [0x07] = frame_full, [0x08] = frame_resync, [0x09] = frame_checksum,
     [0x0a] = frame_control,
+    [0x0b] = path_frame(f.path_chal, "path challenge"),
+    [0x0c] = path_frame(f.path_resp, "path response"),
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
@@ -469,34 +501,46 @@ function p.dissector(buf, pinfo, tree)
     if not packet_names[t] then return bad(root, "unknown packet type") end
     if band(tb, 0x40) ~= 0 then return bad(root, "reserved flag set") end
     local session = (t == 4 or t == 6 or t == 7 or t == 8 or t == 9)
-    if sealed and not session then return bad(root, "sealed flag on a handshake packet") end
+    if sealed and not session and t ~= 5 then return bad(root, "sealed flag on a handshake packet") end
 
     if session then
         dissect_session(buf, pinfo, root, t, sealed)
     elseif t == 1 then
         if buf:len() < REQUEST_SIZE then return bad(root, "connection request shorter than 256 bytes") end
-        root:add_le(f.req_game, buf(4, 8))
-        root:add_le(f.req_expires, buf(12, 8))
-        root:add(f.req_nonce, buf(20, 12))
-        root:add(f.req_token, buf(32, TOKEN_SEALED_SIZE))
-        root:add(f.req_padding, buf(32 + TOKEN_SEALED_SIZE, REQUEST_SIZE - 32 - TOKEN_SEALED_SIZE))
+        local used = REQ_TOKEN + TOKEN_SEALED_SIZE
+        root:add_le(f.req_key_id, buf(REQ_KEY_ID, 4))
+        root:add_le(f.req_game, buf(REQ_GAME_ID, 8))
+        root:add_le(f.req_expires, buf(REQ_EXPIRES, 8))
+        root:add(f.req_nonce, buf(REQ_NONCE, NONCE_SIZE))
+        root:add(f.req_token, buf(REQ_TOKEN, TOKEN_SEALED_SIZE))
+        root:add(f.req_padding, buf(used, REQUEST_SIZE - used))
     elseif t == 2 then
-        if buf:len() < PREFIX_SIZE + COOKIE_SIZE then return bad(root, "truncated challenge") end
-        root:add(f.cookie, buf(4, COOKIE_SIZE))
+        if buf:len() < PREFIX_SIZE + COOKIE_SIZE + RANDOM_SIZE then return bad(root, "truncated challenge") end
+        root:add(f.cookie, buf(PREFIX_SIZE, COOKIE_SIZE))
+        root:add(f.srv_random, buf(PREFIX_SIZE + COOKIE_SIZE, RANDOM_SIZE))
     elseif t == 3 then
-        if buf:len() < PREFIX_SIZE + COOKIE_SIZE + SEAL_OVERHEAD then return bad(root, "truncated challenge response") end
-        root:add(f.cookie, buf(4, COOKIE_SIZE))
-        root:add(f.tag, buf(4 + COOKIE_SIZE, SEAL_OVERHEAD))
+        local tag = PREFIX_SIZE + COOKIE_SIZE + RANDOM_SIZE
+        if buf:len() < tag + SEAL_OVERHEAD then return bad(root, "truncated challenge response") end
+        root:add(f.cookie, buf(PREFIX_SIZE, COOKIE_SIZE))
+        root:add(f.cli_random, buf(PREFIX_SIZE + COOKIE_SIZE, RANDOM_SIZE))
+        root:add(f.tag, buf(tag, SEAL_OVERHEAD))
     elseif t == 5 then
-        if buf:len() < 5 then return bad(root, "truncated denied") end
-        local r = buf(4, 1):uint()
-        root:add(f.deny_reason, buf(4, 1))
-        if r == 0 or r > 8 then return bad(root, "denied: unknown reason") end
+        if buf:len() < DENIED_SIZE then return bad(root, "truncated denied") end
+        local r = buf(PREFIX_SIZE, 1):uint()
+        root:add(f.deny_reason, buf(PREFIX_SIZE, 1))
+        if not deny_names[r] then return bad(root, "denied: unknown reason") end
         pinfo.cols.info:append(": " .. deny_names[r])
+        if sealed then
+            if buf(2, 1):uint() ~= VERSION then return bad(root, "sealed denial of another version") end
+            if buf:len() < DENIED_SEALED_SIZE then return bad(root, "truncated sealed denial") end
+            root:add_le(f.deny_counter, buf(PREFIX_SIZE + 1, 8))
+            root:add(f.tag, buf(DENIED_TAG, SEAL_OVERHEAD))
+            pinfo.cols.info:append(" [sealed]")
+        end
     end
 end
 
--- Heuristic: 't' 'w', version 1, a known type, no reserved flag.
+-- Heuristic: 't' 'w', version 2, a known type, no reserved flag.
 local function heuristic(buf, pinfo, tree)
     if buf:len() < PREFIX_SIZE then return false end
     if buf(0, 1):uint() ~= 0x74 or buf(1, 1):uint() ~= 0x77 then return false end
