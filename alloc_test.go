@@ -66,7 +66,7 @@ func newLoopPair(t testing.TB) *loopPair {
 	priv.ClientID, priv.PlayerCount, priv.Players[0] = 1, 1, 1
 	priv.ClientToServerKey[0], priv.ServerToClientKey[0] = 1, 2
 	addr := netip.MustParseAddrPort("127.0.0.1:40000")
-	sc, err := s.newConn(&priv, 1, addr, now)
+	sc, err := s.newConn(s.newConnID(), &priv, 1, addr, now, &priv.ClientToServerKey, &priv.ServerToClientKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -287,6 +287,10 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 		}
 		pkt := m.Buf[:m.N]
 		t, _, err := proto.ParsePrefix(pkt)
+		if proto.IsVersionMismatch(err) && len(pkt) >= proto.PrefixSize && proto.PacketType(pkt[3]) == proto.PacketDenied {
+			// A server of another version says so in its own version.
+			t, err = proto.PacketDenied, nil
+		}
 		if err != nil {
 			c.dropped[DropMalformed]++
 			continue
@@ -302,12 +306,17 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 			}
 			send()
 		case proto.PacketDenied:
-			d, _, err := proto.ParseDenied(pkt)
-			if err != nil {
+			reason, honour, err := hs.Denied(pkt)
+			switch {
+			case err != nil:
 				c.dropped[DropMalformed]++
-				continue
+			case !honour:
+				// Forged, or a plaintext denial after the server
+				// challenged us (it seals its denials from then on).
+				c.dropped[DropAuth]++
+			default:
+				denied = &DeniedError{Addr: c.server, Reason: reason}
 			}
-			denied = &DeniedError{Addr: c.server, Reason: d.Reason}
 		case proto.PacketAccept:
 			if !hs.Challenged() {
 				continue

@@ -47,6 +47,17 @@ type Config struct {
 	// up to MaxGames at once.
 	AcceptGame func(gameID uint64) bool
 
+	// PreviousKeys are token keys a server still accepts besides its own
+	// (at most 3), during a key rotation: tokens name their key by id.
+	// Server only.
+	PreviousKeys []Key
+
+	// ServerAddrs are the addresses ("host:port", as tokens name them)
+	// a server answers to: a token that names none of them is denied
+	// (DenyWrongServer), so a token minted for one server does not open
+	// another that shares its key. Server only. Default: not checked.
+	ServerAddrs []string
+
 	// ObserveTick, if set, is called on the server's loop after every
 	// tick with the tick number and how long the tick's work took (the
 	// handler's Tick plus building and sending every packet).
@@ -108,6 +119,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("tickwire: Config.MaxConnections %d out of range", c.MaxConnections)
 	case c.MaxGames < 1:
 		return c, fmt.Errorf("tickwire: Config.MaxGames %d out of range", c.MaxGames)
+	case len(c.PreviousKeys) > 3:
+		return c, fmt.Errorf("tickwire: Config.PreviousKeys holds %d keys, at most 3", len(c.PreviousKeys))
 	}
 	return c, nil
 }

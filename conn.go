@@ -47,15 +47,15 @@ type Conn struct {
 	gameID   uint64
 	players  []uint16
 	userData [proto.UserDataSize]byte
-	out      peerOutput // to the client's current address
+	out      connOutput // to the client's current address
 	sess     *session.Session
+	hs       session.Handshake // the handshake that created it
 	handler  sessionHandler
 	accept   []byte // sealed accept packet, resent while the client repeats its response
 
-	connected  time.Time
-	closed     bool
-	ackQueued  bool
-	migrations uint64
+	connected time.Time
+	closed    bool
+	ackQueued bool
 	// Value is the application's: the library never reads or writes it.
 	Value any
 }
@@ -86,8 +86,12 @@ type ConnStats struct {
 	ReliableRepeats uint64
 	// BadFrames counts frames dropped as malformed or refused by the
 	// frame handler.
-	BadFrames  uint64
-	Migrations uint64 // address changes (NAT rebinding)
+	BadFrames uint64
+	// Migrations counts address changes followed (NAT rebinding, or a
+	// forged source address), PathValidations the new addresses that
+	// answered their path challenge, PathBlocked the datagrams not sent
+	// to an address that had not answered yet (beyond 3× what it sent).
+	Migrations, PathValidations, PathBlocked uint64
 }
 
 // sessionConnStats fills the parts of ConnStats a session knows.
@@ -126,7 +130,7 @@ func (c *Conn) Players() []uint16 { return c.players }
 func (c *Conn) UserData() [proto.UserDataSize]byte { return c.userData }
 
 // Addr is the client's current address.
-func (c *Conn) Addr() netip.AddrPort { return c.out.addr }
+func (c *Conn) Addr() netip.AddrPort { return c.sess.Addr() }
 
 // Closed reports whether the connection has ended.
 func (c *Conn) Closed() bool { return c.closed }
@@ -182,9 +186,10 @@ func (c *Conn) Stats() ConnStats {
 	st.ClientID = c.clientID
 	st.GameID = c.gameID
 	st.Players = c.players
-	st.Addr = c.out.addr
+	st.Addr = c.sess.Addr()
 	st.Connected = c.connected
-	st.Migrations = c.migrations
+	ps := c.sess.PathStats()
+	st.Migrations, st.PathValidations, st.PathBlocked = ps.Moves, ps.Validations, ps.Blocked
 	return st
 }
 

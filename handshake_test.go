@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tickwire/tickwire/internal/session"
@@ -60,6 +61,13 @@ func TestHandshakeDenials(t *testing.T) {
 	t.Run("wrong-key", func(t *testing.T) {
 		other, _ := GenerateKey()
 		tok, _ := MintToken(other, params, time.Now())
+		wantDenied(t, dialErr(t, tok), proto.DenyUnknownKey)
+	})
+	t.Run("wrong-key-claiming-ours", func(t *testing.T) {
+		other, _ := GenerateKey()
+		ours, _ := MintToken(key, params, time.Now())
+		tok, _ := MintToken(other, params, time.Now())
+		tok.KeyID = ours.KeyID
 		wantDenied(t, dialErr(t, tok), proto.DenyInvalidToken)
 	})
 	t.Run("wrong-game", func(t *testing.T) {
@@ -257,7 +265,7 @@ func TestRequestFloodHoldsNoState(t *testing.T) {
 // than the datagram it answers, for each answer the server can give.
 func TestHandshakeAmplification(t *testing.T) {
 	key, _ := GenerateKey()
-	hs, err := session.NewResponder((*[proto.KeySize]byte)(&key), time.Second)
+	hs, err := session.NewResponder(session.ResponderConfig{Keys: []*[proto.KeySize]byte{(*[proto.KeySize]byte)(&key)}, CookieLifetime: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,12 +293,12 @@ func TestHandshakeAmplification(t *testing.T) {
 	c, _, _ := proto.ParseChallenge(ch)
 	resp.Cookie = c.Cookie
 	rb, _ := resp.Append(nil)
-	_, _, out, ok := hs.Response(rb, addr, now, nil)
+	_, out, ok := hs.Response(rb, addr, now, nil)
 	if ok {
 		t.Fatal("response without key proof accepted")
 	}
 	check("bad tag", rb, out)
-	_, _, out, ok = hs.Response(rb, netip.MustParseAddrPort("192.0.2.9:5000"), now, nil)
+	_, out, ok = hs.Response(rb, netip.MustParseAddrPort("192.0.2.9:5000"), now, nil)
 	if ok {
 		t.Fatal("cookie accepted from another address")
 	}
@@ -358,4 +366,99 @@ func TestShuttingDownDenialNoAmplification(t *testing.T) {
 			t.Errorf("%d-byte request while shutting down answered with %d bytes", len(pkt), out)
 		}
 	}
+}
+
+// TestSpoofedMigrationBudget is the reflection attack through address
+// migration: a player forges the source address of its own session's
+// packets (a victim's) while playing, and the server, which streams a
+// game packet every tick, may send the victim at most 3× the bytes the
+// forged packets carried, since the victim never answers the path
+// challenge. The player's own traffic keeps flowing.
+func TestSpoofedMigrationBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		c, gc := r.dial(1, 3, nil)
+		defer c.Close()
+		victim, err := r.net.Listen("10.0.9.9:80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		received := make(chan int)
+		go func() {
+			n, buf := 0, make([]byte, 2048)
+			for {
+				k, _, err := victim.ReadFrom(buf)
+				if err != nil {
+					received <- n
+					return
+				}
+				n += k
+			}
+		}()
+		server := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.1:7777"))
+		forged := 0
+		for range 50 { // 5 s: a forged keep-alive every 100 ms
+			time.Sleep(100 * time.Millisecond)
+			c.Do(func() {
+				p := c.sess.AppendControl(nil, time.Now(), proto.PacketKeepAlive, c.ticks(), nil)
+				forged += len(p)
+				victim.WriteTo(p, server)
+			})
+		}
+		r.waitSynced("after the spoofing", checksummed(4), gc)
+		victim.Close()
+		got := <-received
+		var st ConnStats
+		r.srv.Do(func() { r.srv.Each(func(sc *Conn) { st = sc.Stats() }) })
+		t.Logf("forged %d bytes from the victim's address; the victim received %d; conn %+v", forged, got, st)
+		if got > 3*forged {
+			t.Fatalf("victim received %d bytes for %d forged (%.1f×), want at most 3×", got, forged, float64(got)/float64(forged))
+		}
+		if st.Migrations < 50 || st.PathBlocked == 0 {
+			t.Fatalf("conn stats %+v: the forged packets did not move the session", st)
+		}
+	})
+}
+
+// TestReplayedResponseCreatesNothing: a challenge response captured from
+// a client that connected, replayed from the client's address after it
+// left, gets a sealed "token used" and creates no connection; so does a
+// new dial with the same token.
+func TestReplayedResponseCreatesNothing(t *testing.T) {
+	h := newEchoHandler()
+	s, key, addr := testServer(t, Config{}, h, nil)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := &tap{PacketConn: pc}
+	tok := mintFor(t, key, addr, 1)
+	c := dial(t, tok, Dialer{Conn: udp.FromPacketConn(tp)})
+	resp := tp.last(proto.PacketChallengeResponse)
+	c.Close()
+	<-h.gone
+	// The same address again, for the replay.
+	pc, err = net.ListenPacket("udp4", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	if _, err := pc.WriteTo(resp, net.UDPAddrFromAddrPort(addr)); err != nil {
+		t.Fatal(err)
+	}
+	pc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 2048)
+	n, _, err := pc.ReadFrom(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _, err := proto.ParseDenied(buf[:n])
+	if err != nil || d.Reason != proto.DenyTokenUsed || !d.Sealed {
+		t.Fatalf("replayed response answered with %x (%+v, %v), want a sealed token-used denial", buf[:n], d, err)
+	}
+	if st := s.Stats(); st.Accepted != 1 || st.Connections != 0 {
+		t.Fatalf("after the replay: %+v", st)
+	}
+	wantDenied(t, dialErr(t, tok), proto.DenyTokenUsed)
 }

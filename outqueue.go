@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -58,6 +59,20 @@ func (q *outQueue) flush() {
 		q.bufs[i] = q.msgs[i].Buf[:0]
 	}
 	q.msgs = q.msgs[:0]
+}
+
+// connOutput is a server session's Output: to the session's current
+// address, within what path validation allows.
+type connOutput struct {
+	q    *outQueue
+	sess *session.Session
+}
+
+func (o *connOutput) Buffer() []byte { return o.q.next() }
+func (o *connOutput) Emit(b []byte) {
+	if o.sess.Allow(len(b)) {
+		o.q.queue(b, o.sess.Addr())
+	}
 }
 
 // peerOutput is a session's Output towards one address through a queue.

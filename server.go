@@ -67,7 +67,11 @@ func NewServer(key Key, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs, err := session.NewResponder((*[proto.KeySize]byte)(&key), cfg.HandshakeTimeout)
+	keys := []*[proto.KeySize]byte{(*[proto.KeySize]byte)(&key)}
+	for i := range cfg.PreviousKeys {
+		keys = append(keys, (*[proto.KeySize]byte)(&cfg.PreviousKeys[i]))
+	}
+	hs, err := session.NewResponder(session.ResponderConfig{Keys: keys, CookieLifetime: cfg.HandshakeTimeout, ServerAddrs: cfg.ServerAddrs})
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +309,7 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 			return
 		}
 		s.out.queue(s.hs.Request(pkt, addr, at, s.out.next(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
-			if c := s.clients[priv.ClientID]; c != nil && c.out.addr == addr {
+			if c := s.clients[priv.ClientID]; c != nil && c.Addr() == addr {
 				// A late or repeated request from a client we accepted:
 				// its accept may have been lost, so send that again.
 				s.out.queue(c.appendAccept(s.out.next(), at), addr)
@@ -344,30 +348,38 @@ func (s *Server) admit(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason
 }
 
 func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
-	priv, gameID, out, ok := s.hs.Response(pkt, addr, at, s.out.next())
+	hs, out, ok := s.hs.Response(pkt, addr, at, s.out.next())
 	if !ok {
 		s.out.queue(out, addr)
 		return
 	}
-	if c, ok := s.clients[priv.ClientID]; ok {
-		// A repeated response (our accept was lost): accept again, from
-		// the same address only.
-		if c.out.addr == addr {
+	if c, ok := s.clients[hs.Priv.ClientID]; ok {
+		// A repeated response (our accept was lost): the same accept
+		// again, to the same handshake from the same address only.
+		if c.Addr() == addr && hs.SameToken(&c.hs) {
 			s.out.queue(c.appendAccept(s.out.next(), at), addr)
 		} else {
-			s.out.queue(s.hs.Deny(s.out.next(), proto.DenyAlreadyConnected), addr)
+			s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, proto.DenyAlreadyConnected), addr)
 		}
 		return
 	}
-	if deny := s.admit(&priv, gameID); deny != 0 {
-		s.out.queue(s.hs.Deny(s.out.next(), deny), addr)
+	if deny := s.admit(&hs.Priv, hs.GameID); deny != 0 {
+		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, deny), addr)
 		return
 	}
-	c, err := s.newConn(&priv, gameID, addr, at)
+	id := s.newConnID()
+	c2s, s2c, deny := s.hs.Use(&hs, id, at)
+	if deny != 0 {
+		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, deny), addr)
+		return
+	}
+	c, err := s.newConn(id, &hs.Priv, hs.GameID, addr, at, &c2s, &s2c)
 	if err != nil {
 		s.cfg.Logger.Error("create connection", "err", err)
 		return
 	}
+	c.hs = hs
+	gameID := hs.GameID
 	s.stats.Accepted++
 	s.cfg.Logger.Info("client connected", "conn", c.id, "client", c.clientID, "game", gameID, "addr", addr)
 	// The handler first: a game host attaches the game, whose tick the
@@ -376,7 +388,7 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 	if c.closed {
 		// The handler refused it (a game that could not start): the
 		// client has no session yet, so tell it as a denial.
-		s.out.queue(s.hs.Deny(s.out.next(), proto.DenyWrongGame), addr)
+		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, proto.DenyWrongGame), addr)
 		return
 	}
 	s.out.queue(c.appendAccept(s.out.next(), at), addr)
@@ -403,8 +415,9 @@ func mixID(x uint64) uint64 {
 	return x ^ x>>33
 }
 
-func (s *Server) newConn(priv *proto.TokenPrivate, gameID uint64, addr netip.AddrPort, now time.Time) (*Conn, error) {
-	id := s.newConnID()
+// newConn creates connection id for a token's client at addr, with the
+// session keys c2s (client to server) and s2c.
+func (s *Server) newConn(id uint32, priv *proto.TokenPrivate, gameID uint64, addr netip.AddrPort, now time.Time, c2s, s2c *[proto.KeySize]byte) (*Conn, error) {
 	c := &Conn{
 		srv:       s,
 		id:        id,
@@ -412,15 +425,15 @@ func (s *Server) newConn(priv *proto.TokenPrivate, gameID uint64, addr netip.Add
 		gameID:    gameID,
 		players:   append([]uint16(nil), priv.Players[:priv.PlayerCount]...),
 		userData:  priv.UserData,
-		out:       peerOutput{q: &s.out, addr: addr},
+		out:       connOutput{q: &s.out},
 		connected: now,
 	}
 	c.handler.message = func(m *Message) { s.handler.Message(c, m) }
 	sess, err := session.New(session.Config{
 		ID:        id,
 		MaxPacket: s.cfg.MaxPacketSize,
-		TxKey:     &priv.ServerToClientKey,
-		RxKey:     &priv.ClientToServerKey,
+		TxKey:     s2c,
+		RxKey:     c2s,
 		Heartbeat: s.cfg.Heartbeat,
 		Timeout:   s.cfg.Timeout,
 		Handler:   &c.handler,
@@ -428,7 +441,8 @@ func (s *Server) newConn(priv *proto.TokenPrivate, gameID uint64, addr netip.Add
 	if err != nil {
 		return nil, err
 	}
-	c.sess = sess
+	sess.SetAddr(addr)
+	c.sess, c.out.sess = sess, sess
 	s.conns[c.id] = c
 	s.clients[c.clientID] = c
 	s.games[gameID]++
@@ -453,12 +467,11 @@ func (s *Server) receiveSession(pkt []byte, addr netip.AddrPort, at time.Time) {
 		s.stats.Dropped[drop]++
 		return
 	}
-	if addr != c.out.addr && pn >= c.sess.LargestReceived() {
-		// NAT rebinding: an authenticated packet newer than any before it
-		// moves the connection to its source address.
-		s.cfg.Logger.Info("client moved", "conn", c.id, "from", c.out.addr, "to", addr)
-		c.out.addr = addr
-		c.migrations++
+	if from := c.Addr(); c.sess.Arrived(addr, pn, len(pkt), at) {
+		// NAT rebinding, or a forged source: the session follows it, and
+		// sends there at most 3× what it receives until the new address
+		// answers its path challenge.
+		s.cfg.Logger.Info("client moved", "conn", c.id, "from", from, "to", addr)
 	}
 	switch h.Type {
 	case proto.PacketDisconnect:

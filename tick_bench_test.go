@@ -50,7 +50,7 @@ func newTickRig(t testing.TB, n int) *tickRig {
 		var priv proto.TokenPrivate
 		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
 		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
-		c, err := s.newConn(&priv, 1, addr, r.now)
+		c, err := s.newConn(s.newConnID(), &priv, 1, addr, r.now, &priv.ClientToServerKey, &priv.ServerToClientKey)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 // Encode it with String and read it back with ParseConnectToken; the
 // layout is in docs/PROTOCOL.md ("Connect token").
 type ConnectToken struct {
+	KeyID       uint32 // names the server key that sealed it
 	GameID      uint64
 	Expires     time.Time // whole seconds
 	Nonce       [proto.NonceSize]byte
@@ -51,7 +52,7 @@ const (
 	// DefaultTokenTTL is the validity of a token minted with TTL zero.
 	DefaultTokenTTL = 30 * time.Second
 	// MaxTokenAddrs bounds ConnectToken.ServerAddrs.
-	MaxTokenAddrs = 8
+	MaxTokenAddrs = proto.MaxTokenServers
 )
 
 // ErrBadToken wraps every reason a token string fails to parse.
@@ -79,6 +80,7 @@ func MintToken(key Key, p TokenParams, now time.Time) (*ConnectToken, error) {
 		return nil, fmt.Errorf("tickwire: negative token TTL %v", ttl)
 	}
 	t := &ConnectToken{
+		KeyID:       session.KeyID((*[proto.KeySize]byte)(&key)),
 		GameID:      p.GameID,
 		Expires:     time.Unix(now.Add(ttl).Unix(), 0).UTC(),
 		ClientID:    p.ClientID,
@@ -101,8 +103,13 @@ func MintToken(key Key, p TokenParams, now time.Time) (*ConnectToken, error) {
 		ServerToClientKey: t.ServerKey,
 		PlayerCount:       uint8(len(t.Players)),
 		UserData:          t.UserData,
+		Created:           uint64(now.Unix()),
+		ServerCount:       uint8(len(t.ServerAddrs)),
 	}
 	copy(priv.Players[:], t.Players)
+	for i, a := range t.ServerAddrs {
+		priv.Servers[i] = proto.ServerAddrHash(a)
+	}
 	if err := session.SealToken((*[proto.KeySize]byte)(&key), &t.Sealed, &t.Nonce, t.GameID, uint64(t.Expires.Unix()), &priv); err != nil {
 		return nil, err
 	}
@@ -112,6 +119,7 @@ func MintToken(key Key, p TokenParams, now time.Time) (*ConnectToken, error) {
 // Request builds the connection request that presents the token.
 func (t *ConnectToken) Request() proto.ConnectionRequest {
 	return proto.ConnectionRequest{
+		KeyID:       t.KeyID,
 		GameID:      t.GameID,
 		Expires:     uint64(t.Expires.Unix()),
 		TokenNonce:  t.Nonce,
@@ -122,13 +130,14 @@ func (t *ConnectToken) Request() proto.ConnectionRequest {
 // Token string layout (before base64url without padding).
 const (
 	tokenMagic    = 'T'
-	tokenFixedLen = 4 + 8 + 8 + proto.NonceSize + proto.TokenSealedSize + 8 + 2*proto.KeySize + 1 + 2*proto.MaxPlayersPerConnection + proto.UserDataSize + 1
+	tokenFixedLen = 4 + 4 + 8 + 8 + proto.NonceSize + proto.TokenSealedSize + 8 + 2*proto.KeySize + 1 + 2*proto.MaxPlayersPerConnection + proto.UserDataSize + 1
 )
 
 // String encodes the token as URL-safe base64 text.
 func (t *ConnectToken) String() string {
 	b := make([]byte, 0, tokenFixedLen+64)
 	b = append(b, proto.Magic0, proto.Magic1, proto.Version, tokenMagic)
+	b = binary.LittleEndian.AppendUint32(b, t.KeyID)
 	b = binary.LittleEndian.AppendUint64(b, t.GameID)
 	b = binary.LittleEndian.AppendUint64(b, uint64(t.Expires.Unix()))
 	b = append(b, t.Nonce[:]...)
@@ -185,6 +194,8 @@ func ParseConnectToken(s string) (*ConnectToken, error) {
 	le := binary.LittleEndian
 	t := &ConnectToken{}
 	off := 4
+	t.KeyID = le.Uint32(b[off:])
+	off += 4
 	t.GameID = le.Uint64(b[off:])
 	off += 8
 	t.Expires = time.Unix(int64(le.Uint64(b[off:])), 0).UTC()

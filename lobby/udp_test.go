@@ -133,8 +133,8 @@ func TestAssignmentConnectsOverUDP(t *testing.T) {
 	defer cancel()
 	_, err = tickwire.Dial(ctx, tok)
 	var de *tickwire.DeniedError
-	if !errors.As(err, &de) || de.Reason != proto.DenyInvalidToken {
-		t.Fatalf("err %v, want invalid token denial", err)
+	if !errors.As(err, &de) || de.Reason != proto.DenyUnknownKey {
+		t.Fatalf("err %v, want unknown key denial", err)
 	}
 }
 

@@ -29,8 +29,10 @@ type options struct {
 	pprof      bool
 	gameID     uint64
 	publicAddr string
-	tokenTTL   time.Duration
-	npcs       int
+	// previousKeyFile holds a key still accepted while its tokens live.
+	previousKeyFile string
+	tokenTTL        time.Duration
+	npcs            int
 
 	maxConns        int
 	maxConnsPerAddr int
@@ -81,6 +83,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
 	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent, refused when group or other users may read it")
+	fs.StringVar(&o.previousKeyFile, "previous-key-file", "", "a previous connect-token key `file`, still accepted during a key rotation (mode 0600)")
 	level := fs.String("log-level", "info", "log `level`: debug, info, warn or error")
 	certFile := fs.String("tls-cert", "", "serve HTTPS on -http and -admin with this PEM certificate `file` (chain first); with -tls-key.\nConnect tokens must travel over TLS in production: use it, or a TLS-terminating proxy")
 	keyFile := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")

@@ -72,21 +72,18 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	if created {
 		log.Info("generated a new connect-token key", "file", o.keyFile)
 	}
-	var game *gameHost
-	srv, err := tickwire.NewServer(key, tickwire.Config{
-		TickRate:       o.tick,
-		MaxConnections: o.maxPlayers,
-		Logger:         log,
-		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
-	})
-	if err != nil {
-		return err
+	var previous []tickwire.Key
+	if o.previousKeyFile != "" {
+		b, err := tickwire.ReadSecretFile(o.previousKeyFile)
+		if err != nil {
+			return fmt.Errorf("-previous-key-file: %w", err)
+		}
+		k, err := tickwire.ParseKey(string(b))
+		if err != nil {
+			return fmt.Errorf("-previous-key-file %s: %w", o.previousKeyFile, err)
+		}
+		previous = append(previous, k)
 	}
-	if game, err = newGame(o, log, srv); err != nil {
-		return err
-	}
-	srv.Handle(game)
-	game.srv = srv
 
 	conn, err := udp.Listen("udp", o.listen, udp.Config{})
 	if err != nil {
@@ -96,6 +93,27 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		// -listen asked for any port: tokens name the one we got.
 		o.publicAddr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().Port()))
 	}
+	var game *gameHost
+	srv, err := tickwire.NewServer(key, tickwire.Config{
+		TickRate:       o.tick,
+		MaxConnections: o.maxPlayers,
+		Logger:         log,
+		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
+		PreviousKeys:   previous,
+		// Tokens minted for another server that shares this key are
+		// refused: ours name the public address.
+		ServerAddrs: []string{o.publicAddr},
+	})
+	if err != nil {
+		conn.Close()
+		return err
+	}
+	if game, err = newGame(o, log, srv); err != nil {
+		conn.Close()
+		return err
+	}
+	srv.Handle(game)
+	game.srv = srv
 	info := conn.Info()
 	log.Info("serving game traffic", "udp", conn.LocalAddr(), "public", o.publicAddr, "game", o.game, "tick", o.tick,
 		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,

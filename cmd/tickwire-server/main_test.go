@@ -293,3 +293,45 @@ func TestKeyFileMode(t *testing.T) {
 		t.Fatalf("the server did not use the 0600 key file")
 	}
 }
+
+// TestKeyRotation: a server started with a previous key accepts tokens of
+// both keys, refuses a third key's, and refuses a token that names
+// another server even when it shares the key.
+func TestKeyRotation(t *testing.T) {
+	prevFile := filepath.Join(t.TempDir(), "old.key")
+	prev, _, err := tickwire.LoadOrCreateKey(prevFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, nil, "-previous-key-file", prevFile)
+	other, _ := tickwire.GenerateKey()
+	for i, tc := range []struct {
+		key   tickwire.Key
+		addr  string
+		error string
+	}{
+		{s.key, s.udp.String(), ""},
+		{prev, s.udp.String(), ""},
+		{other, s.udp.String(), "unknown key"},
+		{s.key, "127.0.0.1:1", "wrong server"},
+	} {
+		tok, err := tickwire.MintToken(tc.key, tickwire.TokenParams{GameID: 1, ClientID: uint64(20 + i), Players: []uint16{1},
+			ServerAddrs: []string{tc.addr}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.ServerAddrs = []string{s.udp.String()} // where to dial; the sealed part names tc.addr
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, err := tickwire.Dial(ctx, tok)
+		cancel()
+		switch {
+		case tc.error == "" && err != nil:
+			t.Errorf("case %d: %v", i, err)
+		case tc.error != "" && (err == nil || !strings.Contains(err.Error(), tc.error)):
+			t.Errorf("case %d: %v, want %q", i, err, tc.error)
+		}
+		if c != nil {
+			c.Close()
+		}
+	}
+}

@@ -163,16 +163,11 @@ func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now tim
 }
 
 // responseTag computes the challenge response's key proof: the AEAD tag of
-// an empty plaintext under the client->server key, nonce kind
-// proto.NonceResponse with the cookie counter, over every byte of the
-// packet before the tag. The client calls it to build the response, the
-// server to check.
-//
-// Protocol version 2 takes the counter from the response's ClientRandom
-// instead (proto.ChallengeResponse.Nonce); this still uses the cookie
-// counter until the handshake fills ClientRandom.
-func responseTag(aead cipher.AEAD, dst []byte, packet []byte) []byte {
-	counter := binary.LittleEndian.Uint64(packet[proto.PrefixSize:])
-	nonce := proto.Nonce(proto.NonceResponse, counter)
+// an empty plaintext under the client->server token key, with the nonce
+// the client chose (proto.ChallengeResponse.Nonce, from its random), over
+// every byte of the packet before the tag. The client calls it to build
+// the response, the server to check it.
+func responseTag(aead cipher.AEAD, dst []byte, resp *proto.ChallengeResponse, packet []byte) []byte {
+	nonce := resp.Nonce()
 	return aead.Seal(dst, nonce[:], nil, packet[:proto.ResponseTagOffset])
 }

@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/cipher"
+	"crypto/rand"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -9,17 +10,20 @@ import (
 
 // Initiator is the client's side of the handshake: the connection request
 // that presents the token, the challenge response that echoes the cookie
-// with a proof of the client key, and the accept that creates the session.
-// It does no I/O: the owner sends Packet until Accept succeeds. Not safe
-// for concurrent use.
+// with a proof of the client key under a nonce of the client's choosing,
+// the accept that creates the session with keys derived from both sides'
+// randoms, and the denials it honours. It does no I/O: the owner sends
+// Packet until Accept succeeds. Not safe for concurrent use.
 type Initiator struct {
 	clientKey, serverKey *[proto.KeySize]byte
-	aead                 cipher.AEAD
+	aead                 cipher.AEAD // client->server token key: the response's proof
 	request, response    []byte
+	serverRandom         [proto.RandomSize]byte
+	clientRandom         [proto.RandomSize]byte
 }
 
 // NewInitiator prepares the handshake for a token's connection request
-// and the session keys the token holds (client->server, server->client).
+// and the keys the token holds (client->server, server->client).
 func NewInitiator(req *proto.ConnectionRequest, clientKey, serverKey *[proto.KeySize]byte) (*Initiator, error) {
 	aead, err := NewAEAD(clientKey[:])
 	if err != nil {
@@ -44,8 +48,8 @@ func (h *Initiator) Packet() []byte {
 // Challenged reports whether a challenge was answered.
 func (h *Initiator) Challenged() bool { return h.response != nil }
 
-// Challenge takes the server's challenge and builds the response. A
-// second challenge is ignored.
+// Challenge takes the server's challenge and builds the response with a
+// fresh client random. A second challenge is ignored.
 func (h *Initiator) Challenge(pkt []byte) error {
 	if h.response != nil {
 		return nil
@@ -55,14 +59,53 @@ func (h *Initiator) Challenge(pkt []byte) error {
 		return err
 	}
 	r := proto.ChallengeResponse{Cookie: ch.Cookie}
+	if _, err := rand.Read(r.ClientRandom[:]); err != nil {
+		return err
+	}
 	resp, err := r.Append(make([]byte, 0, proto.ChallengeResponseSize))
 	if err != nil {
 		return err
 	}
-	tag := responseTag(h.aead, nil, resp)
+	tag := responseTag(h.aead, nil, &r, resp)
 	copy(resp[proto.ResponseTagOffset:], tag)
+	h.serverRandom, h.clientRandom = ch.ServerRandom, r.ClientRandom
 	h.response = resp
 	return nil
+}
+
+// Denied reads a denial and says whether to end the handshake on it. A
+// sealed denial ends it when it verifies under the token's
+// server-to-client key (only the server that opened the token can seal
+// one). A plaintext one can come only from a server that could not open
+// the token, so it ends the handshake only before a challenge arrived
+// and only for the reasons that need no key (unknown key, invalid token,
+// another version, shutting down): anyone can forge a plaintext denial,
+// and once the server has answered with a challenge it seals its
+// denials.
+func (h *Initiator) Denied(pkt []byte) (proto.DenyReason, bool, error) {
+	d, _, err := proto.ParseDenied(pkt)
+	if err != nil {
+		return 0, false, err
+	}
+	if d.Sealed {
+		aead, err := NewAEAD(h.serverKey[:])
+		if err != nil {
+			return d.Reason, false, err
+		}
+		n := d.Nonce()
+		if _, err := aead.Open(nil, n[:], d.Tag[:], pkt[:proto.DeniedTagOffset]); err != nil {
+			return d.Reason, false, nil
+		}
+		return d.Reason, true, nil
+	}
+	if h.Challenged() {
+		return d.Reason, false, nil
+	}
+	switch d.Reason {
+	case proto.DenyUnknownKey, proto.DenyInvalidToken, proto.DenyVersion, proto.DenyShuttingDown:
+		return d.Reason, true, nil
+	}
+	return d.Reason, false, nil
 }
 
 // Welcome is what the server's accept gives a client.
@@ -81,7 +124,11 @@ func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, Drop
 	if err != nil || !hdr.Sealed || hdr.Type != proto.PacketAccept {
 		return Welcome{}, DropMalformed, false
 	}
-	rx, err := newPacketCipher(h.serverKey)
+	if h.response == nil {
+		return Welcome{}, DropUnexpected, false
+	}
+	c2s, s2c := SessionKeys(h.clientKey, h.serverKey, &h.serverRandom, &h.clientRandom, hdr.ConnID)
+	rx, err := newPacketCipher(&s2c)
 	if err != nil {
 		return Welcome{}, DropAuth, false
 	}
@@ -98,7 +145,7 @@ func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, Drop
 		return Welcome{}, DropMalformed, false
 	}
 	cfg.ID, cfg.MaxPacket = hdr.ConnID, int(body.MaxPacket)
-	cfg.TxKey, cfg.RxKey = h.clientKey, h.serverKey
+	cfg.TxKey, cfg.RxKey = &c2s, &s2c
 	cfg.Heartbeat = time.Duration(body.HeartbeatMs) * time.Millisecond
 	cfg.Timeout = time.Duration(body.TimeoutMs) * time.Millisecond
 	s, err := New(cfg, now)

@@ -1,8 +1,11 @@
 package session
 
 import (
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/binary"
 	"net/netip"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -23,32 +26,61 @@ type HandshakeStats struct {
 // dropped without an answer (the server answered it another way).
 const DenySilently proto.DenyReason = 255
 
-// Responder answers connection requests without keeping any state:
+// ResponderConfig describes a server's handshake.
+type ResponderConfig struct {
+	// Keys open tokens: the current key first, then up to three earlier
+	// ones during a rotation. Tokens name their key by KeyID.
+	Keys []*[proto.KeySize]byte
+	// CookieLifetime bounds how long a challenge may be answered.
+	CookieLifetime time.Duration
+	// ServerAddrs are the addresses ("host:port", as tokens name them)
+	// this server answers to: a token that names none of them is denied.
+	// Empty: not checked.
+	ServerAddrs []string
+	// MaxUsedTokens bounds the history of tokens that opened a
+	// connection and have not expired yet; when it is full, new
+	// connections are denied as server full. Default 65,536.
+	MaxUsedTokens int
+}
+
+// Responder answers connection requests, keeping no state per request:
 // the token is opened, re-sealed into a cookie bound to the sender's
-// address and sent back; only a response that echoes a valid cookie and
-// proves the client key creates a connection. Every reply is no larger
-// than the datagram it answers.
+// address and sent back with a server random; only a response that
+// echoes a valid cookie and proves the client key becomes a Handshake.
+// Every reply is no larger than the datagram it answers. Denials after the
+// token opened are sealed with the token's server-to-client key. It
+// remembers every token that opened a connection until it expires, so a
+// token opens one session (Use).
 //
 // Not safe for concurrent use.
 type Responder struct {
-	opener *tokenOpener
-	jar    *cookieJar
-	stats  HandshakeStats
-	ch     proto.Challenge // reused: the cookie is written in place
+	keys    *keyring
+	jar     *cookieJar
+	servers []uint32 // ServerAddrHash of ResponderConfig.ServerAddrs
+	used    map[[proto.NonceSize]byte]time.Time
+	maxUsed int
+	stats   HandshakeStats
+	ch      proto.Challenge // reused: the cookie is written in place
 }
 
-// NewResponder returns the handshake of a server whose tokens are sealed
-// with key; its cookies live cookieLifetime at most.
-func NewResponder(key *[proto.KeySize]byte, cookieLifetime time.Duration) (*Responder, error) {
-	o, err := newTokenOpener(key)
+// NewResponder returns a server's handshake.
+func NewResponder(cfg ResponderConfig) (*Responder, error) {
+	keys, err := newKeyring(cfg.Keys)
 	if err != nil {
 		return nil, err
 	}
-	j, err := newCookieJar(cookieLifetime)
+	j, err := newCookieJar(cfg.CookieLifetime)
 	if err != nil {
 		return nil, err
 	}
-	return &Responder{opener: o, jar: j}, nil
+	h := &Responder{keys: keys, jar: j, used: map[[proto.NonceSize]byte]time.Time{}, maxUsed: cfg.MaxUsedTokens}
+	if h.maxUsed <= 0 {
+		h.maxUsed = 1 << 16
+	}
+	for _, a := range cfg.ServerAddrs {
+		h.servers = append(h.servers, proto.ServerAddrHash(a))
+	}
+	return h, nil
 }
 
 // Stats returns the handshake's counters.
@@ -57,7 +89,7 @@ func (h *Responder) Stats() HandshakeStats { return h.stats }
 // Request handles a connection request from addr and appends the reply to
 // out (a challenge, or a denial). admit says whether the server could take
 // the client now (capacity, duplicate client ids); it is asked before a
-// cookie is spent so a full server answers with a 5-byte denial.
+// cookie is spent so a full server answers with a denial.
 func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out []byte,
 	admit func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason) []byte {
 	h.stats.Requests++
@@ -67,16 +99,27 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 		h.stats.Malformed++
 		return out // too short to answer without amplification
 	}
-	priv, deny := h.opener.open(&req, now)
+	priv, deny, opened := h.keys.open(&req, now)
+	if !opened {
+		return h.Deny(out, deny)
+	}
+	if deny == 0 {
+		deny = h.checkServer(&priv)
+	}
 	if deny == 0 {
 		deny = admit(&priv, req.GameID)
 	}
-	if deny == DenySilently {
+	if deny == 0 && h.wasUsed(req.TokenNonce, now) {
+		deny = proto.DenyTokenUsed
+	}
+	switch deny {
+	case 0:
+	case DenySilently:
 		return out
+	default:
+		return h.denySealed(out, deny, &priv.ServerToClientKey)
 	}
-	if deny != 0 {
-		return h.Deny(out, deny)
-	}
+	rand.Read(h.ch.ServerRandom[:])
 	d := cookieData{priv: priv, tokenExpires: req.Expires, gameID: req.GameID, tokenNonce: req.TokenNonce, serverRandom: h.ch.ServerRandom}
 	h.jar.issue(&h.ch.Cookie, &d, addr, now)
 	h.stats.Challenges++
@@ -85,28 +128,95 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 	return out
 }
 
-// Response checks a challenge response from addr and returns the token and
-// game id it carries; on failure ok is false and a denial may be appended
-// to out.
-func (h *Responder) Response(pkt []byte, addr netip.AddrPort, now time.Time, out []byte) (priv proto.TokenPrivate, gameID uint64, _ []byte, ok bool) {
+// checkServer says whether an opened token names this server.
+func (h *Responder) checkServer(priv *proto.TokenPrivate) proto.DenyReason {
+	if len(h.servers) == 0 {
+		return 0
+	}
+	for _, s := range priv.Servers[:priv.ServerCount] {
+		if slices.Contains(h.servers, s) {
+			return 0
+		}
+	}
+	return proto.DenyWrongServer
+}
+
+// Handshake is a verified challenge response: the client received the
+// challenge at its address and holds the token's keys.
+type Handshake struct {
+	Priv   proto.TokenPrivate
+	GameID uint64
+	d      cookieData
+	client [proto.RandomSize]byte
+}
+
+// Response checks a challenge response from addr. On failure ok is false
+// and a denial may be appended to out.
+func (h *Responder) Response(pkt []byte, addr netip.AddrPort, now time.Time, out []byte) (hs Handshake, _ []byte, ok bool) {
 	h.stats.Responses++
 	h.stats.BytesIn += uint64(len(pkt))
 	resp, _, err := proto.ParseChallengeResponse(pkt)
 	if err != nil {
 		h.stats.Malformed++
-		return proto.TokenPrivate{}, 0, out, false
+		return Handshake{}, out, false
 	}
 	d, deny := h.jar.open(&resp.Cookie, addr, now)
-	if deny == 0 && !verifyResponseTag(&d.priv, pkt) {
+	if deny == 0 && !verifyResponseTag(&d.priv.ClientToServerKey, &resp, pkt) {
 		deny = proto.DenyBadCookie
 	}
 	if deny != 0 {
-		return proto.TokenPrivate{}, 0, h.Deny(out, deny), false
+		return Handshake{}, h.Deny(out, deny), false
 	}
-	return d.priv, d.gameID, out, true
+	return Handshake{Priv: d.priv, GameID: d.gameID, d: d, client: resp.ClientRandom}, out, true
 }
 
-// Deny appends a denial for reason r to out.
+// SameToken reports whether two handshakes present the same token.
+func (hs *Handshake) SameToken(other *Handshake) bool { return hs.d.tokenNonce == other.d.tokenNonce }
+
+// Use records that hs's token opens a connection with id connID and
+// returns the session's keys (client to server, server to client). A
+// token that already opened one is denied (DenyTokenUsed), and so is any
+// when the history of used tokens is full (DenyServerFull).
+func (h *Responder) Use(hs *Handshake, connID uint32, now time.Time) (c2s, s2c [proto.KeySize]byte, deny proto.DenyReason) {
+	if h.wasUsed(hs.d.tokenNonce, now) {
+		return c2s, s2c, proto.DenyTokenUsed
+	}
+	if len(h.used) >= h.maxUsed {
+		h.forgetExpired(now)
+		if len(h.used) >= h.maxUsed {
+			return c2s, s2c, proto.DenyServerFull
+		}
+	}
+	h.used[hs.d.tokenNonce] = time.Unix(int64(hs.d.tokenExpires), 0).Add(TokenSkew)
+	c2s, s2c = SessionKeys(&hs.Priv.ClientToServerKey, &hs.Priv.ServerToClientKey, &hs.d.serverRandom, &hs.client, connID)
+	return c2s, s2c, 0
+}
+
+// wasUsed reports whether a token opened a connection and has not
+// expired since.
+func (h *Responder) wasUsed(nonce [proto.NonceSize]byte, now time.Time) bool {
+	until, ok := h.used[nonce]
+	if ok && now.After(until) {
+		delete(h.used, nonce)
+		return false
+	}
+	return ok
+}
+
+// forgetExpired drops the used tokens that expired.
+func (h *Responder) forgetExpired(now time.Time) {
+	for n, until := range h.used {
+		if now.After(until) {
+			delete(h.used, n)
+		}
+	}
+}
+
+// UsedTokens is how many tokens the history holds.
+func (h *Responder) UsedTokens() int { return len(h.used) }
+
+// Deny appends a plaintext denial for reason r to out: for requests whose
+// token did not open (the server holds no key the client trusts yet).
 func (h *Responder) Deny(out []byte, r proto.DenyReason) []byte {
 	h.stats.Denied[r]++
 	h.stats.BytesOut += proto.DeniedSize
@@ -115,15 +225,43 @@ func (h *Responder) Deny(out []byte, r proto.DenyReason) []byte {
 	return out
 }
 
+// DenyHandshake appends a denial for a verified handshake, sealed with its
+// token's server-to-client key.
+func (h *Responder) DenyHandshake(out []byte, hs *Handshake, r proto.DenyReason) []byte {
+	return h.denySealed(out, r, &hs.Priv.ServerToClientKey)
+}
+
+// denySealed appends a denial sealed with key: a client that holds the
+// token verifies it, and nobody else can forge one.
+func (h *Responder) denySealed(out []byte, r proto.DenyReason, key *[proto.KeySize]byte) []byte {
+	aead, err := NewAEAD(key[:])
+	if err != nil {
+		return h.Deny(out, r)
+	}
+	var c [8]byte
+	rand.Read(c[:])
+	d := proto.Denied{Reason: r, Sealed: true, Counter: binary.LittleEndian.Uint64(c[:])}
+	start := len(out)
+	out, err = d.Append(out)
+	if err != nil {
+		return out[:start]
+	}
+	n := d.Nonce()
+	aead.Seal(out[start+proto.DeniedTagOffset:start+proto.DeniedTagOffset], n[:], nil, out[start:start+proto.DeniedTagOffset])
+	h.stats.Denied[r]++
+	h.stats.BytesOut += proto.DeniedSealedSize
+	return out
+}
+
 // verifyResponseTag checks the response's proof that the client holds the
 // client->server key. It builds a cipher for that key (a few allocations,
 // paid only by clients that already proved their address).
-func verifyResponseTag(priv *proto.TokenPrivate, pkt []byte) bool {
-	aead, err := NewAEAD(priv.ClientToServerKey[:])
+func verifyResponseTag(key *[proto.KeySize]byte, resp *proto.ChallengeResponse, pkt []byte) bool {
+	aead, err := NewAEAD(key[:])
 	if err != nil {
 		return false
 	}
 	var tag [proto.SealOverhead]byte
-	responseTag(aead, tag[:0], pkt)
-	return subtle.ConstantTimeCompare(tag[:], pkt[proto.ResponseTagOffset:proto.ChallengeResponseSize]) == 1
+	responseTag(aead, tag[:0], resp, pkt)
+	return subtle.ConstantTimeCompare(tag[:], resp.Tag[:]) == 1
 }

@@ -35,7 +35,8 @@ func mint(t testing.TB, key *[proto.KeySize]byte) *testToken {
 	tok.priv = proto.TokenPrivate{ClientID: 7, PlayerCount: 2, Players: [4]uint16{3, 4}}
 	rand.Read(tok.priv.ClientToServerKey[:])
 	rand.Read(tok.priv.ServerToClientKey[:])
-	tok.req = proto.ConnectionRequest{GameID: 42, Expires: uint64(testNow.Add(30 * time.Second).Unix())}
+	tok.priv.Created = uint64(testNow.Unix())
+	tok.req = proto.ConnectionRequest{KeyID: KeyID(key), GameID: 42, Expires: uint64(testNow.Add(30 * time.Second).Unix())}
 	rand.Read(tok.req.TokenNonce[:])
 	if err := SealToken(key, &tok.req.SealedToken, &tok.req.TokenNonce, tok.req.GameID, tok.req.Expires, &tok.priv); err != nil {
 		t.Fatal(err)
@@ -44,51 +45,62 @@ func mint(t testing.TB, key *[proto.KeySize]byte) *testToken {
 }
 
 func TestTokenOpen(t *testing.T) {
-	key := testKey(t)
-	o, err := newTokenOpener(&key)
+	key, old := testKey(t), testKey(t)
+	r, err := newKeyring([]*[proto.KeySize]byte{&key, &old})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tok := mint(t, &key)
 	req := tok.Request()
-	priv, deny := o.open(&req, testNow)
-	if deny != 0 {
+	priv, deny, opened := r.open(&req, testNow)
+	if deny != 0 || !opened {
 		t.Fatalf("valid token denied: %v", deny)
 	}
 	if priv.ClientID != 7 || priv.ClientToServerKey != tok.priv.ClientToServerKey || priv.ServerToClientKey != tok.priv.ServerToClientKey ||
 		priv.PlayerCount != 2 || priv.Players[0] != 3 || priv.Players[1] != 4 {
 		t.Fatalf("opened %+v", priv)
 	}
+	// A token sealed with the previous key opens too (rotation).
+	prev := mint(t, &old)
+	if req := prev.Request(); func() proto.DenyReason { _, d, _ := r.open(&req, testNow); return d }() != 0 {
+		t.Fatal("token of the previous key refused")
+	}
 
+	expires := time.Unix(int64(tok.req.Expires), 0)
 	cases := []struct {
-		name string
-		mut  func(r *proto.ConnectionRequest)
-		now  time.Time
-		want proto.DenyReason
+		name   string
+		mut    func(r *proto.ConnectionRequest)
+		now    time.Time
+		want   proto.DenyReason
+		opened bool
 	}{
-		{"expired", nil, time.Unix(int64(tok.req.Expires), 0), proto.DenyExpired},
-		{"altered game", func(r *proto.ConnectionRequest) { r.GameID = 43 }, testNow, proto.DenyInvalidToken},
-		{"tampered seal", func(r *proto.ConnectionRequest) { r.SealedToken[10] ^= 1 }, testNow, proto.DenyInvalidToken},
-		{"tampered expiry", func(r *proto.ConnectionRequest) { r.Expires += 3600 }, testNow, proto.DenyInvalidToken},
-		{"tampered nonce", func(r *proto.ConnectionRequest) { r.TokenNonce[0] ^= 1 }, testNow, proto.DenyInvalidToken},
+		{"expired within the skew", nil, expires.Add(TokenSkew - time.Second), 0, true},
+		{"expired", nil, expires.Add(TokenSkew + time.Second), proto.DenyExpired, true},
+		{"created in the future", nil, testNow.Add(-TokenSkew - time.Second), proto.DenyExpired, true},
+		{"altered game", func(r *proto.ConnectionRequest) { r.GameID = 43 }, testNow, proto.DenyInvalidToken, false},
+		{"tampered seal", func(r *proto.ConnectionRequest) { r.SealedToken[10] ^= 1 }, testNow, proto.DenyInvalidToken, false},
+		{"tampered expiry", func(r *proto.ConnectionRequest) { r.Expires += 3600 }, testNow, proto.DenyInvalidToken, false},
+		{"tampered nonce", func(r *proto.ConnectionRequest) { r.TokenNonce[0] ^= 1 }, testNow, proto.DenyInvalidToken, false},
+		{"other key's id", func(r *proto.ConnectionRequest) { r.KeyID = KeyID(&old) }, testNow, proto.DenyInvalidToken, false},
+		{"unknown key id", func(r *proto.ConnectionRequest) { r.KeyID++ }, testNow, proto.DenyUnknownKey, false},
 	}
 	for _, c := range cases {
-		r := tok.Request()
+		req := tok.Request()
 		if c.mut != nil {
-			c.mut(&r)
+			c.mut(&req)
 		}
-		if _, deny := o.open(&r, c.now); deny != c.want {
-			t.Errorf("%s: deny = %v, want %v", c.name, deny, c.want)
+		if _, deny, opened := r.open(&req, c.now); deny != c.want || opened != c.opened {
+			t.Errorf("%s: deny = %v (opened %v), want %v (opened %v)", c.name, deny, opened, c.want, c.opened)
 		}
 	}
 	// A token minted with another server's key does not open.
 	otherKey := testKey(t)
 	other := mint(t, &otherKey)
-	r := other.Request()
-	if _, deny := o.open(&r, testNow); deny != proto.DenyInvalidToken {
+	oreq := other.Request()
+	if _, deny, _ := r.open(&oreq, testNow); deny != proto.DenyUnknownKey {
 		t.Errorf("foreign key: deny = %v", deny)
 	}
-	if n := testing.AllocsPerRun(100, func() { o.open(&req, testNow) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { r.open(&req, testNow) }); n != 0 {
 		t.Errorf("open: %v allocs", n)
 	}
 }
@@ -159,18 +171,162 @@ func TestResponseTag(t *testing.T) {
 	aead, _ := NewAEAD(key[:])
 	var resp proto.ChallengeResponse
 	resp.Cookie[0] = 1
+	resp.ClientRandom[0] = 9
 	pkt, _ := resp.Append(nil)
-	tag := responseTag(aead, nil, pkt)
+	tag := responseTag(aead, nil, &resp, pkt)
 	if len(tag) != proto.SealOverhead {
 		t.Fatalf("tag %d bytes", len(tag))
 	}
 	copy(pkt[proto.ResponseTagOffset:], tag)
-	n := proto.Nonce(proto.NonceResponse, 1)
+	// The nonce is the client's: its random's first 8 bytes.
+	n := proto.Nonce(proto.NonceResponse, 9)
 	if _, err := aead.Open(nil, n[:], pkt[proto.ResponseTagOffset:], pkt[:proto.ResponseTagOffset]); err != nil {
 		t.Fatalf("tag does not verify: %v", err)
 	}
 	other, _ := NewAEAD(make([]byte, 32))
-	if string(responseTag(other, nil, pkt)) == string(tag) {
+	if string(responseTag(other, nil, &resp, pkt)) == string(tag) {
 		t.Fatal("tag does not depend on the key")
+	}
+}
+
+// handshake runs a client's handshake with token tok against a server's
+// responder from addr and returns the client's session and the server's
+// keys; a denial fails the test.
+func handshake(t *testing.T, h *Responder, tok *testToken, addr netip.AddrPort, connID uint32) (*Initiator, [proto.KeySize]byte, [proto.KeySize]byte, []byte) {
+	t.Helper()
+	req := tok.Request()
+	ini, err := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit := func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 }
+	ch := h.Request(ini.Packet(), addr, testNow, nil, admit)
+	if ch[3] != byte(proto.PacketChallenge) {
+		reason, _, _ := ini.Denied(ch)
+		t.Fatalf("request answered with %v", reason)
+	}
+	if err := ini.Challenge(ch); err != nil {
+		t.Fatal(err)
+	}
+	resp := ini.Packet()
+	hs, out, ok := h.Response(resp, addr, testNow, nil)
+	if !ok {
+		reason, _, _ := ini.Denied(out)
+		t.Fatalf("response denied: %v", reason)
+	}
+	c2s, s2c, deny := h.Use(&hs, connID, testNow)
+	if deny != 0 {
+		t.Fatalf("use denied: %v", deny)
+	}
+	return ini, c2s, s2c, resp
+}
+
+// TestFreshKeysPerSession: one token presented to two servers that share
+// its key (a token may name several servers) opens two sessions whose
+// keys differ, so their packet numbers, which both start at 1, never seal
+// twice under one (key, nonce). Each client derives the keys its server
+// derived.
+func TestFreshKeysPerSession(t *testing.T) {
+	key := testKey(t)
+	cfg := ResponderConfig{Keys: []*[proto.KeySize]byte{&key}, CookieLifetime: time.Second}
+	a, _ := NewResponder(cfg)
+	b, _ := NewResponder(cfg)
+	tok := mint(t, &key)
+	addr := netip.MustParseAddrPort("192.0.2.1:5000")
+	ia, ac2s, as2c, _ := handshake(t, a, tok, addr, 7)
+	ib, bc2s, bs2c, _ := handshake(t, b, tok, addr, 7)
+	if ac2s == bc2s || as2c == bs2c || ac2s == as2c {
+		t.Fatal("two sessions of one token share a key")
+	}
+	for _, k := range [][proto.KeySize]byte{ac2s, as2c, bc2s, bs2c} {
+		if k == tok.priv.ClientToServerKey || k == tok.priv.ServerToClientKey {
+			t.Fatal("a session key is a token key")
+		}
+	}
+	// Each client derives its server's keys.
+	for _, c := range []struct {
+		ini      *Initiator
+		c2s, s2c [proto.KeySize]byte
+	}{{ia, ac2s, as2c}, {ib, bc2s, bs2c}} {
+		c2s, s2c := SessionKeys(c.ini.clientKey, c.ini.serverKey, &c.ini.serverRandom, &c.ini.clientRandom, 7)
+		if c2s != c.c2s || s2c != c.s2c {
+			t.Fatal("client and server derived different keys")
+		}
+	}
+	// And another connection id gives other keys.
+	if c2s, _ := SessionKeys(ia.clientKey, ia.serverKey, &ia.serverRandom, &ia.clientRandom, 8); c2s == ac2s {
+		t.Fatal("keys do not depend on the connection id")
+	}
+}
+
+// TestTokenOpensOneSession: a token that opened a connection is denied
+// afterwards (sealed, so the client can trust it), and a captured
+// response replayed later creates nothing.
+func TestTokenOpensOneSession(t *testing.T) {
+	key := testKey(t)
+	h, _ := NewResponder(ResponderConfig{Keys: []*[proto.KeySize]byte{&key}, CookieLifetime: 5 * time.Second})
+	tok := mint(t, &key)
+	addr := netip.MustParseAddrPort("192.0.2.1:5000")
+	_, _, _, resp := handshake(t, h, tok, addr, 1)
+
+	// The replayed response verifies (it is genuine), but its token was used.
+	hs, _, ok := h.Response(resp, addr, testNow.Add(time.Second), nil)
+	if !ok {
+		t.Fatal("replayed response did not verify")
+	}
+	if _, _, deny := h.Use(&hs, 2, testNow.Add(time.Second)); deny != proto.DenyTokenUsed {
+		t.Fatalf("replayed response: %v, want token used", deny)
+	}
+	// A new request with the token gets a sealed "token used".
+	req := tok.Request()
+	ini, _ := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
+	out := h.Request(ini.Packet(), addr, testNow, nil, func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
+	reason, honour, err := ini.Denied(out)
+	if err != nil || !honour || reason != proto.DenyTokenUsed || len(out) != proto.DeniedSealedSize {
+		t.Fatalf("second request: %v honoured %v (%d bytes), %v", reason, honour, len(out), err)
+	}
+	// Once the token expired it is forgotten.
+	later := time.Unix(int64(tok.req.Expires), 0).Add(TokenSkew + time.Second)
+	h.forgetExpired(later)
+	if h.UsedTokens() != 0 {
+		t.Fatalf("%d used tokens remembered after expiry", h.UsedTokens())
+	}
+}
+
+// TestDenialsTheClientHonours: sealed denials end a handshake only when
+// they verify; plaintext ones only before a challenge and only for the
+// reasons a server that could not open the token gives.
+func TestDenialsTheClientHonours(t *testing.T) {
+	key := testKey(t)
+	h, _ := NewResponder(ResponderConfig{Keys: []*[proto.KeySize]byte{&key}, CookieLifetime: time.Second, ServerAddrs: []string{"game.example:7777"}})
+	tok := mint(t, &key)
+	req := tok.Request()
+	ini, _ := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
+	plain := func(r proto.DenyReason) []byte { b, _ := (&proto.Denied{Reason: r}).Append(nil); return b }
+
+	// The token names no server: this server says so, sealed.
+	out := h.Request(ini.Packet(), netip.MustParseAddrPort("192.0.2.1:5000"), testNow, nil,
+		func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
+	if r, honour, _ := ini.Denied(out); r != proto.DenyWrongServer || !honour {
+		t.Fatalf("wrong server: %v honoured %v", r, honour)
+	}
+	forged := append([]byte(nil), out...)
+	forged[proto.DeniedTagOffset] ^= 1
+	if _, honour, _ := ini.Denied(forged); honour {
+		t.Fatal("forged sealed denial honoured")
+	}
+	for r, want := range map[proto.DenyReason]bool{proto.DenyInvalidToken: true, proto.DenyUnknownKey: true, proto.DenyServerFull: false, proto.DenyTokenUsed: false} {
+		if _, honour, _ := ini.Denied(plain(r)); honour != want {
+			t.Errorf("plaintext %v before a challenge: honoured %v, want %v", r, honour, want)
+		}
+	}
+	// After a challenge no plaintext denial counts.
+	ch := proto.Challenge{}
+	cb, _ := ch.Append(nil)
+	if err := ini.Challenge(cb); err != nil {
+		t.Fatal(err)
+	}
+	if _, honour, _ := ini.Denied(plain(proto.DenyInvalidToken)); honour {
+		t.Fatal("plaintext denial honoured after the challenge")
 	}
 }

@@ -192,6 +192,7 @@ type Session struct {
 	// packet that goes anyway, so two idle peers do not ping-pong acks.
 	ackOwed bool
 	copies  copies
+	path    path
 	stats   Stats
 }
 
@@ -362,6 +363,20 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 			if err != nil {
 				s.stats.BadFrames++
 			}
+		case proto.FramePathChallenge:
+			f, _, err := proto.ParsePathChallengeFrame(r.Frame())
+			if err != nil {
+				s.stats.BadFrames++
+				continue
+			}
+			s.path.answer, s.path.answerDue = f.Data, true
+		case proto.FramePathResponse:
+			f, _, err := proto.ParsePathResponseFrame(r.Frame())
+			if err != nil {
+				s.stats.BadFrames++
+				continue
+			}
+			s.pathResponse(f.Data)
 		case proto.FrameMessage:
 			f, _, err := proto.ParseMessageFrame(r.Frame())
 			if err != nil {
@@ -490,8 +505,9 @@ func (s *Session) fillData(b []byte, now time.Time, first bool) []byte {
 	left := func() int { return room - (len(b) - start) }
 	frames := 0
 	if first {
+		b, frames = s.appendPathFrames(b)
 		var n int
-		b, n = s.takeUnreliable(b, left(), maxHandlerFrames)
+		b, n = s.takeUnreliable(b, left(), maxHandlerFrames-frames)
 		frames += n
 		s.info = PacketInfo{Number: s.acks.NextPacketNumber(), Time: now, RTT: s.acks.RTT(), RTTVar: s.acks.RTTVar(), Loss: s.acks.Loss()}
 		at := len(b)
@@ -517,6 +533,32 @@ func (s *Session) fillData(b []byte, now time.Time, first bool) []byte {
 		b, _ = f.Append(b)
 	}
 	return b
+}
+
+// appendPathFrames adds the response owed to a path challenge received,
+// and reports how many frames it added.
+func (s *Session) appendPathFrames(b []byte) ([]byte, int) {
+	if !s.path.answerDue {
+		return b, 0
+	}
+	f := proto.PathResponseFrame{Data: s.path.answer}
+	b, _ = f.Append(b)
+	s.path.answerDue = false
+	return b, 1
+}
+
+// probePath sends the challenge of an address not validated yet in a
+// packet of its own, every tick until it is answered: at 51 bytes it fits
+// the 3× budget of the smallest packet that moved the session, where a
+// full packet would not.
+func (s *Session) probePath(now time.Time, ticks Ticks, out Output) {
+	if !s.path.addr.IsValid() || s.path.validated {
+		return
+	}
+	f := proto.PathChallengeFrame{Data: s.path.challenge}
+	body, _ := f.Append(s.scratch[:0])
+	s.scratch = body
+	out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketData, ticks, fillNone, body))
 }
 
 // maxHandlerFrames bounds the frames the first packet of a tick gives to
@@ -563,7 +605,7 @@ func (s *Session) takeUnreliable(b []byte, room, max int) ([]byte, int) {
 // wantsData reports whether the session has something to send beyond
 // acks: reliable segments, unreliable messages.
 func (s *Session) wantsData() bool {
-	return s.rel.Pending() > 0 || len(s.unrel) > 0
+	return s.rel.Pending() > 0 || len(s.unrel) > 0 || s.path.answerDue
 }
 
 // Tick builds this tick's packets into out: data packets while there is
@@ -572,6 +614,8 @@ func (s *Session) wantsData() bool {
 // makes the first data packet go even with nothing queued (a game sends
 // every tick).
 func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) {
+	s.checkPath(now)
+	s.probePath(now, ticks, out)
 	s.rel.Update(now)
 	s.copies.gather(s.payloadRoom())
 	defer s.repeatReliable(now, ticks, out)
