@@ -530,6 +530,11 @@ func (s *Server) tick(now time.Time) {
 			s.disconnect(c, proto.DisconnectTimeout, now, true)
 		}
 	}
+	s.build(now)
+}
+
+// build runs the handler's tick and builds every connection's packets.
+func (s *Server) build(now time.Time) {
 	if t, ok := s.handler.(Ticker); ok {
 		t.Tick(now, s.tickNum)
 	}

@@ -22,6 +22,10 @@ type tickRig struct {
 	in    []byte
 	fb    []byte
 	tick  uint32
+	// flood makes the first player ask for a resync in 63 frames of
+	// every packet (a hostile client).
+	flood bool
+	rb    []byte
 }
 
 func newTickRig(t testing.TB, n int) *tickRig {
@@ -70,9 +74,20 @@ func (r *tickRig) step() {
 		r.in = arena.AppendInput(r.in[:0], in)
 		f := proto.InputFrame{Player: c.players[0], Tick: gc.game.eng.Tick() + 2, Count: 1, Size: arena.InputSize, Data: r.in}
 		r.fb, _ = f.Append(r.fb[:0])
-		gc.Frame(proto.FrameInput, r.fb, &PacketInfo{Time: r.now, Header: proto.Header{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}})
+		pi := PacketInfo{Time: r.now, Header: proto.Header{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}}
+		gc.Frame(proto.FrameInput, r.fb, &pi)
+		if r.flood && i == 0 {
+			req := proto.ResyncRequestFrame{Reason: proto.ResyncPatchError}
+			r.rb, _ = req.Append(r.rb[:0])
+			for range 63 {
+				gc.Frame(proto.FrameResyncRequest, r.rb, &pi)
+			}
+		}
 	}
-	r.s.tick(r.now)
+	// The rig feeds frames past the sessions, which receive no packet:
+	// the tick without its timeouts.
+	r.s.tickNum++
+	r.s.build(r.now)
 	r.s.out.flush()
 	for _, c := range r.conns {
 		r.host.conns[c].Delivered(c.sess.NextPacketNumber() - 1)
@@ -94,6 +109,27 @@ func BenchmarkServerTick(b *testing.B) {
 				r.step()
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/player")
+		})
+	}
+}
+
+// BenchmarkServerTickResyncFlood is BenchmarkServerTick's 64 players with
+// one of them asking for a resync in 63 frames of every packet: the cost
+// of the flood is the difference (a full snapshot per cooldown, not per
+// request).
+func BenchmarkServerTickResyncFlood(b *testing.B) {
+	for _, flood := range []bool{false, true} {
+		b.Run(fmt.Sprintf("flood=%v", flood), func(b *testing.B) {
+			r := newTickRig(b, 64)
+			r.flood = flood
+			for range 120 {
+				r.step()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				r.step()
+			}
+			b.ReportMetric(float64(r.host.Stats().FullSnapshots), "fulls")
 		})
 	}
 }
