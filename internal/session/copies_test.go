@@ -1,12 +1,12 @@
 package session
 
 import (
-	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // tickSink records the tick at which each numbered message arrived.
@@ -23,23 +23,25 @@ func (c *tickSink) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte { return 
 func (c *tickSink) Delivered(uint64)                                   {}
 func (c *tickSink) Lost(uint64)                                        {}
 
-// lossyOutput puts a session's packets on a one-way link of 2 ticks
-// that loses 5 % of them.
-type lossyOutput struct {
-	r    *rand.Rand
-	tick *int
-	q    *[]inflight
+// link is a session's Output onto one direction of a netem path.
+type link struct {
+	q   *netem.Impairment
+	now time.Time
 }
 
-type inflight struct {
-	p   []byte
-	due int
-}
+func (l *link) Buffer() []byte { return make([]byte, 0, 1500) }
+func (l *link) Emit(p []byte)  { l.q.Enqueue(l.now, netem.Packet{Data: p}) }
 
-func (o lossyOutput) Buffer() []byte { return make([]byte, 0, 1500) }
-func (o lossyOutput) Emit(p []byte) {
-	if o.r.IntN(100) >= 5 {
-		*o.q = append(*o.q, inflight{p, *o.tick + 2})
+// deliver hands to s every packet of l due by now.
+func (l *link) deliver(s *Session, now time.Time) {
+	for p, ok := l.q.Dequeue(now); ok; p, ok = l.q.Dequeue(now) {
+		h, _, err := proto.ParseHeader(p.Data)
+		if err != nil {
+			continue
+		}
+		if pn, payload, _, ok := s.Open(p.Data, &h); ok {
+			s.Receive(now, &h, pn, len(p.Data), payload)
+		}
 	}
 }
 
@@ -54,30 +56,16 @@ func TestRedundantReliableDelivery(t *testing.T) {
 		var k1, k2 [32]byte
 		k1[0], k2[0] = 1, 2
 		now := time.Now()
-		r := rand.New(rand.NewPCG(1, 2))
+		spec, err := netem.Parse("delay 33ms loss 5%") // 2 ticks
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab, ba := &link{q: netem.NewImpairment(spec, 1)}, &link{q: netem.NewImpairment(spec, 2)}
 		tick := 0
 		got := &tickSink{at: map[int]int{}, tick: &tick}
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
 		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
 		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: got}, now)
-		var ab, ba []inflight
-		deliver := func(q []inflight, to *Session) []inflight {
-			rest := q[:0]
-			for _, f := range q {
-				if f.due > tick {
-					rest = append(rest, f)
-					continue
-				}
-				h, _, _ := proto.ParseHeader(f.p)
-				pn, payload, _, ok := to.Open(f.p, &h)
-				if !ok {
-					continue
-				}
-				to.Receive(time.Now(), &h, pn, len(f.p), payload)
-			}
-			return rest
-		}
-		sentAt := map[int]int{}
 		for tick = 0; tick < 3000; tick++ {
 			time.Sleep(time.Second / 60)
 			now := time.Now()
@@ -85,12 +73,12 @@ func TestRedundantReliableDelivery(t *testing.T) {
 				msg := make([]byte, 1024)
 				msg[0], msg[1] = byte(tick), byte(tick>>8)
 				a.Send(Reliable, 1, false, 0, msg)
-				sentAt[tick] = tick
 			}
-			a.Tick(now, Ticks{}, false, lossyOutput{r, &tick, &ab})
-			b.Tick(now, Ticks{}, false, lossyOutput{r, &tick, &ba})
-			ab = deliver(ab, b)
-			ba = deliver(ba, a)
+			ab.now, ba.now = now, now
+			a.Tick(now, Ticks{}, false, ab)
+			b.Tick(now, Ticks{}, false, ba)
+			ab.deliver(b, now)
+			ba.deliver(a, now)
 		}
 		hist := map[int]int{}
 		for i := range 2900 {
