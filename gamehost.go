@@ -433,6 +433,12 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 func (gc *gameConn) sendFull(cause proto.SnapshotCause, now time.Time) (encoded bool) {
 	h := gc.host
 	g := gc.game
+	if cause == proto.CauseResync {
+		// The client may hold anything: forget what it acknowledged,
+		// right before the snapshot of the ring's latest state.
+		gc.enc.Reset()
+		gc.sched.Reset()
+	}
 	latest := g.ring.Latest()
 	rev := g.ring.Revision()
 	if g.full == nil || g.fullRev != rev || g.fullCause != cause {
@@ -492,8 +498,6 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 			return nil
 		}
 		h.stats.Resyncs++
-		gc.enc.Reset()
-		gc.sched.Reset()
 		gc.fullDue = proto.CauseResync
 	default:
 		h.stats.BadFrames++
