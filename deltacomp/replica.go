@@ -11,10 +11,19 @@ type ReplicaConfig struct {
 	// RecordSize is the game's record size in bytes (required).
 	RecordSize int
 	// History is how many revisions of received records the replica keeps
-	// as baselines. It must be at least the server Ring's Size. Default
-	// DefaultRingSize.
+	// as baselines. It must exceed the server Ring's Size by how many
+	// revisions a frame may arrive late: a frame's baselines may be up to
+	// Size−1 revisions older than the frame, and by the time a delayed
+	// or reordered frame arrives the replica may have applied newer ones
+	// (whose slots would otherwise have evicted those baselines). Default
+	// DefaultReplicaHistory.
 	History int
 }
+
+// DefaultReplicaHistory is twice DefaultRingSize: a frame may arrive up to
+// DefaultRingSize revisions (about 1 s at 60 Hz) after newer ones and still
+// find its baselines.
+const DefaultReplicaHistory = 2 * DefaultRingSize
 
 // Replica is the client's side of delta replication: it applies codec-4
 // delta frames and full snapshots and holds the reconstructed state.
@@ -66,7 +75,7 @@ func NewReplica(cfg ReplicaConfig) (*Replica, error) {
 	}
 	h := cfg.History
 	if h <= 0 {
-		h = DefaultRingSize
+		h = DefaultReplicaHistory
 	}
 	r := &Replica{rs: cfg.RecordSize, hn: h, hist: make([]histSlot, h)}
 	r.live.RecordSize = cfg.RecordSize

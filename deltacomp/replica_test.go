@@ -182,7 +182,7 @@ func TestReplicaBaselineMissing(t *testing.T) {
 func TestReplicaRejectsStaleAndBadFrames(t *testing.T) {
 	p := newPipeline(t, 3, 4, 20)
 	var old []byte
-	for i := range 100 {
+	for i := range DefaultReplicaHistory + 40 { // the old frame falls out of the history
 		p.tick(t)
 		if i == 5 {
 			old = bytes.Clone(p.buf)
