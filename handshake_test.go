@@ -93,6 +93,16 @@ type tap struct {
 	sent [][]byte
 }
 
+// newTap is a loopback socket that records what it sends.
+func newTap(t *testing.T) *tap {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tap{PacketConn: pc}
+}
+
 func (t *tap) WriteTo(p []byte, a net.Addr) (int, error) {
 	t.mu.Lock()
 	t.sent = append(t.sent, append([]byte(nil), p...))
@@ -117,11 +127,7 @@ func (t *tap) last(pt proto.PacketType) []byte {
 func TestSessionPacketForgery(t *testing.T) {
 	h := newEchoHandler()
 	s, key, addr := testServer(t, Config{}, h, nil)
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := &tap{PacketConn: pc}
+	tp := newTap(t)
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: udp.FromPacketConn(tp)})
 	c2 := dial(t, mintFor(t, key, addr, 2), Dialer{})
 
@@ -312,11 +318,8 @@ func TestHandshakeAmplification(t *testing.T) {
 func TestLateRequestResendsAccept(t *testing.T) {
 	h := newEchoHandler()
 	s, key, addr := testServer(t, Config{}, h, nil)
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := &tap{PacketConn: pc}
+	tp := newTap(t)
+	pc := tp.PacketConn
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: udp.FromPacketConn(tp)})
 	req := tp.last(proto.PacketConnectionRequest)
 	if _, err := pc.WriteTo(req, net.UDPAddrFromAddrPort(addr)); err != nil {
@@ -428,18 +431,15 @@ func TestSpoofedMigrationBudget(t *testing.T) {
 func TestReplayedResponseCreatesNothing(t *testing.T) {
 	h := newEchoHandler()
 	s, key, addr := testServer(t, Config{}, h, nil)
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tp := &tap{PacketConn: pc}
+	tp := newTap(t)
+	pc := tp.PacketConn
 	tok := mintFor(t, key, addr, 1)
 	c := dial(t, tok, Dialer{Conn: udp.FromPacketConn(tp)})
 	resp := tp.last(proto.PacketChallengeResponse)
 	c.Close()
 	<-h.gone
 	// The same address again, for the replay.
-	pc, err = net.ListenPacket("udp4", pc.LocalAddr().String())
+	pc, err := net.ListenPacket("udp4", pc.LocalAddr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
