@@ -21,10 +21,15 @@ import (
 // over tickwire's reliable channel and over a plain kcp-go UDPSession in
 // fast mode (nodelay 1, interval 10, resend 2, no congestion control).
 const (
-	echoSpec  = "delay 25ms 5ms loss 5%"
 	echoCount = 600 // 10 s at 60/s
 	echoSize  = 1024
 )
+
+// echoProfiles are the impairments the comparison runs at, each way.
+var echoProfiles = []struct{ name, spec string }{
+	{"loss=5%", "delay 25ms 5ms loss 5%"},
+	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%"},
+}
 
 type echoResult struct {
 	rtts       []time.Duration
@@ -32,6 +37,7 @@ type echoResult struct {
 	p50, p99   time.Duration
 	maxRTT     time.Duration
 	msgsPerSec float64
+	bytesOut   uint64 // datagram bytes both ends sent
 }
 
 func summarize(rtts []time.Duration, elapsed time.Duration) echoResult {
@@ -41,8 +47,8 @@ func summarize(rtts []time.Duration, elapsed time.Duration) echoResult {
 		msgsPerSec: float64(n) / elapsed.Seconds()}
 }
 
-func proxy(b *testing.B, upstream string) string {
-	spec, err := netem.Parse(echoSpec)
+func proxy(b *testing.B, upstream, impairment string) string {
+	spec, err := netem.Parse(impairment)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -55,7 +61,7 @@ func proxy(b *testing.B, upstream string) string {
 }
 
 // echoTickwire runs the echo over a tickwire Server and Client.
-func echoTickwire(b *testing.B) echoResult {
+func echoTickwire(b *testing.B, impairment string) echoResult {
 	key, _ := tickwire.GenerateKey()
 	s, err := tickwire.NewServer(key, tickwire.Config{})
 	if err != nil {
@@ -68,7 +74,7 @@ func echoTickwire(b *testing.B) echoResult {
 	}
 	go s.Serve(uc)
 	defer s.Close()
-	via := proxy(b, uc.LocalAddr().String())
+	via := proxy(b, uc.LocalAddr().String(), impairment)
 	tok, _ := tickwire.MintToken(key, tickwire.TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{via}}, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -77,13 +83,16 @@ func echoTickwire(b *testing.B) echoResult {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	return runEcho(b, func(msg []byte) error { return c.Send(tickwire.Reliable, 1, msg) }, func() (int, error) {
+	r := runEcho(b, func(msg []byte) error { return c.Send(tickwire.Reliable, 1, msg) }, func() (int, error) {
 		m, err := c.Receive(ctx)
 		if err != nil {
 			return 0, err
 		}
 		return int(binary.LittleEndian.Uint32(m.Data)), nil
 	})
+	r.bytesOut = c.Stats().BytesOut
+	s.Do(func() { s.Each(func(sc *tickwire.Conn) { r.bytesOut += sc.Stats().BytesOut }) })
+	return r
 }
 
 type echoHandler struct{}
@@ -95,7 +104,7 @@ func (echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
 func (echoHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
 // echoKCP runs the echo over kcp-go sessions in fast mode.
-func echoKCP(b *testing.B) echoResult {
+func echoKCP(b *testing.B, impairment string) echoResult {
 	ln, err := kcp.ListenWithOptions("127.0.0.1:0", nil, 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -124,7 +133,7 @@ func echoKCP(b *testing.B) echoResult {
 			}()
 		}
 	}()
-	via := proxy(b, ln.Addr().String())
+	via := proxy(b, ln.Addr().String(), impairment)
 	c, err := kcp.DialWithOptions(via, nil, 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -132,12 +141,15 @@ func echoKCP(b *testing.B) echoResult {
 	defer c.Close()
 	tune(c)
 	buf := make([]byte, echoSize)
-	return runEcho(b, func(msg []byte) error { _, err := c.Write(msg); return err }, func() (int, error) {
+	before := kcp.DefaultSnmp.Copy().OutBytes
+	r := runEcho(b, func(msg []byte) error { _, err := c.Write(msg); return err }, func() (int, error) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return 0, err
 		}
 		return int(binary.LittleEndian.Uint32(buf)), nil
 	})
+	r.bytesOut = kcp.DefaultSnmp.Copy().OutBytes - before
+	return r
 }
 
 // runEcho sends echoCount numbered messages at 60/s and times each echo.
@@ -187,21 +199,29 @@ func runEcho(b *testing.B, send func([]byte) error, recv func() (int, error)) ec
 	return summarize(rtts, time.Since(start))
 }
 
-// BenchmarkReliableEcho compares the two in one run; one iteration is a
-// whole 10 s exchange each, so run it with -benchtime=1x.
+// BenchmarkReliableEcho compares the two in one run per impairment
+// profile; one iteration is a whole 10 s exchange each, so run it with
+// -benchtime=1x. bytes/msg is what both ends put on the wire per echoed
+// message (the cost of copies and retransmissions).
 func BenchmarkReliableEcho(b *testing.B) {
-	for b.Loop() {
-		tw := echoTickwire(b)
-		kc := echoKCP(b)
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")
-		b.ReportMetric(ms(tw.p99), "tickwire-p99-ms")
-		b.ReportMetric(ms(tw.maxRTT), "tickwire-max-ms")
-		b.ReportMetric(ms(kc.p50), "kcp-p50-ms")
-		b.ReportMetric(ms(kc.p99), "kcp-p99-ms")
-		b.ReportMetric(ms(kc.maxRTT), "kcp-max-ms")
-		b.ReportMetric(tw.msgsPerSec, "tickwire-msg/s")
-		b.ReportMetric(kc.msgsPerSec, "kcp-msg/s")
-		b.ReportMetric(ms(tw.p99)/ms(kc.p99), "p99-ratio")
+	for _, p := range echoProfiles {
+		b.Run(p.name, func(b *testing.B) {
+			for b.Loop() {
+				tw := echoTickwire(b, p.spec)
+				kc := echoKCP(b, p.spec)
+				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+				b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")
+				b.ReportMetric(ms(tw.p99), "tickwire-p99-ms")
+				b.ReportMetric(ms(tw.maxRTT), "tickwire-max-ms")
+				b.ReportMetric(ms(kc.p50), "kcp-p50-ms")
+				b.ReportMetric(ms(kc.p99), "kcp-p99-ms")
+				b.ReportMetric(ms(kc.maxRTT), "kcp-max-ms")
+				b.ReportMetric(tw.msgsPerSec, "tickwire-msg/s")
+				b.ReportMetric(kc.msgsPerSec, "kcp-msg/s")
+				b.ReportMetric(float64(tw.bytesOut)/echoCount, "tickwire-bytes/msg")
+				b.ReportMetric(float64(kc.bytesOut)/echoCount, "kcp-bytes/msg")
+				b.ReportMetric(ms(tw.p99)/ms(kc.p99), "p99-ratio")
+			}
+		})
 	}
 }
