@@ -181,7 +181,7 @@ type Session struct {
 	filter reliability.SequenceFilter
 
 	unrel    []byte // encoded unreliable message frames, oldest first
-	scratch  []byte // encoding space for reliable messages
+	scratch  []byte // encoding space for frames the session writes itself (reliable messages, path probes)
 	relMsg   []byte // receive space for reliable messages
 	inMsg    Message
 	info     PacketInfo
@@ -238,18 +238,12 @@ func (l ackListener) Lost(pn uint64)      { l.s.cfg.Handler.Lost(pn) }
 // ID is the connection id.
 func (s *Session) ID() uint32 { return s.cfg.ID }
 
-// MaxPacket is the largest datagram the session sends.
-func (s *Session) MaxPacket() int { return s.cfg.MaxPacket }
-
 // TimedOut reports whether the peer has been silent longer than the
 // timeout at now.
 func (s *Session) TimedOut(now time.Time) bool { return now.Sub(s.lastRecv) > s.cfg.Timeout }
 
 // NextPacketNumber is the number the next packet sent will carry.
 func (s *Session) NextPacketNumber() uint64 { return s.acks.NextPacketNumber() }
-
-// LargestReceived is the highest packet number received so far.
-func (s *Session) LargestReceived() uint64 { return s.acks.LargestReceived() }
 
 // AckDue reports whether enough packets arrived since our last one that
 // an ack-only packet should go now (AckOnlyThreshold).
