@@ -15,11 +15,9 @@ import (
 // are gathered in owed and go out once more, in the first packet if they
 // fit, else in packets of their own.
 type copies struct {
-	hist  [maxCopies - 1]tickFrames
-	cur   int
-	owed  []byte
-	maxSN uint32 // newest KCP data segment repeated
-	sent  bool
+	hist [maxCopies - 1]tickFrames
+	cur  int
+	owed []byte
 }
 
 // tickFrames is one tick's new reliable frames and the copies they are
@@ -104,8 +102,12 @@ func (c *copies) appendOwed(b []byte, room, maxFrames int, st *Stats) ([]byte, i
 }
 
 // noteSent records the reliable frame just written (frame, possibly
-// empty) for its copies. Only frames with new data are repeated: KCP's own
-// retransmissions are already another copy.
+// empty) for its copies when it carries data, KCP's retransmissions
+// included: a segment whose copies were all lost is retransmitted only
+// once a loss is detected (about a round trip later), and the messages
+// behind it in order wait for it, so its retransmission gets copies too
+// (at 20 % loss this takes the echo's p99 from 285–523 ms to 260–293 ms
+// over 3,000 messages, for 4 % more packets).
 func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) {
 	cur := &c.hist[c.cur]
 	if len(frame) == 0 || len(cur.frames)+len(frame) > maxRepeat*room {
@@ -115,10 +117,9 @@ func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) 
 	if n <= 1 {
 		return
 	}
-	if sn, ok := framePushes(frame); ok && (!c.sent || int32(sn-c.maxSN) > 0) {
+	if framePushes(frame) {
 		cur.frames = append(cur.frames, frame...)
 		cur.left = n - 1
-		c.maxSN, c.sent = sn, true
 	}
 }
 
@@ -144,28 +145,24 @@ func (c *copies) next(room int) []byte {
 }
 
 // framePushes reports whether a reliable frame holds a KCP data segment
-// (not only acknowledgements), and the newest one's sequence number.
-func framePushes(frame []byte) (maxSN uint32, ok bool) {
+// (not only acknowledgements).
+func framePushes(frame []byte) bool {
 	f, _, err := proto.ParseReliableFrame(frame)
 	if err != nil {
-		return 0, false
+		return false
 	}
 	d := f.Data
 	for off := 0; off+kcpHeaderSize <= len(d); {
 		if d[off+4] == kcpCmdPush {
-			sn := binary.LittleEndian.Uint32(d[off+12:])
-			if !ok || int32(sn-maxSN) > 0 {
-				maxSN = sn
-			}
-			ok = true
+			return true
 		}
 		off += kcpHeaderSize + int(binary.LittleEndian.Uint32(d[off+20:]))
 	}
-	return maxSN, ok
+	return false
 }
 
 // KCP segment header: conv u32, cmd u8, frg u8, wnd u16, ts u32, sn u32,
-// una u32, len u32.
+// una u32, len u32 (at offset 20).
 const (
 	kcpHeaderSize = 24
 	kcpCmdPush    = 81
