@@ -374,6 +374,12 @@ func (h filteredFrames) Tick(now time.Time, tick uint32) {
 	}
 }
 
+func (h filteredFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	if e, ok := h.FrameHandler.(Ender); ok {
+		e.Ended(now, r)
+	}
+}
+
 // ConnID is the connection id the server assigned.
 func (c *Client) ConnID() uint32 { return c.sess.ID() }
 
@@ -607,6 +613,9 @@ func (c *Client) end(r proto.DisconnectReason, remote bool, now time.Time) {
 		c.out.flush()
 	}
 	c.err = &DisconnectError{Reason: r, Remote: remote}
+	if e, ok := c.sh.frames.(Ender); ok {
+		e.Ended(now, r)
+	}
 	if c.handler != nil {
 		c.handler.Disconnected(c, r)
 	}

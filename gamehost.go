@@ -182,6 +182,10 @@ type gameConn struct {
 	fullAt   time.Time           // when the last full snapshot was sent
 	fullDue  proto.SnapshotCause // a full snapshot is due (0: none)
 	sumDue   bool
+	// frames counts the game frames (control frames, full snapshots)
+	// queued for the connection on the reliable channel, mod 65536, which
+	// every input ack names (proto.InputAckFrame.Frames).
+	frames uint16
 }
 
 // Stats returns the host's counters. Call from the server's loop.
@@ -377,7 +381,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		}
 		for _, b := range g.broadcast {
 			for _, gc := range g.conns {
-				gc.c.SendFrame(b)
+				gc.sendFrame(b)
 			}
 		}
 		g.broadcast = g.broadcast[:0]
@@ -423,7 +427,17 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 		return
 	}
 	h.scratch = b
-	gc.c.SendFrame(b)
+	gc.sendFrame(b)
+}
+
+// sendFrame queues an encoded game frame on the reliable channel and
+// counts it.
+func (gc *gameConn) sendFrame(b []byte) error {
+	err := gc.c.SendFrame(b)
+	if err == nil {
+		gc.frames++
+	}
+	return err
 }
 
 // sendFull queues the game's latest state as a compressed full snapshot
@@ -446,7 +460,7 @@ func (gc *gameConn) sendFull(cause proto.SnapshotCause, now time.Time) (encoded 
 		h.stats.FullEncodes++
 		encoded = true
 	}
-	if err := gc.c.SendFrame(g.full); err != nil {
+	if err := gc.sendFrame(g.full); err != nil {
 		h.stats.SnapshotLate++
 		return encoded // still due: try again next tick
 	}
@@ -518,6 +532,7 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	gc.now = pi.Time
 	for _, p := range gc.c.Players() {
 		if ack, ok := g.eng.InputAck(p); ok {
+			ack.Frames = gc.frames
 			if nb, err := ack.Append(b); err == nil && len(nb)-start <= room {
 				b = nb
 			}
