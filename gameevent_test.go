@@ -227,6 +227,47 @@ func TestGameEvents(t *testing.T) {
 	})
 }
 
+// TestGamePostmarkedPlayers: on a connection that carries two players, a
+// postmarked message runs as the player that sent it (Client.SendAt's as
+// the first, SendPlayerAt's as the one it names): the late notices the
+// server sends back name them.
+func TestGamePostmarkedPlayers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		gc, err := NewGameClient(arena.NewGame(0), (&scriptedActions{}).input, sim.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log := &eventLog{}
+		gc.Handle(log)
+		c := r.dialSlots(1, []uint16{4, 5}, gc, nil)
+		defer c.Close()
+		waitEvent(t, "client", log, EventReady, 0)
+		var now uint32
+		r.srv.Do(func() { now = r.host.Engine(rigGame).Tick() })
+		if err := c.SendPlayerAt(5, Reliable, 3, now-5, []byte("second")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SendAt(Reliable, 2, now-4, []byte("first")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SendPlayerAt(9, Reliable, 2, now, nil); err == nil {
+			t.Fatal("SendPlayerAt sent for a player the connection does not carry")
+		}
+		waitEvent(t, "client", log, EventMessageLate, 5)
+		waitEvent(t, "client", log, EventMessageLate, 4)
+		for _, e := range log.get() {
+			if e.Kind == EventMessageLate && (e.Player == 5) != (e.Channel == 3 && e.Tick == now-5) {
+				t.Errorf("%v: attributed to the wrong player", e)
+			}
+		}
+		if hs := r.hostStats(); hs.BadFrames != 0 || hs.Joins != 2 {
+			t.Fatalf("host stats %+v", hs)
+		}
+	})
+}
+
 // TestGameEventsOverLoopback: a rejected action and a late postmarked
 // message reach the game over real sockets. Under load only their
 // arrival and content are certain, not when.

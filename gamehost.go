@@ -343,12 +343,22 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 }
 
 // Message hands postmarked messages to the engine (they run at their
-// tick) and everything else to GameConfig.Handler.
+// tick, as the player the message names — Client.SendPlayerAt — or the
+// connection's first player) and everything else to GameConfig.Handler.
+// A postmarked message naming a player the connection does not carry is
+// dropped and counted (GameHostStats.BadFrames).
 func (h *GameHost) Message(c *Conn, m *Message) {
 	gc := h.conns[c]
 	if gc != nil && m.Postmarked && len(c.Players()) > 0 {
+		player := m.Player
+		if player == 0 {
+			player = c.Players()[0]
+		} else if !gc.has(player) {
+			h.stats.BadFrames++
+			return
+		}
 		f := proto.MessageFrame{Channel: m.Channel, Postmarked: true, Tick: m.Tick, Data: m.Data}
-		if err := gc.game.eng.ReceiveMessage(h.srv.Now(), c.Players()[0], &f); err == nil {
+		if err := gc.game.eng.ReceiveMessage(h.srv.Now(), player, &f); err == nil {
 			return
 		}
 	}
