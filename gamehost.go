@@ -307,6 +307,7 @@ func (h *GameHost) Connected(c *Conn) {
 			return
 		}
 		h.stats.Joins++
+		h.log.Info("player joined", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "conn", c.ID())
 		g.queueBroadcast(&ctrl.Frame)
 	}
 	gc.fullDue = proto.CauseJoin
@@ -331,6 +332,7 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 		for _, p := range c.Players() {
 			if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
 				h.stats.Leaves++
+				h.log.Info("player left", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "reason", r, "conn", c.ID())
 				g.queueBroadcast(&ctrl.Frame)
 			}
 		}
