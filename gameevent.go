@@ -12,65 +12,45 @@ import (
 // GameEventKind says what a GameEvent reports.
 type GameEventKind uint8
 
-// Game events, what each sets of GameEvent's fields, and how String
-// shows one.
+// Game events and what each sets of GameEvent's fields (GameEvent's
+// documentation shows one of each).
 const (
 	// EventReady: the game can be played. The first state was applied
 	// and the server simulated a tick with this client's input on time
 	// (the clock leads enough). Tick is that tick (or the first state's,
 	// if later). Once per connection.
-	//
-	//	tick 3: ready
 	EventReady GameEventKind = iota + 1
 	// EventPlayerJoined: Player joined at Tick (the first tick with it);
 	// the joiner hears its own join too.
-	//
-	//	tick 15: player 3 joined
 	EventPlayerJoined
 	// EventPlayerLeft: Player left at Tick (the first tick without it);
 	// Reason is why (the proto.DisconnectReason's name: "closed",
 	// "timeout", "kicked"...).
-	//
-	//	tick 124: player 3 left (timeout)
 	EventPlayerLeft
 	// EventActionAccepted: the server simulated local Player's action
 	// (an input whose action bytes were not all zero) at Tick.
-	//
-	//	tick 26: player 1 action accepted
 	EventActionAccepted
 	// EventActionRejected: the server rejected local Player's action at
 	// Tick; Reason says why (the game's ValidateAction error, or "arrived
 	// after its tick" for an input that reached the server too late).
-	//
-	//	tick 22: player 1 action rejected (arena: unknown button)
 	EventActionRejected
 	// EventMessageLate: local Player's message postmarked for Tick on
 	// Channel arrived after that tick; it ran at RanAt (0: dropped, as
 	// the server's sim.ServerConfig.LateMessages says). It is ordered by
 	// RanAt (or, dropped, by when the notice came), so its Tick may be
 	// older than the event before it.
-	//
-	//	tick 24: player 1 message late (channel 7, ran at 29)
 	EventMessageLate
 	// EventResyncStarted: the client asked the server for a full state
 	// (Resync says why); Tick is the newest server tick it had seen.
-	//
-	//	tick 40: resync started (checksum mismatch)
 	EventResyncStarted
 	// EventResyncFinished: the full state the resync asked for arrived;
 	// Tick is its tick, Resync the cause of the resync.
-	//
-	//	tick 44: resync finished (checksum mismatch)
 	EventResyncFinished
 	// EventDesync: the checksum of Tick differed from the client's state
 	// (a resync follows).
-	//
-	//	tick 40: desync
 	EventDesync
 	// EventDisconnected: the session ended (Disconnect says why); Tick is
 	// the newest server tick seen. Always the last event.
-	//
-	//	tick 124: disconnected (closed)
 	EventDisconnected
 	numGameEventKinds
 )
@@ -98,9 +78,21 @@ func (k GameEventKind) String() string {
 	return fmt.Sprintf("GameEventKind(%d)", uint8(k))
 }
 
-// GameEvent is something that happened to a GameClient's game. Kind
-// says which fields are set (see the Event constants); the others are
-// zero.
+// GameEvent is something that happened to a GameClient's game, which a
+// GameHandler receives. Kind says which fields are set (see the Event
+// constants); the others are zero. One of each kind, as String shows
+// them:
+//
+//	EventReady           tick 3: ready
+//	EventPlayerJoined    tick 15: player 3 joined
+//	EventPlayerLeft      tick 124: player 3 left (timeout)
+//	EventActionAccepted  tick 26: player 1 action accepted
+//	EventActionRejected  tick 22: player 1 action rejected (arena: unknown button)
+//	EventMessageLate     tick 24: player 1 message late (channel 7, ran at 29)
+//	EventResyncStarted   tick 120: resync started (checksum mismatch)
+//	EventResyncFinished  tick 123: resync finished (checksum mismatch)
+//	EventDesync          tick 120: desync
+//	EventDisconnected    tick 124: disconnected (closed)
 type GameEvent struct {
 	Kind       GameEventKind
 	Tick       uint32

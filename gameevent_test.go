@@ -314,3 +314,81 @@ func TestGameEventsOverLoopback(t *testing.T) {
 		t.Fatalf("last event %v, want the disconnect", got[len(got)-1])
 	}
 }
+
+type nopEvents struct{ n int }
+
+func (h *nopEvents) GameEvent(*sim.Client, *GameEvent) { h.n++ }
+
+// TestGameClientEventsAllocs: a client frame and a packet's input ack
+// that settles actions (an accepted event delivered every other tick)
+// allocate nothing in steady state.
+func TestGameClientEventsAllocs(t *testing.T) {
+	fire := func(_ uint16, tick uint32, dst []byte) []byte {
+		return arena.AppendInput(dst, arena.Input{Buttons: uint8(tick%2) * arena.FireRay})
+	}
+	gc, err := NewGameClient(arena.NewGame(0), fire, sim.ClientConfig{Headless: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &nopEvents{}
+	gc.Handle(h)
+	now := time.Now()
+	c := &Client{accept: proto.AcceptBody{PlayerCount: 1, Players: [4]uint16{3}}, tickRate: 60}
+	fh, err := gc.Attach(c, Accepted{Time: now, ServerTick: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 0, 1200)
+	ack := make([]byte, 0, 16)
+	var sent, recv PacketInfo
+	round := func() {
+		now = now.Add(time.Second / 60)
+		fh.(Ticker).Tick(now, 0)
+		sent.Time = now
+		buf = fh.AppendFrames(buf[:0], 1200, &sent)
+		tick := gc.eng.Tick()
+		f := proto.InputAckFrame{Player: 3, Newest: tick, Age: 50}
+		ack, _ = f.Append(ack[:0])
+		recv.Header.Seq++
+		recv.Header.Tick, recv.Time = tick-2, now
+		if err := fh.Frame(proto.FrameInputAck, ack, &recv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 {
+		round()
+	}
+	before := h.n
+	if n := testing.AllocsPerRun(200, round); n != 0 {
+		t.Fatalf("%v allocations per frame and ack", n)
+	}
+	if h.n-before < 100 {
+		t.Fatalf("%d events in 201 rounds, want an accepted action every other tick", h.n-before)
+	}
+}
+
+// TestGameEventString: one event of each kind reads as GameEvent's
+// documentation shows it.
+func TestGameEventString(t *testing.T) {
+	for _, c := range []struct {
+		e    GameEvent
+		want string
+	}{
+		{GameEvent{Kind: EventReady, Tick: 3}, "tick 3: ready"},
+		{GameEvent{Kind: EventPlayerJoined, Tick: 15, Player: 3}, "tick 15: player 3 joined"},
+		{GameEvent{Kind: EventPlayerLeft, Tick: 124, Player: 3, Reason: "timeout"}, "tick 124: player 3 left (timeout)"},
+		{GameEvent{Kind: EventActionAccepted, Tick: 26, Player: 1}, "tick 26: player 1 action accepted"},
+		{GameEvent{Kind: EventActionRejected, Tick: 22, Player: 1, Reason: "arena: unknown button"}, "tick 22: player 1 action rejected (arena: unknown button)"},
+		{GameEvent{Kind: EventMessageLate, Tick: 24, Player: 1, Channel: 7, RanAt: 29}, "tick 24: player 1 message late (channel 7, ran at 29)"},
+		{GameEvent{Kind: EventMessageLate, Tick: 24, Player: 1, Channel: 7}, "tick 24: player 1 message late (channel 7, dropped)"},
+		{GameEvent{Kind: EventResyncStarted, Tick: 120, Resync: proto.ResyncChecksum}, "tick 120: resync started (checksum mismatch)"},
+		{GameEvent{Kind: EventResyncFinished, Tick: 123, Resync: proto.ResyncChecksum}, "tick 123: resync finished (checksum mismatch)"},
+		{GameEvent{Kind: EventDesync, Tick: 120}, "tick 120: desync"},
+		{GameEvent{Kind: EventDisconnected, Tick: 124, Disconnect: proto.DisconnectClosed}, "tick 124: disconnected (closed)"},
+		{GameEvent{Kind: 99, Tick: 1}, "tick 1: GameEventKind(99)"},
+	} {
+		if got := c.e.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.e, got, c.want)
+		}
+	}
+}
