@@ -251,6 +251,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		}
 		g.inputAck(&a, h.Tick)
 	case proto.FrameControl:
+		g.gameFrame() // counted even when malformed: the server counted it
 		ctl, _, err := proto.ParseControlFrame(frame)
 		if err != nil {
 			return err

@@ -239,9 +239,9 @@ func (g *GameClient) packetTick(t uint32) {
 // gameFrame counts a game frame that came on the reliable channel.
 func (g *GameClient) gameFrame() { g.ev.frames++ }
 
-// control turns a control frame from the server into its event.
+// control turns a control frame from the server (counted by gameFrame)
+// into its event.
 func (g *GameClient) control(ctl *proto.ControlFrame, headerTick uint32) {
-	g.gameFrame()
 	e := GameEvent{Tick: ctl.Tick, Player: ctl.Player}
 	at := ctl.Tick
 	switch ctl.Code {
