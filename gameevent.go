@@ -28,7 +28,11 @@ const (
 	// "timeout", "kicked"...).
 	EventPlayerLeft
 	// EventActionAccepted: the server simulated local Player's action
-	// (an input whose action bytes were not all zero) at Tick.
+	// (an input whose action bytes were not all zero) at Tick. (One
+	// case is beyond what the client can tell: an action all of whose
+	// copies were lost — proto.MaxInputsPerFrame packets in a row — while
+	// later inputs arrived, is reported accepted though its tick ran
+	// without it.)
 	EventActionAccepted
 	// EventActionRejected: the server rejected local Player's action at
 	// Tick; Reason says why (the game's ValidateAction error, or "arrived
