@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -374,6 +375,12 @@ func (h filteredFrames) Tick(now time.Time, tick uint32) {
 	}
 }
 
+func (h filteredFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	if e, ok := h.FrameHandler.(Ender); ok {
+		e.Ended(now, r)
+	}
+}
+
 // ConnID is the connection id the server assigned.
 func (c *Client) ConnID() uint32 { return c.sess.ID() }
 
@@ -400,11 +407,33 @@ func (c *Client) Send(d Delivery, channel uint8, data []byte) error {
 	return c.sendLocked(d, channel, false, 0, data)
 }
 
-// SendAt is Send with a tick postmark.
+// SendAt is Send with a tick postmark. A server's game runs the message
+// as the connection's first player's; see SendPlayerAt for the others.
 func (c *Client) SendAt(d Delivery, channel uint8, tick uint32, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sendLocked(d, channel, true, tick, data)
+}
+
+// SendPlayerAt is SendAt on behalf of player, one of the connection's
+// players (Players): the message names it (proto.MessageFrame.Player),
+// and a server's GameHost runs it as that player's. For the first player
+// it sends exactly what SendAt does.
+func (c *Client) SendPlayerAt(player uint16, d Delivery, channel uint8, tick uint32, data []byte) error {
+	players := c.Players()
+	i := slices.Index(players, player)
+	if i < 0 {
+		return fmt.Errorf("tickwire: player %d is not on this connection (%v)", player, players)
+	}
+	if i == 0 {
+		player = 0 // the default: the layout older builds read
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.closing {
+		return ErrNotConnected
+	}
+	return c.sess.SendMessage(d, proto.MessageFrame{Channel: channel, Postmarked: true, Tick: tick, Player: player, Data: data})
 }
 
 func (c *Client) sendLocked(d Delivery, channel uint8, postmarked bool, tick uint32, data []byte) error {
@@ -607,6 +636,9 @@ func (c *Client) end(r proto.DisconnectReason, remote bool, now time.Time) {
 		c.out.flush()
 	}
 	c.err = &DisconnectError{Reason: r, Remote: remote}
+	if e, ok := c.sh.frames.(Ender); ok {
+		e.Ended(now, r)
+	}
 	if c.handler != nil {
 		c.handler.Disconnected(c, r)
 	}

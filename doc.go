@@ -55,5 +55,12 @@
 // a clock just far enough ahead of the server, the players' inputs for
 // every tick it passes (each packet repeats those not yet acknowledged),
 // prediction by rollback and re-simulation from every new state,
-// smoothed corrections, and interpolation of what the server sent.
+// smoothed corrections, and interpolation of what the server sent. A
+// GameHandler hears, in tick order, what happens to the game: ready to
+// play, players joined and left (with the reason), each action accepted
+// or rejected (acceptance read from the input acks, which count the
+// game frames the server sent, so no input costs a message), postmarked
+// messages that came too late, resyncs, desyncs and the disconnect.
+// A postmarked message runs as the player that sent it
+// (Client.SendPlayerAt names one of a connection's players).
 package tickwire

@@ -23,6 +23,10 @@ type InputFunc func(player uint16, tick uint32, dst []byte) []byte
 // input frames in every packet, and feeds it the server's input acks and
 // action rejections. The engine runs the predicted clock, prediction with
 // rollback, interpolation and correction smoothing (see sim.Client).
+// The game hears what happens to it through a GameHandler (Handle): the
+// moment it can play, players joining and leaving, its actions accepted
+// or rejected, late postmarked messages, resyncs, desyncs and the
+// disconnect, in tick order.
 //
 // Create it with NewGameClient and pass it in Dialer.Game (it is a
 // ClientLayer: it attaches to the accepted session through the same seam
@@ -50,6 +54,10 @@ type GameClient struct {
 	checkIdx  []int32
 	connected time.Time
 	stats     GameClientStats
+
+	handler  GameHandler
+	sampleFn sim.SampleFunc // g.sample, made once
+	ev       gameEvents
 }
 
 // GameClientStats count what a GameClient saw.
@@ -67,6 +75,9 @@ type GameClientStats struct {
 	// the clock had ConvergeTime to converge.
 	LateInputs uint64
 	Entities   int
+	// Events counts the events delivered (to the GameHandler, if any),
+	// by kind.
+	Events [NumGameEventKinds]uint64
 }
 
 // ConvergeTime is how long after connecting a GameClient's clock is
@@ -108,6 +119,10 @@ func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 	}
 	g.c, g.eng = c, eng
 	g.connected = a.Time
+	schema := g.game.Schema()
+	g.ev = gameEvents{newest: make([]uint32, len(cfg.Players)), inputSize: schema.InputSize,
+		actionLen: schema.ActionBytes, newestTick: a.ServerTick}
+	g.sampleFn = g.sample
 	eng.Start(a.Time, a.ServerTick, a.RTT)
 	return (*gameFrames)(g), nil
 }
@@ -120,7 +135,7 @@ type gameFrames GameClient
 // rollback and prediction.
 func (f *gameFrames) Tick(now time.Time, _ uint32) {
 	g := (*GameClient)(f)
-	g.eng.Advance(now, sim.SampleFunc(g.input))
+	g.eng.Advance(now, g.sampleFn)
 }
 
 // Ticks put the predicted tick and the view the client rendered when it
@@ -147,6 +162,7 @@ func (f *gameFrames) AppendFrames(b []byte, room int, p *PacketInfo) []byte {
 			b = nb
 			g.resyncAt = now
 			g.stats.Resyncs++
+			g.resyncStarted(g.resyncWhy)
 		}
 	}
 	return b
@@ -163,7 +179,9 @@ func (g *GameClient) authoritative(tick uint32) {
 	if err := g.eng.Authoritative(tick, g.replica.State()); err != nil {
 		g.stats.BadStates++
 		g.resync(proto.ResyncPatchError)
+		return
 	}
+	g.stateApplied(tick)
 }
 
 // Frame handles a game frame from the server.
@@ -173,6 +191,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 	if !g.seenSeq || h.Seq != g.lastSeq {
 		g.lastSeq, g.seenSeq, g.recvAt = h.Seq, true, p.Time
 		g.eng.PacketReceived(g.recvAt, h.Tick)
+		g.packetTick(h.Tick)
 	}
 	switch t {
 	case proto.FrameSnapshotDelta:
@@ -192,6 +211,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 			g.resync(proto.ResyncPatchError)
 		}
 	case proto.FrameFullSnapshot:
+		g.gameFrame()
 		full, _, err := proto.ParseFullSnapshotFrame(frame)
 		if err != nil {
 			g.resync(proto.ResyncPatchError)
@@ -204,6 +224,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		g.stats.FullSnapshots++
 		g.resyncDue = false
 		g.authoritative(g.replica.State().Tick)
+		g.fullSnapshot(g.replica.State().Tick)
 	case proto.FrameChecksum:
 		cs, _, err := proto.ParseChecksumFrame(frame)
 		if err != nil {
@@ -214,6 +235,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		}
 		if g.sumReplica(g.lastDelta) != cs.Sum {
 			g.stats.Desyncs++
+			g.desync(cs.Tick)
 			g.resync(proto.ResyncChecksum)
 		} else {
 			g.stats.ChecksumsOK++
@@ -227,7 +249,9 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		if late && g.recvAt.Sub(g.connected) > ConvergeTime {
 			g.stats.LateInputs++
 		}
+		g.inputAck(&a, h.Tick)
 	case proto.FrameControl:
+		g.gameFrame() // counted even when malformed: the server counted it
 		ctl, _, err := proto.ParseControlFrame(frame)
 		if err != nil {
 			return err
@@ -236,6 +260,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 			g.stats.Rejected++
 			g.eng.Rejected(ctl.Player, ctl.Tick)
 		}
+		g.control(&ctl, h.Tick)
 	default:
 		return errUnexpectedFrame
 	}
@@ -265,6 +290,7 @@ func (g *GameClient) Stats() GameClientStats {
 	g.c.Do(func() {
 		st = g.stats
 		st.Engine = g.eng.Stats()
+		st.Events = g.ev.counts
 		st.Entities = g.replica.State().Len()
 	})
 	return st

@@ -182,6 +182,10 @@ type gameConn struct {
 	fullAt   time.Time           // when the last full snapshot was sent
 	fullDue  proto.SnapshotCause // a full snapshot is due (0: none)
 	sumDue   bool
+	// frames counts the game frames (control frames, full snapshots)
+	// queued for the connection on the reliable channel, mod 65536, which
+	// every input ack names (proto.InputAckFrame.Frames).
+	frames uint16
 }
 
 // Stats returns the host's counters. Call from the server's loop.
@@ -303,6 +307,7 @@ func (h *GameHost) Connected(c *Conn) {
 			return
 		}
 		h.stats.Joins++
+		h.log.Info("player joined", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "conn", c.ID())
 		g.queueBroadcast(&ctrl.Frame)
 	}
 	gc.fullDue = proto.CauseJoin
@@ -327,6 +332,7 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 		for _, p := range c.Players() {
 			if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
 				h.stats.Leaves++
+				h.log.Info("player left", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "reason", r, "conn", c.ID())
 				g.queueBroadcast(&ctrl.Frame)
 			}
 		}
@@ -339,12 +345,22 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 }
 
 // Message hands postmarked messages to the engine (they run at their
-// tick) and everything else to GameConfig.Handler.
+// tick, as the player the message names — Client.SendPlayerAt — or the
+// connection's first player) and everything else to GameConfig.Handler.
+// A postmarked message naming a player the connection does not carry is
+// dropped and counted (GameHostStats.BadFrames).
 func (h *GameHost) Message(c *Conn, m *Message) {
 	gc := h.conns[c]
 	if gc != nil && m.Postmarked && len(c.Players()) > 0 {
+		player := m.Player
+		if player == 0 {
+			player = c.Players()[0]
+		} else if !gc.has(player) {
+			h.stats.BadFrames++
+			return
+		}
 		f := proto.MessageFrame{Channel: m.Channel, Postmarked: true, Tick: m.Tick, Data: m.Data}
-		if err := gc.game.eng.ReceiveMessage(h.srv.Now(), c.Players()[0], &f); err == nil {
+		if err := gc.game.eng.ReceiveMessage(h.srv.Now(), player, &f); err == nil {
 			return
 		}
 	}
@@ -377,7 +393,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		}
 		for _, b := range g.broadcast {
 			for _, gc := range g.conns {
-				gc.c.SendFrame(b)
+				gc.sendFrame(b)
 			}
 		}
 		g.broadcast = g.broadcast[:0]
@@ -423,7 +439,17 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 		return
 	}
 	h.scratch = b
-	gc.c.SendFrame(b)
+	gc.sendFrame(b)
+}
+
+// sendFrame queues an encoded game frame on the reliable channel and
+// counts it.
+func (gc *gameConn) sendFrame(b []byte) error {
+	err := gc.c.SendFrame(b)
+	if err == nil {
+		gc.frames++
+	}
+	return err
 }
 
 // sendFull queues the game's latest state as a compressed full snapshot
@@ -452,7 +478,7 @@ func (gc *gameConn) sendFull(cause proto.SnapshotCause, now time.Time) (encoded 
 		h.stats.FullEncodes++
 		encoded = true
 	}
-	if err := gc.c.SendFrame(g.full); err != nil {
+	if err := gc.sendFrame(g.full); err != nil {
 		h.stats.SnapshotLate++
 		return encoded // still due: try again next tick
 	}
@@ -522,6 +548,7 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	gc.now = pi.Time
 	for _, p := range gc.c.Players() {
 		if ack, ok := g.eng.InputAck(p); ok {
+			ack.Frames = gc.frames
 			if nb, err := ack.Append(b); err == nil && len(nb)-start <= room {
 				b = nb
 			}

@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"errors"
+	"time"
 
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
@@ -27,6 +28,13 @@ type FrameHandler interface {
 	Lost(pn uint64)
 	// Ticks are the tick fields of the connection's next packet headers.
 	Ticks() Ticks
+}
+
+// Ender is implemented by a client's FrameHandler that wants to know
+// when the session ended: Ended runs once, on the client's loop, with the
+// reason and the time, before the ClientHandler's Disconnected.
+type Ender interface {
+	Ended(now time.Time, reason proto.DisconnectReason)
 }
 
 // PacketInfo describes the packet a FrameHandler call is about: Header

@@ -122,6 +122,13 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 // dialLayer connects a client for player slot that plays with layer.
 func (r *gameRig) dialLayer(clientID uint64, slot uint16, layer ClientLayer, filter func(proto.FrameType, []byte) []byte) *Client {
 	r.t.Helper()
+	return r.dialSlots(clientID, []uint16{slot}, layer, filter)
+}
+
+// dialSlots connects a client for player slots (one connection) that
+// plays with layer.
+func (r *gameRig) dialSlots(clientID uint64, slots []uint16, layer ClientLayer, filter func(proto.FrameType, []byte) []byte) *Client {
+	r.t.Helper()
 	var pc net.PacketConn
 	pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
 	if err != nil {
@@ -130,7 +137,7 @@ func (r *gameRig) dialLayer(clientID uint64, slot uint16, layer ClientLayer, fil
 	if r.wrap != nil {
 		pc = r.wrap(pc, 100+clientID)
 	}
-	tok, err := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: clientID, Players: []uint16{slot},
+	tok, err := MintToken(r.key, TokenParams{GameID: rigGame, ClientID: clientID, Players: slots,
 		ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
 	if err != nil {
 		r.t.Fatal(err)
@@ -352,7 +359,13 @@ func TestGameResync(t *testing.T) {
 				r := newGameRigConfig(t, cfg)
 				defer r.close()
 				var hit atomic.Bool
-				c, gc := r.dial(1, 3, faultAt(tc.frame, tc.n, &hit, tc.fault))
+				gc, err := NewGameClient(arena.NewGame(0), randomInputs(1), sim.ClientConfig{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				events := &eventLog{}
+				gc.Handle(events)
+				c := r.dialLayer(1, 3, gc, faultAt(tc.frame, tc.n, &hit, tc.fault))
 				defer c.Close()
 				r.waitSynced(tc.name, func(_ int, st GameClientStats) bool {
 					return hit.Load() && st.Resyncs >= 1 && st.FullSnapshots >= 2 && st.ChecksumsOK >= 3
@@ -366,6 +379,20 @@ func TestGameResync(t *testing.T) {
 				if !tc.either && (tc.desyncs != (st.Desyncs > 0) || tc.desyncs != (hs.Desyncs > 0)) {
 					t.Fatalf("checksum mismatches: client %d, host %d; want some: %v", st.Desyncs, hs.Desyncs, tc.desyncs)
 				}
+				// The game heard of it: (a desync,) the resync's start and
+				// end with the same cause, in that order.
+				var seen []GameEvent
+				for _, e := range events.get() {
+					switch e.Kind {
+					case EventDesync, EventResyncStarted, EventResyncFinished:
+						seen = append(seen, e)
+					}
+				}
+				if len(seen) < 2 || seen[len(seen)-2].Kind != EventResyncStarted || seen[len(seen)-1].Kind != EventResyncFinished ||
+					seen[len(seen)-2].Resync != seen[len(seen)-1].Resync || (tc.desyncs && (len(seen) != 3 || seen[0].Kind != EventDesync)) {
+					t.Fatalf("resync events:\n%s", eventLines(seen))
+				}
+				t.Logf("resync events:\n%s", eventLines(seen))
 			})
 		})
 	}

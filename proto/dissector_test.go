@@ -108,6 +108,10 @@ func expectFrame(f fields, fr frame) {
 			flags |= MessagePostmarked
 			f.add("tickwire.message.tick", v.Tick)
 		}
+		if v.Player != 0 {
+			flags |= MessagePlayer
+			f.add("tickwire.message.player", v.Player)
+		}
 		f.add("tickwire.message.flags", flags)
 		f.add("tickwire.message.channel", v.Channel)
 		f.add("tickwire.message.len", len(v.Data))
@@ -124,6 +128,7 @@ func expectFrame(f fields, fr frame) {
 		f.add("tickwire.input_ack.player", v.Player)
 		f.add("tickwire.input_ack.newest", v.Newest)
 		f.add("tickwire.input_ack.age", v.Age)
+		f.add("tickwire.input_ack.frames", v.Frames)
 	case *SnapshotDeltaFrame:
 		f.add("tickwire.frame.type", uint8(FrameSnapshotDelta))
 		f.add("tickwire.delta.tick", v.Tick)

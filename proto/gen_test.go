@@ -76,13 +76,16 @@ func (g *gen) frame(t FrameType) frame {
 		if g.r.IntN(2) == 0 {
 			f.Postmarked, f.Tick = true, g.r.Uint32()
 		}
+		if g.r.IntN(2) == 0 {
+			f.Player = uint16(1 + g.r.IntN(0xffff))
+		}
 		return f
 	case FrameInput:
 		count := 1 + g.r.IntN(MaxInputsPerFrame)
 		size := 1 + g.r.IntN(MaxInputBytes/count)
 		return &InputFrame{Player: uint16(g.r.Uint32()), Tick: g.r.Uint32(), Count: uint8(count), Size: uint16(size), Data: g.bytes(count * size)}
 	case FrameInputAck:
-		return &InputAckFrame{Player: uint16(g.r.Uint32()), Newest: g.r.Uint32(), Age: int16(g.r.Uint32())}
+		return &InputAckFrame{Player: uint16(g.r.Uint32()), Newest: g.r.Uint32(), Age: int16(g.r.Uint32()), Frames: uint16(g.r.Uint32())}
 	case FrameSnapshotDelta:
 		return &SnapshotDeltaFrame{Tick: g.r.Uint32(), Revision: g.r.Uint32(), BaseRevision: g.r.Uint32(),
 			Codec: Codec(g.r.IntN(int(codecEnd))), Count: uint16(g.r.Uint32()), Data: g.bytes(g.r.IntN(300))}

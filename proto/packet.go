@@ -5,7 +5,7 @@ package proto
 const (
 	Magic0  = 't'
 	Magic1  = 'w'
-	Version = 2
+	Version = 3
 
 	PrefixSize = 4
 )

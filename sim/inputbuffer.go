@@ -93,12 +93,14 @@ func (b *InputBuffer) Reset() {
 func (b *InputBuffer) Newest() (tick uint32, ok bool) { return b.newest, b.hasNewest }
 
 // Put stores the input for tick that arrived at now, given the last tick
-// the server has simulated. view is what the client rendered for it.
-func (b *InputBuffer) Put(now time.Time, tick, simulated uint32, input []byte, view View) {
+// the server has simulated. view is what the client rendered for it. It
+// reports late when this is the first copy of an input whose tick was
+// simulated without it (counted in Late).
+func (b *InputBuffer) Put(now time.Time, tick, simulated uint32, input []byte, view View) (late bool) {
 	d := int32(tick - simulated)
 	if d > int32(b.mask) {
 		b.TooEarly++ // not held: Newest must not claim it
-		return
+		return false
 	}
 	if !b.hasNewest || int32(tick-b.newest) > 0 {
 		b.newest, b.hasNewest = tick, true
@@ -109,18 +111,19 @@ func (b *InputBuffer) Put(now time.Time, tick, simulated uint32, input []byte, v
 		if s.tick == tick && s.state == slotMissing {
 			s.state = slotLate
 			b.Late++
-		} else {
-			b.Stale++
+			return true
 		}
-		return
+		b.Stale++
+		return false
 	case s.tick == tick && s.state == slotReceived:
 		b.Duplicates++
-		return
+		return false
 	}
 	*s = inputSlot{tick: tick, state: slotReceived, arrived: now, view: view}
 	i := int(tick&b.mask) * b.size
 	copy(b.data[i:i+b.size], input)
 	b.Received++
+	return false
 }
 
 // Taken is the input Take hands to the simulation.

@@ -91,8 +91,10 @@ type ServerStats struct {
 	InputsReceived, InputsStale, InputsLate, InputsTooEarly uint64
 	// InputsMissing counts (player, tick) pairs simulated without input.
 	InputsMissing uint64
-	// ActionsRejected counts actions ValidateAction rejected.
-	ActionsRejected uint64
+	// ActionsRejected counts actions ValidateAction rejected;
+	// ActionsLate those rejected because their input arrived after their
+	// tick was simulated without it.
+	ActionsRejected, ActionsLate uint64
 	// MessagesLate and MessagesDropped count late postmarked messages.
 	MessagesLate, MessagesDropped uint64
 	// Reanchors counts schedule re-anchors (see TickClock).
@@ -146,6 +148,7 @@ type Server struct {
 	hasSum       bool
 	controls     []Control
 	lateControls []lateNote
+	lateActions  []lateNote // actions whose input arrived late (player, tick)
 	text         []byte
 	revision     uint32
 	stats        ServerStats
@@ -220,16 +223,26 @@ func (s *Server) ReceiveInput(now time.Time, h *proto.Header, f *proto.InputFram
 		return fmt.Errorf("sim: input size %d, want %d", f.Size, s.schema.InputSize)
 	}
 	first := f.FirstTick()
+	ab := s.schema.ActionBytes
 	for i := range int(f.Count) {
 		t := first + uint32(i)
 		var v View
 		if h != nil {
 			v = ViewFromHeader(h).shift(h.Tick - t)
 		}
-		p.buf.Put(now, t, s.tick, f.Input(i), v)
+		in := f.Input(i)
+		if p.buf.Put(now, t, s.tick, in, v) && ab > 0 && !allZero(in[len(in)-ab:]) {
+			// Its tick ran without it: the action never happened.
+			s.stats.ActionsLate++
+			s.lateActions = append(s.lateActions, lateNote{player: f.Player, tick: t})
+		}
 	}
 	return nil
 }
+
+// errLateAction is the reason of a rejection for an input that arrived
+// after its tick was simulated without it.
+const errLateAction = "arrived after its tick"
 
 // ReceiveMessage queues a tick-postmarked message from player that
 // arrived at now, to run at its tick. A message for a tick already
@@ -289,6 +302,10 @@ func (s *Server) Step() {
 			Code: proto.ControlMessageLate, Player: n.player, Tick: n.tick, Arg: proto.MessageLateArg(n.ranAt, n.channel)}})
 	}
 	s.lateControls = s.lateControls[:0]
+	for _, n := range s.lateActions {
+		s.rejectText(n.player, n.tick, errLateAction)
+	}
+	s.lateActions = s.lateActions[:0]
 
 	s.inputs = s.inputs[:0]
 	ab := s.schema.ActionBytes
@@ -347,8 +364,12 @@ func (s *Server) writeState(tick uint32) {
 }
 
 func (s *Server) reject(player uint16, tick uint32, err error) {
+	s.rejectText(player, tick, err.Error())
+}
+
+func (s *Server) rejectText(player uint16, tick uint32, reason string) {
 	start := len(s.text)
-	s.text = append(s.text, err.Error()...)
+	s.text = append(s.text, reason...)
 	if len(s.text)-start > proto.MaxControlText {
 		s.text = s.text[:start+proto.MaxControlText]
 	}
@@ -391,8 +412,10 @@ func (s *Server) Checksum() (proto.ChecksumFrame, bool) {
 }
 
 // Controls are the control frames the last step produced: rejected
-// actions (to the player; Arg is the tick the action rode in, which is
-// how a client names it) and late postmarked messages. Text aliases
+// actions (to the player; Tick is the action's tick, which is how a
+// client names it), among them those whose input arrived after their tick
+// had run without it (Text "arrived after its tick", in the step after
+// the input arrived), and late postmarked messages. Text aliases
 // engine memory until the next Step.
 func (s *Server) Controls() []Control { return s.controls }
 

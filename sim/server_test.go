@@ -154,6 +154,32 @@ func TestServerRejectsActions(t *testing.T) {
 	}
 }
 
+// TestServerRejectsLateActions: an action whose input arrives after its
+// tick ran without it never happened, and the player is told so once, in
+// the next step's controls; a late input without an action is not news.
+func TestServerRejectsLateActions(t *testing.T) {
+	s := newTestServer(t, ServerConfig{}, &tgTest{})
+	mustJoin(t, s, 1)
+	s.Step() // tick 1 runs without player 1's input
+	s.Step() // tick 2 too
+	input(t, s, t0, 1, 1, tgInputBytes(0, 0, actFire, 1), View{})
+	input(t, s, t0, 1, 1, tgInputBytes(0, 0, actFire, 1), View{}) // a second copy: reported once
+	input(t, s, t0, 1, 2, tgInputBytes(3, 0, 0, 0), View{})       // late, no action
+	s.Step()
+	c := s.Controls()
+	if len(c) != 1 || c[0].To != 1 || c[0].Frame.Code != proto.ControlActionRejected || c[0].Frame.Player != 1 ||
+		c[0].Frame.Tick != 1 || string(c[0].Frame.Text) != "arrived after its tick" {
+		t.Fatalf("controls %+v, want tick 1's action rejected as late", c)
+	}
+	if st := s.Stats(); st.ActionsLate != 1 || st.ActionsRejected != 0 || st.InputsLate != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+	s.Step()
+	if c := s.Controls(); len(c) != 0 {
+		t.Fatalf("next step's controls %+v", c)
+	}
+}
+
 func TestServerJoinRestoresWorld(t *testing.T) {
 	errHook := errors.New("no room")
 	for _, tc := range []struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -15,6 +16,7 @@ type gameStats struct {
 	inputsSent, lateInputs uint64
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
+	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading
@@ -83,6 +85,23 @@ func (b *botGame) stats() gameStats {
 		// interpolation time had run past the newest snapshot.
 		interpFrames: st.Engine.InterpFrames,
 		stalls:       st.Engine.InterpStalls,
+		events:       st.Events,
+	}
+}
+
+// eventCounts are the summary's form of event counts.
+func eventCounts(n *[tickwire.NumGameEventKinds]uint64) botproto.Events {
+	return botproto.Events{
+		Ready:           n[tickwire.EventReady],
+		PlayersJoined:   n[tickwire.EventPlayerJoined],
+		PlayersLeft:     n[tickwire.EventPlayerLeft],
+		ActionsAccepted: n[tickwire.EventActionAccepted],
+		ActionsRejected: n[tickwire.EventActionRejected],
+		MessagesLate:    n[tickwire.EventMessageLate],
+		ResyncsStarted:  n[tickwire.EventResyncStarted],
+		ResyncsFinished: n[tickwire.EventResyncFinished],
+		Desyncs:         n[tickwire.EventDesync],
+		Disconnects:     n[tickwire.EventDisconnected],
 	}
 }
 

@@ -319,6 +319,7 @@ func percentiles(d []time.Duration) botproto.Percentiles {
 // fill completes s from the bots and the counts before and after play.
 func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
 	var echo []time.Duration
+	var events [tickwire.NumGameEventKinds]uint64
 	reasons := map[string]int{}
 	for _, b := range bots {
 		b.mu.Lock()
@@ -343,12 +344,16 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 			s.Rollbacks += g.rollbacks
 			s.InterpFrames += g.interpFrames
 			s.InterpStalls += g.stalls
+			for k, n := range g.events {
+				events[k] += n
+			}
 		}
 	}
 	for r, n := range reasons {
 		s.DisconnectReasons = append(s.DisconnectReasons, fmt.Sprintf("%s×%d", r, n))
 	}
 	slices.Sort(s.DisconnectReasons)
+	s.Events = eventCounts(&events)
 	s.RTTms = percentiles(rtts)
 	s.EchoMs = percentiles(echo)
 	sec := elapsed.Seconds()
@@ -370,6 +375,9 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
 	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
 		s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
+	e := &s.Events
+	fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
+		e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
 	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}

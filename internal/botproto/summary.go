@@ -25,6 +25,23 @@ type Summary struct {
 	ReliableLost       uint64      `json:"reliable_lost"`
 	DurationSeconds    float64     `json:"duration_s"`
 	DisconnectReasons  []string    `json:"disconnect_reasons,omitempty"`
+	// Events sums the game events (tickwire.GameEvent) the bots' games
+	// received.
+	Events Events `json:"events"`
+}
+
+// Events counts game events by kind.
+type Events struct {
+	Ready           uint64 `json:"ready"`
+	PlayersJoined   uint64 `json:"players_joined"`
+	PlayersLeft     uint64 `json:"players_left"`
+	ActionsAccepted uint64 `json:"actions_accepted"`
+	ActionsRejected uint64 `json:"actions_rejected"`
+	MessagesLate    uint64 `json:"messages_late"`
+	ResyncsStarted  uint64 `json:"resyncs_started"`
+	ResyncsFinished uint64 `json:"resyncs_finished"`
+	Desyncs         uint64 `json:"desyncs"`
+	Disconnects     uint64 `json:"disconnects"`
 }
 
 // Percentiles of a distribution, in milliseconds.

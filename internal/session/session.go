@@ -44,7 +44,10 @@ type Message struct {
 	// Postmarked messages name the tick at which they take effect.
 	Postmarked bool
 	Tick       uint32
-	Data       []byte
+	// Player is the player slot the sender named (see
+	// proto.MessageFrame.Player), 0 when it named none.
+	Player uint16
+	Data   []byte
 }
 
 // Errors from sending.
@@ -269,7 +272,13 @@ func (s *Session) payloadRoom() int {
 
 // Send queues one message; postmarked messages carry tick.
 func (s *Session) Send(d Delivery, channel uint8, postmarked bool, tick uint32, data []byte) error {
-	f := proto.MessageFrame{Channel: channel, Postmarked: postmarked, Tick: tick, Data: data}
+	return s.SendMessage(d, proto.MessageFrame{Channel: channel, Postmarked: postmarked, Tick: tick, Data: data})
+}
+
+// SendMessage queues the message f describes (its Channel, Postmarked
+// and Tick, Player and Data; the session numbers Sequenced ones).
+func (s *Session) SendMessage(d Delivery, f proto.MessageFrame) error {
+	data := f.Data
 	switch d {
 	case Reliable:
 		if len(data) > reliability.DefaultMaxMessageSize-16 {
@@ -429,7 +438,7 @@ func (s *Session) frame(t proto.FrameType, f []byte) {
 
 func (s *Session) deliver(f *proto.MessageFrame, d Delivery) {
 	s.stats.MessagesIn++
-	s.inMsg = Message{Channel: f.Channel, Delivery: d, Postmarked: f.Postmarked, Tick: f.Tick, Data: f.Data}
+	s.inMsg = Message{Channel: f.Channel, Delivery: d, Postmarked: f.Postmarked, Tick: f.Tick, Player: f.Player, Data: f.Data}
 	s.cfg.Handler.Message(&s.inMsg, &s.info)
 }
 

@@ -8,11 +8,11 @@
 -- or copy this file into your personal plugins folder.
 --
 -- Registered on UDP port 7777 and as a heuristic dissector on every UDP port
--- (it claims datagrams that start with 't' 'w', version 2 and a known type).
+-- (it claims datagrams that start with 't' 'w', version 3 and a known type).
 -- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
 -- payloads are shown as bytes, the header always dissects.
 
-local VERSION = 2
+local VERSION = 3
 local PREFIX_SIZE = 4
 local HEADER_SIZE = 26
 local SEAL_OVERHEAD = 16
@@ -132,6 +132,7 @@ f.msg_flags   = ProtoField.uint8("tickwire.message.flags", "Flags")
 f.msg_chan    = ProtoField.uint8("tickwire.message.channel", "Channel")
 f.msg_seq     = ProtoField.uint16("tickwire.message.seq", "Sequence")
 f.msg_tick    = ProtoField.uint32("tickwire.message.tick", "Postmark tick")
+f.msg_player  = ProtoField.uint16("tickwire.message.player", "Player")
 f.msg_len     = ProtoField.uint32("tickwire.message.len", "Length")
 f.msg_data    = ProtoField.bytes("tickwire.message.data", "Data")
 f.in_player   = ProtoField.uint16("tickwire.input.player", "Player")
@@ -142,6 +143,7 @@ f.in_data     = ProtoField.bytes("tickwire.input.data", "Inputs")
 f.ia_player   = ProtoField.uint16("tickwire.input_ack.player", "Player")
 f.ia_newest   = ProtoField.uint32("tickwire.input_ack.newest", "Newest input received")
 f.ia_age      = ProtoField.int16("tickwire.input_ack.age", "Input age (100 µs units)")
+f.ia_frames   = ProtoField.uint16("tickwire.input_ack.frames", "Reliable game frames queued for the connection")
 f.d_tick      = ProtoField.uint32("tickwire.delta.tick", "Tick")
 f.d_rev       = ProtoField.uint32("tickwire.delta.revision", "Revision")
 f.d_base      = ProtoField.uint32("tickwire.delta.base_revision", "Base revision")
@@ -249,7 +251,7 @@ end
 local function frame_message(buf, off, tree)
     if not have(buf, off, 2) then return bad(tree, "truncated message frame") end
     local flags = buf(off, 1):uint()
-    if band(flags, 0xfc) ~= 0 then return bad(tree, "message frame: unknown flags") end
+    if band(flags, 0xf8) ~= 0 then return bad(tree, "message frame: unknown flags") end
     tree:add(f.msg_flags, buf(off, 1))
     tree:add(f.msg_chan, buf(off + 1, 1))
     off = off + 2
@@ -262,6 +264,12 @@ local function frame_message(buf, off, tree)
         if not have(buf, off, 4) then return bad(tree, "truncated message frame") end
         tree:add_le(f.msg_tick, buf(off, 4))
         off = off + 4
+    end
+    if band(flags, 4) ~= 0 then
+        if not have(buf, off, 2) then return bad(tree, "truncated message frame") end
+        if buf(off, 2):le_uint() == 0 then return bad(tree, "message frame: player 0") end
+        tree:add_le(f.msg_player, buf(off, 2))
+        off = off + 2
     end
     local n, sz = varint(buf, off)
     if not n then return bad(tree, "message frame: " .. sz) end
@@ -293,7 +301,7 @@ local function frame_input(buf, off, tree)
 end
 
 local function frame_input_ack(buf, off, tree)
-    if not have(buf, off, 8) then return bad(tree, "truncated input ack frame") end
+    if not have(buf, off, 10) then return bad(tree, "truncated input ack frame") end
     tree:add_le(f.ia_player, buf(off, 2))
     tree:add_le(f.ia_newest, buf(off + 2, 4))
     local age = tree:add_le(f.ia_age, buf(off + 6, 2))
@@ -303,7 +311,8 @@ local function frame_input_ack(buf, off, tree)
     else
         age:append_text(string.format(" (%.1f ms)", a / 10))
     end
-    return off + 8
+    tree:add_le(f.ia_frames, buf(off + 8, 2))
+    return off + 10
 end
 
 local function frame_delta(buf, off, tree)
@@ -540,7 +549,7 @@ function p.dissector(buf, pinfo, tree)
     end
 end
 
--- Heuristic: 't' 'w', version 2, a known type, no reserved flag.
+-- Heuristic: 't' 'w', version 3, a known type, no reserved flag.
 local function heuristic(buf, pinfo, tree)
     if buf:len() < PREFIX_SIZE then return false end
     if buf(0, 1):uint() ~= 0x74 or buf(1, 1):uint() ~= 0x77 then return false end
