@@ -443,6 +443,21 @@ func (c *Client) sendLocked(d Delivery, channel uint8, postmarked bool, tick uin
 	return c.sess.Send(d, channel, postmarked, tick, data)
 }
 
+// Flush sends the client's queued messages now rather than with the next
+// tick's packet: Send then Flush is the no-delay send, for chat or RPC
+// traffic whose latency matters more than packing (reliable data goes as
+// soon as the reliable channel's 10 ms flush interval allows). Game
+// frames stay tick-aligned. Do not call it from a handler callback.
+func (c *Client) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.closing {
+		return
+	}
+	c.sess.Flush(c.now(), c.ticks(), &c.peer)
+	c.out.flush()
+}
+
 // Do runs f serialised with the client's loop: between two of its
 // frames, never during a handler callback. Do not call it from a
 // ClientHandler or FrameHandler method (the loop already holds the

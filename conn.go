@@ -163,6 +163,19 @@ func (c *Conn) SendFrame(frame []byte) error {
 	return c.sess.SendFrame(frame)
 }
 
+// Flush sends the connection's queued messages now rather than with the
+// next tick's packet: Send then Flush is the no-delay send, for chat or
+// RPC traffic whose latency matters more than packing (reliable data goes
+// as soon as the reliable channel's 10 ms flush interval allows). Game
+// frames stay tick-aligned. The datagrams leave when the server's loop
+// next writes, at the end of the handler call or tick.
+func (c *Conn) Flush() {
+	if c.closed {
+		return
+	}
+	c.sess.Flush(c.srv.now(), c.ticks(), &c.out)
+}
+
 // ReliableQueued is how many reliable segments wait to be sent or
 // acknowledged: zero once everything sent reliably was acknowledged.
 func (c *Conn) ReliableQueued() int { return c.sess.ReliableQueued() }

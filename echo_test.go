@@ -31,13 +31,17 @@ func echoRTTs(t testing.TB, spec string, n int) []time.Duration {
 		seed++
 		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
 	}
-	return echoRTTsOver(t, listen, n, 0)
+	return echoRTTsOver(t, listen, n, 0, false)
 }
 
 // echoRTTsOver is echoRTTs over sockets from listen (the server's first).
-// The first message goes phase after the client connected.
-func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.Duration) []time.Duration {
-	srv, key, addr := testServer(t, Config{}, newEchoHandler(), listen())
+// The first message goes phase after the client connected. With noDelay
+// both ends flush every message at once (Flush) instead of sending it
+// with the next tick.
+func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.Duration, noDelay bool) []time.Duration {
+	h := newEchoHandler()
+	h.noDelay = noDelay
+	srv, key, addr := testServer(t, Config{}, h, listen())
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen()})
 	sent := make([]time.Time, n)
 	rtts := make([]time.Duration, 0, n)
@@ -67,6 +71,9 @@ func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.D
 				sent[next] = time.Now()
 				if err := c.Send(Reliable, 1, msg); err != nil {
 					t.Fatal(err)
+				}
+				if noDelay {
+					c.Flush()
 				}
 				next++
 			}
@@ -136,7 +143,7 @@ func TestEchoLatencyVirtual(t *testing.T) {
 		// ticker started with it would: send half a tick later, so which
 		// goroutine runs first at a shared instant cannot decide whether
 		// a message waits a tick.
-		rtts := echoRTTsOver(t, listen, n, time.Second/120)
+		rtts := echoRTTsOver(t, listen, n, time.Second/120, false)
 		p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
 		t.Logf("virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], pmax)
 		// p50: the 50 ms base plus waiting for the next tick on each side.
@@ -170,11 +177,42 @@ func TestEchoLatencyVirtual20(t *testing.T) {
 			return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
 		}
 		const n = 3000
-		rtts := echoRTTsOver(t, listen, n, time.Second/120)
+		rtts := echoRTTsOver(t, listen, n, time.Second/120, false)
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("virtual echo RTT over 50±10 ms, 20%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
 		if p99 > 350*time.Millisecond {
 			t.Errorf("p99 %v, want <= 350 ms", p99)
+		}
+	})
+}
+
+// TestEchoNoDelayVirtual: with Flush after every Send on both ends (the
+// no-delay send), an echo over "delay 25ms 5ms loss 5%" each way no
+// longer waits for the next tick on either side: the median is the 50 ms
+// path plus at most the reliable channel's 10 ms flush interval, where
+// the tick-aligned echo's is about 71 ms.
+func TestEchoNoDelayVirtual(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp, err := netem.Parse("delay 25ms 5ms loss 5%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		nw := udptest.NewNetwork(udptest.Config{})
+		seed := uint64(20)
+		listen := func() udp.BatchConn {
+			pc, err := nw.Listen("127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			seed++
+			return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
+		}
+		const n = 3000
+		rtts := echoRTTsOver(t, listen, n, time.Second/120, true)
+		p50, p99 := rtts[n/2], rtts[n*99/100]
+		t.Logf("no-delay virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
+		if p50 > 60*time.Millisecond || p99 > 110*time.Millisecond {
+			t.Errorf("p50 %v p99 %v, want p50 <= 60 ms, p99 <= 110 ms", p50, p99)
 		}
 	})
 }

@@ -21,6 +21,7 @@ type echoHandler struct {
 	connected    []*Conn
 	disconnected map[uint32]proto.DisconnectReason
 	gone         chan proto.DisconnectReason
+	noDelay      bool // flush every echo at once instead of with the tick
 }
 
 func newEchoHandler() *echoHandler {
@@ -36,6 +37,9 @@ func (h *echoHandler) Connected(c *Conn) {
 func (h *echoHandler) Message(c *Conn, m *Message) {
 	if err := c.Send(m.Delivery, m.Channel, m.Data); err != nil {
 		panic(err)
+	}
+	if h.noDelay {
+		c.Flush()
 	}
 }
 

@@ -25,10 +25,16 @@ const (
 	echoSize  = 1024
 )
 
-// echoProfiles are the impairments the comparison runs at, each way.
-var echoProfiles = []struct{ name, spec string }{
-	{"loss=5%", "delay 25ms 5ms loss 5%"},
-	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%"},
+// echoProfiles are the impairments the comparison runs at, each way;
+// noDelay makes tickwire flush every message at once (Send then Flush)
+// instead of sending it with the next tick.
+var echoProfiles = []struct {
+	name, spec string
+	noDelay    bool
+}{
+	{"loss=5%", "delay 25ms 5ms loss 5%", false},
+	{"loss=5%/nodelay", "delay 25ms 5ms loss 5%", true},
+	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false},
 }
 
 type echoResult struct {
@@ -61,13 +67,13 @@ func proxy(b *testing.B, upstream, impairment string) string {
 }
 
 // echoTickwire runs the echo over a tickwire Server and Client.
-func echoTickwire(b *testing.B, impairment string) echoResult {
+func echoTickwire(b *testing.B, impairment string, noDelay bool) echoResult {
 	key, _ := tickwire.GenerateKey()
 	s, err := tickwire.NewServer(key, tickwire.Config{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.Handle(echoHandler{})
+	s.Handle(echoHandler{noDelay})
 	uc, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
 	if err != nil {
 		b.Fatal(err)
@@ -83,7 +89,13 @@ func echoTickwire(b *testing.B, impairment string) echoResult {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	r := runEcho(b, func(msg []byte) error { return c.Send(tickwire.Reliable, 1, msg) }, func() (int, error) {
+	r := runEcho(b, func(msg []byte) error {
+		err := c.Send(tickwire.Reliable, 1, msg)
+		if noDelay {
+			c.Flush()
+		}
+		return err
+	}, func() (int, error) {
 		m, err := c.Receive(ctx)
 		if err != nil {
 			return 0, err
@@ -95,11 +107,14 @@ func echoTickwire(b *testing.B, impairment string) echoResult {
 	return r
 }
 
-type echoHandler struct{}
+type echoHandler struct{ noDelay bool }
 
 func (echoHandler) Connected(*tickwire.Conn) {}
-func (echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
+func (h echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
 	c.Send(tickwire.Reliable, m.Channel, m.Data)
+	if h.noDelay {
+		c.Flush()
+	}
 }
 func (echoHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
@@ -207,7 +222,7 @@ func BenchmarkReliableEcho(b *testing.B) {
 	for _, p := range echoProfiles {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
-				tw := echoTickwire(b, p.spec)
+				tw := echoTickwire(b, p.spec, p.noDelay)
 				kc := echoKCP(b, p.spec)
 				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 				b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")

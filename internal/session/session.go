@@ -645,6 +645,18 @@ func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) 
 	}
 }
 
+// Flush sends what is queued now instead of with the next tick: the
+// reliable channel's segments (as soon as kcp's 10 ms flush interval
+// allows) and the queued unreliable messages, in data packets without
+// the handler's frames, which stay tick-aligned. New reliable data still
+// gets its copies in the following ticks.
+func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
+	s.rel.Update(now)
+	for i := 0; i < maxPacketsPerTick && s.wantsData(); i++ {
+		out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketData, ticks, fillData, nil))
+	}
+}
+
 // repeatReliable sends the copies owed that did not fit the tick's first
 // packet in packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
