@@ -64,10 +64,13 @@ type GameClient struct {
 type GameClientStats struct {
 	Deltas, FullSnapshots uint64
 	Resyncs               uint64 // resync requests sent
-	Desyncs               uint64 // checksum mismatches
-	ChecksumsOK           uint64
-	BadStates             uint64 // states the game's ReadSnapshot rejected
-	Rejected              uint64 // actions the server rejected
+	// ResyncCauses counts resyncs started, by the cause that started
+	// them (indexed by proto.ResyncReason).
+	ResyncCauses [proto.NumResyncReasons]uint64
+	Desyncs      uint64 // checksum mismatches
+	ChecksumsOK  uint64
+	BadStates    uint64 // states the game's ReadSnapshot rejected
+	Rejected     uint64 // actions the server rejected
 	// Engine is the client tick engine's view: clock, prediction,
 	// interpolation and corrections.
 	Engine sim.ClientStats
@@ -171,6 +174,7 @@ func (f *gameFrames) AppendFrames(b []byte, room int, p *PacketInfo) []byte {
 func (g *GameClient) resync(why proto.ResyncReason) {
 	if !g.resyncDue {
 		g.resyncDue, g.resyncWhy = true, why
+		g.stats.ResyncCauses[why]++
 	}
 }
 

@@ -163,7 +163,9 @@ func TestReliableOverBadNetwork(t *testing.T) {
 	// 120 Hz doubles the packets per second (and so the bandwidth) the
 	// test can use, to keep it short; the protocol does not care.
 	srvConn := listen(11)
-	s, key, addr := testServer(t, Config{TickRate: 120}, h, srvConn)
+	// This run is about delivery, not liveness: a machine busy enough to
+	// starve a loop for the default 1.5 s must not end the session.
+	s, key, addr := testServer(t, Config{TickRate: 120, Heartbeat: time.Second, Timeout: 30 * time.Second}, h, srvConn)
 	h.srv = s
 	ch := &streamClient{down: down, buf: make([]byte, 16<<10)}
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen(12), Handler: ch})
@@ -179,7 +181,12 @@ func TestReliableOverBadNetwork(t *testing.T) {
 	for done := 0; done < 2; {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("timed out: up %d/%d, down %d/%d", up.want, n, down.want, n)
+			var ss []ConnStats
+			s.Do(func() { s.Each(func(sc *Conn) { ss = append(ss, sc.Stats()) }) })
+			t.Fatalf("timed out: up %d/%d, down %d/%d; client err %v, stats %+v, dropped %v; server %+v, conns %+v",
+				up.want, n, down.want, n, c.Err(), c.Stats(), c.Dropped(), s.Stats(), ss)
+		case <-c.Done():
+			t.Fatalf("the session ended: %v (up %d/%d, down %d/%d)", c.Err(), up.want, n, down.want, n)
 		case <-up.finished:
 			up.finished = nil
 			done++

@@ -10,6 +10,8 @@ const (
 	ResyncSlowClient      ResyncReason = 4 // fell behind the command buffer (lockstep)
 	ResyncBaselineMissing ResyncReason = 5 // a patch's baseline is gone from the client's history
 	resyncReasonEnd       ResyncReason = 6
+	// NumResyncReasons sizes arrays indexed by ResyncReason.
+	NumResyncReasons = int(resyncReasonEnd)
 )
 
 var resyncNames = [...]string{

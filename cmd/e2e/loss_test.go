@@ -15,6 +15,9 @@ var profiles = []struct{ name, spec string }{
 	{"3G", "delay 180ms 15ms loss 7%"},
 	{"terrible", "delay 100ms 20ms loss 20% reorder 4% duplicate 2%"},
 	{"burst loss", "loss gemodel 1% 30% 100% 0%"},
+	// The awful network of issue 20: heavy loss with duplicates and
+	// reordering, where late deltas used to force resyncs.
+	{"awful", "delay 90ms 30ms loss 12% duplicate 3% reorder 8%"},
 }
 
 // TestLossSuite runs the server and bots through tickwire-netem under
@@ -27,7 +30,7 @@ func TestLossSuite(t *testing.T) {
 		t.Skip("loss suite in -short mode")
 	}
 	const n, duration = 8, "8s"
-	var table strings.Builder
+	var table, causes strings.Builder
 	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %6s %9s %7s %8s\n",
 		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync", "rollbacks", "correct", "stalls")
 	for _, p := range profiles {
@@ -48,6 +51,9 @@ func TestLossSuite(t *testing.T) {
 				p.name, s.Connected, s.Clients, s.RTTms.P50, s.RTTms.P99, s.EchoMs.P99, s.DownKbpsPerClient, s.UpKbpsPerClient,
 				s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.InputsSent, s.LateInputs, s.Resyncs, s.Desyncs,
 				s.Rollbacks, s.Corrections, stalls)
+			if len(s.ResyncCauses) > 0 {
+				fmt.Fprintf(&causes, "resyncs on %s by cause: %v\n", p.name, s.ResyncCauses)
+			}
 			if code != 0 {
 				t.Errorf("tickwire-bot exit %d", code)
 			}
@@ -68,5 +74,5 @@ func TestLossSuite(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("loss suite, %d bots each, %s per profile:\n%s", n, duration, table.String())
+	t.Logf("loss suite, %d bots each, %s per profile:\n%s%s", n, duration, table.String(), causes.String())
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -17,6 +18,7 @@ type gameStats struct {
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
 	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
+	resyncCauses           [proto.NumResyncReasons]uint64     // by proto.ResyncReason
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading
@@ -86,6 +88,7 @@ func (b *botGame) stats() gameStats {
 		interpFrames: st.Engine.InterpFrames,
 		stalls:       st.Engine.InterpStalls,
 		events:       st.Events,
+		resyncCauses: st.ResyncCauses,
 	}
 }
 

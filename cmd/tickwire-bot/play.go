@@ -338,6 +338,14 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 			g := b.game.stats()
 			s.Desyncs += g.desyncs
 			s.Resyncs += g.resyncs
+			for r, n := range g.resyncCauses {
+				if n > 0 {
+					if s.ResyncCauses == nil {
+						s.ResyncCauses = map[string]uint64{}
+					}
+					s.ResyncCauses[proto.ResyncReason(r).String()] += n
+				}
+			}
 			s.InputsSent += g.inputsSent
 			s.LateInputs += g.lateInputs
 			s.Corrections += g.corrections
@@ -371,8 +379,8 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
 	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s\n", s.DownKbpsPerClient, s.UpKbpsPerClient)
 	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
-	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d, desyncs %d\n",
-		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.Desyncs)
+	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
+		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
 	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
 		s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
 	e := &s.Events

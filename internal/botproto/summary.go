@@ -3,28 +3,31 @@ package botproto
 // Summary is a tickwire-bot run's result; its JSON form is the bot's
 // -json output, which the end-to-end tests read.
 type Summary struct {
-	Clients            int         `json:"clients"`
-	Connected          int         `json:"connected"`
-	Disconnects        int         `json:"disconnects"`
-	Desyncs            uint64      `json:"desyncs"`
-	Resyncs            uint64      `json:"resyncs"`
-	InputsSent         uint64      `json:"inputs_sent"`
-	LateInputs         uint64      `json:"late_inputs"`
-	RTTms              Percentiles `json:"rtt_ms"`
-	EchoMs             Percentiles `json:"echo_ms"`
-	DownKbpsPerClient  float64     `json:"down_kbps_per_client"`
-	UpKbpsPerClient    float64     `json:"up_kbps_per_client"`
-	Rollbacks          uint64      `json:"rollbacks"`
-	Corrections        uint64      `json:"corrections"`
-	InterpStalls       uint64      `json:"interp_stalls"`
-	InterpFrames       uint64      `json:"interp_frames"`
-	ReliableSent       uint64      `json:"reliable_sent"`
-	ReliableReceived   uint64      `json:"reliable_received"`
-	ReliableDuplicates uint64      `json:"reliable_duplicates"`
-	ReliableOutOfOrder uint64      `json:"reliable_out_of_order"`
-	ReliableLost       uint64      `json:"reliable_lost"`
-	DurationSeconds    float64     `json:"duration_s"`
-	DisconnectReasons  []string    `json:"disconnect_reasons,omitempty"`
+	Clients     int    `json:"clients"`
+	Connected   int    `json:"connected"`
+	Disconnects int    `json:"disconnects"`
+	Desyncs     uint64 `json:"desyncs"`
+	Resyncs     uint64 `json:"resyncs"`
+	// ResyncCauses counts the resyncs started by cause (the
+	// proto.ResyncReason's name); absent causes are left out.
+	ResyncCauses       map[string]uint64 `json:"resync_causes,omitempty"`
+	InputsSent         uint64            `json:"inputs_sent"`
+	LateInputs         uint64            `json:"late_inputs"`
+	RTTms              Percentiles       `json:"rtt_ms"`
+	EchoMs             Percentiles       `json:"echo_ms"`
+	DownKbpsPerClient  float64           `json:"down_kbps_per_client"`
+	UpKbpsPerClient    float64           `json:"up_kbps_per_client"`
+	Rollbacks          uint64            `json:"rollbacks"`
+	Corrections        uint64            `json:"corrections"`
+	InterpStalls       uint64            `json:"interp_stalls"`
+	InterpFrames       uint64            `json:"interp_frames"`
+	ReliableSent       uint64            `json:"reliable_sent"`
+	ReliableReceived   uint64            `json:"reliable_received"`
+	ReliableDuplicates uint64            `json:"reliable_duplicates"`
+	ReliableOutOfOrder uint64            `json:"reliable_out_of_order"`
+	ReliableLost       uint64            `json:"reliable_lost"`
+	DurationSeconds    float64           `json:"duration_s"`
+	DisconnectReasons  []string          `json:"disconnect_reasons,omitempty"`
 	// Events sums the game events (tickwire.GameEvent) the bots' games
 	// received.
 	Events Events `json:"events"`
