@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -237,7 +238,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		if g.lastDelta == 0 || g.replica.Revision() != g.lastDelta || cs.Tick != g.deltaTick {
 			return nil // not right after the delta it describes: nothing to compare
 		}
-		if g.sumReplica(g.lastDelta) != cs.Sum {
+		if g.sumReplica() != cs.Sum {
 			g.stats.Desyncs++
 			g.desync(cs.Tick)
 			g.resync(proto.ResyncChecksum)
@@ -272,14 +273,20 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 }
 
 // sumReplica is the checksum frame's sum (sim.Checksummer.EntitiesSum)
-// over the replica's entities whose value came from revision rev (those
-// the delta frame just applied carried).
-func (g *GameClient) sumReplica(rev uint32) uint64 {
+// over the entities the delta frame just applied carried, with their
+// values in the replica. Not "every entity of that revision": a second
+// delta of the same revision (a server tick that ran no step) or a full
+// snapshot of it would add entities the server's sum does not cover.
+func (g *GameClient) sumReplica() uint64 {
 	s := g.replica.State()
 	g.checkIdx = g.checkIdx[:0]
-	for i := range s.Len() {
-		if g.replica.EntityRevision(i) == rev {
+	lo := 0
+	for _, id := range g.replica.Carried() {
+		i, ok := slices.BinarySearch(s.IDs[lo:], id)
+		i += lo
+		if ok {
 			g.checkIdx = append(g.checkIdx, int32(i))
+			lo = i
 		}
 	}
 	return g.sum.EntitiesSum(s, g.checkIdx)

@@ -55,6 +55,9 @@ type Replica struct {
 	mRevs []uint32
 	mRecs []byte
 	full  Snapshot
+	// carried are the ids of the entities the last applied delta frame
+	// carried (not its removals), ascending.
+	carried []proto.NetworkID
 }
 
 type tomb struct {
@@ -149,8 +152,22 @@ func (r *Replica) Apply(f *proto.SnapshotDeltaFrame) error {
 		return err
 	}
 	r.commit(rev, f.Tick)
+	r.carried = r.carried[:0]
+	for k, id := range r.dIDs {
+		if r.dKind[k] != kindRemoved {
+			r.carried = append(r.carried, id)
+		}
+	}
 	return nil
 }
+
+// Carried returns the ids, ascending, of the entities the last delta
+// frame applied carried (its removals left out): what the server's
+// checksum of that frame covers. Other frames of the same revision (a
+// second delta written in a server tick that ran no step, a full
+// snapshot) are not in it, although their entities share its revision.
+// The slice is valid until the next Apply.
+func (r *Replica) Carried() []proto.NetworkID { return r.carried }
 
 func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
 	rs, rev := r.rs, f.Revision

@@ -245,3 +245,59 @@ func FuzzReplicaApply(f *testing.F) {
 		}
 	})
 }
+
+// TestReplicaCarried: Carried names exactly the entities the last delta
+// carried, not every entity of its revision: a second frame of the same
+// revision (a server tick that ran no step) carries other entities, and
+// a checksum of that frame covers only them.
+func TestReplicaCarried(t *testing.T) {
+	p := newPipeline(t, 5, 8, 60)
+	for range 5 {
+		p.tick(t)
+		p.apply(t)
+	}
+	latest := p.ring.Latest()
+	send := func(sel []int32) {
+		t.Helper()
+		var err error
+		p.enc.Prepare()
+		p.buf, err = p.enc.AppendFrame(p.buf[:0], p.seq, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.seq++
+		p.apply(t)
+		if got := p.rep.Carried(); len(got) != len(sel) {
+			t.Fatalf("carried %v, want the %d entities of the frame", got, len(sel))
+		}
+		for k, i := range sel {
+			if p.rep.Carried()[k] != latest.IDs[i] {
+				t.Fatalf("carried %v, want ids of %v", p.rep.Carried(), sel)
+			}
+		}
+	}
+	// Two frames of the same revision with different entities: the
+	// entities the encoder would send now, split in two.
+	p.enc.Prepare()
+	var due []int32
+	for i := range latest.Len() {
+		if p.enc.BodySize(i) > 0 {
+			due = append(due, int32(i))
+		}
+	}
+	if len(due) < 4 {
+		t.Fatalf("only %d entities to send", len(due))
+	}
+	half := len(due) / 2
+	send(due[:half])
+	send(due[half:])
+	same := 0
+	for i := range p.rep.State().Len() {
+		if p.rep.EntityRevision(i) == p.ring.Revision() {
+			same++
+		}
+	}
+	if same < len(due) {
+		t.Fatalf("%d entities at the revision, want the %d both frames carried", same, len(due))
+	}
+}
