@@ -84,12 +84,9 @@ func (h *standbyHost) step() {
 }
 
 func copySnapshot(src *deltacomp.Snapshot) *deltacomp.Snapshot {
-	var snap deltacomp.Snapshot
-	snap.Reset(src.Tick, src.RecordSize)
-	for i, id := range src.IDs {
-		snap.Append(id, src.Record(i))
-	}
-	return &snap
+	var s deltacomp.Snapshot
+	s.CopyFrom(src)
+	return &s
 }
 
 // standbyOf restores a standby engine from the host's current state and
