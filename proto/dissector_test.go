@@ -166,6 +166,23 @@ func expectFrame(f fields, fr frame) {
 	case *PathResponseFrame:
 		f.add("tickwire.frame.type", uint8(FramePathResponse))
 		f.bytes("tickwire.path_response.data", v.Data[:])
+	case *RosterFrame:
+		f.add("tickwire.frame.type", uint8(FrameRoster))
+		f.add("tickwire.roster.epoch", v.Epoch)
+		f.add("tickwire.roster.host", v.Host)
+		f.add("tickwire.roster.count", len(v.Members))
+		for _, m := range v.Members {
+			f.add("tickwire.roster.slot", m.Slot)
+			f.add("tickwire.roster.client_id", m.ClientID)
+			f.add("tickwire.roster.candidate", boolField(m.Candidate))
+			if len(m.Addr) > 0 {
+				f.add("tickwire.roster.addr", string(m.Addr))
+			}
+		}
+	case *StandbyAckFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyAck))
+		f.add("tickwire.standby_ack.epoch", v.Epoch)
+		f.add("tickwire.standby_ack.tick", v.Tick)
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}

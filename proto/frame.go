@@ -16,7 +16,9 @@ const (
 	FrameControl       FrameType = 0x0a // lifecycle events (join, leave, reject, ...)
 	FramePathChallenge FrameType = 0x0b // server asks the peer to echo 8 bytes from a new address
 	FramePathResponse  FrameType = 0x0c // the echo of a path challenge
-	frameTypeEnd       FrameType = 0x0d
+	FrameRoster        FrameType = 0x0d // a peer host's players and who can host (migration)
+	FrameStandbyAck    FrameType = 0x0e // the warm standby holds the host's steps up to a tick
+	frameTypeEnd       FrameType = 0x0f
 )
 
 var frameNames = [...]string{
@@ -32,6 +34,8 @@ var frameNames = [...]string{
 	FrameControl:       "control",
 	FramePathChallenge: "path challenge",
 	FramePathResponse:  "path response",
+	FrameRoster:        "roster",
+	FrameStandbyAck:    "standby ack",
 }
 
 func (t FrameType) String() string {
@@ -95,6 +99,10 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParsePathChallengeFrame(b)
 	case FramePathResponse:
 		_, n, err = ParsePathResponseFrame(b)
+	case FrameRoster:
+		n, err = skipRosterFrame(b)
+	case FrameStandbyAck:
+		_, n, err = ParseStandbyAckFrame(b)
 	}
 	return t, n, err
 }

@@ -105,6 +105,18 @@ func (g *gen) frame(t FrameType) frame {
 		f := &PathResponseFrame{}
 		copy(f.Data[:], g.bytes(PathDataSize))
 		return f
+	case FrameRoster:
+		f := &RosterFrame{Epoch: g.r.Uint32(), Host: uint16(g.r.Uint32()), Members: make([]RosterMember, 1+g.r.IntN(6))}
+		for i := range f.Members {
+			m := &f.Members[i]
+			m.Slot, m.ClientID = uint16(g.r.Uint32()), g.r.Uint64()
+			if g.r.IntN(2) == 0 {
+				m.Candidate, m.Addr = true, g.text(1+g.r.IntN(30))
+			}
+		}
+		return f
+	case FrameStandbyAck:
+		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
 	}
 	panic("unknown frame type")
 }

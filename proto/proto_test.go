@@ -46,6 +46,12 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FramePathResponse:
 		f, n, err := ParsePathResponseFrame(b)
 		return &f, n, err
+	case FrameRoster:
+		f, n, err := ParseRosterFrame(b)
+		return &f, n, err
+	case FrameStandbyAck:
+		f, n, err := ParseStandbyAckFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -471,6 +477,9 @@ func TestFrameRejects(t *testing.T) {
 		&ControlFrame{Code: ControlPlayerJoined, Text: make([]byte, MaxControlText+1)},
 		&SnapshotDeltaFrame{Codec: codecEnd},
 		&ReliableFrame{Data: make([]byte, MaxPacketSizeLimit+1)},
+		&RosterFrame{},
+		&RosterFrame{Members: make([]RosterMember, MaxRosterMembers+1)},
+		&RosterFrame{Members: []RosterMember{{Addr: make([]byte, MaxRosterAddr+1)}}},
 	}
 	for _, f := range bad {
 		if _, err := f.Append(nil); err == nil {

@@ -37,6 +37,7 @@ local MAX_INPUT_BYTES = 1024
 local MAX_PACKET = 1472
 local MAX_SNAPSHOT = 16 * 1024 * 1024
 local MAX_CONTROL_TEXT = 255
+local MAX_ROSTER_MEMBERS = 64
 local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
@@ -55,7 +56,8 @@ local frame_names = {
     [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
-    [0x0b] = "Path challenge", [0x0c] = "Path response",
+    [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
+    [0x0e] = "Standby ack",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -168,6 +170,15 @@ f.ctl_arg     = ProtoField.uint64("tickwire.control.arg", "Argument")
 f.ctl_text    = ProtoField.string("tickwire.control.text", "Text")
 f.path_chal   = ProtoField.bytes("tickwire.path_challenge.data", "Path challenge data")
 f.path_resp   = ProtoField.bytes("tickwire.path_response.data", "Path response data")
+f.ro_epoch    = ProtoField.uint32("tickwire.roster.epoch", "Epoch")
+f.ro_host     = ProtoField.uint16("tickwire.roster.host", "Host's player")
+f.ro_count    = ProtoField.uint8("tickwire.roster.count", "Members")
+f.ro_slot     = ProtoField.uint16("tickwire.roster.slot", "Player")
+f.ro_client   = ProtoField.uint64("tickwire.roster.client_id", "Client id")
+f.ro_cand     = ProtoField.bool("tickwire.roster.candidate", "Can host", 8, nil, 0x01)
+f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
+f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
+f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -384,6 +395,37 @@ local function frame_control(buf, off, tree)
     return off + n
 end
 
+local function frame_roster(buf, off, tree)
+    if not have(buf, off, 7) then return bad(tree, "truncated roster frame") end
+    tree:add_le(f.ro_epoch, buf(off, 4))
+    tree:add_le(f.ro_host, buf(off + 4, 2))
+    local count = buf(off + 6, 1):uint()
+    tree:add(f.ro_count, buf(off + 6, 1))
+    if count == 0 or count > MAX_ROSTER_MEMBERS then return bad(tree, "roster frame: bad member count") end
+    off = off + 7
+    for _ = 1, count do
+        if not have(buf, off, 12) then return bad(tree, "truncated roster frame") end
+        local flags = buf(off + 10, 1):uint()
+        local n = buf(off + 11, 1):uint()
+        if flags > 1 then return bad(tree, "roster frame: unknown member flags") end
+        if not have(buf, off + 12, n) then return bad(tree, "truncated roster frame") end
+        local m = tree:add(p, buf(off, 12 + n), "Member")
+        m:add_le(f.ro_slot, buf(off, 2))
+        m:add_le(f.ro_client, buf(off + 2, 8))
+        m:add(f.ro_cand, buf(off + 10, 1))
+        if n > 0 then m:add(f.ro_addr, buf(off + 12, n)) end
+        off = off + 12 + n
+    end
+    return off
+end
+
+local function frame_standby_ack(buf, off, tree)
+    if not have(buf, off, 8) then return bad(tree, "truncated standby ack frame") end
+    tree:add_le(f.sa_epoch, buf(off, 4))
+    tree:add_le(f.sa_tick, buf(off + 4, 4))
+    return off + 8
+end
+
 -- The two path frames share one layout: the type, then 8 bytes of data.
 local function path_frame(field, what)
     return function(buf, off, tree)
@@ -400,6 +442,7 @@ local frame_parsers = {
     [0x0a] = frame_control,
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
+    [0x0d] = frame_roster, [0x0e] = frame_standby_ack,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
