@@ -179,6 +179,45 @@ func expectFrame(f fields, fr frame) {
 				f.add("tickwire.roster.addr", string(m.Addr))
 			}
 		}
+	case *StandbyStepFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyStep))
+		f.add("tickwire.standby_step.epoch", v.Epoch)
+		f.add("tickwire.standby_step.tick", v.Tick)
+		f.add("tickwire.standby_step.input_size", v.InputSize)
+		f.add("tickwire.standby_step.changes", len(v.Changes))
+		f.add("tickwire.standby_step.inputs", len(v.Inputs))
+		f.add("tickwire.standby_step.messages", len(v.Messages))
+		for _, c := range v.Changes {
+			f.add("tickwire.standby_step.player", c.Player)
+			kind := 2
+			if c.Join {
+				kind = 1
+			}
+			f.add("tickwire.standby_step.change", kind)
+			if len(c.Reason) > 0 {
+				f.add("tickwire.standby_step.reason", string(c.Reason))
+			}
+		}
+		for _, in := range v.Inputs {
+			f.add("tickwire.standby_step.player", in.Player)
+			f.add("tickwire.standby_step.missing", boolField(in.Missing))
+			f.add("tickwire.standby_step.rejected", boolField(in.Rejected))
+			f.add("tickwire.standby_step.rewound", boolField(in.Rewound))
+			if in.Rewound {
+				f.add("tickwire.standby_step.view_from", in.From)
+				f.add("tickwire.standby_step.view_to", in.To)
+				f.add("tickwire.standby_step.blend", in.Blend)
+			}
+			f.bytes("tickwire.standby_step.input", in.Data)
+		}
+		for _, m := range v.Messages {
+			f.add("tickwire.standby_step.player", m.Player)
+			f.add("tickwire.standby_step.channel", m.Channel)
+			f.add("tickwire.standby_step.postmark", m.Tick)
+			f.add("tickwire.standby_step.late", boolField(m.Late))
+			f.add("tickwire.standby_step.msg_len", len(m.Data))
+			f.bytes("tickwire.standby_step.msg_data", m.Data)
+		}
 	case *StandbyAckFrame:
 		f.add("tickwire.frame.type", uint8(FrameStandbyAck))
 		f.add("tickwire.standby_ack.epoch", v.Epoch)

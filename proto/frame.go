@@ -18,7 +18,8 @@ const (
 	FramePathResponse  FrameType = 0x0c // the echo of a path challenge
 	FrameRoster        FrameType = 0x0d // a peer host's players and who can host (migration)
 	FrameStandbyAck    FrameType = 0x0e // the warm standby holds the host's steps up to a tick
-	frameTypeEnd       FrameType = 0x0f
+	FrameStandbyStep   FrameType = 0x0f // the host's record of one tick, to its warm standby
+	frameTypeEnd       FrameType = 0x10
 )
 
 var frameNames = [...]string{
@@ -36,6 +37,7 @@ var frameNames = [...]string{
 	FramePathResponse:  "path response",
 	FrameRoster:        "roster",
 	FrameStandbyAck:    "standby ack",
+	FrameStandbyStep:   "standby step",
 }
 
 func (t FrameType) String() string {
@@ -103,6 +105,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		n, err = skipRosterFrame(b)
 	case FrameStandbyAck:
 		_, n, err = ParseStandbyAckFrame(b)
+	case FrameStandbyStep:
+		n, err = skipStandbyStepFrame(b)
 	}
 	return t, n, err
 }

@@ -117,6 +117,31 @@ func (g *gen) frame(t FrameType) frame {
 		return f
 	case FrameStandbyAck:
 		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
+	case FrameStandbyStep:
+		f := &StandbyStepFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), InputSize: uint16(1 + g.r.IntN(12))}
+		for range g.r.IntN(3) {
+			c := StandbyChange{Player: uint16(g.r.Uint32()), Join: g.r.IntN(2) == 0}
+			if !c.Join && g.r.IntN(2) == 0 {
+				c.Reason = g.text(1 + g.r.IntN(20))
+			}
+			f.Changes = append(f.Changes, c)
+		}
+		for range 1 + g.r.IntN(5) {
+			in := StandbyInput{Player: uint16(g.r.Uint32()), Missing: g.r.IntN(4) == 0, Rejected: g.r.IntN(4) == 0,
+				Data: g.bytes(int(f.InputSize))}
+			if g.r.IntN(2) == 0 {
+				in.Rewound, in.From, in.To, in.Blend = true, g.r.Uint32(), g.r.Uint32(), uint16(g.r.Uint32())
+			}
+			f.Inputs = append(f.Inputs, in)
+		}
+		for range g.r.IntN(3) {
+			m := StandbyMessage{Player: uint16(g.r.Uint32()), Channel: uint8(g.r.Uint32()), Tick: g.r.Uint32(), Late: g.r.IntN(3) == 0}
+			if n := g.r.IntN(30); n > 0 {
+				m.Data = g.bytes(n)
+			}
+			f.Messages = append(f.Messages, m)
+		}
+		return f
 	}
 	panic("unknown frame type")
 }

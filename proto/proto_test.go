@@ -52,6 +52,9 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameStandbyAck:
 		f, n, err := ParseStandbyAckFrame(b)
 		return &f, n, err
+	case FrameStandbyStep:
+		f, n, err := ParseStandbyStepFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -478,6 +481,10 @@ func TestFrameRejects(t *testing.T) {
 		&SnapshotDeltaFrame{Codec: codecEnd},
 		&ReliableFrame{Data: make([]byte, MaxPacketSizeLimit+1)},
 		&RosterFrame{},
+		&StandbyStepFrame{},
+		&StandbyStepFrame{InputSize: 2, Inputs: []StandbyInput{{Data: []byte{1}}}},
+		&StandbyStepFrame{InputSize: 2, Changes: []StandbyChange{{Join: true, Reason: []byte("x")}}},
+		&StandbyStepFrame{InputSize: 2, Messages: make([]StandbyMessage, MaxStandbyMessages+1)},
 		&RosterFrame{Members: make([]RosterMember, MaxRosterMembers+1)},
 		&RosterFrame{Members: []RosterMember{{Addr: make([]byte, MaxRosterAddr+1)}}},
 	}

@@ -38,6 +38,9 @@ local MAX_PACKET = 1472
 local MAX_SNAPSHOT = 16 * 1024 * 1024
 local MAX_CONTROL_TEXT = 255
 local MAX_ROSTER_MEMBERS = 64
+local MAX_STANDBY_MESSAGES = 1024
+local MAX_INPUT_SIZE = 1024
+local MAX_MESSAGE = 1048576
 local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
@@ -57,7 +60,7 @@ local frame_names = {
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
-    [0x0e] = "Standby ack",
+    [0x0e] = "Standby ack", [0x0f] = "Standby step",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -179,6 +182,28 @@ f.ro_cand     = ProtoField.bool("tickwire.roster.candidate", "Can host", 8, nil,
 f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
 f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
 f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
+local change_names = { [1] = "join", [2] = "leave" }
+f.ss_epoch    = ProtoField.uint32("tickwire.standby_step.epoch", "Epoch")
+f.ss_tick     = ProtoField.uint32("tickwire.standby_step.tick", "Tick")
+f.ss_size     = ProtoField.uint16("tickwire.standby_step.input_size", "Input size")
+f.ss_nchg     = ProtoField.uint8("tickwire.standby_step.changes", "Changes")
+f.ss_nin      = ProtoField.uint8("tickwire.standby_step.inputs", "Inputs")
+f.ss_nmsg     = ProtoField.uint16("tickwire.standby_step.messages", "Messages")
+f.ss_player   = ProtoField.uint16("tickwire.standby_step.player", "Player")
+f.ss_change   = ProtoField.uint8("tickwire.standby_step.change", "Change", base.DEC, change_names)
+f.ss_reason   = ProtoField.string("tickwire.standby_step.reason", "Reason")
+f.ss_missing  = ProtoField.bool("tickwire.standby_step.missing", "Missing", 8, nil, 0x01)
+f.ss_rejected = ProtoField.bool("tickwire.standby_step.rejected", "Rejected", 8, nil, 0x02)
+f.ss_rewound  = ProtoField.bool("tickwire.standby_step.rewound", "Rewound", 8, nil, 0x04)
+f.ss_from     = ProtoField.uint32("tickwire.standby_step.view_from", "View from")
+f.ss_to       = ProtoField.uint32("tickwire.standby_step.view_to", "View to")
+f.ss_blend    = ProtoField.uint16("tickwire.standby_step.blend", "View blend")
+f.ss_input    = ProtoField.bytes("tickwire.standby_step.input", "Input")
+f.ss_channel  = ProtoField.uint8("tickwire.standby_step.channel", "Channel")
+f.ss_postmark = ProtoField.uint32("tickwire.standby_step.postmark", "Postmark tick")
+f.ss_late     = ProtoField.bool("tickwire.standby_step.late", "Late", 8, nil, 0x01)
+f.ss_msglen   = ProtoField.uint32("tickwire.standby_step.msg_len", "Message length")
+f.ss_msgdata  = ProtoField.bytes("tickwire.standby_step.msg_data", "Message data")
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -426,6 +451,75 @@ local function frame_standby_ack(buf, off, tree)
     return off + 8
 end
 
+local function frame_standby_step(buf, off, tree)
+    local trunc = "truncated standby step frame"
+    if not have(buf, off, 14) then return bad(tree, trunc) end
+    tree:add_le(f.ss_epoch, buf(off, 4))
+    tree:add_le(f.ss_tick, buf(off + 4, 4))
+    local size = buf(off + 8, 2):le_uint()
+    tree:add_le(f.ss_size, buf(off + 8, 2))
+    local nc = buf(off + 10, 1):uint()
+    local ni = buf(off + 11, 1):uint()
+    local nm = buf(off + 12, 2):le_uint()
+    tree:add(f.ss_nchg, buf(off + 10, 1))
+    tree:add(f.ss_nin, buf(off + 11, 1))
+    tree:add_le(f.ss_nmsg, buf(off + 12, 2))
+    if size == 0 or size > MAX_INPUT_SIZE then return bad(tree, "standby step frame: bad input size") end
+    if nm > MAX_STANDBY_MESSAGES then return bad(tree, "standby step frame: too many messages") end
+    off = off + 14
+    for _ = 1, nc do
+        if not have(buf, off, 4) then return bad(tree, trunc) end
+        local kind = buf(off + 2, 1):uint()
+        local n = buf(off + 3, 1):uint()
+        if kind ~= 1 and kind ~= 2 then return bad(tree, "standby step frame: unknown change") end
+        if kind == 1 and n > 0 then return bad(tree, "standby step frame: join with a reason") end
+        if not have(buf, off + 4, n) then return bad(tree, trunc) end
+        local c = tree:add(p, buf(off, 4 + n), "Change")
+        c:add_le(f.ss_player, buf(off, 2))
+        c:add(f.ss_change, buf(off + 2, 1))
+        if n > 0 then c:add(f.ss_reason, buf(off + 4, n)) end
+        off = off + 4 + n
+    end
+    for _ = 1, ni do
+        if not have(buf, off, 3) then return bad(tree, trunc) end
+        local flags = buf(off + 2, 1):uint()
+        if flags > 7 then return bad(tree, "standby step frame: unknown input flags") end
+        local view = 0
+        if flags >= 4 then view = 10 end
+        if not have(buf, off + 3, view + size) then return bad(tree, trunc) end
+        local it = tree:add(p, buf(off, 3 + view + size), "Input")
+        it:add_le(f.ss_player, buf(off, 2))
+        it:add(f.ss_missing, buf(off + 2, 1))
+        it:add(f.ss_rejected, buf(off + 2, 1))
+        it:add(f.ss_rewound, buf(off + 2, 1))
+        if view > 0 then
+            it:add_le(f.ss_from, buf(off + 3, 4))
+            it:add_le(f.ss_to, buf(off + 7, 4))
+            it:add_le(f.ss_blend, buf(off + 11, 2))
+        end
+        it:add(f.ss_input, buf(off + 3 + view, size))
+        off = off + 3 + view + size
+    end
+    for _ = 1, nm do
+        if not have(buf, off, 8) then return bad(tree, trunc) end
+        local flags = buf(off + 7, 1):uint()
+        if flags > 1 then return bad(tree, "standby step frame: unknown message flags") end
+        local n, sz = varint(buf, off + 8)
+        if not n then return bad(tree, "standby step frame: " .. sz) end
+        if n > MAX_MESSAGE then return bad(tree, "standby step frame: message too long") end
+        if not have(buf, off + 8 + sz, n) then return bad(tree, trunc) end
+        local m = tree:add(p, buf(off, 8 + sz + n), "Message")
+        m:add_le(f.ss_player, buf(off, 2))
+        m:add(f.ss_channel, buf(off + 2, 1))
+        m:add_le(f.ss_postmark, buf(off + 3, 4))
+        m:add(f.ss_late, buf(off + 7, 1))
+        m:add(f.ss_msglen, buf(off + 8, sz), n)
+        if n > 0 then m:add(f.ss_msgdata, buf(off + 8 + sz, n)) end
+        off = off + 8 + sz + n
+    end
+    return off
+end
+
 -- The two path frames share one layout: the type, then 8 bytes of data.
 local function path_frame(field, what)
     return function(buf, off, tree)
@@ -442,7 +536,7 @@ local frame_parsers = {
     [0x0a] = frame_control,
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
-    [0x0d] = frame_roster, [0x0e] = frame_standby_ack,
+    [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
