@@ -218,6 +218,20 @@ func expectFrame(f fields, fr frame) {
 			f.add("tickwire.standby_step.msg_len", len(m.Data))
 			f.bytes("tickwire.standby_step.msg_data", m.Data)
 		}
+	case *StandbyStateFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyState))
+		f.add("tickwire.standby_state.epoch", v.Epoch)
+		f.add("tickwire.standby_state.tick", v.Tick)
+		f.add("tickwire.standby_state.revision", v.Revision)
+		f.add("tickwire.standby_state.server_spawn", v.ServerSpawn)
+		f.add("tickwire.standby_state.players", len(v.Players))
+		for _, p := range v.Players {
+			f.add("tickwire.standby_state.player", p)
+		}
+		f.add("tickwire.standby_state.snapshots", len(v.Snapshots))
+		for i := range v.Snapshots {
+			expectFrame(f, &v.Snapshots[i])
+		}
 	case *StandbyAckFrame:
 		f.add("tickwire.frame.type", uint8(FrameStandbyAck))
 		f.add("tickwire.standby_ack.epoch", v.Epoch)

@@ -19,7 +19,8 @@ const (
 	FrameRoster        FrameType = 0x0d // a peer host's players and who can host (migration)
 	FrameStandbyAck    FrameType = 0x0e // the warm standby holds the host's steps up to a tick
 	FrameStandbyStep   FrameType = 0x0f // the host's record of one tick, to its warm standby
-	frameTypeEnd       FrameType = 0x10
+	FrameStandbyState  FrameType = 0x10 // the host's engine state and snapshots, to its warm standby
+	frameTypeEnd       FrameType = 0x11
 )
 
 var frameNames = [...]string{
@@ -38,6 +39,7 @@ var frameNames = [...]string{
 	FrameRoster:        "roster",
 	FrameStandbyAck:    "standby ack",
 	FrameStandbyStep:   "standby step",
+	FrameStandbyState:  "standby state",
 }
 
 func (t FrameType) String() string {
@@ -107,6 +109,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParseStandbyAckFrame(b)
 	case FrameStandbyStep:
 		n, err = skipStandbyStepFrame(b)
+	case FrameStandbyState:
+		n, err = skipStandbyStateFrame(b)
 	}
 	return t, n, err
 }

@@ -117,6 +117,15 @@ func (g *gen) frame(t FrameType) frame {
 		return f
 	case FrameStandbyAck:
 		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
+	case FrameStandbyState:
+		f := &StandbyStateFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), Revision: g.r.Uint32(), ServerSpawn: g.r.Uint32()}
+		for range g.r.IntN(5) {
+			f.Players = append(f.Players, uint16(g.r.Uint32()))
+		}
+		for range 1 + g.r.IntN(3) {
+			f.Snapshots = append(f.Snapshots, *g.frame(FrameFullSnapshot).(*FullSnapshotFrame))
+		}
+		return f
 	case FrameStandbyStep:
 		f := &StandbyStepFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), InputSize: uint16(1 + g.r.IntN(12))}
 		for range g.r.IntN(3) {

@@ -55,6 +55,9 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameStandbyStep:
 		f, n, err := ParseStandbyStepFrame(b)
 		return &f, n, err
+	case FrameStandbyState:
+		f, n, err := ParseStandbyStateFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -482,6 +485,9 @@ func TestFrameRejects(t *testing.T) {
 		&ReliableFrame{Data: make([]byte, MaxPacketSizeLimit+1)},
 		&RosterFrame{},
 		&StandbyStepFrame{},
+		&StandbyStateFrame{},
+		&StandbyStateFrame{Snapshots: []FullSnapshotFrame{{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize},
+			{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: 1}}},
 		&StandbyStepFrame{InputSize: 2, Inputs: []StandbyInput{{Data: []byte{1}}}},
 		&StandbyStepFrame{InputSize: 2, Changes: []StandbyChange{{Join: true, Reason: []byte("x")}}},
 		&StandbyStepFrame{InputSize: 2, Messages: make([]StandbyMessage, MaxStandbyMessages+1)},

@@ -39,6 +39,7 @@ local MAX_SNAPSHOT = 16 * 1024 * 1024
 local MAX_CONTROL_TEXT = 255
 local MAX_ROSTER_MEMBERS = 64
 local MAX_STANDBY_MESSAGES = 1024
+local MAX_STANDBY_SNAPSHOTS = 64
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
 local MAX_MESSAGE = 1024 * 1024
@@ -60,7 +61,7 @@ local frame_names = {
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
-    [0x0e] = "Standby ack", [0x0f] = "Standby step",
+    [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -183,6 +184,13 @@ f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
 f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
 f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
 local change_names = { [1] = "join", [2] = "leave" }
+f.st_epoch    = ProtoField.uint32("tickwire.standby_state.epoch", "Epoch")
+f.st_tick     = ProtoField.uint32("tickwire.standby_state.tick", "Tick")
+f.st_rev      = ProtoField.uint32("tickwire.standby_state.revision", "Revision")
+f.st_spawn    = ProtoField.uint32("tickwire.standby_state.server_spawn", "Server spawn counter")
+f.st_np       = ProtoField.uint8("tickwire.standby_state.players", "Players")
+f.st_player   = ProtoField.uint16("tickwire.standby_state.player", "Player")
+f.st_ns       = ProtoField.uint8("tickwire.standby_state.snapshots", "Snapshots")
 f.ss_epoch    = ProtoField.uint32("tickwire.standby_step.epoch", "Epoch")
 f.ss_tick     = ProtoField.uint32("tickwire.standby_step.tick", "Tick")
 f.ss_size     = ProtoField.uint16("tickwire.standby_step.input_size", "Input size")
@@ -520,6 +528,39 @@ local function frame_standby_step(buf, off, tree)
     return off
 end
 
+local function frame_standby_state(buf, off, tree)
+    local trunc = "truncated standby state frame"
+    if not have(buf, off, 17) then return bad(tree, trunc) end
+    tree:add_le(f.st_epoch, buf(off, 4))
+    tree:add_le(f.st_tick, buf(off + 4, 4))
+    tree:add_le(f.st_rev, buf(off + 8, 4))
+    tree:add_le(f.st_spawn, buf(off + 12, 4))
+    local np = buf(off + 16, 1):uint()
+    tree:add(f.st_np, buf(off + 16, 1))
+    off = off + 17
+    if not have(buf, off, 2 * np + 1) then return bad(tree, trunc) end
+    for i = 0, np - 1 do tree:add_le(f.st_player, buf(off + 2 * i, 2)) end
+    off = off + 2 * np
+    local ns = buf(off, 1):uint()
+    tree:add(f.st_ns, buf(off, 1))
+    if ns == 0 or ns > MAX_STANDBY_SNAPSHOTS then return bad(tree, "standby state frame: bad snapshot count") end
+    off = off + 1
+    local raw = 0
+    for _ = 1, ns do
+        if not have(buf, off, 1) then return bad(tree, trunc) end
+        local st = tree:add(p, buf(off), "Snapshot")
+        st:add(f.frame, buf(off, 1))
+        if buf(off, 1):uint() ~= 0x07 then return bad(st, "standby state frame: not a full snapshot") end
+        local nxt = frame_full(buf, off + 1, st)
+        if not nxt then return nil end
+        raw = raw + varint(buf, off + 11) -- the raw length, valid once frame_full passed
+        st:set_len(nxt - off)
+        off = nxt
+    end
+    if raw > 4 * MAX_SNAPSHOT then return bad(tree, "standby state frame: snapshots over size limit") end
+    return off
+end
+
 -- The two path frames share one layout: the type, then 8 bytes of data.
 local function path_frame(field, what)
     return function(buf, off, tree)
@@ -537,6 +578,7 @@ local frame_parsers = {
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
+    [0x10] = frame_standby_state,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
