@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
@@ -77,4 +78,64 @@ func StepRecordFromFrame(r *sim.StepRecord, f *proto.StandbyStepFrame) (Epoch, e
 		r.Messages = append(r.Messages, sim.Message{Player: m.Player, Channel: m.Channel, Tick: m.Tick, Late: m.Late, Data: m.Data})
 	}
 	return Epoch(f.Epoch), nil
+}
+
+// AppendStateFrame appends the standby state frame of eng's last step
+// (epoch e) with the snapshots of past (earlier ticks, ascending; the
+// host keeps them, deltacomp's ring does), each compressed with codec.
+func AppendStateFrame(b []byte, c *deltacomp.Codecs, codec proto.Codec, e Epoch, eng *sim.Server, past []*deltacomp.Snapshot) ([]byte, error) {
+	st := eng.State(nil)
+	if len(past)+1 > proto.MaxStandbySnapshots {
+		past = past[len(past)+1-proto.MaxStandbySnapshots:]
+	}
+	// Encode every snapshot into one buffer, then parse them back (the
+	// frames alias it) to nest them.
+	var full []byte
+	ends := make([]int, 0, len(past)+1)
+	for _, s := range append([]*deltacomp.Snapshot{eng.Snapshot()}, past...) {
+		var err error
+		if full, err = c.AppendFullSnapshot(full, s, proto.CauseMigration, st.Revision, codec); err != nil {
+			return b, err
+		}
+		ends = append(ends, len(full))
+	}
+	f := proto.StandbyStateFrame{Epoch: uint32(e), Tick: st.Tick, Revision: st.Revision, ServerSpawn: st.ServerSpawn,
+		Players: st.Players, Snapshots: make([]proto.FullSnapshotFrame, len(ends))}
+	start := 0
+	for i, end := range ends {
+		s, _, err := proto.ParseFullSnapshotFrame(full[start:end])
+		if err != nil {
+			return b, err
+		}
+		f.Snapshots[i], start = s, end
+	}
+	return f.Append(b)
+}
+
+// ErrStateFrame wraps what makes a standby state frame unusable.
+var ErrStateFrame = errors.New("migrate: bad standby state frame")
+
+// LoadStateFrame loads the standby state f carries into sb: world (a
+// fresh world of the game) gets the state's snapshot, the others become
+// the lag-compensation past.
+func LoadStateFrame(sb *Standby, f *proto.StandbyStateFrame, world sim.Game, cfg sim.ServerConfig, c *deltacomp.Codecs) error {
+	if Epoch(f.Epoch) < sb.epoch {
+		sb.stats.StaleFrames++
+		return ErrStaleEpoch // before any decoding work
+	}
+	if len(f.Snapshots) == 0 || f.Snapshots[0].Tick != f.Tick {
+		return fmt.Errorf("%w: the first snapshot is not of the state's tick", ErrStateFrame)
+	}
+	snaps := make([]*deltacomp.Snapshot, len(f.Snapshots))
+	for i := range f.Snapshots {
+		snaps[i] = new(deltacomp.Snapshot)
+		if err := c.DecodeFullSnapshot(snaps[i], &f.Snapshots[i]); err != nil {
+			return fmt.Errorf("%w: snapshot of tick %d: %w", ErrStateFrame, f.Snapshots[i].Tick, err)
+		}
+	}
+	if err := world.ReadSnapshot(snaps[0]); err != nil {
+		return fmt.Errorf("%w: %w", ErrStateFrame, err)
+	}
+	st := sim.ServerState{Tick: f.Tick, Revision: f.Revision, Players: f.Players, ServerSpawn: f.ServerSpawn}
+	return sb.Load(Epoch(f.Epoch), world, cfg, st, snaps[1:]...)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
@@ -34,17 +35,42 @@ func TestRosterFrame(t *testing.T) {
 	}
 }
 
-// TestStandbyOverTheWire: the host's step records, sent as standby step
-// frames and parsed on the standby, replay to the host's exact world
-// every tick.
+// TestStandbyOverTheWire: a standby loaded from the host's standby
+// state frame (state and 20 past snapshots, zstd) and fed its step
+// records as standby step frames, each encoded and parsed, replays to
+// the host's exact world every tick.
 func TestStandbyOverTheWire(t *testing.T) {
 	h := newArenaHost(t, 4)
 	for h.eng.Tick() < 30 {
 		h.step()
 	}
-	var sb Standby
-	if err := h.load(&sb, 7); err != nil {
+	var (
+		sb     Standby
+		codecs deltacomp.Codecs
+		past   []*deltacomp.Snapshot
+	)
+	for tick := uint32(10); tick < 30; tick++ {
+		past = append(past, h.past[tick])
+	}
+	sf, err := AppendStateFrame(nil, &codecs, proto.CodecZstd, 7, h.eng, past)
+	if err != nil {
 		t.Fatal(err)
+	}
+	t.Logf("standby state frame: %d bytes (state and 20 past snapshots of %d entities)", len(sf), len(h.eng.Snapshot().IDs))
+	pst, _, err := proto.ParseStandbyStateFrame(sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pst.Tick++
+	if err := LoadStateFrame(&sb, &pst, arena.NewGame(0), sim.ServerConfig{}, &codecs); !errors.Is(err, ErrStateFrame) {
+		t.Fatalf("state whose snapshot is of another tick: %v", err)
+	}
+	pst.Tick--
+	if err := LoadStateFrame(&sb, &pst, arena.NewGame(0), sim.ServerConfig{}, &codecs); err != nil {
+		t.Fatal(err)
+	}
+	if err := LoadStateFrame(&sb, &proto.StandbyStateFrame{Epoch: 6}, arena.NewGame(0), sim.ServerConfig{}, &codecs); !errors.Is(err, ErrStaleEpoch) {
+		t.Fatalf("state of an older epoch: %v", err)
 	}
 	var (
 		out     proto.StandbyStepFrame
