@@ -218,6 +218,18 @@ func expectFrame(f fields, fr frame) {
 			f.add("tickwire.standby_step.msg_len", len(m.Data))
 			f.bytes("tickwire.standby_step.msg_data", m.Data)
 		}
+	case *SuccessorFrame:
+		f.add("tickwire.frame.type", uint8(FrameSuccessor))
+		f.add("tickwire.successor.epoch", v.Epoch)
+		f.add("tickwire.successor.slot", v.Successor)
+		f.add("tickwire.successor.kind", uint8(v.Kind))
+		if v.Kind == SuccessorKey {
+			f.add("tickwire.successor.key_id", v.KeyID)
+			f.bytes("tickwire.successor.key", v.Key[:])
+		} else {
+			f.add("tickwire.successor.token_len", len(v.Token))
+			f.add("tickwire.successor.token", string(v.Token))
+		}
 	case *StandbyStateFrame:
 		f.add("tickwire.frame.type", uint8(FrameStandbyState))
 		f.add("tickwire.standby_state.epoch", v.Epoch)

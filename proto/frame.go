@@ -20,7 +20,8 @@ const (
 	FrameStandbyAck    FrameType = 0x0e // the warm standby holds the host's steps up to a tick
 	FrameStandbyStep   FrameType = 0x0f // the host's record of one tick, to its warm standby
 	FrameStandbyState  FrameType = 0x10 // the host's engine state and snapshots, to its warm standby
-	frameTypeEnd       FrameType = 0x11
+	FrameSuccessor     FrameType = 0x11 // credentials for the successor's server (key or token)
+	frameTypeEnd       FrameType = 0x12
 )
 
 var frameNames = [...]string{
@@ -40,6 +41,7 @@ var frameNames = [...]string{
 	FrameStandbyAck:    "standby ack",
 	FrameStandbyStep:   "standby step",
 	FrameStandbyState:  "standby state",
+	FrameSuccessor:     "successor",
 }
 
 func (t FrameType) String() string {
@@ -111,6 +113,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		n, err = skipStandbyStepFrame(b)
 	case FrameStandbyState:
 		n, err = skipStandbyStateFrame(b)
+	case FrameSuccessor:
+		_, n, err = ParseSuccessorFrame(b)
 	}
 	return t, n, err
 }

@@ -117,6 +117,15 @@ func (g *gen) frame(t FrameType) frame {
 		return f
 	case FrameStandbyAck:
 		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
+	case FrameSuccessor:
+		f := &SuccessorFrame{Epoch: g.r.Uint32(), Successor: uint16(g.r.Uint32())}
+		if g.r.IntN(2) == 0 {
+			f.Kind, f.KeyID = SuccessorKey, g.r.Uint32()
+			copy(f.Key[:], g.bytes(KeySize))
+		} else {
+			f.Kind, f.Token = SuccessorToken, g.text(1+g.r.IntN(300))
+		}
+		return f
 	case FrameStandbyState:
 		f := &StandbyStateFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), Revision: g.r.Uint32(), ServerSpawn: g.r.Uint32()}
 		for range g.r.IntN(5) {

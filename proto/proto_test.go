@@ -58,6 +58,9 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameStandbyState:
 		f, n, err := ParseStandbyStateFrame(b)
 		return &f, n, err
+	case FrameSuccessor:
+		f, n, err := ParseSuccessorFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -486,6 +489,11 @@ func TestFrameRejects(t *testing.T) {
 		&RosterFrame{},
 		&StandbyStepFrame{},
 		&StandbyStateFrame{},
+		&SuccessorFrame{},
+		&SuccessorFrame{Kind: SuccessorToken},
+		&SuccessorFrame{Kind: SuccessorToken, Token: make([]byte, MaxSuccessorToken+1)},
+		&SuccessorFrame{Kind: SuccessorToken, KeyID: 1, Token: []byte("t")},
+		&SuccessorFrame{Kind: SuccessorKey, Token: []byte("t")},
 		&StandbyStateFrame{Snapshots: []FullSnapshotFrame{{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize},
 			{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: 1}}},
 		&StandbyStepFrame{InputSize: 2, Inputs: []StandbyInput{{Data: []byte{1}}}},

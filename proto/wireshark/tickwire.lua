@@ -40,6 +40,8 @@ local MAX_CONTROL_TEXT = 255
 local MAX_ROSTER_MEMBERS = 64
 local MAX_STANDBY_MESSAGES = 1024
 local MAX_STANDBY_SNAPSHOTS = 64
+local MAX_SUCCESSOR_TOKEN = 2048
+local KEY_SIZE = 32
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
 local MAX_MESSAGE = 1024 * 1024
@@ -62,6 +64,7 @@ local frame_names = {
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
+    [0x11] = "Successor",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -184,6 +187,14 @@ f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
 f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
 f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
 local change_names = { [1] = "join", [2] = "leave" }
+local successor_kinds = { [1] = "key (to the successor)", [2] = "token (for the successor's address)" }
+f.su_epoch    = ProtoField.uint32("tickwire.successor.epoch", "Epoch")
+f.su_slot     = ProtoField.uint16("tickwire.successor.slot", "Successor's player")
+f.su_kind     = ProtoField.uint8("tickwire.successor.kind", "Kind", base.DEC, successor_kinds)
+f.su_keyid    = ProtoField.uint32("tickwire.successor.key_id", "Key id")
+f.su_key      = ProtoField.bytes("tickwire.successor.key", "Key")
+f.su_toklen   = ProtoField.uint32("tickwire.successor.token_len", "Token length")
+f.su_token    = ProtoField.string("tickwire.successor.token", "Connect token")
 f.st_epoch    = ProtoField.uint32("tickwire.standby_state.epoch", "Epoch")
 f.st_tick     = ProtoField.uint32("tickwire.standby_state.tick", "Tick")
 f.st_rev      = ProtoField.uint32("tickwire.standby_state.revision", "Revision")
@@ -528,6 +539,31 @@ local function frame_standby_step(buf, off, tree)
     return off
 end
 
+local function frame_successor(buf, off, tree)
+    local trunc = "truncated successor frame"
+    if not have(buf, off, 7) then return bad(tree, trunc) end
+    tree:add_le(f.su_epoch, buf(off, 4))
+    tree:add_le(f.su_slot, buf(off + 4, 2))
+    local kind = buf(off + 6, 1):uint()
+    if kind ~= 1 and kind ~= 2 then return bad(tree, "successor frame: unknown kind") end
+    tree:add(f.su_kind, buf(off + 6, 1))
+    off = off + 7
+    if kind == 1 then
+        if not have(buf, off, 4 + KEY_SIZE) then return bad(tree, trunc) end
+        tree:add_le(f.su_keyid, buf(off, 4))
+        tree:add(f.su_key, buf(off + 4, KEY_SIZE))
+        return off + 4 + KEY_SIZE
+    end
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "successor frame: " .. sz) end
+    if n == 0 or n > MAX_SUCCESSOR_TOKEN then return bad(tree, "successor frame: bad token length") end
+    tree:add(f.su_toklen, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, trunc) end
+    tree:add(f.su_token, buf(off, n))
+    return off + n
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -578,7 +614,7 @@ local frame_parsers = {
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
-    [0x10] = frame_standby_state,
+    [0x10] = frame_standby_state, [0x11] = frame_successor,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
