@@ -43,6 +43,10 @@ type GameConfig struct {
 	// Handler, if set, also receives the connections' events (messages
 	// the engine does not consume: those not postmarked).
 	Handler Handler
+	// Stepped, if set, is called after each step of a game's engine,
+	// before anything else touches it (a warm standby's feed records the
+	// step there: StandbyFeed.Stepped).
+	Stepped func(gameID uint64, eng *sim.Server)
 }
 
 // FullCodec is how join and resync snapshots are compressed. The zero
@@ -357,6 +361,9 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 	for _, g := range h.games {
 		for n := g.eng.Due(now); n > 0; n-- {
 			g.eng.Step()
+			if h.cfg.Stepped != nil {
+				h.cfg.Stepped(g.id, g.eng)
+			}
 			g.publish()
 			for _, ctrl := range g.eng.Controls() {
 				if ctrl.To == 0 {
