@@ -168,6 +168,10 @@ type hostedGame struct {
 	fullCause proto.SnapshotCause
 	// pending control frames for everyone, sent reliably after the tick
 	broadcast [][]byte
+	// players of an adopted game who have not re-dialled yet, until
+	// awaitEnd (Adopt)
+	awaited  map[uint16]bool
+	awaitEnd time.Time
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -286,7 +290,11 @@ func (h *GameHost) Connected(c *Conn) {
 		sched: interest.NewScheduler(h.cfg.Scheduler),
 		now:   now,
 	}
+	resumed := g.resumes(c.Players())
 	for _, p := range c.Players() {
+		if resumed {
+			break // in the adopted engine already
+		}
 		ctrl, err := g.eng.Join(p)
 		if err != nil {
 			h.log.Warn("join refused", "game", g.id, "player", p, "err", err)
@@ -309,7 +317,7 @@ func (h *GameHost) Connected(c *Conn) {
 		h.stats.Joins++
 		g.queueBroadcast(&ctrl.Frame)
 	}
-	gc.fullDue = proto.CauseJoin
+	gc.fullDue = resumeCause(resumed)
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)
@@ -359,6 +367,7 @@ func (h *GameHost) Message(c *Conn, m *Message) {
 func (h *GameHost) Tick(now time.Time, tick uint32) {
 	fulls := 0
 	for _, g := range h.games {
+		h.expireAwaited(g, now)
 		for n := g.eng.Due(now); n > 0; n-- {
 			g.eng.Step()
 			if h.cfg.Stepped != nil {

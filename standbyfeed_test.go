@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 	"github.com/tickwire/tickwire/migrate"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
 )
 
 // standbyLayer is a player's warm standby as a client layer: it loads
@@ -56,6 +58,24 @@ func (l *standbyLayer) Frame(t proto.FrameType, b []byte, _ *PacketInfo) error {
 	return nil
 }
 
+// newFeedRig is a game rig whose host feeds a warm standby: player 1
+// plays (client c), player 2 is the standby (client sc, layer).
+func newFeedRig(t *testing.T) (*gameRig, *StandbyFeed, *standbyLayer, *Client, *Client) {
+	feed := &StandbyFeed{Game: rigGame, Epoch: 1}
+	r := newGameRigConfig(t, GameConfig{Stepped: feed.Stepped})
+	c, _ := r.dial(1, 1, nil)
+	layer := &standbyLayer{}
+	sc := r.dialLayer(2, 2, layer, nil)
+	r.srv.Do(func() {
+		for _, conn := range r.srv.conns {
+			if conn.ClientID() == 2 {
+				feed.SetStandby(conn)
+			}
+		}
+	})
+	return r, feed, layer, c, sc
+}
+
 // TestStandbyFeedPromotes: in virtual time, a GameHost feeds a player's
 // warm standby (StandbyFeed on GameConfig.Stepped, frames on the
 // standby's reliable channel over a 15 ms link) while another player
@@ -64,20 +84,9 @@ func (l *standbyLayer) Frame(t proto.FrameType, b []byte, _ *PacketInfo) error {
 // which is within a few ticks of the host's last, and it runs on.
 func TestStandbyFeedPromotes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		feed := &StandbyFeed{Game: rigGame, Epoch: 1}
-		r := newGameRigConfig(t, GameConfig{Stepped: feed.Stepped})
-		c, _ := r.dial(1, 1, nil)
+		r, feed, layer, c, sc := newFeedRig(t)
 		defer c.Close()
-		layer := &standbyLayer{}
-		sc := r.dialLayer(2, 2, layer, nil)
 		defer sc.Close()
-		r.srv.Do(func() {
-			for _, conn := range r.srv.conns {
-				if conn.ClientID() == 2 {
-					feed.SetStandby(conn)
-				}
-			}
-		})
 		time.Sleep(5 * time.Second)
 		var (
 			hostTick uint32
@@ -124,6 +133,90 @@ func TestStandbyFeedPromotes(t *testing.T) {
 		}
 		if eng.Tick() < tick+5 || !slices.Equal(eng.Players(nil), []uint16{1, 2}) {
 			t.Fatalf("promoted engine at tick %d with players %v after 100 ms", eng.Tick(), eng.Players(nil))
+		}
+	})
+}
+
+// successor serves games adopted after a migration on addr of r's
+// network, with key (the successor key), recording its history like r.
+func (r *gameRig) successor(addr string, key Key) *gameRig {
+	r.t.Helper()
+	s := &gameRig{t: r.t, net: r.net, key: key, hist: map[uint32]stateCopy{}, done: make(chan error, 1)}
+	pc, err := r.net.Listen(addr)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if s.srv, err = NewServer(key, Config{}); err != nil {
+		r.t.Fatal(err)
+	}
+	if s.host, err = NewGameHost(s.srv, func(uint64) (Game, error) { return arena.NewGame(8), nil }, GameConfig{Handler: historyHandler{s}}); err != nil {
+		r.t.Fatal(err)
+	}
+	s.srv.Handle(s.host)
+	go func() { s.done <- s.srv.Serve(udp.FromPacketConn(pc)) }()
+	return s
+}
+
+// TestMigrationResumesPlayer: in virtual time, the host feeds its
+// standby and has minted the credentials for it; the host's server stops
+// without notice; the standby promotes and its own server (another
+// address, the successor key) adopts the promoted engine; the other
+// player re-dials it with its successor token and is resumed, not
+// joined: its replica equals the new host's state; the standby's own
+// slot, not re-dialled, leaves after the grace.
+func TestMigrationResumesPlayer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _, layer, c, sc := newFeedRig(t)
+		defer sc.Close()
+		const newAddr = "10.0.2.1:7777"
+		creds, err := MintSuccessorCredentials(rigGame, newAddr, []SuccessorPlayer{{ClientID: 1, Players: []uint16{1}}},
+			0, [proto.UserDataSize]byte{}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		r.close()
+		c.Close()
+
+		var eng *sim.Server
+		sc.Do(func() { eng, err = layer.sb.Promote(time.Now()) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := r.successor(newAddr, creds.Key)
+		defer s.close()
+		s.srv.Do(func() { err = s.host.Adopt(rigGame, eng, 2*time.Second) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc, err := NewGameClient(arena.NewGame(0), randomInputs(1), sim.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, err := r.net.Listen("10.0.3.1:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c2, err := (&Dialer{Game: gc, Conn: udp.FromPacketConn(pc)}).Dial(ctx, creds.Tokens[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c2.Close()
+		s.waitSynced("resumed on the new host", func(_ int, st GameClientStats) bool { return st.FullSnapshots >= 1 }, gc)
+		time.Sleep(3 * time.Second)
+		var (
+			players []uint16
+			hst     GameHostStats
+		)
+		s.srv.Do(func() { players, hst = s.host.Engine(rigGame).Players(nil), s.host.Stats() })
+		if !slices.Equal(players, []uint16{1}) || hst.Joins != 0 || hst.Leaves != 1 {
+			t.Fatalf("new host: players %v, stats %+v (want player 1 resumed, slot 2 left)", players, hst)
+		}
+		s.waitSynced("on the new host after the grace", checksummed(2), gc)
+		if st := gc.Stats(); st.Desyncs != 0 {
+			t.Fatalf("resumed player: %+v", st)
 		}
 	})
 }
