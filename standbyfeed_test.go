@@ -177,6 +177,7 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		r.close()
 		c.Close()
+		stopped := time.Now()
 
 		var eng *sim.Server
 		sc.Do(func() { eng, err = layer.sb.Promote(time.Now()) })
@@ -205,6 +206,9 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		}
 		defer c2.Close()
 		s.waitSynced("resumed on the new host", func(_ int, st GameClientStats) bool { return st.FullSnapshots >= 1 }, gc)
+		// Detection (1.5 s, migrate.HostMonitor) is not in this figure:
+		// the promotion starts at once.
+		t.Logf("from the host's stop to the player's replica on the new host: %v (virtual, 15 ms one way, polled every 20 ms)", time.Since(stopped))
 		time.Sleep(3 * time.Second)
 		var (
 			players []uint16
