@@ -170,8 +170,9 @@ type hostedGame struct {
 	broadcast [][]byte
 	// players of an adopted game who have not re-dialled yet, until
 	// awaitEnd (Adopt)
-	awaited  map[uint16]bool
-	awaitEnd time.Time
+	awaited   map[uint16]bool
+	awaitEnd  time.Time
+	migration proto.ControlFrame // sent to each resumed connection
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -317,7 +318,7 @@ func (h *GameHost) Connected(c *Conn) {
 		h.stats.Joins++
 		g.queueBroadcast(&ctrl.Frame)
 	}
-	gc.fullDue = resumeCause(resumed)
+	gc.fullDue = gc.firstFull(resumed)
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)

@@ -14,14 +14,25 @@ import (
 // awaited did not re-dial in time.
 const LeftInMigration = "lost in migration"
 
+// Migration describes the host migration that brings an adopted game
+// here.
+type Migration struct {
+	Epoch uint32        // the new host's epoch
+	Host  uint16        // the new host's player slot (0: not a player)
+	Addr  string        // where the players reach the new host (≤ 255 bytes)
+	Grace time.Duration // how long awaited players have to re-dial
+}
+
 // Adopt makes eng the running game gameID on this host: the engine of a
 // promoted warm standby (migrate.Standby.Promote), whose players are
 // about to re-dial after a host migration. A connection whose players
-// are all awaited resumes them (a full snapshot of cause
-// proto.CauseMigration instead of a join); an awaited player not back
-// within grace leaves with LeftInMigration. Call it from the server's
-// loop (Server.Do) before the players dial.
-func (h *GameHost) Adopt(gameID uint64, eng *sim.Server, grace time.Duration) error {
+// are all awaited resumes them: it gets the host migration control
+// (proto.ControlHostMigration: m's host, the engine's tick, m's epoch and
+// address) and a full snapshot of cause proto.CauseMigration instead of
+// a join; an awaited player not back within m.Grace leaves with
+// LeftInMigration. Call it from the server's loop (Server.Do) before the
+// players dial.
+func (h *GameHost) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 	if h.games[gameID] != nil {
 		return errors.New("tickwire: Adopt: the game is already running here")
 	}
@@ -31,8 +42,12 @@ func (h *GameHost) Adopt(gameID uint64, eng *sim.Server, grace time.Duration) er
 		ring:     deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring}),
 		world:    interest.NewWorld(h.cfg.Interest),
 		awaited:  map[uint16]bool{},
-		awaitEnd: h.srv.Now().Add(grace),
+		awaitEnd: h.srv.Now().Add(m.Grace),
 	}
+	if len(m.Addr) > proto.MaxControlText {
+		return errors.New("tickwire: Adopt: the new host's address is longer than a control frame's text")
+	}
+	g.migration = proto.ControlFrame{Code: proto.ControlHostMigration, Player: m.Host, Arg: uint64(m.Epoch), Text: []byte(m.Addr)}
 	for _, p := range eng.Players(nil) {
 		g.awaited[p] = true
 	}
@@ -73,12 +88,15 @@ func (h *GameHost) expireAwaited(g *hostedGame, now time.Time) {
 	clear(g.awaited)
 }
 
-// resumeCause is the full snapshot a connection of g gets first: the
-// game as it stands (migration) when it resumes awaited players, else
-// its join.
-func resumeCause(resumed bool) proto.SnapshotCause {
-	if resumed {
-		return proto.CauseMigration
+// firstFull is the full snapshot a connection of g gets first: its join,
+// or, when it resumes awaited players, the game as it stands after the
+// host migration control.
+func (gc *gameConn) firstFull(resumed bool) proto.SnapshotCause {
+	if !resumed {
+		return proto.CauseJoin
 	}
-	return proto.CauseJoin
+	ctl := gc.game.migration
+	ctl.Tick = gc.game.eng.Tick()
+	gc.sendControl(&ctl)
+	return proto.CauseMigration
 }

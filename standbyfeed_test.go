@@ -184,9 +184,12 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		promoted := eng.Tick()
 		s := r.successor(newAddr, creds.Key)
 		defer s.close()
-		s.srv.Do(func() { err = s.host.Adopt(rigGame, eng, 2*time.Second) })
+		s.srv.Do(func() {
+			err = s.host.Adopt(rigGame, eng, Migration{Epoch: 2, Host: 2, Addr: newAddr, Grace: 2 * time.Second})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +203,17 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		c2, err := (&Dialer{Game: gc, Conn: udp.FromPacketConn(pc)}).Dial(ctx, creds.Tokens[1])
+		var migrated []proto.ControlFrame // what the player's client saw (its loop; read after its close)
+		seen := func(t proto.FrameType, b []byte) []byte {
+			if t == proto.FrameControl {
+				if f, _, err := proto.ParseControlFrame(b); err == nil && f.Code == proto.ControlHostMigration {
+					f.Text = slices.Clone(f.Text)
+					migrated = append(migrated, f)
+				}
+			}
+			return b
+		}
+		c2, err := (&Dialer{Game: gc, Conn: udp.FromPacketConn(pc), frameFilter: seen}).Dial(ctx, creds.Tokens[1])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,6 +234,10 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		s.waitSynced("on the new host after the grace", checksummed(2), gc)
 		if st := gc.Stats(); st.Desyncs != 0 {
 			t.Fatalf("resumed player: %+v", st)
+		}
+		c2.Close()
+		if len(migrated) != 1 || migrated[0].Player != 2 || migrated[0].Arg != 2 || string(migrated[0].Text) != newAddr || migrated[0].Tick < promoted || migrated[0].Tick > promoted+10 {
+			t.Fatalf("host migration controls seen: %+v", migrated)
 		}
 	})
 }
