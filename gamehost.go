@@ -43,6 +43,10 @@ type GameConfig struct {
 	// Handler, if set, also receives the connections' events (messages
 	// the engine does not consume: those not postmarked).
 	Handler Handler
+	// Stepped, if set, is called after each step of a game's engine,
+	// before anything else touches it (a warm standby's feed records the
+	// step there: StandbyFeed.Stepped).
+	Stepped func(gameID uint64, eng *sim.Server)
 }
 
 // FullCodec is how join and resync snapshots are compressed. The zero
@@ -164,6 +168,11 @@ type hostedGame struct {
 	fullCause proto.SnapshotCause
 	// pending control frames for everyone, sent reliably after the tick
 	broadcast [][]byte
+	// players of an adopted game who have not re-dialled yet, until
+	// awaitEnd (Adopt)
+	awaited   map[uint16]bool
+	awaitEnd  time.Time
+	migration proto.ControlFrame // sent to each resumed connection
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -286,7 +295,11 @@ func (h *GameHost) Connected(c *Conn) {
 		sched: interest.NewScheduler(h.cfg.Scheduler),
 		now:   now,
 	}
+	resumed := g.resumes(c.Players())
 	for _, p := range c.Players() {
+		if resumed {
+			break // in the adopted engine already
+		}
 		ctrl, err := g.eng.Join(p)
 		if err != nil {
 			h.log.Warn("join refused", "game", g.id, "player", p, "err", err)
@@ -310,7 +323,7 @@ func (h *GameHost) Connected(c *Conn) {
 		h.log.Info("player joined", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "conn", c.ID())
 		g.queueBroadcast(&ctrl.Frame)
 	}
-	gc.fullDue = proto.CauseJoin
+	gc.fullDue = gc.firstFull(resumed)
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)
@@ -371,8 +384,12 @@ func (h *GameHost) Message(c *Conn, m *Message) {
 func (h *GameHost) Tick(now time.Time, tick uint32) {
 	fulls := 0
 	for _, g := range h.games {
+		h.expireAwaited(g, now)
 		for n := g.eng.Due(now); n > 0; n-- {
 			g.eng.Step()
+			if h.cfg.Stepped != nil {
+				h.cfg.Stepped(g.id, g.eng)
+			}
 			g.publish()
 			for _, ctrl := range g.eng.Controls() {
 				if ctrl.To == 0 {

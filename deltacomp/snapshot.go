@@ -33,3 +33,10 @@ func (s *Snapshot) Append(id proto.NetworkID, record []byte) {
 	s.IDs = append(s.IDs, id)
 	s.Records = append(s.Records, record[:s.RecordSize]...)
 }
+
+// CopyFrom makes s an independent copy of src, reusing s's buffers.
+func (s *Snapshot) CopyFrom(src *Snapshot) {
+	s.Tick, s.RecordSize = src.Tick, src.RecordSize
+	s.IDs = append(s.IDs[:0], src.IDs...)
+	s.Records = append(s.Records[:0], src.Records...)
+}

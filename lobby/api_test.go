@@ -207,6 +207,45 @@ func TestPeerHosted(t *testing.T) {
 	}
 }
 
+// TestPeerHostedCandidates: every player of a peer-hosted game who
+// offered a UDP port is named with its host address in every player's
+// assignment (the candidates of host migration); the others are not.
+func TestPeerHostedCandidates(t *testing.T) {
+	_, srv := newTestLobby(t, Config{})
+	ctx := testCtx(t)
+	c := &Client{BaseURL: srv.URL}
+	bob, err := c.Create(ctx, "demo", CreateRequest{Name: "three", Player: "Bob", MaxPlayers: 3, Hosting: PeerHosted, HostPort: 40000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Alice", HostPort: 40001})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carol, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Carol"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Seat{bob, alice, carol} {
+		if err := s.Ready(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ca, err := carol.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"127.0.0.1:40000", "127.0.0.1:40001", ""}
+	for i, p := range ca.Players {
+		if p.HostAddr != want[i] {
+			t.Fatalf("player %s: host address %q, want %q", p.Name, p.HostAddr, want[i])
+		}
+	}
+	if !ca.Players[0].Host || ca.Players[1].Host {
+		t.Fatalf("players %+v", ca.Players)
+	}
+}
+
 // apiCall posts body to path and returns the status and error code.
 func apiCall(t *testing.T, srv string, method, path, body string) (int, string) {
 	t.Helper()

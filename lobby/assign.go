@@ -70,6 +70,9 @@ func (l *Lobby) maybeAssign(r *room) {
 	players := make([]AssignedPlayer, len(r.players))
 	for i, s := range r.players {
 		players[i] = AssignedPlayer{Name: s.name, Slot: uint16(i + 1), ClientID: randomID(), Host: s == host}
+		if r.hosting == PeerHosted && s.hostPort != 0 && s.remote.IsValid() {
+			players[i].HostAddr = netip.AddrPortFrom(s.remote, s.hostPort).String()
+		}
 	}
 	as := make([]*Assignment, len(r.players))
 	for i, s := range r.players {

@@ -61,7 +61,11 @@
 // "host" and HostKey (the key in hex), which its game server must open
 // the tokens with. The host's own token lists 127.0.0.1:hostPort first.
 // If everyone is ready and nobody offered a port, the room waits and its
-// players get an "assign_failed" error saying so.
+// players get an "assign_failed" error saying so. Every player who
+// offered a port is named in every assignment's players with its
+// address ("hostAddr"): those are the players who can take the game over
+// if its host is lost (host migration, docs/MIGRATION.md), so the other
+// players of the game learn their addresses.
 //
 // NAT caveat: the lobby sees the host's public address only if the host
 // reaches it directly. Behind NAT, the port must be forwarded (or the

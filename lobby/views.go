@@ -132,6 +132,10 @@ type AssignedPlayer struct {
 	Slot     uint16 `json:"slot"`
 	ClientID uint64 `json:"-"` // only Config.OnAssigned sees other players' ids
 	Host     bool   `json:"host,omitempty"`
+	// HostAddr, in a peer-hosted game, is where the player's own game
+	// server is reached when it offered a UDP port (it can take over the
+	// game: host migration, docs/MIGRATION.md); empty otherwise.
+	HostAddr string `json:"hostAddr,omitempty"`
 }
 
 // AssignmentStatus answers GET /api/rooms/{room}/assignment: Status is

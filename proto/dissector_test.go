@@ -171,6 +171,88 @@ func expectFrame(f fields, fr frame) {
 	case *PathResponseFrame:
 		f.add("tickwire.frame.type", uint8(FramePathResponse))
 		f.bytes("tickwire.path_response.data", v.Data[:])
+	case *RosterFrame:
+		f.add("tickwire.frame.type", uint8(FrameRoster))
+		f.add("tickwire.roster.epoch", v.Epoch)
+		f.add("tickwire.roster.host", v.Host)
+		f.add("tickwire.roster.count", len(v.Members))
+		for _, m := range v.Members {
+			f.add("tickwire.roster.slot", m.Slot)
+			f.add("tickwire.roster.client_id", m.ClientID)
+			f.add("tickwire.roster.candidate", boolField(m.Candidate))
+			if len(m.Addr) > 0 {
+				f.add("tickwire.roster.addr", string(m.Addr))
+			}
+		}
+	case *StandbyStepFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyStep))
+		f.add("tickwire.standby_step.epoch", v.Epoch)
+		f.add("tickwire.standby_step.tick", v.Tick)
+		f.add("tickwire.standby_step.input_size", v.InputSize)
+		f.add("tickwire.standby_step.changes", len(v.Changes))
+		f.add("tickwire.standby_step.inputs", len(v.Inputs))
+		f.add("tickwire.standby_step.messages", len(v.Messages))
+		for _, c := range v.Changes {
+			f.add("tickwire.standby_step.player", c.Player)
+			kind := 2
+			if c.Join {
+				kind = 1
+			}
+			f.add("tickwire.standby_step.change", kind)
+			if len(c.Reason) > 0 {
+				f.add("tickwire.standby_step.reason", string(c.Reason))
+			}
+		}
+		for _, in := range v.Inputs {
+			f.add("tickwire.standby_step.player", in.Player)
+			f.add("tickwire.standby_step.missing", boolField(in.Missing))
+			f.add("tickwire.standby_step.rejected", boolField(in.Rejected))
+			f.add("tickwire.standby_step.rewound", boolField(in.Rewound))
+			if in.Rewound {
+				f.add("tickwire.standby_step.view_from", in.From)
+				f.add("tickwire.standby_step.view_to", in.To)
+				f.add("tickwire.standby_step.blend", in.Blend)
+			}
+			f.bytes("tickwire.standby_step.input", in.Data)
+		}
+		for _, m := range v.Messages {
+			f.add("tickwire.standby_step.player", m.Player)
+			f.add("tickwire.standby_step.channel", m.Channel)
+			f.add("tickwire.standby_step.postmark", m.Tick)
+			f.add("tickwire.standby_step.late", boolField(m.Late))
+			f.add("tickwire.standby_step.msg_len", len(m.Data))
+			f.bytes("tickwire.standby_step.msg_data", m.Data)
+		}
+	case *SuccessorFrame:
+		f.add("tickwire.frame.type", uint8(FrameSuccessor))
+		f.add("tickwire.successor.epoch", v.Epoch)
+		f.add("tickwire.successor.slot", v.Successor)
+		f.add("tickwire.successor.kind", uint8(v.Kind))
+		if v.Kind == SuccessorKey {
+			f.add("tickwire.successor.key_id", v.KeyID)
+			f.bytes("tickwire.successor.key", v.Key[:])
+		} else {
+			f.add("tickwire.successor.token_len", len(v.Token))
+			f.add("tickwire.successor.token", string(v.Token))
+		}
+	case *StandbyStateFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyState))
+		f.add("tickwire.standby_state.epoch", v.Epoch)
+		f.add("tickwire.standby_state.tick", v.Tick)
+		f.add("tickwire.standby_state.revision", v.Revision)
+		f.add("tickwire.standby_state.server_spawn", v.ServerSpawn)
+		f.add("tickwire.standby_state.players", len(v.Players))
+		for _, p := range v.Players {
+			f.add("tickwire.standby_state.player", p)
+		}
+		f.add("tickwire.standby_state.snapshots", len(v.Snapshots))
+		for i := range v.Snapshots {
+			expectFrame(f, &v.Snapshots[i])
+		}
+	case *StandbyAckFrame:
+		f.add("tickwire.frame.type", uint8(FrameStandbyAck))
+		f.add("tickwire.standby_ack.epoch", v.Epoch)
+		f.add("tickwire.standby_ack.tick", v.Tick)
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}

@@ -16,7 +16,12 @@ const (
 	FrameControl       FrameType = 0x0a // lifecycle events (join, leave, reject, ...)
 	FramePathChallenge FrameType = 0x0b // server asks the peer to echo 8 bytes from a new address
 	FramePathResponse  FrameType = 0x0c // the echo of a path challenge
-	frameTypeEnd       FrameType = 0x0d
+	FrameRoster        FrameType = 0x0d // a peer host's players and who can host (migration)
+	FrameStandbyAck    FrameType = 0x0e // the warm standby holds the host's steps up to a tick
+	FrameStandbyStep   FrameType = 0x0f // the host's record of one tick, to its warm standby
+	FrameStandbyState  FrameType = 0x10 // the host's engine state and snapshots, to its warm standby
+	FrameSuccessor     FrameType = 0x11 // credentials for the successor's server (key or token)
+	frameTypeEnd       FrameType = 0x12
 )
 
 var frameNames = [...]string{
@@ -32,6 +37,11 @@ var frameNames = [...]string{
 	FrameControl:       "control",
 	FramePathChallenge: "path challenge",
 	FramePathResponse:  "path response",
+	FrameRoster:        "roster",
+	FrameStandbyAck:    "standby ack",
+	FrameStandbyStep:   "standby step",
+	FrameStandbyState:  "standby state",
+	FrameSuccessor:     "successor",
 }
 
 func (t FrameType) String() string {
@@ -95,6 +105,16 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParsePathChallengeFrame(b)
 	case FramePathResponse:
 		_, n, err = ParsePathResponseFrame(b)
+	case FrameRoster:
+		n, err = skipRosterFrame(b)
+	case FrameStandbyAck:
+		_, n, err = ParseStandbyAckFrame(b)
+	case FrameStandbyStep:
+		n, err = skipStandbyStepFrame(b)
+	case FrameStandbyState:
+		n, err = skipStandbyStateFrame(b)
+	case FrameSuccessor:
+		_, n, err = ParseSuccessorFrame(b)
 	}
 	return t, n, err
 }

@@ -14,8 +14,9 @@ const (
 	// (an action is named by its player and tick); Text the reason; Arg
 	// is 0.
 	ControlActionRejected ControlCode = 3
-	// ControlHostMigration: the game moved to a new host at Tick; Player is
-	// the new host's player, Arg its client id, Text its address.
+	// ControlHostMigration: the game moved to a new host and resumes from
+	// Tick; Player is the new host's player (0: none), Arg its epoch, Text
+	// its address.
 	ControlHostMigration ControlCode = 4
 	// ControlCommit: every peer reached Tick; commands older are final
 	// (lockstep mode).

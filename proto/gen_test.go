@@ -108,6 +108,61 @@ func (g *gen) frame(t FrameType) frame {
 		f := &PathResponseFrame{}
 		copy(f.Data[:], g.bytes(PathDataSize))
 		return f
+	case FrameRoster:
+		f := &RosterFrame{Epoch: g.r.Uint32(), Host: uint16(g.r.Uint32()), Members: make([]RosterMember, 1+g.r.IntN(6))}
+		for i := range f.Members {
+			m := &f.Members[i]
+			m.Slot, m.ClientID = uint16(g.r.Uint32()), g.r.Uint64()
+			if g.r.IntN(2) == 0 {
+				m.Candidate, m.Addr = true, g.text(1+g.r.IntN(30))
+			}
+		}
+		return f
+	case FrameStandbyAck:
+		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
+	case FrameSuccessor:
+		f := &SuccessorFrame{Epoch: g.r.Uint32(), Successor: uint16(g.r.Uint32())}
+		if g.r.IntN(2) == 0 {
+			f.Kind, f.KeyID = SuccessorKey, g.r.Uint32()
+			copy(f.Key[:], g.bytes(KeySize))
+		} else {
+			f.Kind, f.Token = SuccessorToken, g.text(1+g.r.IntN(300))
+		}
+		return f
+	case FrameStandbyState:
+		f := &StandbyStateFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), Revision: g.r.Uint32(), ServerSpawn: g.r.Uint32()}
+		for range g.r.IntN(5) {
+			f.Players = append(f.Players, uint16(g.r.Uint32()))
+		}
+		for range 1 + g.r.IntN(3) {
+			f.Snapshots = append(f.Snapshots, *g.frame(FrameFullSnapshot).(*FullSnapshotFrame))
+		}
+		return f
+	case FrameStandbyStep:
+		f := &StandbyStepFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32(), InputSize: uint16(1 + g.r.IntN(12))}
+		for range g.r.IntN(3) {
+			c := StandbyChange{Player: uint16(g.r.Uint32()), Join: g.r.IntN(2) == 0}
+			if !c.Join && g.r.IntN(2) == 0 {
+				c.Reason = g.text(1 + g.r.IntN(20))
+			}
+			f.Changes = append(f.Changes, c)
+		}
+		for range 1 + g.r.IntN(5) {
+			in := StandbyInput{Player: uint16(g.r.Uint32()), Missing: g.r.IntN(4) == 0, Rejected: g.r.IntN(4) == 0,
+				Data: g.bytes(int(f.InputSize))}
+			if g.r.IntN(2) == 0 {
+				in.Rewound, in.From, in.To, in.Blend = true, g.r.Uint32(), g.r.Uint32(), uint16(g.r.Uint32())
+			}
+			f.Inputs = append(f.Inputs, in)
+		}
+		for range g.r.IntN(3) {
+			m := StandbyMessage{Player: uint16(g.r.Uint32()), Channel: uint8(g.r.Uint32()), Tick: g.r.Uint32(), Late: g.r.IntN(3) == 0}
+			if n := g.r.IntN(30); n > 0 {
+				m.Data = g.bytes(n)
+			}
+			f.Messages = append(f.Messages, m)
+		}
+		return f
 	}
 	panic("unknown frame type")
 }

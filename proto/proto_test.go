@@ -46,6 +46,21 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FramePathResponse:
 		f, n, err := ParsePathResponseFrame(b)
 		return &f, n, err
+	case FrameRoster:
+		f, n, err := ParseRosterFrame(b)
+		return &f, n, err
+	case FrameStandbyAck:
+		f, n, err := ParseStandbyAckFrame(b)
+		return &f, n, err
+	case FrameStandbyStep:
+		f, n, err := ParseStandbyStepFrame(b)
+		return &f, n, err
+	case FrameStandbyState:
+		f, n, err := ParseStandbyStateFrame(b)
+		return &f, n, err
+	case FrameSuccessor:
+		f, n, err := ParseSuccessorFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -471,6 +486,21 @@ func TestFrameRejects(t *testing.T) {
 		&ControlFrame{Code: ControlPlayerJoined, Text: make([]byte, MaxControlText+1)},
 		&SnapshotDeltaFrame{Codec: codecEnd},
 		&ReliableFrame{Data: make([]byte, MaxPacketSizeLimit+1)},
+		&RosterFrame{},
+		&StandbyStepFrame{},
+		&StandbyStateFrame{},
+		&SuccessorFrame{},
+		&SuccessorFrame{Kind: SuccessorToken},
+		&SuccessorFrame{Kind: SuccessorToken, Token: make([]byte, MaxSuccessorToken+1)},
+		&SuccessorFrame{Kind: SuccessorToken, KeyID: 1, Token: []byte("t")},
+		&SuccessorFrame{Kind: SuccessorKey, Token: []byte("t")},
+		&StandbyStateFrame{Snapshots: []FullSnapshotFrame{{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize},
+			{Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: MaxSnapshotSize}, {Cause: CauseMigration, RawLen: 1}}},
+		&StandbyStepFrame{InputSize: 2, Inputs: []StandbyInput{{Data: []byte{1}}}},
+		&StandbyStepFrame{InputSize: 2, Changes: []StandbyChange{{Join: true, Reason: []byte("x")}}},
+		&StandbyStepFrame{InputSize: 2, Messages: make([]StandbyMessage, MaxStandbyMessages+1)},
+		&RosterFrame{Members: make([]RosterMember, MaxRosterMembers+1)},
+		&RosterFrame{Members: []RosterMember{{Addr: make([]byte, MaxRosterAddr+1)}}},
 	}
 	for _, f := range bad {
 		if _, err := f.Append(nil); err == nil {

@@ -113,6 +113,10 @@ type serverPlayer struct {
 	buf  *InputBuffer
 	cur  Taken
 	ack  proto.InputAckFrame
+	// rewound is set when the current step rewound for the player, with
+	// the view it used (for StepRecord).
+	rewound bool
+	used    View
 }
 
 // Server is the authoritative tick engine: it buffers players' inputs by
@@ -140,6 +144,11 @@ type Server struct {
 	fx       effectLog
 	rw       serverRewinder
 	msgs     postmarkQueue
+	ran      []Message // the messages the last step ran
+
+	// membership changes since the last step, and those applied before it
+	changes, stepChanges []MemberChange
+	replay               bool // Replay is stepping: rewinds use the record
 
 	snap         deltacomp.Snapshot
 	hist         *BodyHistory
@@ -306,11 +315,14 @@ func (s *Server) Step() {
 		s.rejectText(n.player, n.tick, errLateAction)
 	}
 	s.lateActions = s.lateActions[:0]
+	s.stepChanges = append(s.stepChanges[:0], s.changes...)
+	s.changes = s.changes[:0]
 
 	s.inputs = s.inputs[:0]
 	ab := s.schema.ActionBytes
 	for _, p := range s.players {
 		p.cur = p.buf.Take(tick, sched)
+		p.rewound = false
 		newest, _ := p.buf.Newest()
 		p.ack = proto.InputAckFrame{Player: p.slot, Newest: newest, Age: p.cur.Age}
 		in := PlayerInput{Player: p.slot, Data: p.cur.Data, Missing: p.cur.Missing}
@@ -335,6 +347,7 @@ func (s *Server) Step() {
 	s.spawn.ids.SetLive(s.snap.IDs)
 	s.spawn.ids.Begin(tick)
 	s.game.Step(&s.ctx)
+	s.ran = s.ctx.Messages
 	s.ctx.Messages = nil
 
 	s.clock.Ran()
@@ -515,6 +528,7 @@ func (s *Server) Join(player uint16) (c Control, err error) {
 	}
 	ok = true
 	s.revision++
+	s.changes = append(s.changes, MemberChange{Player: player, Join: true})
 	return Control{Frame: proto.ControlFrame{Code: proto.ControlPlayerJoined, Player: player,
 		Tick: s.tick + 1, Arg: uint64(s.revision)}}, nil
 }
@@ -537,6 +551,7 @@ func (s *Server) Leave(player uint16, reason string) (c Control, err error) {
 		}
 		s.removePlayer(player, true)
 		s.revision++
+		s.changes = append(s.changes, MemberChange{Player: player, Reason: reason})
 		start := len(s.text)
 		s.text = append(s.text, reason[:min(len(reason), proto.MaxControlText)]...)
 		c = Control{Frame: proto.ControlFrame{Code: proto.ControlPlayerLeft, Player: player,
@@ -601,7 +616,9 @@ func (r *serverRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo)
 	newest := tick - 1
 	var info RewindInfo
 	p := s.player(player)
-	if p == nil || p.cur.Missing || s.ctx.Predicted {
+	if s.replay {
+		info = r.replayRewind(p, tick)
+	} else if p == nil || p.cur.Missing || s.ctx.Predicted {
 		info.Unknown = true
 		info.Used = View{From: newest, To: newest}
 	} else {
@@ -624,6 +641,9 @@ func (r *serverRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo)
 		from, _ = s.hist.Get(newest)
 		to = from
 		info.Used = View{From: newest, To: newest}
+	}
+	if p != nil && !s.replay && !info.Unknown {
+		p.rewound, p.used = true, info.Used
 	}
 	r.buf = InterpolateBodies(r.buf[:0], from, to, info.Used.Blend)
 	return r.buf, info

@@ -37,6 +37,13 @@ local MAX_INPUT_BYTES = 1024
 local MAX_PACKET = 1472
 local MAX_SNAPSHOT = 16 * 1024 * 1024
 local MAX_CONTROL_TEXT = 255
+local MAX_ROSTER_MEMBERS = 64
+local MAX_STANDBY_MESSAGES = 1024
+local MAX_STANDBY_SNAPSHOTS = 64
+local MAX_SUCCESSOR_TOKEN = 2048
+local KEY_SIZE = 32
+local MAX_INPUT_SIZE = 1024
+local MAX_MESSAGE = 1048576
 local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
@@ -55,7 +62,9 @@ local frame_names = {
     [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
     [0x05] = "Input ack", [0x06] = "Snapshot delta", [0x07] = "Full snapshot",
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
-    [0x0b] = "Path challenge", [0x0c] = "Path response",
+    [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
+    [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
+    [0x11] = "Successor",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -170,6 +179,52 @@ f.ctl_arg     = ProtoField.uint64("tickwire.control.arg", "Argument")
 f.ctl_text    = ProtoField.string("tickwire.control.text", "Text")
 f.path_chal   = ProtoField.bytes("tickwire.path_challenge.data", "Path challenge data")
 f.path_resp   = ProtoField.bytes("tickwire.path_response.data", "Path response data")
+f.ro_epoch    = ProtoField.uint32("tickwire.roster.epoch", "Epoch")
+f.ro_host     = ProtoField.uint16("tickwire.roster.host", "Host's player")
+f.ro_count    = ProtoField.uint8("tickwire.roster.count", "Members")
+f.ro_slot     = ProtoField.uint16("tickwire.roster.slot", "Player")
+f.ro_client   = ProtoField.uint64("tickwire.roster.client_id", "Client id")
+f.ro_cand     = ProtoField.bool("tickwire.roster.candidate", "Can host", 8, nil, 0x01)
+f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
+f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
+f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
+local change_names = { [1] = "join", [2] = "leave" }
+local successor_kinds = { [1] = "key (to the successor)", [2] = "token (for the successor's address)" }
+f.su_epoch    = ProtoField.uint32("tickwire.successor.epoch", "Epoch")
+f.su_slot     = ProtoField.uint16("tickwire.successor.slot", "Successor's player")
+f.su_kind     = ProtoField.uint8("tickwire.successor.kind", "Kind", base.DEC, successor_kinds)
+f.su_keyid    = ProtoField.uint32("tickwire.successor.key_id", "Key id")
+f.su_key      = ProtoField.bytes("tickwire.successor.key", "Key")
+f.su_toklen   = ProtoField.uint32("tickwire.successor.token_len", "Token length")
+f.su_token    = ProtoField.string("tickwire.successor.token", "Connect token")
+f.st_epoch    = ProtoField.uint32("tickwire.standby_state.epoch", "Epoch")
+f.st_tick     = ProtoField.uint32("tickwire.standby_state.tick", "Tick")
+f.st_rev      = ProtoField.uint32("tickwire.standby_state.revision", "Revision")
+f.st_spawn    = ProtoField.uint32("tickwire.standby_state.server_spawn", "Server spawn counter")
+f.st_np       = ProtoField.uint8("tickwire.standby_state.players", "Players")
+f.st_player   = ProtoField.uint16("tickwire.standby_state.player", "Player")
+f.st_ns       = ProtoField.uint8("tickwire.standby_state.snapshots", "Snapshots")
+f.ss_epoch    = ProtoField.uint32("tickwire.standby_step.epoch", "Epoch")
+f.ss_tick     = ProtoField.uint32("tickwire.standby_step.tick", "Tick")
+f.ss_size     = ProtoField.uint16("tickwire.standby_step.input_size", "Input size")
+f.ss_nchg     = ProtoField.uint8("tickwire.standby_step.changes", "Changes")
+f.ss_nin      = ProtoField.uint8("tickwire.standby_step.inputs", "Inputs")
+f.ss_nmsg     = ProtoField.uint16("tickwire.standby_step.messages", "Messages")
+f.ss_player   = ProtoField.uint16("tickwire.standby_step.player", "Player")
+f.ss_change   = ProtoField.uint8("tickwire.standby_step.change", "Change", base.DEC, change_names)
+f.ss_reason   = ProtoField.string("tickwire.standby_step.reason", "Reason")
+f.ss_missing  = ProtoField.bool("tickwire.standby_step.missing", "Missing", 8, nil, 0x01)
+f.ss_rejected = ProtoField.bool("tickwire.standby_step.rejected", "Rejected", 8, nil, 0x02)
+f.ss_rewound  = ProtoField.bool("tickwire.standby_step.rewound", "Rewound", 8, nil, 0x04)
+f.ss_from     = ProtoField.uint32("tickwire.standby_step.view_from", "View from")
+f.ss_to       = ProtoField.uint32("tickwire.standby_step.view_to", "View to")
+f.ss_blend    = ProtoField.uint16("tickwire.standby_step.blend", "View blend")
+f.ss_input    = ProtoField.bytes("tickwire.standby_step.input", "Input")
+f.ss_channel  = ProtoField.uint8("tickwire.standby_step.channel", "Channel")
+f.ss_postmark = ProtoField.uint32("tickwire.standby_step.postmark", "Postmark tick")
+f.ss_late     = ProtoField.bool("tickwire.standby_step.late", "Late", 8, nil, 0x01)
+f.ss_msglen   = ProtoField.uint32("tickwire.standby_step.msg_len", "Message length")
+f.ss_msgdata  = ProtoField.bytes("tickwire.standby_step.msg_data", "Message data")
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
@@ -393,6 +448,164 @@ local function frame_control(buf, off, tree)
     return off + n
 end
 
+local function frame_roster(buf, off, tree)
+    if not have(buf, off, 7) then return bad(tree, "truncated roster frame") end
+    tree:add_le(f.ro_epoch, buf(off, 4))
+    tree:add_le(f.ro_host, buf(off + 4, 2))
+    local count = buf(off + 6, 1):uint()
+    tree:add(f.ro_count, buf(off + 6, 1))
+    if count == 0 or count > MAX_ROSTER_MEMBERS then return bad(tree, "roster frame: bad member count") end
+    off = off + 7
+    for _ = 1, count do
+        if not have(buf, off, 12) then return bad(tree, "truncated roster frame") end
+        local flags = buf(off + 10, 1):uint()
+        local n = buf(off + 11, 1):uint()
+        if flags > 1 then return bad(tree, "roster frame: unknown member flags") end
+        if not have(buf, off + 12, n) then return bad(tree, "truncated roster frame") end
+        local m = tree:add(p, buf(off, 12 + n), "Member")
+        m:add_le(f.ro_slot, buf(off, 2))
+        m:add_le(f.ro_client, buf(off + 2, 8))
+        m:add(f.ro_cand, buf(off + 10, 1))
+        if n > 0 then m:add(f.ro_addr, buf(off + 12, n)) end
+        off = off + 12 + n
+    end
+    return off
+end
+
+local function frame_standby_ack(buf, off, tree)
+    if not have(buf, off, 8) then return bad(tree, "truncated standby ack frame") end
+    tree:add_le(f.sa_epoch, buf(off, 4))
+    tree:add_le(f.sa_tick, buf(off + 4, 4))
+    return off + 8
+end
+
+local function frame_standby_step(buf, off, tree)
+    local trunc = "truncated standby step frame"
+    if not have(buf, off, 14) then return bad(tree, trunc) end
+    tree:add_le(f.ss_epoch, buf(off, 4))
+    tree:add_le(f.ss_tick, buf(off + 4, 4))
+    local size = buf(off + 8, 2):le_uint()
+    tree:add_le(f.ss_size, buf(off + 8, 2))
+    local nc = buf(off + 10, 1):uint()
+    local ni = buf(off + 11, 1):uint()
+    local nm = buf(off + 12, 2):le_uint()
+    tree:add(f.ss_nchg, buf(off + 10, 1))
+    tree:add(f.ss_nin, buf(off + 11, 1))
+    tree:add_le(f.ss_nmsg, buf(off + 12, 2))
+    if size == 0 or size > MAX_INPUT_SIZE then return bad(tree, "standby step frame: bad input size") end
+    if nm > MAX_STANDBY_MESSAGES then return bad(tree, "standby step frame: too many messages") end
+    off = off + 14
+    for _ = 1, nc do
+        if not have(buf, off, 4) then return bad(tree, trunc) end
+        local kind = buf(off + 2, 1):uint()
+        local n = buf(off + 3, 1):uint()
+        if kind ~= 1 and kind ~= 2 then return bad(tree, "standby step frame: unknown change") end
+        if kind == 1 and n > 0 then return bad(tree, "standby step frame: join with a reason") end
+        if not have(buf, off + 4, n) then return bad(tree, trunc) end
+        local c = tree:add(p, buf(off, 4 + n), "Change")
+        c:add_le(f.ss_player, buf(off, 2))
+        c:add(f.ss_change, buf(off + 2, 1))
+        if n > 0 then c:add(f.ss_reason, buf(off + 4, n)) end
+        off = off + 4 + n
+    end
+    for _ = 1, ni do
+        if not have(buf, off, 3) then return bad(tree, trunc) end
+        local flags = buf(off + 2, 1):uint()
+        if flags > 7 then return bad(tree, "standby step frame: unknown input flags") end
+        local view = 0
+        if flags >= 4 then view = 10 end
+        if not have(buf, off + 3, view + size) then return bad(tree, trunc) end
+        local it = tree:add(p, buf(off, 3 + view + size), "Input")
+        it:add_le(f.ss_player, buf(off, 2))
+        it:add(f.ss_missing, buf(off + 2, 1))
+        it:add(f.ss_rejected, buf(off + 2, 1))
+        it:add(f.ss_rewound, buf(off + 2, 1))
+        if view > 0 then
+            it:add_le(f.ss_from, buf(off + 3, 4))
+            it:add_le(f.ss_to, buf(off + 7, 4))
+            it:add_le(f.ss_blend, buf(off + 11, 2))
+        end
+        it:add(f.ss_input, buf(off + 3 + view, size))
+        off = off + 3 + view + size
+    end
+    for _ = 1, nm do
+        if not have(buf, off, 8) then return bad(tree, trunc) end
+        local flags = buf(off + 7, 1):uint()
+        if flags > 1 then return bad(tree, "standby step frame: unknown message flags") end
+        local n, sz = varint(buf, off + 8)
+        if not n then return bad(tree, "standby step frame: " .. sz) end
+        if n > MAX_MESSAGE then return bad(tree, "standby step frame: message too long") end
+        if not have(buf, off + 8 + sz, n) then return bad(tree, trunc) end
+        local m = tree:add(p, buf(off, 8 + sz + n), "Message")
+        m:add_le(f.ss_player, buf(off, 2))
+        m:add(f.ss_channel, buf(off + 2, 1))
+        m:add_le(f.ss_postmark, buf(off + 3, 4))
+        m:add(f.ss_late, buf(off + 7, 1))
+        m:add(f.ss_msglen, buf(off + 8, sz), n)
+        if n > 0 then m:add(f.ss_msgdata, buf(off + 8 + sz, n)) end
+        off = off + 8 + sz + n
+    end
+    return off
+end
+
+local function frame_successor(buf, off, tree)
+    local trunc = "truncated successor frame"
+    if not have(buf, off, 7) then return bad(tree, trunc) end
+    tree:add_le(f.su_epoch, buf(off, 4))
+    tree:add_le(f.su_slot, buf(off + 4, 2))
+    local kind = buf(off + 6, 1):uint()
+    if kind ~= 1 and kind ~= 2 then return bad(tree, "successor frame: unknown kind") end
+    tree:add(f.su_kind, buf(off + 6, 1))
+    off = off + 7
+    if kind == 1 then
+        if not have(buf, off, 4 + KEY_SIZE) then return bad(tree, trunc) end
+        tree:add_le(f.su_keyid, buf(off, 4))
+        tree:add(f.su_key, buf(off + 4, KEY_SIZE))
+        return off + 4 + KEY_SIZE
+    end
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "successor frame: " .. sz) end
+    if n == 0 or n > MAX_SUCCESSOR_TOKEN then return bad(tree, "successor frame: bad token length") end
+    tree:add(f.su_toklen, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, trunc) end
+    tree:add(f.su_token, buf(off, n))
+    return off + n
+end
+
+local function frame_standby_state(buf, off, tree)
+    local trunc = "truncated standby state frame"
+    if not have(buf, off, 17) then return bad(tree, trunc) end
+    tree:add_le(f.st_epoch, buf(off, 4))
+    tree:add_le(f.st_tick, buf(off + 4, 4))
+    tree:add_le(f.st_rev, buf(off + 8, 4))
+    tree:add_le(f.st_spawn, buf(off + 12, 4))
+    local np = buf(off + 16, 1):uint()
+    tree:add(f.st_np, buf(off + 16, 1))
+    off = off + 17
+    if not have(buf, off, 2 * np + 1) then return bad(tree, trunc) end
+    for i = 0, np - 1 do tree:add_le(f.st_player, buf(off + 2 * i, 2)) end
+    off = off + 2 * np
+    local ns = buf(off, 1):uint()
+    tree:add(f.st_ns, buf(off, 1))
+    if ns == 0 or ns > MAX_STANDBY_SNAPSHOTS then return bad(tree, "standby state frame: bad snapshot count") end
+    off = off + 1
+    local raw = 0
+    for _ = 1, ns do
+        if not have(buf, off, 1) then return bad(tree, trunc) end
+        local st = tree:add(p, buf(off), "Snapshot")
+        st:add(f.frame, buf(off, 1))
+        if buf(off, 1):uint() ~= 0x07 then return bad(st, "standby state frame: not a full snapshot") end
+        local nxt = frame_full(buf, off + 1, st)
+        if not nxt then return nil end
+        raw = raw + varint(buf, off + 11) -- the raw length, valid once frame_full passed
+        st:set_len(nxt - off)
+        off = nxt
+    end
+    if raw > 4 * MAX_SNAPSHOT then return bad(tree, "standby state frame: snapshots over size limit") end
+    return off
+end
+
 -- The two path frames share one layout: the type, then 8 bytes of data.
 local function path_frame(field, what)
     return function(buf, off, tree)
@@ -409,6 +622,8 @@ local frame_parsers = {
     [0x0a] = frame_control,
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
+    [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
+    [0x10] = frame_standby_state, [0x11] = frame_successor,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.

@@ -1,0 +1,147 @@
+package migrate
+
+import (
+	"time"
+)
+
+// ActionKind is what a Follower asks its owner to do.
+type ActionKind uint8
+
+// Actions of a Follower.
+const (
+	ActNone    ActionKind = iota
+	ActDial               // dial Action.Member, the successor of Action.Epoch
+	ActPromote            // this player is the successor of Action.Epoch: promote
+	ActNoHost             // the host is lost and nobody can take over (Action.Err)
+)
+
+var actNames = [...]string{ActNone: "none", ActDial: "dial", ActPromote: "promote", ActNoHost: "no host"}
+
+func (k ActionKind) String() string {
+	if int(k) < len(actNames) {
+		return actNames[k]
+	}
+	return "unknown"
+}
+
+// Action is a Follower's decision.
+type Action struct {
+	Kind   ActionKind
+	Member Member // the successor (ActDial, ActPromote)
+	Epoch  Epoch  // its epoch
+	Err    error  // ActNoHost: ErrNoHost
+}
+
+// Follower is a player's side of host migration, without I/O: it follows
+// the host's rosters (refusing stale epochs), watches the host's
+// packets with a HostMonitor, and once the host is lost runs the
+// Election, telling its owner whom to dial, when to promote itself, or
+// that the game is over. Drive it with the arrival time of every packet
+// from the host (Heard), every roster (Roster) and a periodic Advance.
+type Follower struct {
+	Self    uint16 // this player's slot
+	Monitor HostMonitor
+	// PromoteTimeout configures the Election (DefaultPromoteTimeout when
+	// zero).
+	PromoteTimeout time.Duration
+
+	gate     EpochGate
+	roster   Roster
+	election Election
+	electing bool
+	over     bool
+	last     Action
+}
+
+// Heard records a packet from the current host at now.
+func (f *Follower) Heard(now time.Time) {
+	if !f.electing {
+		f.Monitor.Heard(now)
+	}
+}
+
+// Roster follows r if its epoch is current or newer; a stale roster is
+// refused (false) and counted in StaleRosters. r must be valid.
+func (f *Follower) Roster(r *Roster) bool {
+	if !f.gate.Admit(r.Epoch) {
+		return false
+	}
+	f.roster = r.Clone()
+	return true
+}
+
+// StaleRosters counts rosters of an older epoch refused.
+func (f *Follower) StaleRosters() uint64 { return f.gate.Stale }
+
+// Following is the roster followed now.
+func (f *Follower) Following() *Roster { return &f.roster }
+
+// Advance checks the host at now and returns what to do: a new action
+// when the host was just found lost or the election moved on, ActNone
+// otherwise.
+func (f *Follower) Advance(now time.Time) Action {
+	switch {
+	case f.over:
+		return Action{}
+	case !f.electing:
+		if !f.Monitor.Lost(now) {
+			return Action{}
+		}
+		f.electing = true
+		f.election.PromoteTimeout = f.PromoteTimeout
+		f.election.Start(now, &f.roster)
+	case !f.election.Advance(now):
+		return Action{}
+	}
+	return f.decide()
+}
+
+func (f *Follower) decide() Action {
+	w, e, err := f.election.Winner()
+	switch {
+	case err != nil:
+		f.over = true
+		f.last = Action{Kind: ActNoHost, Err: err}
+	case w.Slot == f.Self:
+		f.last = Action{Kind: ActPromote, Member: w, Epoch: e}
+	default:
+		f.last = Action{Kind: ActDial, Member: w, Epoch: e}
+	}
+	return f.last
+}
+
+// Electing reports whether the host is lost and no successor has
+// announced itself yet; Pending is then the last action given.
+func (f *Follower) Electing() bool { return f.electing && !f.over }
+
+// Pending is the last action Advance returned during this election.
+func (f *Follower) Pending() Action { return f.last }
+
+// Announced handles the successor's host_migration (slot, epoch) that
+// arrived at now: if it is the elected one, the follower follows it (its
+// roster comes next; until then the old roster's succession stands with
+// the old host removed) and reports true.
+func (f *Follower) Announced(now time.Time, slot uint16, epoch Epoch) bool {
+	if !f.electing || f.over || !f.election.Announced(slot, epoch) {
+		return false
+	}
+	f.electing = false
+	f.gate.Admit(epoch)
+	next := Roster{Epoch: epoch, Host: slot}
+	for _, m := range f.roster.Members {
+		if m.Slot != f.roster.Host {
+			next.Members = append(next.Members, m)
+		}
+	}
+	f.roster = next
+	f.Monitor.Heard(now)
+	f.last = Action{}
+	return true
+}
+
+// Promoted records that this player became the host of epoch (after
+// ActPromote): it stops watching a host.
+func (f *Follower) Promoted(epoch Epoch) {
+	f.electing, f.over = false, true
+	f.gate.Admit(epoch)
+}

@@ -1,0 +1,190 @@
+package migrate
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// followGame is four players of one peer-hosted game in virtual time: the
+// followers of slots 2, 3 and 4 (slot 1 hosts first), each advancing on
+// its own 100 ms timer with its own phase.
+type followGame struct {
+	t     *testing.T
+	f     map[uint16]*Follower
+	phase map[uint16]time.Duration
+	alive uint16 // the host now (0: none)
+	epoch Epoch
+	now   time.Time
+}
+
+func newFollowGame(t *testing.T) *followGame {
+	g := &followGame{t: t, f: map[uint16]*Follower{}, phase: map[uint16]time.Duration{2: 0, 3: 37 * time.Millisecond, 4: 81 * time.Millisecond},
+		alive: 1, epoch: 1, now: t0}
+	r := roster4()
+	for s := uint16(2); s <= 4; s++ {
+		f := &Follower{Self: s}
+		f.Roster(&r)
+		f.Heard(t0)
+		g.f[s] = f
+	}
+	return g
+}
+
+// run advances virtual time by d in 1 ms steps: the live host sends a
+// heartbeat every 500 ms; each follower advances every 100 ms (its
+// phase); a promoting player announces itself 200 ms after its decision
+// and the dialing players hear it then (when they dial the right one).
+func (g *followGame) run(d time.Duration) (acts map[uint16][]Action, at map[uint16]time.Time) {
+	acts, at = map[uint16][]Action{}, map[uint16]time.Time{}
+	type announce struct {
+		when  time.Time
+		slot  uint16
+		epoch Epoch
+	}
+	var pending []announce
+	end := g.now.Add(d)
+	for ; g.now.Before(end); g.now = g.now.Add(time.Millisecond) {
+		since := g.now.Sub(t0)
+		if g.alive != 0 && since%Heartbeat == 0 {
+			for s, f := range g.f {
+				if s != g.alive {
+					f.Heard(g.now)
+				}
+			}
+		}
+		for _, a := range pending {
+			if a.when.Equal(g.now) {
+				g.alive, g.epoch = a.slot, a.epoch
+				for s, f := range g.f {
+					if s != a.slot && f.Announced(g.now, a.slot, a.epoch) {
+						r := Roster{Epoch: a.epoch, Host: a.slot}
+						r.Members = append(r.Members, f.Following().Members...)
+						if !f.Roster(&r) {
+							g.t.Fatalf("slot %d refused the new host's roster", s)
+						}
+					}
+				}
+			}
+		}
+		for s, f := range g.f {
+			if s == g.alive || (since-g.phase[s])%(100*time.Millisecond) != 0 {
+				continue
+			}
+			a := f.Advance(g.now)
+			if a.Kind == ActNone {
+				continue
+			}
+			acts[s] = append(acts[s], a)
+			if _, ok := at[s]; !ok {
+				at[s] = g.now
+			}
+			if a.Kind == ActPromote {
+				f.Promoted(a.Epoch)
+				pending = append(pending, announce{g.now.Add(200 * time.Millisecond), s, a.Epoch})
+			}
+		}
+	}
+	return acts, at
+}
+
+// kill stops the current host: its heartbeats end and it is no longer a
+// follower (its process is gone).
+func (g *followGame) kill() {
+	delete(g.f, g.alive)
+	g.alive = 0
+}
+
+// TestFollowersMigrate: in virtual time, the host of four is killed
+// after 10 s; every follower finds it lost between 1.5 s and 1.6 s after
+// its last heartbeat (its own 100 ms timer), all agree on slot 4 (lowest
+// client id among candidates), slot 4 promotes at epoch 2 and the others
+// dial it; then slot 4 is killed, slot 2 takes over at epoch 3; then
+// slot 2 is killed and slot 3, who never offered to host, is told no
+// host is left.
+func TestFollowersMigrate(t *testing.T) {
+	g := newFollowGame(t)
+	if acts, _ := g.run(10 * time.Second); len(acts) != 0 {
+		t.Fatalf("actions while the host is alive: %v", acts)
+	}
+	lastBeat := g.now.Add(-Heartbeat) // the run ends just before the 10 s heartbeat
+	g.kill()
+	acts, at := g.run(3 * time.Second)
+	for s, want := range map[uint16]ActionKind{2: ActDial, 3: ActDial, 4: ActPromote} {
+		a := acts[s]
+		if len(a) != 1 || a[0].Kind != want || a[0].Member.Slot != 4 || a[0].Epoch != 2 {
+			t.Fatalf("first migration: slot %d did %+v, want one %v of slot 4 at epoch 2", s, a, want)
+		}
+		if d := at[s].Sub(lastBeat); d < DefaultTimeout || d >= DefaultTimeout+100*time.Millisecond {
+			t.Fatalf("slot %d acted %v after the last heartbeat", s, d)
+		}
+	}
+	if g.alive != 4 || g.epoch != 2 {
+		t.Fatalf("host %d at epoch %d after the first migration", g.alive, g.epoch)
+	}
+	for _, s := range []uint16{2, 3} {
+		if g.f[s].Electing() || g.f[s].Following().Host != 4 {
+			t.Fatalf("slot %d does not follow slot 4", s)
+		}
+	}
+	// A stale roster of the first host, arriving late, is refused.
+	old := roster4()
+	if g.f[2].Roster(&old) || g.f[2].StaleRosters() != 1 {
+		t.Fatal("a roster of epoch 1 was followed at epoch 2")
+	}
+
+	g.kill()
+	acts, _ = g.run(3 * time.Second)
+	if a := acts[2]; len(a) != 1 || a[0].Kind != ActPromote || a[0].Epoch != 3 {
+		t.Fatalf("second migration: slot 2 did %+v", a)
+	}
+	if a := acts[3]; len(a) != 1 || a[0].Kind != ActDial || a[0].Member.Slot != 2 || a[0].Epoch != 3 {
+		t.Fatalf("second migration: slot 3 did %+v", a)
+	}
+
+	g.kill()
+	acts, _ = g.run(3 * time.Second)
+	if a := acts[3]; len(a) != 1 || a[0].Kind != ActNoHost || !errors.Is(a[0].Err, ErrNoHost) {
+		t.Fatalf("no candidate left: slot 3 did %+v", a)
+	}
+}
+
+// TestFollowerSilentSuccessor: a successor that never announces itself
+// is struck off after the promote timeout and the next one is dialed (or
+// promotes), one epoch further.
+func TestFollowerSilentSuccessor(t *testing.T) {
+	r := roster4()
+	f3 := &Follower{Self: 3}
+	f2 := &Follower{Self: 2}
+	for _, f := range []*Follower{f2, f3} {
+		f.Roster(&r)
+		f.Heard(t0)
+	}
+	lost := t0.Add(DefaultTimeout)
+	if a := f3.Advance(lost); a.Kind != ActDial || a.Member.Slot != 4 || a.Epoch != 2 {
+		t.Fatalf("slot 3: %+v", a)
+	}
+	if a := f2.Advance(lost); a.Kind != ActDial || a.Member.Slot != 4 {
+		t.Fatalf("slot 2: %+v", a)
+	}
+	if a := f3.Advance(lost.Add(DefaultPromoteTimeout / 2)); a.Kind != ActNone || f3.Pending().Member.Slot != 4 {
+		t.Fatalf("slot 3 moved on before the promote timeout: %+v", a)
+	}
+	later := lost.Add(DefaultPromoteTimeout)
+	if a := f3.Advance(later); a.Kind != ActDial || a.Member.Slot != 2 || a.Epoch != 3 {
+		t.Fatalf("slot 3 after slot 4's silence: %+v", a)
+	}
+	if a := f2.Advance(later); a.Kind != ActPromote || a.Epoch != 3 {
+		t.Fatalf("slot 2 after slot 4's silence: %+v", a)
+	}
+	// Slot 4 wakes up and announces epoch 2: too late.
+	if f3.Announced(later, 4, 2) {
+		t.Fatal("a struck-off successor was followed")
+	}
+	if !f3.Announced(later, 2, 3) || f3.Following().Host != 2 {
+		t.Fatal("the elected successor was not followed")
+	}
+	if ActDial.String() != "dial" || ActionKind(9).String() != "unknown" {
+		t.Fatal("ActionKind.String")
+	}
+}

@@ -1,0 +1,53 @@
+package migrate
+
+import "time"
+
+// Default timings of seed 001: the host is heard at least every
+// Heartbeat (its snapshots, or a keep-alive on a quiet session) and lost
+// after DefaultTimeout (three missed heartbeats); an elected successor
+// that does not announce itself within DefaultPromoteTimeout is struck
+// off and the next one elected.
+const (
+	Heartbeat             = 500 * time.Millisecond
+	DefaultTimeout        = 3 * Heartbeat
+	DefaultPromoteTimeout = time.Second
+)
+
+// HostMonitor declares a host lost after Timeout without an
+// authenticated packet from it. The zero value with Timeout zero uses
+// DefaultTimeout; call Heard once at connection to arm it.
+type HostMonitor struct {
+	Timeout time.Duration
+	last    time.Time
+	armed   bool
+}
+
+func (m *HostMonitor) timeout() time.Duration {
+	if m.Timeout > 0 {
+		return m.Timeout
+	}
+	return DefaultTimeout
+}
+
+// Heard records a packet from the host that arrived at now. Packets are
+// handled in arrival order, but a timestamp older than the last is
+// ignored rather than moving the deadline back.
+func (m *HostMonitor) Heard(now time.Time) {
+	if !m.armed || now.After(m.last) {
+		m.last, m.armed = now, true
+	}
+}
+
+// Deadline is when the host counts as lost if nothing arrives before
+// (zero before the first Heard).
+func (m *HostMonitor) Deadline() time.Time {
+	if !m.armed {
+		return time.Time{}
+	}
+	return m.last.Add(m.timeout())
+}
+
+// Lost reports whether the host has been silent for Timeout at now.
+func (m *HostMonitor) Lost(now time.Time) bool {
+	return m.armed && !now.Before(m.Deadline())
+}
