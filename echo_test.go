@@ -116,6 +116,30 @@ func TestEchoLatency(t *testing.T) {
 	t.Logf("echo RTT over 25±5 ms, 5%% loss each way, 1 KB at 60/s: p50 %v p99 %v max %v", p50, p99, pmax)
 }
 
+// virtualEchoRTTs is echoRTTsOver inside a synctest bubble, over the
+// in-memory network with spec each way (seeded), n messages.
+func virtualEchoRTTs(t *testing.T, spec string, n int, noDelay bool) []time.Duration {
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nw := udptest.NewNetwork(udptest.Config{})
+	seed := uint64(20)
+	listen := func() udp.BatchConn {
+		pc, err := nw.Listen("127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed++
+		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
+	}
+	// In virtual time the client's loop ticks at the very instants a
+	// ticker started with it would: send half a tick later, so which
+	// goroutine runs first at a shared instant cannot decide whether a
+	// message waits a tick.
+	return echoRTTsOver(t, listen, n, time.Second/120, noDelay)
+}
+
 // TestEchoLatencyVirtual is the same scenario in virtual time over the
 // in-memory network, long enough (3,000 messages, 50 s) for a stable
 // tail: the target is p99 at most 110 ms over the 50 ms base
@@ -124,26 +148,8 @@ func TestEchoLatency(t *testing.T) {
 // retransmission timeout only when every copy was lost.
 func TestEchoLatencyVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 25ms 5ms loss 5%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		nw := udptest.NewNetwork(udptest.Config{})
-		seed := uint64(20)
-		listen := func() udp.BatchConn {
-			pc, err := nw.Listen("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			seed++
-			return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
-		}
 		const n = 3000
-		// In virtual time the client's loop ticks at the very instants a
-		// ticker started with it would: send half a tick later, so which
-		// goroutine runs first at a shared instant cannot decide whether
-		// a message waits a tick.
-		rtts := echoRTTsOver(t, listen, n, time.Second/120, false)
+		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, false)
 		p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
 		t.Logf("virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], pmax)
 		// p50: the 50 ms base plus waiting for the next tick on each side.
@@ -162,22 +168,8 @@ func TestEchoLatencyVirtual(t *testing.T) {
 // was copied).
 func TestEchoLatencyVirtual20(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 50ms 10ms loss 20% duplicate 5% reorder 5%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		nw := udptest.NewNetwork(udptest.Config{})
-		seed := uint64(20)
-		listen := func() udp.BatchConn {
-			pc, err := nw.Listen("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			seed++
-			return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
-		}
 		const n = 3000
-		rtts := echoRTTsOver(t, listen, n, time.Second/120, false)
+		rtts := virtualEchoRTTs(t, "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", n, false)
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("virtual echo RTT over 50±10 ms, 20%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
 		if p99 > 350*time.Millisecond {
@@ -193,22 +185,8 @@ func TestEchoLatencyVirtual20(t *testing.T) {
 // the tick-aligned echo's is about 71 ms.
 func TestEchoNoDelayVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 25ms 5ms loss 5%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		nw := udptest.NewNetwork(udptest.Config{})
-		seed := uint64(20)
-		listen := func() udp.BatchConn {
-			pc, err := nw.Listen("127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			seed++
-			return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
-		}
 		const n = 3000
-		rtts := echoRTTsOver(t, listen, n, time.Second/120, true)
+		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, true)
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("no-delay virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
 		if p50 > 60*time.Millisecond || p99 > 110*time.Millisecond {
