@@ -534,7 +534,7 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 			h.stats.Desyncs++
 			h.log.Warn("client desynced", "game", gc.game.id, "conn", gc.c.ID(), "tick", req.Tick)
 		}
-		if gc.fullDue != 0 || gc.fullSent || (!gc.fullAt.IsZero() && p.Time.Sub(gc.fullAt) < resyncCooldown) {
+		if gc.fullDue != 0 || gc.fullSent || p.Time.Sub(gc.fullAt) < resyncCooldown {
 			// One full snapshot at a time, and no sooner than the
 			// cooldown: the client asks again while it still needs one.
 			h.stats.ResyncsIgnored++
