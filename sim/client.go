@@ -29,6 +29,12 @@ type ClientStats struct {
 	RejectedActions uint64
 	// ClockJumps counts jumps of a far-behind predicted clock.
 	ClockJumps uint64
+	// PredictionCapped counts frames that sampled nothing because the
+	// predicted tick had reached the prediction limit (half the input
+	// ring past the newest server tick heard: the server is silent).
+	PredictionCapped uint64
+	// Resumes counts host migrations the clocks were re-anchored for.
+	Resumes uint64
 	// Rollbacks counts rollbacks to a new authoritative state;
 	// Resimulated the ticks re-simulated by them, Predicted the ticks
 	// predicted for the first time.
@@ -211,6 +217,48 @@ func (c *Client) Start(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.started = true
 }
 
+// Resume re-anchors the clocks on a new server after a host migration
+// (docs/MIGRATION.md), keeping the sampled inputs: the new host resumed
+// the game at serverTick and holds none of the inputs after it, so every
+// one the ring still holds after serverTick goes out again, and the
+// inputs up to the newest one the old host acknowledged are kept as they
+// were (the old host may have run them; the successor must run the
+// same). Prediction starts again from the next authoritative state,
+// interpolation from the next packets. rtt is the new handshake's.
+func (c *Client) Resume(now time.Time, serverTick uint32, rtt time.Duration) {
+	if !c.started {
+		c.Start(now, serverTick, rtt)
+		return
+	}
+	c.clock.start(now, serverTick, rtt)
+	next := uint32(int64(c.clock.tick))
+	for _, a := range c.acked {
+		if int32(a+1-next) > 0 {
+			next = a + 1 // never re-sample an input the old host held
+		}
+	}
+	if c.sampled && int32(next-c.nextInput) < 0 {
+		// Re-sample from next: the inputs of the ticks after it were
+		// sampled while the host was silent and reached nobody.
+		c.nextInput = next
+		c.clock.tick = max(c.clock.tick, float64(next))
+	}
+	for p := range c.acked {
+		if int32(c.acked[p]-serverTick) > 0 {
+			c.acked[p] = serverTick
+		}
+	}
+	c.newestServer, c.hasServer = serverTick, true
+	c.hasAuth, c.predicting, c.rollbackDue = false, false, false
+	c.authIDs = c.authIDs[:0]
+	c.hist.Reset()
+	c.hasHist = false
+	c.lastFrame = now
+	c.interp.reset(c.period)
+	c.interp.packet(now, serverTick)
+	c.stats.Resumes++
+}
+
 // Advance runs one client frame at now: it moves the predicted clock
 // (with its time dilation) and calls sample for every local player and
 // every tick the clock passed; if a newer authoritative state arrived
@@ -240,9 +288,21 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	c.display = c.smooth.apply(c.display[:0], c.predBodies)
 }
 
-// sample samples the inputs of the ticks the clock passed.
+// sample samples the inputs of the ticks the clock passed, no further
+// than the prediction limit: half the input ring past the newest server
+// tick heard. A server silent that long (a host that died, a long
+// outage) does not make the ring overwrite the inputs it may still need:
+// those it acknowledged, and those a successor resuming from an earlier
+// tick will need again (Resume).
 func (c *Client) sample(sample SampleFunc) {
 	target := uint32(int64(math.Floor(c.clock.tick)))
+	if limit := c.newestServer + uint32(c.cfg.InputRing/2); int32(target-limit) > 0 {
+		if int32(c.nextInput-limit) > 0 {
+			c.stats.PredictionCapped++
+			return
+		}
+		target = limit
+	}
 	if int32(target-c.nextInput) >= int32(c.cfg.InputRing/2) {
 		// Far behind (a stall or a clock jump): skip to now rather than
 		// burst half a ring of inputs.
@@ -338,30 +398,36 @@ func (c *Client) AppendInputFrames(b []byte, room int, loss float64) []byte {
 	newest := c.Tick()
 	size := c.schema.InputSize
 	want := Redundancy(loss)
+	perFrame := min(proto.MaxInputsPerFrame, proto.MaxInputBytes/size, c.cfg.InputRing)
+	overhead := 1 + 2 + 4 + 1 + proto.VarintLen(uint32(size))
 	for p, player := range c.cfg.Players {
-		count := want
-		if un := int32(newest - c.acked[p]); un > int32(count) {
-			count = int(un)
-		}
-		count = min(count, proto.MaxInputsPerFrame, proto.MaxInputBytes/size, c.cfg.InputRing)
-		overhead := 1 + 2 + 4 + 1 + proto.VarintLen(uint32(size))
-		count = min(count, (room-(len(b)-start)-overhead)/size)
-		// Only contiguous sampled ticks ending at newest.
-		n := 0
-		for n < count && c.ring.slot(newest-uint32(n)) != nil {
-			n++
-		}
-		if n == 0 {
-			continue
-		}
-		data := c.frameBuf[:0]
-		for t := newest - uint32(n) + 1; int32(newest-t) >= 0; t++ {
-			data = append(data, c.ring.input(t, p)...)
-		}
-		c.frameBuf = data
-		f := proto.InputFrame{Player: player, Tick: newest, Count: uint8(n), Size: uint16(size), Data: data}
-		if nb, err := f.Append(b); err == nil {
+		want := max(want, int(int32(newest-c.acked[p])))
+		want = min(want, c.cfg.InputRing)
+		// Frames of contiguous sampled ticks, the newest first: more than
+		// one when more inputs are unacknowledged than a frame holds (a
+		// successor after a host migration needs every one).
+		for end := newest; want > 0; {
+			count := min(want, perFrame, (room-(len(b)-start)-overhead)/size)
+			n := 0
+			for n < count && c.ring.slot(end-uint32(n)) != nil {
+				n++
+			}
+			if n == 0 {
+				break
+			}
+			data := c.frameBuf[:0]
+			for t := end - uint32(n) + 1; int32(end-t) >= 0; t++ {
+				data = append(data, c.ring.input(t, p)...)
+			}
+			c.frameBuf = data
+			f := proto.InputFrame{Player: player, Tick: end, Count: uint8(n), Size: uint16(size), Data: data}
+			nb, err := f.Append(b)
+			if err != nil {
+				break
+			}
 			b = nb
+			want -= n
+			end -= uint32(n)
 		}
 	}
 	// Every sampled tick has now gone out under this header's view.

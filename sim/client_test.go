@@ -89,14 +89,23 @@ func TestClientInputFrames(t *testing.T) {
 	input := func(player uint16, tick uint32, dst []byte) []byte {
 		return append(dst, byte(tick), byte(player), 0, 0)
 	}
-	// Two seconds of frames without any ack: every frame repeats as many
-	// inputs as it can (everything is unacknowledged).
-	for range 120 {
+	// Two seconds of frames without any ack (the server's packets
+	// arrive): every packet repeats every input the ring holds (all are
+	// unacknowledged), in frames of at most MaxInputsPerFrame.
+	for i := range 120 {
 		now = now.Add(c.Period())
+		c.PacketReceived(now, 100+uint32(i))
 		c.Advance(now, input)
 	}
 	check := func(fs []proto.InputFrame, want int) {
 		t.Helper()
+		if want == proto.MaxInputsPerFrame {
+			// A second frame per player carries the 32 before.
+			if len(fs) != 4 || fs[1].Tick != c.Tick()-proto.MaxInputsPerFrame || fs[1].Count != proto.MaxInputsPerFrame {
+				t.Fatalf("%d frames %+v, want two per player", len(fs), fs)
+			}
+			fs = []proto.InputFrame{fs[0], fs[2]}
+		}
 		if len(fs) != 2 {
 			t.Fatalf("%d frames, want one per player", len(fs))
 		}
@@ -349,5 +358,70 @@ func TestClientHeadless(t *testing.T) {
 	bad.Append(1, []byte{0})
 	if err := c.Client.Authoritative(h.Server.Tick()+100, &bad); err != nil {
 		t.Errorf("headless Authoritative decoded the state: %v", err)
+	}
+}
+
+// TestClientResumeKeepsInputs: the host goes silent after acknowledging
+// inputs up to its newest while the predicted clock runs on; sampling
+// stops at the prediction limit (half the ring past the newest server
+// tick) instead of overwriting the ring. A successor resumes the game
+// at tick 185 (its standby's last tick): Resume re-sends every input
+// after 185, those up to the acknowledged one exactly as first sampled.
+func TestClientResumeKeepsInputs(t *testing.T) {
+	c, err := NewClient(&testGame{}, ClientConfig{Players: []uint16{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0
+	c.Start(now, 100, 0)
+	gen := byte(1) // which sampling an input comes from
+	input := func(player uint16, tick uint32, dst []byte) []byte {
+		return append(dst, byte(tick), byte(tick>>8), gen, 0)
+	}
+	for i := range 90 {
+		now = now.Add(c.Period())
+		c.PacketReceived(now, 100+uint32(i))
+		c.Advance(now, input)
+	}
+	acked := c.Tick()
+	c.InputAck(now, proto.InputAckFrame{Player: 1, Newest: acked, Age: 50}, 189, 0)
+	// The host dies: two seconds without a packet.
+	gen = 2
+	for range 120 {
+		now = now.Add(c.Period())
+		c.Advance(now, input)
+	}
+	limit := uint32(189 + c.cfg.InputRing/2)
+	if c.Tick() != limit || c.Stats().PredictionCapped == 0 {
+		t.Fatalf("predicted tick %d after 2 s of silence, want the limit %d (capped %d frames)", c.Tick(), limit, c.Stats().PredictionCapped)
+	}
+	gen = 3
+	c.Resume(now, 185, 20*time.Millisecond)
+	now = now.Add(c.Period())
+	c.Advance(now, input)
+	var got []proto.InputFrame
+	got = parseFrames(t, c.AppendInputFrames(nil, 1200, 0))
+	seen := map[uint32]byte{}
+	for _, f := range got {
+		for k := range int(f.Count) {
+			in := f.Input(k)
+			tick := f.FirstTick() + uint32(k)
+			if uint32(in[0])|uint32(in[1])<<8 != tick&0xffff {
+				t.Fatalf("input for tick %d is %x", tick, in)
+			}
+			seen[tick] = in[2]
+		}
+	}
+	for tick := uint32(186); int32(tick-c.Tick()) <= 0; tick++ {
+		g, ok := seen[tick]
+		switch {
+		case !ok:
+			t.Fatalf("input for tick %d not re-sent (frames %+v)", tick, got)
+		case int32(tick-acked) <= 0 && g != 1:
+			t.Fatalf("acknowledged input for tick %d re-sampled (generation %d)", tick, g)
+		}
+	}
+	if _, ok := seen[185]; ok || c.Stats().Resumes != 1 {
+		t.Fatalf("tick 185 (the successor has it) re-sent, or resumes %d", c.Stats().Resumes)
 	}
 }
