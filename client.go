@@ -115,20 +115,21 @@ type Client struct {
 	server  netip.AddrPort
 	token   *ConnectToken
 
-	mu       sync.Mutex // held by the loop while it works
-	sess     *session.Session
-	sh       sessionHandler
-	accept   proto.AcceptBody
-	tickRate int
-	tickNum  uint32 // the server tick this client estimates
-	tick0    time.Time
-	out      outQueue
-	peer     peerOutput
-	dropped  DropCounts
-	err      error // set once the session ended
-	closing  bool
-	done     chan struct{}
-	queue    []Message // for Receive when there is no handler
+	mu          sync.Mutex // held by the loop while it works
+	sess        *session.Session
+	sh          sessionHandler
+	accept      proto.AcceptBody
+	tickRate    int
+	tickNum     uint32 // the server tick this client estimates
+	tick0       time.Time
+	out         outQueue
+	peer        peerOutput
+	dropped     DropCounts
+	err         error // set once the session ended
+	closing     bool
+	closeReason proto.DisconnectReason // what Close tells the server
+	done        chan struct{}
+	queue       []Message // for Receive when there is no handler
 	// queueBytes is the data queue holds; queueDropped counts messages
 	// dropped because it was full.
 	queueBytes   int
@@ -568,7 +569,11 @@ func (c *Client) SendErrors() uint64 {
 
 // Close tells the server the client is leaving and closes the socket. It
 // waits until queued reliable messages were sent once, at most one tick.
-func (c *Client) Close() error {
+func (c *Client) Close() error { return c.CloseWith(proto.DisconnectClosed) }
+
+// CloseWith is Close telling the server reason r (a player that follows
+// a successor leaves its old host with proto.DisconnectHostMigrate).
+func (c *Client) CloseWith(r proto.DisconnectReason) error {
 	c.mu.Lock()
 	if c.closing {
 		c.mu.Unlock()
@@ -576,6 +581,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closing = true
+	c.closeReason = r
 	c.mu.Unlock()
 	close(c.stopLoop)
 	<-c.done
@@ -617,7 +623,7 @@ func (c *Client) loop() {
 			c.mu.Lock()
 			now := c.now()
 			c.tick(now) // one last packet with what was queued
-			c.end(proto.DisconnectClosed, false, now)
+			c.end(c.closeReason, false, now)
 			c.mu.Unlock()
 			c.finish()
 			return

@@ -3,6 +3,7 @@ package tickwire
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -55,6 +56,12 @@ type GameClient struct {
 	checkIdx  []int32
 	connected time.Time
 	stats     GameClientStats
+
+	// cur is c for the goroutines of Stats, State and Do (Attach
+	// replaces c when the GameClient moves to a new session); resuming
+	// makes the next Attach a host migration's (Resume).
+	cur      atomic.Pointer[Client]
+	resuming bool
 
 	handler  GameHandler
 	sampleFn sim.SampleFunc // g.sample, made once
@@ -113,7 +120,24 @@ func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClien
 // Dialer.Game's ClientLayer): it starts the tick engine for the client's
 // players at the server's tick and returns the handler of the game's
 // frames.
+//
+// A GameClient can be attached again, to a new session: after a host
+// migration (Resume before dialling the successor) it keeps its engine —
+// the sampled inputs, which it re-sends, and the predicted world — and
+// re-anchors the clocks; otherwise it starts over with a new engine.
+// Either way the state of the old session (the replica, its packet
+// sequence, the resync in progress) is forgotten.
 func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
+	g.resetSession()
+	if g.resuming && g.eng != nil && slices.Equal(g.eng.Players(), c.Players()) {
+		g.resuming = false
+		g.c = c
+		g.cur.Store(c)
+		g.eng.Resume(a.Time, a.ServerTick, a.RTT)
+		g.ev.resume(a.ServerTick)
+		return (*gameFrames)(g), nil
+	}
+	g.resuming = false
 	cfg := g.cfg
 	cfg.Players = c.Players()
 	cfg.TickRate = c.TickRate()
@@ -122,6 +146,7 @@ func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 		return nil, err
 	}
 	g.c, g.eng = c, eng
+	g.cur.Store(c)
 	g.connected = a.Time
 	schema := g.game.Schema()
 	g.ev = gameEvents{newest: make([]uint32, len(cfg.Players)), inputSize: schema.InputSize,
@@ -129,6 +154,20 @@ func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 	g.sampleFn = g.sample
 	eng.Start(a.Time, a.ServerTick, a.RTT)
 	return (*gameFrames)(g), nil
+}
+
+// Resume makes the next Attach a host migration's: the session the
+// GameClient is attached to is about to be replaced by one to the
+// successor, which resumes the same game (docs/MIGRATION.md). Call it
+// from the client's loop or once that session has ended.
+func (g *GameClient) Resume() { g.resuming = true }
+
+// resetSession forgets what belonged to the last session.
+func (g *GameClient) resetSession() {
+	g.replica.Reset()
+	g.lastSeq, g.seenSeq, g.recvAt = 0, false, time.Time{}
+	g.lastDelta, g.deltaTick = 0, 0
+	g.resyncDue, g.resyncAt = false, time.Time{}
 }
 
 // gameFrames is the GameClient seen as its connection's FrameHandler
@@ -294,11 +333,12 @@ func (g *GameClient) sumReplica() uint64 {
 
 // Stats returns the counters. Safe from any goroutine.
 func (g *GameClient) Stats() GameClientStats {
-	if g.c == nil {
+	c := g.cur.Load()
+	if c == nil {
 		return GameClientStats{}
 	}
 	var st GameClientStats
-	g.c.Do(func() {
+	c.Do(func() {
 		st = g.stats
 		st.Engine = g.eng.Stats()
 		st.Events = g.ev.counts
@@ -310,18 +350,16 @@ func (g *GameClient) Stats() GameClientStats {
 // State calls f with the replicated state (the newest value of every
 // entity the server sent), under the client's lock.
 func (g *GameClient) State(f func(s *deltacomp.Snapshot)) {
-	if g.c == nil {
-		return
+	if c := g.cur.Load(); c != nil {
+		c.Do(func() { f(g.replica.State()) })
 	}
-	g.c.Do(func() { f(g.replica.State()) })
 }
 
 // Do calls f with the tick engine (the predicted and confirmed worlds,
 // bodies to render, effects) under the client's lock, between two of
 // the loop's frames. It does nothing before the client connected.
 func (g *GameClient) Do(f func(eng *sim.Client)) {
-	if g.c == nil {
-		return
+	if c := g.cur.Load(); c != nil {
+		c.Do(func() { f(g.eng) })
 	}
-	g.c.Do(func() { f(g.eng) })
 }

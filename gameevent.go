@@ -240,6 +240,19 @@ func (g *GameClient) packetTick(t uint32) {
 	}
 }
 
+// resume starts the counts of a new session to a host that resumed the
+// game at serverTick (a host migration): its game frames are counted
+// from zero, and it holds no input after serverTick.
+func (ev *gameEvents) resume(serverTick uint32) {
+	ev.frames, ev.ackFrames, ev.hasAck, ev.ackTick = 0, 0, false, 0
+	ev.newestTick = serverTick
+	for i, n := range ev.newest {
+		if int32(n-serverTick) > 0 {
+			ev.newest[i] = serverTick
+		}
+	}
+}
+
 // gameFrame counts a game frame that came on the reliable channel.
 func (g *GameClient) gameFrame() { g.ev.frames++ }
 

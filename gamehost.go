@@ -43,6 +43,9 @@ type GameConfig struct {
 	// Handler, if set, also receives the connections' events (messages
 	// the engine does not consume: those not postmarked).
 	Handler Handler
+	// Migration, if set, makes the host that of a peer-hosted game its
+	// players can take over (host migration; the host runs that one game).
+	Migration *MigrationConfig
 	// Stepped, if set, is called after each step of a game's engine,
 	// before anything else touches it (a warm standby's feed records the
 	// step there: StandbyFeed.Stepped).
@@ -93,6 +96,7 @@ type GameHost struct {
 	sum     sim.Checksummer
 	scratch []byte
 	stats   GameHostStats
+	mig     *hostMigration // nil unless GameConfig.Migration
 }
 
 // GameHostStats count what a GameHost did.
@@ -139,8 +143,12 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 	if cfg.Handler == nil {
 		cfg.Handler = nopHandler{}
 	}
-	return &GameHost{srv: srv, log: scfg.Logger, factory: factory, cfg: cfg, codec: codec,
-		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}}, nil
+	h := &GameHost{srv: srv, log: scfg.Logger, factory: factory, cfg: cfg, codec: codec,
+		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}}
+	if cfg.Migration != nil {
+		h.mig = newHostMigration(h, *cfg.Migration)
+	}
+	return h, nil
 }
 
 // Full snapshots cost the server a compression of the whole state, so a
@@ -173,6 +181,10 @@ type hostedGame struct {
 	awaited   map[uint16]bool
 	awaitEnd  time.Time
 	migration proto.ControlFrame // sent to each resumed connection
+	// the adopted game's tick waits for its players' inputs until holdEnd
+	// (zero: not holding), except for the gone
+	holdEnd time.Time
+	gone    []uint16
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -191,6 +203,9 @@ type gameConn struct {
 	fullAt   time.Time           // when the last full snapshot was sent
 	fullDue  proto.SnapshotCause // a full snapshot is due (0: none)
 	sumDue   bool
+	// holding: the connection resumed players of an adopted game, whose
+	// tick waits for their first inputs (hostedGame.holds).
+	holding bool
 	// frames counts the game frames (control frames, full snapshots)
 	// queued for the connection on the reliable channel, mod 65536, which
 	// every input ack names (proto.InputAckFrame.Frames).
@@ -324,9 +339,13 @@ func (h *GameHost) Connected(c *Conn) {
 		g.queueBroadcast(&ctrl.Frame)
 	}
 	gc.fullDue = gc.firstFull(resumed)
+	gc.holding = resumed
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
 	g.conns = append(g.conns, gc)
+	if h.mig != nil {
+		h.mig.changed()
+	}
 	h.cfg.Handler.Connected(c)
 }
 
@@ -349,7 +368,10 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 				g.queueBroadcast(&ctrl.Frame)
 			}
 		}
-		if len(g.conns) == 0 {
+		if h.mig != nil {
+			h.mig.disconnected(gc, r)
+		}
+		if len(g.conns) == 0 && len(g.awaited) == 0 {
 			delete(h.games, g.id)
 			h.log.Info("game ended", "game", g.id)
 		}
@@ -382,11 +404,22 @@ func (h *GameHost) Message(c *Conn, m *Message) {
 
 // Tick runs every game's due steps and prepares each connection's frames.
 func (h *GameHost) Tick(now time.Time, tick uint32) {
+	if h.mig != nil && !h.mig.tick(now) {
+		return // replaced by a successor: no step, no frame
+	}
 	fulls := 0
 	for _, g := range h.games {
 		h.expireAwaited(g, now)
-		for n := g.eng.Due(now); n > 0; n-- {
+		n := g.eng.Due(now)
+		if g.holds(now) {
+			g.eng.Resume(now) // the schedule restarts when the hold ends
+			n = 0
+		}
+		for ; n > 0; n-- {
 			g.eng.Step()
+			if h.mig != nil {
+				h.mig.stepped(g.id, g.eng)
+			}
 			if h.cfg.Stepped != nil {
 				h.cfg.Stepped(g.id, g.eng)
 			}
@@ -520,6 +553,9 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 		if err == nil {
 			err = gc.game.eng.ReceiveInput(p.Time, &p.Header, &in)
 		}
+		if err == nil {
+			gc.holding = false
+		}
 		if err != nil {
 			h.stats.BadFrames++
 			return err
@@ -543,8 +579,14 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 		h.stats.Resyncs++
 		gc.fullDue = proto.CauseResync
 	default:
-		h.stats.BadFrames++
-		return errUnexpectedFrame
+		var err error = errUnexpectedFrame
+		if h.mig != nil {
+			err = h.mig.frame(gc, t, f)
+		}
+		if err != nil {
+			h.stats.BadFrames++
+		}
+		return err
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -21,6 +22,15 @@ type Migration struct {
 	Host  uint16        // the new host's player slot (0: not a player)
 	Addr  string        // where the players reach the new host (≤ 255 bytes)
 	Grace time.Duration // how long awaited players have to re-dial
+	// Hold is how long at most the game's tick waits, from Adopt, for the
+	// awaited players to re-dial and send their first inputs (default
+	// 1 s): the successor resumes from its standby's last tick, and the
+	// inputs the old host ran after it (some acknowledged) must be back
+	// before it runs those ticks again.
+	Hold time.Duration
+	// Gone are awaited players not to hold the tick for (the old host's
+	// own player: its process is what was lost).
+	Gone []uint16
 }
 
 // Adopt makes eng the running game gameID on this host: the engine of a
@@ -43,7 +53,12 @@ func (h *GameHost) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 		world:    interest.NewWorld(h.cfg.Interest),
 		awaited:  map[uint16]bool{},
 		awaitEnd: h.srv.Now().Add(m.Grace),
+		gone:     slices.Clone(m.Gone),
 	}
+	if m.Hold == 0 {
+		m.Hold = time.Second
+	}
+	g.holdEnd = h.srv.Now().Add(m.Hold)
 	if len(m.Addr) > proto.MaxControlText {
 		return errors.New("tickwire: Adopt: the new host's address is longer than a control frame's text")
 	}
@@ -72,6 +87,34 @@ func (g *hostedGame) resumes(players []uint16) bool {
 		delete(g.awaited, p)
 	}
 	return true
+}
+
+// holds reports whether an adopted game's tick waits at now: until
+// every awaited player (but the gone) has re-dialled and sent an input,
+// at most until the hold's end.
+func (g *hostedGame) holds(now time.Time) bool {
+	if g.holdEnd.IsZero() {
+		return false
+	}
+	wait := now.Before(g.holdEnd)
+	if wait {
+		wait = false
+		for p := range g.awaited {
+			if !slices.Contains(g.gone, p) {
+				wait = true
+			}
+		}
+		for _, gc := range g.conns {
+			wait = wait || gc.holding
+		}
+	}
+	if !wait {
+		g.holdEnd = time.Time{} // for good
+		for _, gc := range g.conns {
+			gc.holding = false
+		}
+	}
+	return wait
 }
 
 // expireAwaited makes the awaited players leave once the grace is over.

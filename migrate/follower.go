@@ -145,3 +145,12 @@ func (f *Follower) Promoted(epoch Epoch) {
 	f.electing, f.over = false, true
 	f.gate.Admit(epoch)
 }
+
+// HostGone declares the current host lost at now without waiting for
+// its silence (its session ended: it stepped down, or timed out); the
+// next Advance starts the election.
+func (f *Follower) HostGone(now time.Time) {
+	if !f.electing {
+		f.Monitor.Expire(now)
+	}
+}

@@ -51,3 +51,9 @@ func (m *HostMonitor) Deadline() time.Time {
 func (m *HostMonitor) Lost(now time.Time) bool {
 	return m.armed && !now.Before(m.Deadline())
 }
+
+// Expire makes the host count as lost from now on: it said goodbye (a
+// host that stepped down), or its session ended.
+func (m *HostMonitor) Expire(now time.Time) {
+	m.last, m.armed = now.Add(-m.timeout()), true
+}

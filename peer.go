@@ -1,0 +1,696 @@
+package tickwire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/migrate"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// PeerConfig configures a Peer.
+type PeerConfig struct {
+	// Game is the player's game client; it stays the same across hosts.
+	Game *GameClient
+	// Factory makes the world of the game when this peer hosts it (as
+	// the lobby's host, or promoted). Required with HostConn.
+	Factory GameFactory
+	// Host configures the game host when this peer hosts (its Migration
+	// is filled in by the Peer), Server its server.
+	Host   GameConfig
+	Server Config
+	// HostConn is this player's host socket, bound for the whole game
+	// (nil: the player cannot host); HostAddr is where the other players
+	// reach it (what the lobby named as its "hostAddr").
+	HostConn udp.BatchConn
+	HostAddr string
+	// Handler, if set, receives the messages of every session; its
+	// Disconnected runs once, when the Peer ends (a host migration is not
+	// a disconnect).
+	Handler ClientHandler
+	// Dialer returns the dialer for each session (a new socket, the
+	// caller's Handler and Game are set by the Peer); nil: Dialer{}.
+	Dialer func() Dialer
+	// Redirect, if set, rewrites the address a successor is dialled at
+	// (a proxy in tests and netem runs); the token is unchanged.
+	Redirect func(addr string) string
+	// Timeout is how long the host may be silent before it is lost
+	// (default migrate.DefaultTimeout, seed 001's three heartbeats);
+	// PromoteTimeout how long an elected successor has to announce
+	// itself (default migrate.DefaultPromoteTimeout).
+	Timeout, PromoteTimeout time.Duration
+	// OnEvent, if set, hears what the Peer does (from its goroutines).
+	OnEvent func(PeerEvent)
+	Logger  *slog.Logger
+}
+
+// PeerEventKind names a Peer event.
+type PeerEventKind uint8
+
+// Peer events.
+const (
+	PeerHostLost   PeerEventKind = iota + 1 // the host went silent or left
+	PeerFollowing                           // dialled the elected successor (Epoch, Slot)
+	PeerPromoted                            // this peer became the host (Epoch)
+	PeerResumed                             // the successor announced itself (host migration control)
+	PeerSteppedDown                         // this peer's host learned it was replaced
+	PeerNoHost                              // nobody can take over: the Peer ended with migrate.ErrNoHost
+)
+
+var peerEventNames = [...]string{PeerHostLost: "host lost", PeerFollowing: "following", PeerPromoted: "promoted",
+	PeerResumed: "resumed", PeerSteppedDown: "stepped down", PeerNoHost: "no host"}
+
+func (k PeerEventKind) String() string {
+	if int(k) < len(peerEventNames) && peerEventNames[k] != "" {
+		return peerEventNames[k]
+	}
+	return "unknown"
+}
+
+// PeerEvent is one step of a host migration as a peer saw it.
+type PeerEvent struct {
+	Kind  PeerEventKind
+	Time  time.Time
+	Epoch uint32
+	Slot  uint16 // the host concerned
+	Text  string
+}
+
+// PeerStats count what a Peer did.
+type PeerStats struct {
+	Epoch        uint32 // of the host followed (or run) now
+	Migrations   uint64 // successors followed (including by promotion)
+	Promotions   uint64
+	StandbyState uint64 // standby states loaded
+	StandbySteps uint64
+	StandbyErrs  uint64 // standby frames that did not load or replay
+	StaleRosters uint64
+	Tokens       uint64 // successor tokens received
+	Keys         uint64 // successor keys received
+	DialFailures uint64
+	Hosting      bool
+	Host         MigrationStats // when hosting
+}
+
+// Peer is a player of a peer-hosted game that survives the loss of its
+// host (host migration, seed 001, docs/MIGRATION.md): it plays through
+// its GameClient, follows the host's roster, keeps the warm standby when
+// the host names it, and when the host goes silent runs the election
+// every player computes alike — then either dials the successor with
+// the token the host gave it in advance, or, elected itself, promotes
+// its standby to a game host on its own host socket. A peer chosen by
+// the lobby to host starts that host with Host before joining it.
+type Peer struct {
+	cfg  PeerConfig
+	log  *slog.Logger
+	game uint64
+
+	mu       sync.Mutex
+	client   *Client
+	follower migrate.Follower
+	standby  migrate.Standby
+	rec      sim.StepRecord
+	codecs   deltacomp.Codecs
+	keys     []Key                 // successor keys received, newest last (at most 2)
+	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
+	ackSent  uint32
+	sbEpoch  migrate.Epoch
+	srv      *Server
+	host     *GameHost
+	stats    PeerStats
+	err      error
+	players  []uint16
+	clientID uint64
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type tokenHeld struct {
+	epoch uint32
+	tok   *ConnectToken
+}
+
+// NewPeer returns a peer for cfg; nothing runs before Host or Join.
+func NewPeer(cfg PeerConfig) (*Peer, error) {
+	if cfg.Game == nil {
+		return nil, errors.New("tickwire: PeerConfig.Game is required")
+	}
+	if cfg.HostConn != nil && (cfg.Factory == nil || cfg.HostAddr == "") {
+		return nil, errors.New("tickwire: a PeerConfig with a HostConn needs a Factory and its HostAddr")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Peer{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	p.follower.Monitor.Timeout = cfg.Timeout
+	p.follower.PromoteTimeout = cfg.PromoteTimeout
+	return p, nil
+}
+
+// Host starts the game server on the peer's host socket as the lobby's
+// host (epoch 1): key opens the players' tokens (the lobby's HostKey),
+// candidates are the players who can take over, by slot, with their
+// addresses (the lobby's "hostAddr"s, this peer's included), self is this
+// peer's own slot, userData the tokens' (the game type).
+func (p *Peer) Host(gameID uint64, key Key, self uint16, candidates map[uint16]string, userData [proto.UserDataSize]byte) error {
+	if p.cfg.HostConn == nil {
+		return errors.New("tickwire: Peer.Host without a host socket")
+	}
+	p.game = gameID
+	_, err := p.startHost(key, nil, MigrationConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData})
+	return err
+}
+
+// startHost runs a server with a GameHost of mc on the host socket.
+func (p *Peer) startHost(key Key, previous []Key, mc MigrationConfig) (*GameHost, error) {
+	scfg := p.cfg.Server
+	scfg.PreviousKeys = append(append([]Key(nil), scfg.PreviousKeys...), previous...)
+	if scfg.Logger == nil {
+		scfg.Logger = p.log
+	}
+	srv, err := NewServer(key, scfg)
+	if err != nil {
+		return nil, err
+	}
+	mc.StepDown = func(why string) { go p.stepDown(srv, why) }
+	gcfg := p.cfg.Host
+	gcfg.Migration = &mc
+	host, err := NewGameHost(srv, p.cfg.Factory, gcfg)
+	if err != nil {
+		return nil, err
+	}
+	srv.Handle(host)
+	go func() {
+		if err := srv.Serve(p.cfg.HostConn); err != nil {
+			p.log.Warn("peer host stopped", "err", err)
+		}
+	}()
+	p.mu.Lock()
+	p.srv, p.host, p.stats.Hosting = srv, host, true
+	p.mu.Unlock()
+	return host, nil
+}
+
+// stepDown closes this peer's host, replaced by a successor: every
+// player still connected is told so.
+func (p *Peer) stepDown(srv *Server, why string) {
+	p.event(PeerEvent{Kind: PeerSteppedDown, Text: why})
+	srv.Do(func() {
+		for _, c := range srv.conns {
+			c.Close(proto.DisconnectHostMigrate)
+		}
+	})
+	srv.Close()
+}
+
+// Join connects the peer to the game's host with tok and starts
+// following it. ctx bounds the dial only.
+func (p *Peer) Join(ctx context.Context, tok *ConnectToken) error {
+	p.game = tok.GameID
+	c, err := p.dial(ctx, tok, "")
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.players, p.clientID = c.Players(), c.ClientID()
+	p.follower.Self = p.players[0]
+	p.follower.Heard(time.Now())
+	p.mu.Unlock()
+	go p.run()
+	return nil
+}
+
+// dial connects a session with tok, at addr when set (else the token's).
+func (p *Peer) dial(ctx context.Context, tok *ConnectToken, addr string) (*Client, error) {
+	d := Dialer{}
+	if p.cfg.Dialer != nil {
+		d = p.cfg.Dialer()
+	}
+	d.Game = p
+	d.Handler = peerHandler{p}
+	if d.Config.Timeout == 0 {
+		// The follower decides the host is lost, not the session.
+		d.Config.Timeout = 2 * p.timeout()
+	}
+	if addr != "" {
+		t := *tok
+		t.ServerAddrs = []string{addr}
+		tok = &t
+	}
+	c, err := d.Dial(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.client = c
+	p.mu.Unlock()
+	return c, nil
+}
+
+func (p *Peer) timeout() time.Duration {
+	if p.cfg.Timeout > 0 {
+		return p.cfg.Timeout
+	}
+	return migrate.DefaultTimeout
+}
+
+// Client is the session to the current host (nil between hosts). Send
+// messages on it; do not close it (Close the Peer).
+func (p *Peer) Client() *Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.client
+}
+
+// Stats returns the counters.
+func (p *Peer) Stats() PeerStats {
+	p.mu.Lock()
+	st := p.stats
+	st.Epoch = uint32(p.follower.Following().Epoch)
+	st.StaleRosters = p.follower.StaleRosters()
+	host, srv := p.host, p.srv
+	p.mu.Unlock()
+	if host != nil {
+		srv.Do(func() { st.Host = host.MigrationStats() })
+		st.Epoch = max(st.Epoch, st.Host.Epoch)
+	}
+	return st
+}
+
+// Done is closed when the Peer ended; Err says why.
+func (p *Peer) Done() <-chan struct{} { return p.done }
+
+// Err is nil while the Peer plays, then why it ended.
+func (p *Peer) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close leaves the game: the session and any host this peer runs.
+func (p *Peer) Close() error {
+	p.once.Do(func() { close(p.stop) })
+	<-p.done
+	return nil
+}
+
+// run is the peer's supervisor: it advances the follower and carries
+// out its decisions.
+func (p *Peer) run() {
+	defer close(p.done)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var ended <-chan struct{}
+		cur := p.Client()
+		if cur != nil {
+			ended = cur.Done()
+		}
+		select {
+		case <-p.stop:
+			p.finish(errors.New("tickwire: peer closed"), proto.DisconnectClosed)
+			return
+		case <-ended:
+			if p.sessionEnded(cur) {
+				return
+			}
+		case <-t.C:
+		}
+		now := time.Now()
+		p.mu.Lock()
+		act := p.follower.Advance(now)
+		p.mu.Unlock()
+		switch act.Kind {
+		case migrate.ActDial:
+			p.follow(act)
+		case migrate.ActPromote:
+			p.promote(act)
+		case migrate.ActNoHost:
+			p.event(PeerEvent{Kind: PeerNoHost, Time: now})
+			p.finish(act.Err, proto.DisconnectHostMigrate)
+			return
+		}
+	}
+}
+
+// sessionEnded handles the end of the session to the host: one that
+// left for a successor (or timed out) starts the election now; any other
+// reason ends the Peer. It reports whether the Peer ended.
+func (p *Peer) sessionEnded(c *Client) bool {
+	p.mu.Lock()
+	if p.client != c {
+		p.mu.Unlock()
+		return false // replaced already (a successor was dialled)
+	}
+	p.client = nil
+	p.mu.Unlock()
+	var de *DisconnectError
+	errors.As(c.Err(), &de)
+	if de != nil && de.Remote && de.Reason != proto.DisconnectHostMigrate && de.Reason != proto.DisconnectTimeout {
+		p.finish(c.Err(), de.Reason) // the host ended the game, or kicked us
+		return true
+	}
+	now := time.Now()
+	p.mu.Lock()
+	p.follower.HostGone(now)
+	p.mu.Unlock()
+	return false
+}
+
+// finish ends the Peer with err.
+func (p *Peer) finish(err error, r proto.DisconnectReason) {
+	p.mu.Lock()
+	c, srv := p.client, p.srv
+	p.client = nil
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	if srv != nil {
+		srv.Close()
+	}
+	if p.cfg.Handler != nil {
+		p.cfg.Handler.Disconnected(c, r)
+	}
+}
+
+// leave closes the session to the old host, telling it we follow a
+// successor, and prepares the GameClient to resume.
+func (p *Peer) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
+	p.mu.Lock()
+	c := p.client
+	p.client = nil
+	p.mu.Unlock()
+	if c != nil {
+		p.event(PeerEvent{Kind: PeerHostLost, Time: now, Slot: lost, Epoch: uint32(epoch)})
+		c.CloseWith(proto.DisconnectHostMigrate)
+	}
+	p.cfg.Game.Resume()
+}
+
+// follow dials the elected successor act.Member with its token.
+func (p *Peer) follow(act migrate.Action) {
+	now := time.Now()
+	p.mu.Lock()
+	old := p.follower.Following().Host
+	held := p.tokens[act.Member.Slot]
+	p.mu.Unlock()
+	p.leave(now, old, act.Epoch)
+	if held == nil {
+		p.log.Warn("no token for the successor", "slot", act.Member.Slot, "epoch", act.Epoch)
+		return // its promote timeout strikes it off
+	}
+	addr := act.Member.Addr
+	if p.cfg.Redirect != nil {
+		addr = p.cfg.Redirect(addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
+	defer cancel()
+	if _, err := p.dial(ctx, held.tok, addr); err != nil {
+		p.mu.Lock()
+		p.stats.DialFailures++
+		p.mu.Unlock()
+		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
+		return
+	}
+	p.event(PeerEvent{Kind: PeerFollowing, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: act.Member.Slot})
+}
+
+func (p *Peer) promoteTimeout() time.Duration {
+	if p.cfg.PromoteTimeout > 0 {
+		return p.cfg.PromoteTimeout
+	}
+	return migrate.DefaultPromoteTimeout
+}
+
+// promote makes this peer the host of act.Epoch: its standby becomes
+// the authority on its own server, and its own player re-dials it.
+func (p *Peer) promote(act migrate.Action) {
+	now := time.Now()
+	p.mu.Lock()
+	old := p.follower.Following()
+	lost := old.Host
+	candidates := map[uint16]string{}
+	for _, m := range old.Members {
+		if m.Candidate && m.Slot != lost {
+			candidates[m.Slot] = m.Addr
+		}
+	}
+	keys := append([]Key(nil), p.keys...)
+	eng, err := p.standby.Promote(now)
+	p.mu.Unlock()
+	p.leave(now, lost, act.Epoch)
+	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
+		p.log.Warn("elected but cannot host", "epoch", act.Epoch, "err", err, "keys", len(keys))
+		return // the others strike us off after the promote timeout
+	}
+	key := keys[len(keys)-1]
+	host, err := p.startHost(key, keys[:len(keys)-1], MigrationConfig{Game: p.game, Epoch: uint32(act.Epoch),
+		Self: p.players[0], Candidates: candidates})
+	if err == nil {
+		p.srv.Do(func() {
+			err = host.Adopt(p.game, eng, Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
+				Grace: 2 * p.timeout(), Gone: []uint16{lost}})
+		})
+	}
+	if err != nil {
+		p.log.Warn("promotion failed", "epoch", act.Epoch, "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.follower.Promoted(act.Epoch)
+	p.stats.Promotions++
+	p.stats.Migrations++
+	p.mu.Unlock()
+	p.event(PeerEvent{Kind: PeerPromoted, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: p.players[0]})
+	// The own player re-dials its own server like everyone else.
+	local := p.cfg.HostConn.LocalAddr()
+	if local.Addr().IsUnspecified() {
+		local = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), local.Port())
+	}
+	self := local.String()
+	tok, err := MintToken(key, TokenParams{GameID: p.game, ClientID: p.clientID, Players: p.players,
+		ServerAddrs: []string{self}}, time.Now())
+	if err != nil {
+		p.log.Warn("own token", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
+	defer cancel()
+	if _, err := p.dial(ctx, tok, ""); err != nil {
+		p.log.Warn("own player could not rejoin", "err", err)
+	}
+}
+
+// event reports e to OnEvent.
+func (p *Peer) event(e PeerEvent) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	p.log.Info("peer "+e.Kind.String(), "epoch", e.Epoch, "slot", e.Slot, "text", e.Text)
+	if p.cfg.OnEvent != nil {
+		p.cfg.OnEvent(e)
+	}
+}
+
+// peerHandler passes the sessions' messages on; their disconnects are
+// the Peer's business.
+type peerHandler struct{ p *Peer }
+
+func (h peerHandler) Message(c *Client, m *Message) {
+	if h.p.cfg.Handler != nil {
+		h.p.cfg.Handler.Message(c, m)
+	}
+}
+
+func (h peerHandler) Disconnected(*Client, proto.DisconnectReason) {}
+
+// Attach makes the Peer the ClientLayer of each session: it wraps the
+// GameClient's frame handler with the migration frames.
+func (p *Peer) Attach(c *Client, a Accepted) (FrameHandler, error) {
+	fh, err := p.cfg.Game.Attach(c, a)
+	if err != nil {
+		return nil, err
+	}
+	return &peerFrames{p: p, inner: fh, tickRate: c.TickRate()}, nil
+}
+
+// peerFrames is a session's frame handler: the game's, plus the host
+// migration frames and the host's heartbeat.
+type peerFrames struct {
+	p        *Peer
+	inner    FrameHandler
+	tickRate int
+}
+
+func (f *peerFrames) Ticks() Ticks        { return f.inner.Ticks() }
+func (f *peerFrames) Delivered(pn uint64) { f.inner.Delivered(pn) }
+func (f *peerFrames) Lost(pn uint64)      { f.inner.Lost(pn) }
+
+// Tick runs the game's frame (the GameClient is a Ticker).
+func (f *peerFrames) Tick(now time.Time, tick uint32) {
+	if t, ok := f.inner.(Ticker); ok {
+		t.Tick(now, tick)
+	}
+}
+
+// Ended passes the session's end to the game.
+func (f *peerFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	if e, ok := f.inner.(Ender); ok {
+		e.Ended(now, r)
+	}
+}
+
+// AppendFrames adds the standby's ack after the game's frames.
+func (f *peerFrames) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
+	start := len(b)
+	b = f.inner.AppendFrames(b, room, pi)
+	p := f.p
+	p.mu.Lock()
+	tick, ok := p.standby.Ready()
+	due := ok && tick != p.ackSent
+	epoch := p.standby.Epoch()
+	p.mu.Unlock()
+	if due {
+		a := proto.StandbyAckFrame{Epoch: uint32(epoch), Tick: tick}
+		if nb, err := a.Append(b); err == nil && len(nb)-start <= room {
+			b = nb
+			p.mu.Lock()
+			p.ackSent = tick
+			p.mu.Unlock()
+		}
+	}
+	return b
+}
+
+// Frame handles the migration frames and passes the others to the game.
+func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *PacketInfo) error {
+	p := f.p
+	p.mu.Lock()
+	p.follower.Heard(pi.Time)
+	p.mu.Unlock()
+	switch t {
+	case proto.FrameRoster:
+		return p.roster(b)
+	case proto.FrameSuccessor:
+		return p.successor(b)
+	case proto.FrameStandbyState, proto.FrameStandbyStep:
+		return p.standbyFrame(t, b, f.tickRate)
+	case proto.FrameControl:
+		if ctl, _, err := proto.ParseControlFrame(b); err == nil && ctl.Code == proto.ControlHostMigration {
+			p.mu.Lock()
+			ok := p.follower.Announced(pi.Time, ctl.Player, migrate.Epoch(ctl.Arg))
+			p.mu.Unlock()
+			if ok {
+				p.mu.Lock()
+				p.stats.Migrations++
+				p.mu.Unlock()
+				p.event(PeerEvent{Kind: PeerResumed, Time: pi.Time, Epoch: uint32(ctl.Arg), Slot: ctl.Player})
+			}
+		}
+	}
+	return f.inner.Frame(t, b, pi)
+}
+
+func (p *Peer) roster(b []byte) error {
+	f, _, err := proto.ParseRosterFrame(b)
+	if err != nil {
+		return err
+	}
+	r, err := migrate.RosterFromFrame(&f)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.follower.Roster(&r)
+	return nil
+}
+
+func (p *Peer) successor(b []byte) error {
+	f, _, err := proto.ParseSuccessorFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f.Epoch < uint32(p.follower.Following().Epoch) {
+		return fmt.Errorf("%w: epoch %d is stale", ErrSuccessorFrame, f.Epoch)
+	}
+	switch f.Kind {
+	case proto.SuccessorKey:
+		if len(p.players) == 0 || f.Successor != p.players[0] {
+			return fmt.Errorf("%w: a key for slot %d", ErrSuccessorFrame, f.Successor)
+		}
+		k, err := SuccessorKey(&f)
+		if err != nil {
+			return err
+		}
+		p.keys = append(p.keys, k)
+		if len(p.keys) > 2 {
+			p.keys = p.keys[len(p.keys)-2:]
+		}
+		p.stats.Keys++
+	default:
+		tok, err := SuccessorToken(&f)
+		if err != nil {
+			return err
+		}
+		p.tokens[f.Successor] = &tokenHeld{epoch: f.Epoch, tok: tok}
+		p.stats.Tokens++
+	}
+	return nil
+}
+
+// standbyFrame loads a standby state or replays a standby step.
+func (p *Peer) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
+	if p.cfg.Factory == nil {
+		return errUnexpectedFrame
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	if t == proto.FrameStandbyState {
+		var f proto.StandbyStateFrame
+		if f, _, err = proto.ParseStandbyStateFrame(b); err == nil {
+			var world Game
+			if world, err = p.cfg.Factory(p.game); err == nil {
+				cfg := p.cfg.Host.Sim
+				cfg.TickRate = tickRate
+				err = migrate.LoadStateFrame(&p.standby, &f, world, cfg, &p.codecs)
+			}
+		}
+		if err == nil {
+			p.stats.StandbyState++
+		}
+	} else {
+		var f proto.StandbyStepFrame
+		if f, _, err = proto.ParseStandbyStepFrame(b); err == nil {
+			var e migrate.Epoch
+			if e, err = migrate.StepRecordFromFrame(&p.rec, &f); err == nil {
+				err = p.standby.Step(e, &p.rec)
+			}
+		}
+		if err == nil {
+			p.stats.StandbySteps++
+		}
+	}
+	if err != nil {
+		p.stats.StandbyErrs++
+	}
+	return nil // counted here; the host's stream goes on
+}

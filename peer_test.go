@@ -1,0 +1,253 @@
+package tickwire
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
+)
+
+// killSwitch cuts a process off the network at once, as SIGKILL does:
+// once set, its sockets send and receive nothing, and say nothing.
+type killSwitch struct{ dead atomic.Bool }
+
+type killableConn struct {
+	net.PacketConn
+	k *killSwitch
+}
+
+func (c killableConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.k.dead.Load() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, addr)
+}
+
+func (c killableConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.k.dead.Load() {
+			return n, a, err
+		}
+	}
+}
+
+// peerRig is a peer-hosted arena game on the in-memory network: player
+// slot i runs its host socket at 10.0.0.i:7000 and plays from 10.0.1.i.
+type peerRig struct {
+	t     *testing.T
+	net   *udptest.Network
+	key   Key
+	peers []*Peer
+	games []*GameClient
+	kills []*killSwitch
+
+	mu      sync.Mutex
+	events  [][]PeerEvent
+	missing map[uint16]int // inputs of each player a host ran without, after a migration
+	resumed map[uint64]uint32
+}
+
+const peerGame = 0x5eed
+
+func newPeerRig(t *testing.T, n int) *peerRig {
+	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
+		events: make([][]PeerEvent, n), missing: map[uint16]int{}}
+	r.key, _ = GenerateKey()
+	candidates := map[uint16]string{}
+	for i := 1; i <= n; i++ {
+		candidates[uint16(i)] = fmt.Sprintf("10.0.0.%d:7000", i)
+	}
+	for i := 1; i <= n; i++ {
+		k := &killSwitch{}
+		hc, err := r.net.Listen(candidates[uint16(i)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		gc, err := NewGameClient(arena.NewGame(0), randomInputs(uint64(i)), sim.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := 5000
+		var rec sim.StepRecord
+		slot := uint16(i)
+		p, err := NewPeer(PeerConfig{
+			Game:     gc,
+			Factory:  func(uint64) (Game, error) { return arena.NewGame(8), nil },
+			HostConn: udp.FromPacketConn(killableConn{hc, k}),
+			HostAddr: candidates[slot],
+			Host: GameConfig{Stepped: func(_ uint64, eng *sim.Server) {
+				// A host that runs a game it adopted counts the inputs
+				// it had to run without, for the first second.
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if r.resumed == nil || r.kills[slot-1].dead.Load() {
+					return
+				}
+				from, ok := r.resumed[uint64(slot)]
+				if !ok {
+					from, r.resumed[uint64(slot)] = eng.Tick(), eng.Tick()
+				}
+				if int32(eng.Tick()-from) > 60 {
+					return
+				}
+				eng.Record(&rec)
+				for _, in := range rec.Inputs {
+					if in.Missing && !r.kills[in.Player-1].dead.Load() {
+						r.missing[in.Player]++
+					}
+				}
+			}},
+			Dialer: func() Dialer {
+				port++
+				pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:%d", slot, port))
+				if err != nil {
+					t.Error(err)
+				}
+				return Dialer{Conn: udp.FromPacketConn(killableConn{pc, k})}
+			},
+			OnEvent: func(e PeerEvent) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.events[slot-1] = append(r.events[slot-1], e)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.peers, r.games, r.kills = append(r.peers, p), append(r.games, gc), append(r.kills, k)
+	}
+	if err := r.peers[0].Host(peerGame, r.key, 1, candidates, [proto.UserDataSize]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range r.peers {
+		tok, err := MintToken(r.key, TokenParams{GameID: peerGame, ClientID: uint64(i+1) * 11, Players: []uint16{uint16(i + 1)},
+			ServerAddrs: []string{candidates[1]}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := p.Join(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	return r
+}
+
+// kill cuts peer i (0-based) off and stops it.
+func (r *peerRig) kill(i int) {
+	r.kills[i].dead.Store(true)
+	go r.peers[i].Close()
+}
+
+func (r *peerRig) eventsOf(i int) []PeerEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events[i])
+}
+
+// waitFor polls (virtual time) until cond holds, failing after limit.
+func (r *peerRig) waitFor(what string, limit time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPeerHostMigration: in virtual time, three peers play the arena on
+// the first one's host (15 ms links); the host is cut off without a word
+// after 5 s. The standby (slot 2: the first candidate by client id)
+// detects the silence, is elected by everyone alike, promotes its warm
+// standby on its own socket and re-dials itself; slot 3 dials it with the
+// token the old host gave it. Both play on, in sync, the new host having
+// run none of their ticks without their inputs. Then the new host is cut
+// off too, and the last player takes over alone.
+func TestPeerHostMigration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer func() {
+			for _, p := range r.peers {
+				p.Close()
+			}
+		}()
+		time.Sleep(5 * time.Second)
+		if st := r.peers[1].Stats(); st.StandbyState == 0 || st.StandbySteps < 200 || st.StandbyErrs != 0 || st.Keys == 0 {
+			t.Fatalf("standby peer: %+v", st)
+		}
+		if st := r.peers[2].Stats(); st.Tokens == 0 || st.Epoch != 1 {
+			t.Fatalf("third peer: %+v", st)
+		}
+		hst := r.peers[0].Stats().Host
+		t.Logf("host → standby: %d states (%d B), %d steps (%d B) in 5 s; standby lag %d ticks",
+			hst.Feed.States, hst.Feed.StateBytes, hst.Feed.Steps, hst.Feed.StepBytes, hst.StandbyLag)
+		before := r.games[2].Stats()
+
+		r.mu.Lock()
+		r.resumed = map[uint64]uint32{}
+		r.mu.Unlock()
+		killed := time.Now()
+		r.kill(0)
+		r.waitFor("slot 3 resumed on slot 2", 3*time.Second, func() bool {
+			ev := r.eventsOf(2)
+			return len(ev) > 0 && ev[len(ev)-1].Kind == PeerResumed
+		})
+		took := time.Since(killed)
+		t.Logf("from the kill to the third player's resume: %v (virtual; detection %v)", took, DefaultTimeout)
+		if took > 2*time.Second {
+			t.Fatalf("resumed %v after the kill", took)
+		}
+		if st := r.peers[1].Stats(); st.Promotions != 1 || !st.Hosting || st.Epoch != 2 {
+			t.Fatalf("promoted peer: %+v", st)
+		}
+		time.Sleep(3 * time.Second)
+		after := r.games[2].Stats()
+		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || after.FullSnapshots != before.FullSnapshots+1 {
+			t.Fatalf("third player after the migration: %+v (before %+v)", after, before)
+		}
+		if st := r.games[1].Stats(); st.Desyncs != 0 || st.Engine.Resumes != 1 {
+			t.Fatalf("promoted player's game: %+v", st)
+		}
+		r.mu.Lock()
+		missing := maps2str(r.missing)
+		r.mu.Unlock()
+		if missing != "" {
+			t.Fatalf("the new host ran without the inputs of %s", missing)
+		}
+
+		// The second migration: slot 3 takes over alone.
+		r.kill(1)
+		r.waitFor("slot 3 promoted", 3*time.Second, func() bool { return r.peers[2].Stats().Promotions == 1 })
+		before = r.games[2].Stats()
+		time.Sleep(3 * time.Second)
+		after = r.games[2].Stats()
+		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || r.peers[2].Stats().Epoch != 3 {
+			t.Fatalf("last player on its own host: %+v (before %+v), peer %+v", after, before, r.peers[2].Stats())
+		}
+	})
+}
+
+func maps2str(m map[uint16]int) string {
+	s := ""
+	for p, n := range m {
+		if n > 0 {
+			s += fmt.Sprintf("player %d (%d ticks) ", p, n)
+		}
+	}
+	return s
+}
