@@ -57,12 +57,12 @@ type PeerEventKind uint8
 
 // Peer events.
 const (
-	PeerHostLost   PeerEventKind = iota + 1 // the host went silent or left
-	PeerFollowing                           // dialled the elected successor (Epoch, Slot)
-	PeerPromoted                            // this peer became the host (Epoch)
-	PeerResumed                             // the successor announced itself (host migration control)
-	PeerSteppedDown                         // this peer's host learned it was replaced
-	PeerNoHost                              // nobody can take over: the Peer ended with migrate.ErrNoHost
+	PeerHostLost    PeerEventKind = iota + 1 // the host went silent or left
+	PeerFollowing                            // dialled the elected successor (Epoch, Slot)
+	PeerPromoted                             // this peer became the host (Epoch)
+	PeerResumed                              // the successor announced itself (host migration control)
+	PeerSteppedDown                          // this peer's host learned it was replaced
+	PeerNoHost                               // nobody can take over: the Peer ended with migrate.ErrNoHost
 )
 
 var peerEventNames = [...]string{PeerHostLost: "host lost", PeerFollowing: "following", PeerPromoted: "promoted",
