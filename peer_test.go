@@ -20,7 +20,25 @@ import (
 
 // killSwitch cuts a process off the network at once, as SIGKILL does:
 // once set, its sockets send and receive nothing, and say nothing.
-type killSwitch struct{ dead atomic.Bool }
+// stall, set, stops its host's loop for that long once (SIGSTOP, then
+// SIGCONT).
+type killSwitch struct {
+	dead  atomic.Bool
+	stall atomic.Int64
+}
+
+// stallHandler is a host's handler whose tick stops the loop when its
+// process is stalled.
+type stallHandler struct{ k *killSwitch }
+
+func (stallHandler) Connected(*Conn)                            {}
+func (stallHandler) Message(*Conn, *Message)                    {}
+func (stallHandler) Disconnected(*Conn, proto.DisconnectReason) {}
+func (h stallHandler) Tick(time.Time, uint32) {
+	if d := h.k.stall.Swap(0); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+}
 
 type killableConn struct {
 	net.PacketConn
@@ -87,7 +105,7 @@ func newPeerRig(t *testing.T, n int) *peerRig {
 			Factory:  func(uint64) (Game, error) { return arena.NewGame(8), nil },
 			HostConn: udp.FromPacketConn(killableConn{hc, k}),
 			HostAddr: candidates[slot],
-			Host: GameConfig{Stepped: func(_ uint64, eng *sim.Server) {
+			Host: GameConfig{Handler: stallHandler{k}, Stepped: func(_ uint64, eng *sim.Server) {
 				// A host that runs a game it adopted counts the inputs
 				// it had to run without, for the first second.
 				r.mu.Lock()
@@ -250,4 +268,70 @@ func maps2str(m map[uint16]int) string {
 		}
 	}
 	return s
+}
+
+// TestPeerStalledHostStepsDown: in virtual time, the host's loop stops
+// for 3 s (a SIGSTOP) while its sockets stay open. The players elect and
+// follow slot 2; when the old host runs again it learns it was replaced
+// (its loop stalled past the players' timeout, and its standby left it
+// for a successor) and steps down without sending another snapshot; its
+// own player follows the successor like everyone else. One authority
+// runs the game: slot 2's, with all three players.
+func TestPeerStalledHostStepsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer func() {
+			for _, p := range r.peers {
+				p.Close()
+			}
+		}()
+		time.Sleep(4 * time.Second)
+		old := r.peers[0]
+		old.mu.Lock()
+		srv, host := old.srv, old.host
+		old.mu.Unlock()
+		r.kills[0].stall.Store(int64(3 * time.Second)) // SIGSTOP … SIGCONT
+		r.waitFor("the old host stepped down", 5*time.Second, func() bool {
+			select {
+			case <-srv.done:
+				return true
+			default:
+				return false
+			}
+		})
+		st := host.MigrationStats() // the server's loop has ended
+		if !st.SteppedDown {
+			t.Fatalf("old host: %+v", st)
+		}
+		t.Logf("old host stepped down: %s", st.StepDownWhy)
+		if ev := r.eventsOf(0); len(ev) == 0 || !slices.ContainsFunc(ev, func(e PeerEvent) bool { return e.Kind == PeerSteppedDown }) {
+			t.Fatalf("old host's events: %+v", ev)
+		}
+		r.waitFor("all three players on slot 2's host", 3*time.Second, func() bool {
+			hs := r.peers[1].Stats()
+			if hs.Promotions != 1 {
+				return false
+			}
+			for _, g := range r.games {
+				if g.Stats().Engine.Resumes != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		before := make([]GameClientStats, 3)
+		for i, g := range r.games {
+			before[i] = g.Stats()
+		}
+		time.Sleep(2 * time.Second)
+		for i, g := range r.games {
+			st := g.Stats()
+			if st.Desyncs != 0 || st.ChecksumsOK <= before[i].ChecksumsOK {
+				t.Fatalf("player %d after the step-down: %+v", i+1, st)
+			}
+		}
+		if r.peers[0].Stats().Epoch != 2 || r.peers[2].Stats().Epoch != 2 {
+			t.Fatalf("epochs: %d, %d", r.peers[0].Stats().Epoch, r.peers[2].Stats().Epoch)
+		}
+	})
 }
