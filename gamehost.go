@@ -117,6 +117,11 @@ type GameHostStats struct {
 	// connection's last full snapshot was due, in flight or in its
 	// cooldown (a client repeats its request while it still needs one).
 	ResyncsIgnored uint64
+	// ResumedMissing counts, in the first second of a game adopted after
+	// a host migration (Adopt), the inputs of the players who came back
+	// that its engine ran without: inputs the old host may have run
+	// (and acknowledged) that did not reach the successor in time.
+	ResumedMissing uint64
 }
 
 // NewGameHost returns a host that creates games with factory, or an error
@@ -185,6 +190,10 @@ type hostedGame struct {
 	// (zero: not holding), except for the gone
 	holdEnd time.Time
 	gone    []uint16
+	// then, until checkUntil, the inputs of resumed players run missing
+	// are counted (checkResumed)
+	checkUntil uint32
+	rec        sim.StepRecord
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -417,6 +426,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		}
 		for ; n > 0; n-- {
 			g.eng.Step()
+			h.checkResumed(g)
 			if h.mig != nil {
 				h.mig.stepped(g.id, g.eng)
 			}

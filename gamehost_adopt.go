@@ -113,8 +113,29 @@ func (g *hostedGame) holds(now time.Time) bool {
 		for _, gc := range g.conns {
 			gc.holding = false
 		}
+		g.checkUntil = g.eng.Tick() + uint32(time.Second/g.eng.Period())
 	}
 	return wait
+}
+
+// checkResumed counts, for the first second after an adopted game's
+// hold ended, the inputs of players back from the migration that its
+// engine had to run without (GameHostStats.ResumedMissing): each was an
+// input of the old host's the successor did not get in time.
+func (h *GameHost) checkResumed(g *hostedGame) {
+	if g.checkUntil == 0 {
+		return
+	}
+	if int32(g.eng.Tick()-g.checkUntil) > 0 {
+		g.checkUntil = 0
+		return
+	}
+	g.eng.Record(&g.rec)
+	for _, in := range g.rec.Inputs {
+		if in.Missing && !g.awaited[in.Player] && !slices.Contains(g.gone, in.Player) {
+			h.stats.ResumedMissing++
+		}
+	}
 }
 
 // expireAwaited makes the awaited players leave once the grace is over.

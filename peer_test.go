@@ -244,8 +244,10 @@ func TestPeerHostMigration(t *testing.T) {
 		r.mu.Lock()
 		missing := maps2str(r.missing)
 		r.mu.Unlock()
-		if missing != "" {
-			t.Fatalf("the new host ran without the inputs of %s", missing)
+		var hst2 GameHostStats
+		r.peers[1].srv.Do(func() { hst2 = r.peers[1].host.Stats() })
+		if missing != "" || hst2.ResumedMissing != 0 {
+			t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst2.ResumedMissing)
 		}
 
 		// The second migration: slot 3 takes over alone.
