@@ -61,7 +61,7 @@ type GameClient struct {
 	// replaces c when the GameClient moves to a new session); resuming
 	// makes the next Attach a host migration's (Resume).
 	cur      atomic.Pointer[Client]
-	resuming bool
+	resuming atomic.Bool
 
 	handler  GameHandler
 	sampleFn sim.SampleFunc // g.sample, made once
@@ -129,15 +129,13 @@ func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClien
 // sequence, the resync in progress) is forgotten.
 func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 	g.resetSession()
-	if g.resuming && g.eng != nil && slices.Equal(g.eng.Players(), c.Players()) {
-		g.resuming = false
+	if g.resuming.Swap(false) && g.eng != nil && slices.Equal(g.eng.Players(), c.Players()) {
 		g.c = c
 		g.cur.Store(c)
 		g.eng.Resume(a.Time, a.ServerTick, a.RTT)
 		g.ev.resume(a.ServerTick)
 		return (*gameFrames)(g), nil
 	}
-	g.resuming = false
 	cfg := g.cfg
 	cfg.Players = c.Players()
 	cfg.TickRate = c.TickRate()
@@ -158,9 +156,10 @@ func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 
 // Resume makes the next Attach a host migration's: the session the
 // GameClient is attached to is about to be replaced by one to the
-// successor, which resumes the same game (docs/MIGRATION.md). Call it
-// from the client's loop or once that session has ended.
-func (g *GameClient) Resume() { g.resuming = true }
+// successor, which resumes the same game (docs/MIGRATION.md); its end
+// is not the game's (no EventDisconnected). Call it before closing that
+// session.
+func (g *GameClient) Resume() { g.resuming.Store(true) }
 
 // resetSession forgets what belonged to the last session.
 func (g *GameClient) resetSession() {

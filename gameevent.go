@@ -401,6 +401,9 @@ func (g *GameClient) deliver(known uint32, all bool) {
 // Ended delivers what is pending, then EventDisconnected.
 func (f *gameFrames) Ended(_ time.Time, r proto.DisconnectReason) {
 	g := (*GameClient)(f)
+	if g.resuming.Load() {
+		return // a host migration: the game goes on with the successor
+	}
 	g.ev.actions = g.ev.actions[:0] // no verdict will come
 	g.deliver(0, true)
 	g.post(g.ev.newestTick, GameEvent{Kind: EventDisconnected, Tick: g.ev.newestTick, Disconnect: r})

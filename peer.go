@@ -98,6 +98,7 @@ type PeerStats struct {
 	DialFailures uint64
 	Hosting      bool
 	Host         MigrationStats // when hosting
+	HostGame     GameHostStats  // when hosting
 }
 
 // Peer is a player of a peer-hosted game that survives the loss of its
@@ -282,10 +283,28 @@ func (p *Peer) Stats() PeerStats {
 	host, srv := p.host, p.srv
 	p.mu.Unlock()
 	if host != nil {
-		srv.Do(func() { st.Host = host.MigrationStats() })
+		srv.Do(func() { st.Host, st.HostGame = host.MigrationStats(), host.Stats() })
 		st.Epoch = max(st.Epoch, st.Host.Epoch)
 	}
 	return st
+}
+
+// ErrPeerClosed is the Peer's Err after Close.
+var ErrPeerClosed = errors.New("tickwire: peer closed")
+
+// Send sends a reliable message to the game's host on channel.
+func (p *Peer) Send(channel uint8, data []byte) error {
+	c := p.Client()
+	if c == nil {
+		return errors.New("tickwire: no host to send to (a host migration is under way)")
+	}
+	return c.Send(Reliable, channel, data)
+}
+
+// Reply sends a reliable message from the game host this peer runs to
+// connection c (its GameConfig.Handler answering a message).
+func (p *Peer) Reply(c *Conn, channel uint8, data []byte) error {
+	return c.Send(Reliable, channel, data)
 }
 
 // Done is closed when the Peer ended; Err says why.
@@ -319,7 +338,7 @@ func (p *Peer) run() {
 		}
 		select {
 		case <-p.stop:
-			p.finish(errors.New("tickwire: peer closed"), proto.DisconnectClosed)
+			p.finish(ErrPeerClosed, proto.DisconnectClosed)
 			return
 		case <-ended:
 			if p.sessionEnded(cur) {
@@ -395,11 +414,11 @@ func (p *Peer) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
 	c := p.client
 	p.client = nil
 	p.mu.Unlock()
+	p.cfg.Game.Resume()
+	p.event(PeerEvent{Kind: PeerHostLost, Time: now, Slot: lost, Epoch: uint32(epoch)})
 	if c != nil {
-		p.event(PeerEvent{Kind: PeerHostLost, Time: now, Slot: lost, Epoch: uint32(epoch)})
 		c.CloseWith(proto.DisconnectHostMigrate)
 	}
-	p.cfg.Game.Resume()
 }
 
 // follow dials the elected successor act.Member with its token.

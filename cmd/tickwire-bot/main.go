@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tickwire/tickwire/internal/botproto"
 )
 
 type options struct {
@@ -46,6 +48,16 @@ type options struct {
 	logLevel  slog.Level
 	progress  time.Duration
 	cpuProf   string
+
+	// -peer mode: one player of a peer-hosted game.
+	peer       string // the room's name
+	roomSize   int
+	hostPort   int
+	hostOffer  int
+	peerBind   string
+	gameType   string
+	playerName string
+	npcs       int
 }
 
 var errHelp = flag.ErrHelp
@@ -73,6 +85,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
+	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
+		"(created when absent), offering this process's UDP port to host: it hosts when the lobby picks it and takes\n"+
+		"the game over when the host is lost (host migration); -n, -players, -via and -headless do not apply")
+	fs.IntVar(&o.roomSize, "room-size", 2, "-peer: players the room waits for before they ready up (2..64)")
+	fs.IntVar(&o.hostPort, "host-port", 0, "-peer: UDP `port` this player hosts on (0: any free port)")
+	fs.IntVar(&o.hostOffer, "host-offer", 0, "-peer: UDP `port` offered to the lobby, when a proxy (tickwire-netem) fronts -host-port (default: -host-port)")
+	fs.StringVar(&o.peerBind, "host-bind", "127.0.0.1", "-peer: `address` the host socket binds")
+	fs.StringVar(&o.gameType, "type", "arena", "-peer: the lobby's game `type`")
+	fs.StringVar(&o.playerName, "name", "", "-peer: the player's `name` in the room (default bot-<pid>)")
+	fs.IntVar(&o.npcs, "npcs", 30, "-peer: NPCs in the arena this player hosts (0..4000)")
 	level := fs.String("log-level", "warn", "log `level`: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -118,6 +140,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.rampUp == 0 {
 		o.rampUp = time.Duration(o.n) * 2 * time.Millisecond
 	}
+	if o.peer != "" {
+		if err := o.validPeer(); err != nil {
+			return nil, err
+		}
+	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
 	}
@@ -153,7 +180,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	sum, err := play(ctx, o, log, stderr)
+	var sum *botproto.Summary
+	if o.peer != "" {
+		sum, err = playPeer(ctx, o, log, stderr)
+	} else {
+		sum, err = play(ctx, o, log, stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "tickwire-bot:", err)
 		return 1
@@ -168,4 +200,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// validPeer checks the -peer mode's flags.
+func (o *options) validPeer() error {
+	switch {
+	case len(o.peer) > 64:
+		return fmt.Errorf("-peer %q: a room name is at most 64 bytes", o.peer)
+	case o.roomSize < 2 || o.roomSize > 64:
+		return fmt.Errorf("-room-size %d out of range 2..64", o.roomSize)
+	case o.hostPort < 0 || o.hostPort > 65535:
+		return fmt.Errorf("-host-port %d out of range 0..65535", o.hostPort)
+	case o.hostOffer < 0 || o.hostOffer > 65535:
+		return fmt.Errorf("-host-offer %d out of range 0..65535", o.hostOffer)
+	case o.npcs < 0 || o.npcs > 4000:
+		return fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)
+	case net.ParseIP(o.peerBind) == nil:
+		return fmt.Errorf("-host-bind %q is not an IP address", o.peerBind)
+	}
+	if o.playerName == "" {
+		o.playerName = fmt.Sprintf("bot-%d", os.Getpid())
+	}
+	return nil
 }

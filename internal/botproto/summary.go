@@ -31,6 +31,39 @@ type Summary struct {
 	// Events sums the game events (tickwire.GameEvent) the bots' games
 	// received.
 	Events Events `json:"events"`
+	// Peer is set in -peer mode (one player of a peer-hosted game).
+	Peer *PeerSummary `json:"peer,omitempty"`
+}
+
+// PeerSummary is what one player of a peer-hosted game saw of host
+// migration.
+type PeerSummary struct {
+	Slot       uint16 `json:"slot"`
+	Epoch      uint32 `json:"epoch"` // of the last host
+	Migrations uint64 `json:"migrations"`
+	Promotions uint64 `json:"promotions"`
+	Hosting    bool   `json:"hosting"` // it ran the game's host at the end
+	// SteppedDown: its host learned it was replaced and stopped.
+	SteppedDown bool `json:"stepped_down,omitempty"`
+	// StandbyStates and StandbySteps count the standby frames it took as
+	// the warm standby; StandbyBytes what its host sent its own standby.
+	StandbyStates uint64 `json:"standby_states"`
+	StandbySteps  uint64 `json:"standby_steps"`
+	StandbyBytes  uint64 `json:"standby_bytes"`
+	// ResumedMissing: as a promoted host, the inputs of the players back
+	// from the migration its engine ran without (tickwire.GameHostStats).
+	ResumedMissing uint64      `json:"resumed_missing"`
+	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
+	Events         []PeerEvent `json:"events"`
+}
+
+// PeerEvent is one tickwire.PeerEvent with its wall-clock time.
+type PeerEvent struct {
+	Kind   string `json:"kind"`
+	UnixMs int64  `json:"unix_ms"`
+	Epoch  uint32 `json:"epoch"`
+	Slot   uint16 `json:"slot"`
+	Text   string `json:"text,omitempty"`
 }
 
 // Events counts game events by kind.

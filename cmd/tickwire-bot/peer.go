@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/lobby"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// peerBot is one player of a peer-hosted game (-peer): it takes a seat
+// in the lobby's room offering its own UDP port to host, and plays
+// through a tickwire.Peer, which hosts the game when the lobby picks this
+// player and takes it over when the host is lost.
+type peerBot struct {
+	bot
+	peer *tickwire.Peer
+
+	evMu   sync.Mutex
+	events []botproto.PeerEvent
+}
+
+// echoHost is the game host's handler in a peer-hosted game: it sends
+// every reliable message on botproto.EchoChannel straight back through
+// the Peer's exactly-once stream.
+type echoHost struct {
+	peer *tickwire.Peer
+	log  *slog.Logger
+}
+
+func (echoHost) Connected(*tickwire.Conn)                            {}
+func (echoHost) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
+func (h echoHost) Message(c *tickwire.Conn, m *tickwire.Message) {
+	if m.Channel == botproto.EchoChannel && m.Delivery == tickwire.Reliable {
+		if err := h.peer.Reply(c, botproto.EchoChannel, m.Data); err != nil {
+			h.log.Warn("echo", "conn", c.ID(), "err", err)
+		}
+	}
+}
+
+// playPeer runs the -peer mode and summarises it.
+func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
+	bind := net.JoinHostPort(o.peerBind, strconv.Itoa(o.hostPort))
+	hc, err := udp.Listen("udp", bind, udp.Config{})
+	if err != nil {
+		return nil, fmt.Errorf("-host-port: %w", err)
+	}
+	offer := o.hostOffer
+	if offer == 0 {
+		offer = int(hc.LocalAddr().Port())
+	}
+	lc := &lobby.Client{BaseURL: o.server}
+	seat, err := takeSeat(ctx, lc, o, uint16(offer))
+	if err != nil {
+		hc.Close()
+		return nil, err
+	}
+	fmt.Fprintf(stderr, "tickwire-bot: seated in room %s as %s, hosting on %v (offered port %d)\n", seat.Room.ID, seat.Player, hc.LocalAddr(), offer)
+	if err := readyWhenFull(ctx, lc, seat, o.roomSize, uint16(offer)); err != nil {
+		hc.Close()
+		return nil, err
+	}
+	actx, cancel := context.WithTimeout(ctx, time.Minute)
+	a, err := seat.Assignment(actx)
+	cancel()
+	if err != nil {
+		hc.Close()
+		return nil, fmt.Errorf("waiting for the assignment: %w", err)
+	}
+	b := &peerBot{bot: bot{id: int(a.Slot)}}
+	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false)
+	var self string
+	candidates := map[uint16]string{}
+	for _, p := range a.Players {
+		if p.HostAddr != "" {
+			candidates[p.Slot] = p.HostAddr
+		}
+		if p.Slot == a.Slot {
+			self = p.HostAddr
+		}
+	}
+	if self == "" {
+		self = net.JoinHostPort("127.0.0.1", strconv.Itoa(offer))
+	}
+	host := &echoHost{log: log}
+	npcs := o.npcs
+	peer, err := tickwire.NewPeer(tickwire.PeerConfig{
+		Game:     b.game.gc,
+		Factory:  func(uint64) (tickwire.Game, error) { return arena.NewGame(npcs), nil },
+		Host:     tickwire.GameConfig{Handler: host},
+		Server:   tickwire.Config{Logger: log},
+		HostConn: hc,
+		HostAddr: self,
+		Handler:  &b.bot,
+		Logger:   log,
+		OnEvent:  b.event,
+	})
+	if err != nil {
+		hc.Close()
+		return nil, err
+	}
+	host.peer = peer
+	b.peer = peer
+	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, role %s\n", a.GameID, a.Slot, a.Role)
+	if a.Role == "host" {
+		key, err := tickwire.ParseKey(a.HostKey)
+		if err != nil {
+			return nil, fmt.Errorf("the lobby's host key: %w", err)
+		}
+		if err := peer.Host(a.GameID, key, a.Slot, candidates, a.Token.UserData); err != nil {
+			return nil, err
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err = peer.Join(dctx, a.Token)
+	cancel()
+	if err != nil {
+		peer.Close()
+		return nil, fmt.Errorf("joining the game: %w", err)
+	}
+	fmt.Fprintf(stderr, "tickwire-bot: playing\n")
+	return b.play(ctx, o, stderr)
+}
+
+// takeSeat joins the room named o.peer, creating it (peer-hosted) when
+// it does not exist yet.
+func takeSeat(ctx context.Context, lc *lobby.Client, o *options, offer uint16) (*lobby.Seat, error) {
+	name := o.playerName
+	rooms, err := lc.Rooms(ctx, o.gameType)
+	if err != nil {
+		return nil, fmt.Errorf("listing rooms: %w", err)
+	}
+	for _, r := range rooms {
+		if r.Name == o.peer {
+			return lc.Join(ctx, r.ID, lobby.JoinRequest{Player: name, HostPort: offer})
+		}
+	}
+	return lc.Create(ctx, o.gameType, lobby.CreateRequest{Name: o.peer, MaxPlayers: o.roomSize,
+		Hosting: lobby.PeerHosted, Player: name, HostPort: offer})
+}
+
+// readyWhenFull waits until the room holds size players, then readies.
+func readyWhenFull(ctx context.Context, lc *lobby.Client, seat *lobby.Seat, size int, offer uint16) error {
+	t := time.NewTicker(50 * time.Millisecond) // polling the lobby's room
+	defer t.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		r, err := lc.Room(ctx, seat.Room.ID)
+		if err != nil {
+			return fmt.Errorf("room %s: %w", seat.Room.ID, err)
+		}
+		if len(r.Players) >= size {
+			return seat.SetReady(ctx, lobby.ReadyRequest{Ready: true, HostPort: offer})
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("room %s still has %d of %d players after a minute", seat.Room.ID, len(r.Players), size)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (b *peerBot) event(e tickwire.PeerEvent) {
+	b.evMu.Lock()
+	defer b.evMu.Unlock()
+	b.events = append(b.events, botproto.PeerEvent{Kind: e.Kind.String(), UnixMs: e.Time.UnixMilli(),
+		Epoch: e.Epoch, Slot: e.Slot, Text: e.Text})
+}
+
+// sendEcho sends the next numbered echo through the Peer's stream.
+func (b *peerBot) sendEcho() {
+	b.mu.Lock()
+	n := b.nextEcho
+	var msg [16]byte
+	binary.LittleEndian.PutUint32(msg[:], n)
+	b.sentAt = append(b.sentAt, time.Now())
+	b.nextEcho++
+	b.mu.Unlock()
+	if err := b.peer.Send(botproto.EchoChannel, msg[:]); err != nil {
+		b.mu.Lock()
+		b.nextEcho--
+		b.sentAt = b.sentAt[:len(b.sentAt)-1]
+		b.mu.Unlock()
+	}
+}
+
+// play runs the peer for o.duration (or until it ends) and summarises.
+func (b *peerBot) play(ctx context.Context, o *options, stderr io.Writer) (*botproto.Summary, error) {
+	start := time.Now()
+	echo := time.NewTicker(o.echoEvery)
+	defer echo.Stop()
+	end := time.NewTimer(o.duration)
+	defer end.Stop()
+	var ended error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-end.C:
+			break loop
+		case <-b.peer.Done():
+			ended = b.peer.Err()
+			break loop
+		case <-echo.C:
+			b.sendEcho()
+		}
+	}
+	elapsed := time.Since(start)
+	// Let the last echoes come back (a few round trips).
+	if ended == nil {
+		drain := time.NewTimer(5 * time.Second)
+		poll := time.NewTicker(20 * time.Millisecond)
+		for b.outstanding() > 0 {
+			select {
+			case <-drain.C:
+			case <-poll.C:
+				continue
+			}
+			break
+		}
+		drain.Stop()
+		poll.Stop()
+	}
+	st := b.peer.Stats()
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.peer.Close()
+	sum := &botproto.Summary{Clients: 1, Connected: 1}
+	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, nil)
+	b.evMu.Lock()
+	sum.Peer = &botproto.PeerSummary{Slot: uint16(b.id), Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
+		Hosting: st.Hosting, SteppedDown: st.Host.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
+		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events}
+	b.evMu.Unlock()
+	if st.Hosting {
+		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing
+	}
+	if ended != nil && !errors.Is(ended, tickwire.ErrPeerClosed) {
+		sum.Peer.Ended = ended.Error()
+	}
+	return sum, nil
+}
