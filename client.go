@@ -444,6 +444,19 @@ func (c *Client) sendLocked(d Delivery, channel uint8, postmarked bool, tick uin
 	return c.sess.Send(d, channel, postmarked, tick, data)
 }
 
+// SendFrame queues one encoded proto frame on the reliable channel to the
+// server, for a client-side protocol layer (the peer message stream of
+// host migration). frame is copied. Do not call it from a handler
+// callback.
+func (c *Client) SendFrame(frame []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil || c.closing {
+		return ErrNotConnected
+	}
+	return c.sess.SendFrame(frame)
+}
+
 // Flush sends the client's queued messages now rather than with the next
 // tick's packet: Send then Flush is the no-delay send, for chat or RPC
 // traffic whose latency matters more than packing (reliable data goes as

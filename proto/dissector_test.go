@@ -223,6 +223,19 @@ func expectFrame(f fields, fr frame) {
 			f.add("tickwire.standby_step.msg_len", len(m.Data))
 			f.bytes("tickwire.standby_step.msg_data", m.Data)
 		}
+	case *PeerMessageFrame:
+		f.add("tickwire.frame.type", uint8(FramePeerMessage))
+		f.add("tickwire.peer_msg.player", v.Player)
+		f.add("tickwire.peer_msg.copy", boolField(v.Copy))
+		f.add("tickwire.peer_msg.seq", v.Seq)
+		f.add("tickwire.peer_msg.channel", v.Channel)
+		f.add("tickwire.peer_msg.len", len(v.Data))
+		f.bytes("tickwire.peer_msg.data", v.Data)
+	case *PeerAckFrame:
+		f.add("tickwire.frame.type", uint8(FramePeerAck))
+		f.add("tickwire.peer_ack.player", v.Player)
+		f.add("tickwire.peer_ack.kind", uint8(v.Kind))
+		f.add("tickwire.peer_ack.through", v.Through)
 	case *SuccessorFrame:
 		f.add("tickwire.frame.type", uint8(FrameSuccessor))
 		f.add("tickwire.successor.epoch", v.Epoch)

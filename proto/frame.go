@@ -21,7 +21,9 @@ const (
 	FrameStandbyStep   FrameType = 0x0f // the host's record of one tick, to its warm standby
 	FrameStandbyState  FrameType = 0x10 // the host's engine state and snapshots, to its warm standby
 	FrameSuccessor     FrameType = 0x11 // credentials for the successor's server (key or token)
-	frameTypeEnd       FrameType = 0x12
+	FramePeerMessage   FrameType = 0x12 // a peer-hosted game's exactly-once message (host migration)
+	FramePeerAck       FrameType = 0x13 // acknowledges a player's peer message stream
+	frameTypeEnd       FrameType = 0x14
 )
 
 var frameNames = [...]string{
@@ -42,6 +44,8 @@ var frameNames = [...]string{
 	FrameStandbyStep:   "standby step",
 	FrameStandbyState:  "standby state",
 	FrameSuccessor:     "successor",
+	FramePeerMessage:   "peer message",
+	FramePeerAck:       "peer ack",
 }
 
 func (t FrameType) String() string {
@@ -115,6 +119,10 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		n, err = skipStandbyStateFrame(b)
 	case FrameSuccessor:
 		_, n, err = ParseSuccessorFrame(b)
+	case FramePeerMessage:
+		_, n, err = ParsePeerMessageFrame(b)
+	case FramePeerAck:
+		_, n, err = ParsePeerAckFrame(b)
 	}
 	return t, n, err
 }

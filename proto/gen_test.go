@@ -120,6 +120,10 @@ func (g *gen) frame(t FrameType) frame {
 		return f
 	case FrameStandbyAck:
 		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
+	case FramePeerMessage:
+		return &PeerMessageFrame{Player: uint16(g.r.Uint32()), Copy: g.r.IntN(2) == 0, Seq: 1 + g.r.Uint32N(1<<31), Channel: uint8(g.r.Uint32()), Data: g.bytes(g.r.IntN(64))}
+	case FramePeerAck:
+		return &PeerAckFrame{Player: uint16(g.r.Uint32()), Kind: PeerAckKind(1 + g.r.IntN(4)), Through: g.r.Uint32()}
 	case FrameSuccessor:
 		f := &SuccessorFrame{Epoch: g.r.Uint32(), Successor: uint16(g.r.Uint32())}
 		if g.r.IntN(2) == 0 {

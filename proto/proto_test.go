@@ -61,6 +61,12 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameSuccessor:
 		f, n, err := ParseSuccessorFrame(b)
 		return &f, n, err
+	case FramePeerMessage:
+		f, n, err := ParsePeerMessageFrame(b)
+		return &f, n, err
+	case FramePeerAck:
+		f, n, err := ParsePeerAckFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

@@ -44,7 +44,6 @@ local MAX_SUCCESSOR_TOKEN = 2048
 local KEY_SIZE = 32
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
-local MAX_MESSAGE = 1024 * 1024
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
 local PATH_DATA_SIZE = 8
@@ -64,7 +63,7 @@ local frame_names = {
     [0x08] = "Resync request", [0x09] = "Checksum", [0x0a] = "Control",
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
-    [0x11] = "Successor",
+    [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -189,6 +188,19 @@ f.ro_addr     = ProtoField.string("tickwire.roster.addr", "Host address")
 f.sa_epoch    = ProtoField.uint32("tickwire.standby_ack.epoch", "Epoch")
 f.sa_tick     = ProtoField.uint32("tickwire.standby_ack.tick", "Held through tick")
 local change_names = { [1] = "join", [2] = "leave" }
+f.pm_player   = ProtoField.uint16("tickwire.peer_msg.player", "Player")
+f.pm_copy     = ProtoField.bool("tickwire.peer_msg.copy", "Standby copy")
+f.pm_seq      = ProtoField.uint32("tickwire.peer_msg.seq", "Sequence")
+f.pm_channel  = ProtoField.uint8("tickwire.peer_msg.channel", "Channel")
+f.pm_len      = ProtoField.uint32("tickwire.peer_msg.len", "Length")
+f.pm_data     = ProtoField.bytes("tickwire.peer_msg.data", "Data")
+
+local peer_ack_kinds = { [1] = "player's messages run (and held by the standby)", [2] = "host's messages received by the player",
+    [3] = "to the standby: player's messages run", [4] = "to the standby: host's messages received by the player" }
+f.pa_player   = ProtoField.uint16("tickwire.peer_ack.player", "Player")
+f.pa_kind     = ProtoField.uint8("tickwire.peer_ack.kind", "Kind", base.DEC, peer_ack_kinds)
+f.pa_through  = ProtoField.uint32("tickwire.peer_ack.through", "Through sequence")
+
 local successor_kinds = { [1] = "key (to the successor)", [2] = "token (for the successor's address)" }
 f.su_epoch    = ProtoField.uint32("tickwire.successor.epoch", "Epoch")
 f.su_slot     = ProtoField.uint16("tickwire.successor.slot", "Successor's player")
@@ -573,6 +585,37 @@ local function frame_successor(buf, off, tree)
     return off + n
 end
 
+local function frame_peer_message(buf, off, tree)
+    local trunc = "truncated peer message frame"
+    if not have(buf, off, 8) then return bad(tree, trunc) end
+    tree:add_le(f.pm_player, buf(off, 2))
+    local flags = buf(off + 2, 1):uint()
+    if flags > 1 then return bad(tree, "peer message frame: unknown flags") end
+    tree:add(f.pm_copy, buf(off + 2, 1), flags == 1)
+    if buf(off + 3, 4):le_uint() == 0 then return bad(tree, "peer message frame: sequence 0") end
+    tree:add_le(f.pm_seq, buf(off + 3, 4))
+    tree:add(f.pm_channel, buf(off + 7, 1))
+    off = off + 8
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "peer message frame: " .. sz) end
+    if n > MAX_MESSAGE then return bad(tree, "peer message frame: length over limit") end
+    tree:add(f.pm_len, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, trunc) end
+    if n > 0 then tree:add(f.pm_data, buf(off, n)) end
+    return off + n
+end
+
+local function frame_peer_ack(buf, off, tree)
+    if not have(buf, off, 7) then return bad(tree, "truncated peer ack frame") end
+    local kind = buf(off + 2, 1):uint()
+    if kind < 1 or kind > 4 then return bad(tree, "peer ack frame: unknown kind") end
+    tree:add_le(f.pa_player, buf(off, 2))
+    tree:add(f.pa_kind, buf(off + 2, 1))
+    tree:add_le(f.pa_through, buf(off + 3, 4))
+    return off + 7
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -623,7 +666,8 @@ local frame_parsers = {
     [0x0b] = path_frame(f.path_chal, "path challenge"),
     [0x0c] = path_frame(f.path_resp, "path response"),
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
-    [0x10] = frame_standby_state, [0x11] = frame_successor,
+    [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
+    [0x13] = frame_peer_ack,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
