@@ -354,6 +354,9 @@ func (h *GameHost) Connected(c *Conn) {
 	g.conns = append(g.conns, gc)
 	if h.mig != nil {
 		h.mig.changed()
+		if resumed {
+			h.mig.resumed(gc)
+		}
 	}
 	h.cfg.Handler.Connected(c)
 }

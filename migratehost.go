@@ -40,6 +40,9 @@ type MigrationConfig struct {
 	// followed a successor; it steps down instead of running a second
 	// authority. Default migrate.DefaultTimeout.
 	StallTimeout time.Duration
+	// streams are the players' peer message streams a promoted standby
+	// held (Peer).
+	streams map[uint16]*playerStream
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
@@ -60,6 +63,9 @@ type MigrationStats struct {
 	SteppedDown  bool
 	StepDownWhy  string
 	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// Stream counts the peer message streams' traffic (the players'
+	// messages received, the host's sent).
+	Stream StreamStats
 }
 
 // hostMigration is a GameHost's side of host migration.
@@ -77,6 +83,10 @@ type hostMigration struct {
 	stats   MigrationStats
 	buf     []byte
 	succ    []migrate.Member
+	// the players' peer message streams (peerstream.go), by first slot;
+	// acked: the standby has acked since it became the standby
+	streams map[uint16]*playerStream
+	acked   bool
 }
 
 func newHostMigration(h *GameHost, cfg MigrationConfig) *hostMigration {
@@ -89,7 +99,10 @@ func newHostMigration(h *GameHost, cfg MigrationConfig) *hostMigration {
 	if cfg.Epoch == 0 {
 		cfg.Epoch = 1
 	}
-	m := &hostMigration{h: h, cfg: cfg}
+	m := &hostMigration{h: h, cfg: cfg, streams: map[uint16]*playerStream{}}
+	for p, st := range cfg.streams {
+		m.streams[p] = st
+	}
 	m.feed = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch), Codec: h.codec}
 	return m
 }
@@ -120,8 +133,7 @@ func (m *hostMigration) disconnected(gc *gameConn, r proto.DisconnectReason) {
 	m.dirty = true
 	wasStandby := gc == m.standby
 	if wasStandby {
-		m.standby = nil
-		m.feed.SetStandby(nil)
+		m.setStandby(gc.game, nil)
 	}
 	if r != proto.DisconnectHostMigrate || m.down {
 		return
@@ -226,12 +238,7 @@ func (m *hostMigration) publish(g *hostedGame, now time.Time) {
 		}
 	}
 	if next != m.standby {
-		m.standby = next
-		if next != nil {
-			m.feed.SetStandby(next.c)
-		} else {
-			m.feed.SetStandby(nil)
-		}
+		m.setStandby(g, next)
 	}
 	m.minted = now
 	if next == nil {
@@ -277,9 +284,218 @@ func (m *hostMigration) credentials(g *hostedGame, s migrate.Member, now time.Ti
 	}
 }
 
-// frame handles a migration frame from a player: the standby's acks.
+// setStandby makes next (nil: nobody) the standby: it gets the game from
+// the next step on, and at once the state of every player's stream;
+// nothing is released to the players until it acknowledged that.
+func (m *hostMigration) setStandby(g *hostedGame, next *gameConn) {
+	m.standby, m.acked = next, false
+	if next == nil {
+		m.feed.SetStandby(nil)
+		return
+	}
+	m.feed.SetStandby(next.c)
+	due := g.eng.Tick() + 1
+	for p, st := range m.streams {
+		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		for i := range st.out {
+			o := &st.out[i]
+			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			if !o.sent {
+				o.release = due
+			}
+			if len(b) > 32<<10 {
+				next.c.SendFrame(b)
+				b = b[:0]
+			}
+		}
+		if len(b) > 0 {
+			next.c.SendFrame(b)
+		}
+		m.buf = b
+		for i := range st.pending {
+			st.pending[i].tick = due
+		}
+	}
+}
+
+// maxStreamBacklog bounds the messages a stream keeps unacknowledged at
+// either end; Send fails with ErrQueueFull beyond it.
+const maxStreamBacklog = 4096
+
+// held reports whether the standby holds what went out to it before
+// tick's step (or there is no standby to wait for).
+func (m *hostMigration) held(tick uint32) bool {
+	return m.standby == nil || (m.acked && int32(m.stats.StandbyTick-tick) >= 0)
+}
+
+// stream is the stream of player p.
+func (m *hostMigration) stream(p uint16) *playerStream {
+	st := m.streams[p]
+	if st == nil {
+		st = newPlayerStream()
+		m.streams[p] = st
+	}
+	return st
+}
+
+// toStandby sends a copy frame to the standby.
+func (m *hostMigration) toStandby(b []byte) {
+	if m.standby != nil {
+		m.standby.c.SendFrame(b)
+	}
+}
+
+// send queues a message of the host to gc's player on its stream: it
+// goes out once the standby holds its copy.
+func (m *hostMigration) send(gc *gameConn, channel uint8, data []byte) error {
+	ps := gc.c.Players()
+	if len(ps) == 0 {
+		return ErrNotConnected
+	}
+	if len(data) > proto.MaxMessageSize {
+		return ErrMessageTooLarge
+	}
+	st := m.stream(ps[0])
+	if len(st.out) >= maxStreamBacklog {
+		return ErrQueueFull // the player acknowledges nothing
+	}
+	st.outSeq++
+	msg := streamMsg{seq: st.outSeq, channel: channel, data: slices.Clone(data), release: gc.game.eng.Tick() + 1}
+	st.out = append(st.out, msg)
+	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Copy: true, Seq: msg.seq, Channel: channel, Data: data})
+	m.toStandby(m.buf)
+	m.release(gc.game)
+	return nil
+}
+
+// SendStream sends a reliable message on channel to c's player. In a
+// game with host migration (GameConfig.Migration) it goes on the
+// player's peer message stream, which delivers it exactly once across
+// migrations; otherwise it is c.Send(Reliable, ...). Call it from the
+// server's loop (a Handler method).
+func (h *GameHost) SendStream(c *Conn, channel uint8, data []byte) error {
+	gc := h.conns[c]
+	if h.mig == nil || gc == nil {
+		return c.Send(Reliable, channel, data)
+	}
+	return h.mig.send(gc, channel, data)
+}
+
+// release sends what the standby holds now: the host's messages and the
+// acknowledgements of the players' messages.
+func (m *hostMigration) release(g *hostedGame) {
+	for _, gc := range g.conns {
+		ps := gc.c.Players()
+		if len(ps) == 0 {
+			continue
+		}
+		st := m.streams[ps[0]]
+		if st == nil {
+			continue
+		}
+		for i := range st.out {
+			o := &st.out[i]
+			if o.sent || !m.held(o.release) {
+				continue
+			}
+			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Seq: o.seq, Channel: o.channel, Data: o.data})
+			if gc.c.SendFrame(m.buf) == nil {
+				o.sent = true
+				m.stats.Stream.Sent++
+			}
+		}
+		n := 0
+		for n < len(st.pending) && m.held(st.pending[n].tick) {
+			st.durable = st.pending[n].through
+			n++
+		}
+		st.pending = st.pending[n:]
+		if st.durable != st.acked {
+			m.buf = appendPeerAck(m.buf[:0], ps[0], proto.PeerAckFromPlayer, st.durable)
+			if gc.c.SendFrame(m.buf) == nil {
+				st.acked = st.durable
+			}
+		}
+	}
+}
+
+// resumed sends a player back from a migration its stream: every
+// message it has not acknowledged, and how far its own ran.
+func (m *hostMigration) resumed(gc *gameConn) {
+	ps := gc.c.Players()
+	if len(ps) == 0 {
+		return
+	}
+	st := m.streams[ps[0]]
+	if st == nil {
+		return
+	}
+	for i := range st.out {
+		o := &st.out[i]
+		m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Seq: o.seq, Channel: o.channel, Data: o.data})
+		if gc.c.SendFrame(m.buf) == nil {
+			o.sent = true
+			m.stats.Stream.Resent++
+		}
+	}
+	m.buf = appendPeerAck(m.buf[:0], ps[0], proto.PeerAckFromPlayer, st.durable)
+	if gc.c.SendFrame(m.buf) == nil {
+		st.acked = st.durable
+	}
+}
+
+// peerMessage runs a player's stream message: a new one goes to the
+// game's handler (after its copy of the fact to the standby), one that
+// ran already (re-sent after a migration) is dropped.
+func (m *hostMigration) peerMessage(gc *gameConn, f *proto.PeerMessageFrame) error {
+	if f.Copy || !gc.has(f.Player) || f.Player != gc.c.Players()[0] {
+		return errForeignPlayer
+	}
+	st := m.stream(f.Player)
+	switch d := int32(f.Seq - st.inNext); {
+	case d < 0:
+		m.stats.Stream.Duplicates++
+		return nil
+	case d > 0:
+		m.stats.Stream.Gaps++
+		return errStreamGap
+	}
+	st.inNext++
+	st.pending = append(st.pending, pendingRun{through: f.Seq, tick: gc.game.eng.Tick() + 1})
+	m.buf = appendPeerAck(m.buf[:0], f.Player, proto.PeerAckStandbyRun, f.Seq)
+	m.toStandby(m.buf)
+	m.stats.Stream.Received++
+	m.h.cfg.Handler.Message(gc.c, &Message{Channel: f.Channel, Delivery: Reliable, Data: f.Data})
+	m.release(gc.game)
+	return nil
+}
+
+// frame handles a migration frame from a player: the standby's acks, the
+// players' stream messages and acknowledgements.
 func (m *hostMigration) frame(gc *gameConn, t proto.FrameType, f []byte) error {
-	if t != proto.FrameStandbyAck {
+	switch t {
+	case proto.FramePeerMessage:
+		pm, _, err := proto.ParsePeerMessageFrame(f)
+		if err != nil {
+			return err
+		}
+		return m.peerMessage(gc, &pm)
+	case proto.FramePeerAck:
+		a, _, err := proto.ParsePeerAckFrame(f)
+		if err != nil {
+			return err
+		}
+		if a.Kind != proto.PeerAckToPlayer || len(gc.c.Players()) == 0 || a.Player != gc.c.Players()[0] {
+			return errForeignPlayer
+		}
+		if st := m.streams[a.Player]; st != nil && int32(a.Through-st.outSeq) <= 0 {
+			st.received(a.Through)
+			m.buf = appendPeerAck(m.buf[:0], a.Player, proto.PeerAckStandbyReceived, a.Through)
+			m.toStandby(m.buf)
+		}
+		return nil
+	case proto.FrameStandbyAck:
+	default:
 		return errUnexpectedFrame
 	}
 	a, _, err := proto.ParseStandbyAckFrame(f)
@@ -290,10 +506,11 @@ func (m *hostMigration) frame(gc *gameConn, t proto.FrameType, f []byte) error {
 		return errNotStandby
 	}
 	m.stats.StandbyAcks++
-	if int32(a.Tick-m.stats.StandbyTick) > 0 {
-		m.stats.StandbyTick = a.Tick
+	if !m.acked || int32(a.Tick-m.stats.StandbyTick) > 0 {
+		m.stats.StandbyTick, m.acked = a.Tick, true
 	}
 	m.stats.StandbyLag = gc.game.eng.Tick() - m.stats.StandbyTick
+	m.release(gc.game)
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -96,9 +97,12 @@ type PeerStats struct {
 	Tokens       uint64 // successor tokens received
 	Keys         uint64 // successor keys received
 	DialFailures uint64
-	Hosting      bool
-	Host         MigrationStats // when hosting
-	HostGame     GameHostStats  // when hosting
+	// Stream counts this player's peer message stream (Send and the
+	// host's messages).
+	Stream   StreamStats
+	Hosting  bool
+	Host     MigrationStats // when hosting
+	HostGame GameHostStats  // when hosting
 }
 
 // Peer is a player of a peer-hosted game that survives the loss of its
@@ -131,6 +135,18 @@ type Peer struct {
 	players  []uint16
 	clientID uint64
 
+	// The peer message stream (peerstream.go): this player's own —
+	// messages sent and not yet confirmed, the newest number received and
+	// when its ack last went out — and, as the standby, the host's copies
+	// of every player's.
+	outSeq     uint32
+	out        []streamMsg
+	inRecv     uint32
+	ackedRecv  uint32
+	ackPackets int
+	streams    map[uint16]*playerStream
+	stream     StreamStats
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -152,7 +168,7 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Peer{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{},
+	p := &Peer{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	p.follower.Monitor.Timeout = cfg.Timeout
 	p.follower.PromoteTimeout = cfg.PromoteTimeout
@@ -278,6 +294,7 @@ func (p *Peer) Client() *Client {
 func (p *Peer) Stats() PeerStats {
 	p.mu.Lock()
 	st := p.stats
+	st.Stream = p.stream
 	st.Epoch = uint32(p.follower.Following().Epoch)
 	st.StaleRosters = p.follower.StaleRosters()
 	host, srv := p.host, p.srv
@@ -292,19 +309,63 @@ func (p *Peer) Stats() PeerStats {
 // ErrPeerClosed is the Peer's Err after Close.
 var ErrPeerClosed = errors.New("tickwire: peer closed")
 
-// Send sends a reliable message to the game's host on channel.
+// Send sends a reliable message to the game's host on channel, on this
+// player's peer message stream: it reaches whichever peer hosts the game
+// exactly once and in order, across host migrations (during one it waits
+// for the successor). It fails only when the stream holds too many
+// unconfirmed messages (ErrQueueFull) or data is too large.
 func (p *Peer) Send(channel uint8, data []byte) error {
-	c := p.Client()
-	if c == nil {
-		return errors.New("tickwire: no host to send to (a host migration is under way)")
+	if len(data) > proto.MaxMessageSize {
+		return ErrMessageTooLarge
 	}
-	return c.Send(Reliable, channel, data)
+	p.mu.Lock()
+	if len(p.out) >= maxStreamBacklog {
+		p.mu.Unlock()
+		return ErrQueueFull
+	}
+	p.outSeq++
+	m := streamMsg{seq: p.outSeq, channel: channel, data: slices.Clone(data)}
+	p.out = append(p.out, m)
+	p.stream.Sent++
+	c, self := p.client, p.players[0]
+	p.mu.Unlock()
+	if c != nil {
+		c.SendFrame(appendPeerMessage(nil, proto.PeerMessageFrame{Player: self, Seq: m.seq, Channel: channel, Data: m.data}))
+	}
+	return nil
 }
 
 // Reply sends a reliable message from the game host this peer runs to
-// connection c (its GameConfig.Handler answering a message).
+// connection c's player, on its peer message stream (GameHost.SendStream).
+// Call it from the host's GameConfig.Handler.
 func (p *Peer) Reply(c *Conn, channel uint8, data []byte) error {
-	return c.Send(Reliable, channel, data)
+	p.mu.Lock()
+	host := p.host
+	p.mu.Unlock()
+	if host == nil {
+		return errors.New("tickwire: Peer.Reply: this peer hosts no game")
+	}
+	return host.SendStream(c, channel, data)
+}
+
+// resend sends c, a new session, every stream message not confirmed.
+func (p *Peer) resend(c *Client) {
+	p.mu.Lock()
+	out := slices.Clone(p.out) // the data is never modified
+	self := p.players[0]
+	p.ackedRecv = 0 // tell the new host how far we got
+	p.mu.Unlock()
+	var b []byte
+	resent := uint64(0)
+	for _, m := range out {
+		b = appendPeerMessage(b[:0], proto.PeerMessageFrame{Player: self, Seq: m.seq, Channel: m.channel, Data: m.data})
+		if c.SendFrame(b) == nil {
+			resent++
+		}
+	}
+	p.mu.Lock()
+	p.stream.Resent += resent
+	p.mu.Unlock()
 }
 
 // Done is closed when the Peer ended; Err says why.
@@ -427,6 +488,7 @@ func (p *Peer) follow(act migrate.Action) {
 	p.mu.Lock()
 	old := p.follower.Following().Host
 	held := p.tokens[act.Member.Slot]
+	clear(p.streams) // the successor's standby gets them from it
 	p.mu.Unlock()
 	p.leave(now, old, act.Epoch)
 	if held == nil {
@@ -439,13 +501,15 @@ func (p *Peer) follow(act migrate.Action) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
 	defer cancel()
-	if _, err := p.dial(ctx, held.tok, addr); err != nil {
+	c, err := p.dial(ctx, held.tok, addr)
+	if err != nil {
 		p.mu.Lock()
 		p.stats.DialFailures++
 		p.mu.Unlock()
 		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
 		return
 	}
+	p.resend(c)
 	p.event(PeerEvent{Kind: PeerFollowing, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: act.Member.Slot})
 }
 
@@ -471,6 +535,11 @@ func (p *Peer) promote(act migrate.Action) {
 	}
 	keys := append([]Key(nil), p.keys...)
 	eng, err := p.standby.Promote(now)
+	streams := make(map[uint16]*playerStream, len(p.streams))
+	for pl, st := range p.streams {
+		streams[pl] = st.clone()
+	}
+	clear(p.streams)
 	p.mu.Unlock()
 	p.leave(now, lost, act.Epoch)
 	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
@@ -479,7 +548,7 @@ func (p *Peer) promote(act migrate.Action) {
 	}
 	key := keys[len(keys)-1]
 	host, err := p.startHost(key, keys[:len(keys)-1], MigrationConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates})
+		Self: p.players[0], Candidates: candidates, streams: streams})
 	if err == nil {
 		p.srv.Do(func() {
 			err = host.Adopt(p.game, eng, Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
@@ -510,9 +579,12 @@ func (p *Peer) promote(act migrate.Action) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
 	defer cancel()
-	if _, err := p.dial(ctx, tok, ""); err != nil {
+	c, err := p.dial(ctx, tok, "")
+	if err != nil {
 		p.log.Warn("own player could not rejoin", "err", err)
+		return
 	}
+	p.resend(c)
 }
 
 // event reports e to OnEvent.
@@ -583,6 +655,14 @@ func (f *peerFrames) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	tick, ok := p.standby.Ready()
 	due := ok && tick != p.ackSent
 	epoch := p.standby.Epoch()
+	// This player's stream ack: when it moved, and now and then while
+	// anything was received (it is cumulative; a lost one is repeated).
+	p.ackPackets++
+	if p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30) && len(p.players) > 0 {
+		if nb := appendPeerAck(b, p.players[0], proto.PeerAckToPlayer, p.inRecv); len(nb)-start <= room {
+			b, p.ackedRecv, p.ackPackets = nb, p.inRecv, 0
+		}
+	}
 	p.mu.Unlock()
 	if due {
 		a := proto.StandbyAckFrame{Epoch: uint32(epoch), Tick: tick}
@@ -609,6 +689,10 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *PacketInfo) error {
 		return p.successor(b)
 	case proto.FrameStandbyState, proto.FrameStandbyStep:
 		return p.standbyFrame(t, b, f.tickRate)
+	case proto.FramePeerMessage:
+		return p.peerMessage(b, pi)
+	case proto.FramePeerAck:
+		return p.peerAck(b)
 	case proto.FrameControl:
 		if ctl, _, err := proto.ParseControlFrame(b); err == nil && ctl.Code == proto.ControlHostMigration {
 			p.mu.Lock()
@@ -712,4 +796,75 @@ func (p *Peer) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
 		p.stats.StandbyErrs++
 	}
 	return nil // counted here; the host's stream goes on
+}
+
+// peerMessage takes a stream message from the host: one to this player
+// is delivered in order (a duplicate after a migration is dropped); a
+// copy for the standby is kept.
+func (p *Peer) peerMessage(b []byte, pi *PacketInfo) error {
+	f, _, err := proto.ParsePeerMessageFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if f.Copy {
+		st := p.streams[f.Player]
+		if st == nil {
+			st = newPlayerStream()
+			p.streams[f.Player] = st
+		}
+		st.standbyCopy(&f)
+		p.mu.Unlock()
+		return nil
+	}
+	if len(p.players) == 0 || f.Player != p.players[0] {
+		p.mu.Unlock()
+		return errForeignPlayer
+	}
+	switch d := int32(f.Seq - p.inRecv - 1); {
+	case d < 0:
+		p.stream.Duplicates++
+		p.mu.Unlock()
+		return nil
+	case d > 0:
+		p.stream.Gaps++
+		p.mu.Unlock()
+		return errStreamGap
+	}
+	p.inRecv = f.Seq
+	p.stream.Received++
+	c := p.client
+	p.mu.Unlock()
+	if p.cfg.Handler != nil {
+		p.cfg.Handler.Message(c, &Message{Channel: f.Channel, Delivery: Reliable, Data: f.Data})
+	}
+	return nil
+}
+
+// peerAck takes a stream acknowledgement from the host: of this
+// player's messages, or, as the standby, a copy for a player's stream.
+func (p *Peer) peerAck(b []byte) error {
+	f, _, err := proto.ParsePeerAckFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch f.Kind {
+	case proto.PeerAckFromPlayer:
+		if len(p.players) == 0 || f.Player != p.players[0] {
+			return errForeignPlayer
+		}
+		p.out = slices.DeleteFunc(p.out, func(m streamMsg) bool { return int32(m.seq-f.Through) <= 0 })
+	case proto.PeerAckStandbyRun, proto.PeerAckStandbyReceived:
+		st := p.streams[f.Player]
+		if st == nil {
+			st = newPlayerStream()
+			p.streams[f.Player] = st
+		}
+		st.standbyAck(&f)
+	default:
+		return errUnexpectedFrame
+	}
+	return nil
 }

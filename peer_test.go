@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"slices"
@@ -27,13 +28,21 @@ type killSwitch struct {
 	stall atomic.Int64
 }
 
-// stallHandler is a host's handler whose tick stops the loop when its
-// process is stalled.
-type stallHandler struct{ k *killSwitch }
+// stallHandler is a host's handler that echoes every message back on
+// the players' streams, and whose tick stops the loop when its process is
+// stalled.
+type stallHandler struct {
+	k    *killSwitch
+	peer **Peer
+}
 
 func (stallHandler) Connected(*Conn)                            {}
-func (stallHandler) Message(*Conn, *Message)                    {}
 func (stallHandler) Disconnected(*Conn, proto.DisconnectReason) {}
+func (h stallHandler) Message(c *Conn, m *Message) {
+	if err := (*h.peer).Reply(c, m.Channel, m.Data); err != nil {
+		panic(err)
+	}
+}
 func (h stallHandler) Tick(time.Time, uint32) {
 	if d := h.k.stall.Swap(0); d > 0 {
 		time.Sleep(time.Duration(d))
@@ -72,6 +81,8 @@ type peerRig struct {
 	kills []*killSwitch
 
 	mu      sync.Mutex
+	echoes  [][]uint32 // per player, the numbers of the echoes received
+	sent    []uint32
 	events  [][]PeerEvent
 	missing map[uint16]int // inputs of each player a host ran without, after a migration
 	resumed map[uint64]uint32
@@ -81,7 +92,7 @@ const peerGame = 0x5eed
 
 func newPeerRig(t *testing.T, n int) *peerRig {
 	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
-		events: make([][]PeerEvent, n), missing: map[uint16]int{}}
+		events: make([][]PeerEvent, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = GenerateKey()
 	candidates := map[uint16]string{}
 	for i := 1; i <= n; i++ {
@@ -100,12 +111,14 @@ func newPeerRig(t *testing.T, n int) *peerRig {
 		port := 5000
 		var rec sim.StepRecord
 		slot := uint16(i)
+		self := new(*Peer)
 		p, err := NewPeer(PeerConfig{
+			Handler:  echoRecorder{r, int(slot) - 1},
 			Game:     gc,
 			Factory:  func(uint64) (Game, error) { return arena.NewGame(8), nil },
 			HostConn: udp.FromPacketConn(killableConn{hc, k}),
 			HostAddr: candidates[slot],
-			Host: GameConfig{Handler: stallHandler{k}, Stepped: func(_ uint64, eng *sim.Server) {
+			Host: GameConfig{Handler: stallHandler{k, self}, Stepped: func(_ uint64, eng *sim.Server) {
 				// A host that runs a game it adopted counts the inputs
 				// it had to run without, for the first second.
 				r.mu.Lock()
@@ -144,6 +157,7 @@ func newPeerRig(t *testing.T, n int) *peerRig {
 		if err != nil {
 			t.Fatal(err)
 		}
+		*self = p
 		r.peers, r.games, r.kills = append(r.peers, p), append(r.games, gc), append(r.kills, k)
 	}
 	if err := r.peers[0].Host(peerGame, r.key, 1, candidates, [proto.UserDataSize]byte{}); err != nil {
@@ -162,6 +176,77 @@ func newPeerRig(t *testing.T, n int) *peerRig {
 		cancel()
 	}
 	return r
+}
+
+// echoRecorder records the numbered echoes a peer receives.
+type echoRecorder struct {
+	r *peerRig
+	i int
+}
+
+func (e echoRecorder) Message(_ *Client, m *Message) {
+	e.r.mu.Lock()
+	defer e.r.mu.Unlock()
+	e.r.echoes[e.i] = append(e.r.echoes[e.i], binary.LittleEndian.Uint32(m.Data))
+}
+
+func (echoRecorder) Disconnected(*Client, proto.DisconnectReason) {}
+
+// echo sends every live peer's next numbered message every 50 ms until
+// stop is closed.
+func (r *peerRig) echo(stop chan struct{}) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		for i, p := range r.peers {
+			if r.kills[i].dead.Load() {
+				continue
+			}
+			r.mu.Lock()
+			n := r.sent[i]
+			r.sent[i]++
+			r.mu.Unlock()
+			if err := p.Send(7, binary.LittleEndian.AppendUint32(nil, n)); err != nil {
+				r.t.Errorf("peer %d: Send: %v", i+1, err)
+			}
+		}
+	}
+}
+
+// checkEchoes waits until every live peer got back every message it
+// sent, and checks each came back exactly once, in order.
+func (r *peerRig) checkEchoes() {
+	r.t.Helper()
+	r.waitFor("echoes back", 5*time.Second, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i := range r.peers {
+			if !r.kills[i].dead.Load() && len(r.echoes[i]) < int(r.sent[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.peers {
+		if r.kills[i].dead.Load() {
+			continue
+		}
+		for k, n := range r.echoes[i] {
+			if n != uint32(k) {
+				r.t.Fatalf("peer %d: echo %d is message %d (sent %d, received %d)", i+1, k, n, r.sent[i], len(r.echoes[i]))
+			}
+		}
+		if len(r.echoes[i]) != int(r.sent[i]) {
+			r.t.Fatalf("peer %d: %d echoes for %d messages", i+1, len(r.echoes[i]), r.sent[i])
+		}
+	}
 }
 
 // kill cuts peer i (0-based) off and stops it.
@@ -204,6 +289,8 @@ func TestPeerHostMigration(t *testing.T) {
 				p.Close()
 			}
 		}()
+		stop := make(chan struct{})
+		go r.echo(stop)
 		time.Sleep(5 * time.Second)
 		if st := r.peers[1].Stats(); st.StandbyState == 0 || st.StandbySteps < 200 || st.StandbyErrs != 0 || st.Keys == 0 {
 			t.Fatalf("standby peer: %+v", st)
@@ -255,6 +342,9 @@ func TestPeerHostMigration(t *testing.T) {
 		r.waitFor("slot 3 promoted", 3*time.Second, func() bool { return r.peers[2].Stats().Promotions == 1 })
 		before = r.games[2].Stats()
 		time.Sleep(3 * time.Second)
+		close(stop)
+		r.checkEchoes()
+		t.Logf("streams: slot 3 %+v; its host %+v", r.peers[2].Stats().Stream, r.peers[2].Stats().Host.Stream)
 		after = r.games[2].Stats()
 		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || r.peers[2].Stats().Epoch != 3 {
 			t.Fatalf("last player on its own host: %+v (before %+v), peer %+v", after, before, r.peers[2].Stats())
@@ -287,6 +377,8 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 				p.Close()
 			}
 		}()
+		stop := make(chan struct{})
+		go r.echo(stop)
 		time.Sleep(4 * time.Second)
 		old := r.peers[0]
 		old.mu.Lock()
@@ -335,5 +427,7 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 		if r.peers[0].Stats().Epoch != 2 || r.peers[2].Stats().Epoch != 2 {
 			t.Fatalf("epochs: %d, %d", r.peers[0].Stats().Epoch, r.peers[2].Stats().Epoch)
 		}
+		close(stop)
+		r.checkEchoes()
 	})
 }
