@@ -30,6 +30,7 @@ type peerBot struct {
 
 	evMu   sync.Mutex
 	events []botproto.PeerEvent
+	out    io.Writer // progress lines
 }
 
 // echoHost is the game host's handler in a peer-hosted game: it sends
@@ -79,7 +80,7 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		hc.Close()
 		return nil, fmt.Errorf("waiting for the assignment: %w", err)
 	}
-	b := &peerBot{bot: bot{id: int(a.Slot)}}
+	b := &peerBot{bot: bot{id: int(a.Slot)}, out: stderr}
 	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false)
 	var self string
 	candidates := map[uint16]string{}
@@ -180,6 +181,9 @@ func (b *peerBot) event(e tickwire.PeerEvent) {
 	defer b.evMu.Unlock()
 	b.events = append(b.events, botproto.PeerEvent{Kind: e.Kind.String(), UnixMs: e.Time.UnixMilli(),
 		Epoch: e.Epoch, Slot: e.Slot, Text: e.Text})
+	// One line per event, as it happens: the end-to-end test follows the
+	// migrations by them.
+	fmt.Fprintf(b.out, "tickwire-bot: peer event %q epoch=%d slot=%d unix_ms=%d %s\n", e.Kind.String(), e.Epoch, e.Slot, e.Time.UnixMilli(), e.Text)
 }
 
 // sendEcho sends the next numbered echo through the Peer's stream.
@@ -206,6 +210,8 @@ func (b *peerBot) play(ctx context.Context, o *options, stderr io.Writer) (*botp
 	defer echo.Stop()
 	end := time.NewTimer(o.duration)
 	defer end.Stop()
+	status := time.NewTicker(time.Second)
+	defer status.Stop()
 	var ended error
 loop:
 	for {
@@ -219,6 +225,11 @@ loop:
 			break loop
 		case <-echo.C:
 			b.sendEcho()
+		case <-status.C:
+			if st := b.peer.Stats(); st.Hosting {
+				fmt.Fprintf(stderr, "tickwire-bot: hosting epoch=%d joins=%d resumed_missing=%d standby_lag=%d stream_received=%d stream_duplicates=%d\n",
+					st.Epoch, st.HostGame.Joins, st.HostGame.ResumedMissing, st.Host.StandbyLag, st.Host.Stream.Received, st.Host.Stream.Duplicates)
+			}
 		}
 	}
 	elapsed := time.Since(start)

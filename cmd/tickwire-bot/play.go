@@ -386,6 +386,13 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 	e := &s.Events
 	fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
 		e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
+	if p := s.Peer; p != nil {
+		fmt.Fprintf(w, "  peer slot %d: epoch %d, %d migrations, %d promotions, hosting %v, stepped down %v; standby took %d states and %d steps; resumed inputs missing %d\n",
+			p.Slot, p.Epoch, p.Migrations, p.Promotions, p.Hosting, p.SteppedDown, p.StandbyStates, p.StandbySteps, p.ResumedMissing)
+		if p.Ended != "" {
+			fmt.Fprintf(w, "  peer ended: %s\n", p.Ended)
+		}
+	}
 	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")
 	}

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/internal/botproto"
+)
+
+// peerProc is one tickwire-bot -peer process of a migration test.
+type peerProc struct {
+	*proc
+	name string
+}
+
+// summary is the JSON summary the bot printed on stdout when it ended.
+func (p *peerProc) summary(t *testing.T) botproto.Summary {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("%s did not end:\n%s", p.name, p.output())
+	}
+	out := p.output()
+	i := strings.LastIndex(out, "\n{")
+	if i < 0 {
+		t.Fatalf("%s printed no summary:\n%s", p.name, out)
+	}
+	var s botproto.Summary
+	if err := json.NewDecoder(strings.NewReader(out[i+1:])).Decode(&s); err != nil {
+		t.Fatalf("%s summary: %v\n%s", p.name, err, out)
+	}
+	return s
+}
+
+var eventLine = regexp.MustCompile(`peer event "([a-z ]+)" epoch=(\d+) slot=\d+ unix_ms=(\d+)`)
+
+// resumedAt is when p was back in play under a host of epoch: resumed on
+// it, or promoted to it (0: not yet).
+func (p *peerProc) resumedAt(epoch int) int64 {
+	for _, m := range eventLine.FindAllStringSubmatch(p.output(), -1) {
+		e, _ := strconv.Atoi(m[2])
+		if e == epoch && (m[1] == "resumed" || m[1] == "promoted") {
+			ms, _ := strconv.ParseInt(m[3], 10, 64)
+			return ms
+		}
+	}
+	return 0
+}
+
+// promoted reports whether p became the host of epoch.
+func (p *peerProc) promoted(epoch int) bool {
+	return strings.Contains(p.output(), fmt.Sprintf(`peer event "promoted" epoch=%d `, epoch))
+}
+
+var hostingLine = regexp.MustCompile(`hosting epoch=(\d+) joins=\d+ resumed_missing=(\d+)`)
+
+// resumedMissing is the last count p printed, as the host of epoch, of
+// inputs of players back from the migration its engine ran without.
+func (p *peerProc) resumedMissing(epoch int) (n int, ok bool) {
+	for _, m := range hostingLine.FindAllStringSubmatch(p.output(), -1) {
+		if e, _ := strconv.Atoi(m[1]); e == epoch {
+			n, _ = strconv.Atoi(m[2])
+			ok = true
+		}
+	}
+	return n, ok
+}
+
+// freeUDPPort returns a UDP port nobody listens on now.
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	c, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).Port
+}
+
+// startPeers starts n bots that play one peer-hosted room through the
+// lobby at lobbyURL for duration; with spec, each one's host port is
+// fronted by its own tickwire-netem (so every path to whichever peer
+// hosts is impaired, both ways). It returns them once all play, the host
+// (the lobby's choice) first.
+func startPeers(t *testing.T, lobbyURL, room string, n int, duration time.Duration, spec string) []*peerProc {
+	t.Helper()
+	peers := make([]*peerProc, n)
+	for i := range peers {
+		args := []string{"-server", lobbyURL, "-peer", room, "-room-size", fmt.Sprint(n), "-duration", duration.String(),
+			"-json", "-name", fmt.Sprintf("p%d", i+1), "-seed", fmt.Sprint(i + 1), "-log-level", "warn"}
+		if spec != "" {
+			port := freeUDPPort(t)
+			proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", fmt.Sprintf("127.0.0.1:%d", port),
+				"-spec", spec, "-seed", fmt.Sprint(11+i), "-stats-interval", "0")
+			via := proxy.await(t, `listening on (\S+),`)
+			_, offer, _ := net.SplitHostPort(via)
+			args = append(args, "-host-port", fmt.Sprint(port), "-host-offer", offer)
+		}
+		peers[i] = &peerProc{proc: start(t, "tickwire-bot", args...), name: fmt.Sprintf("p%d", i+1)}
+		peers[i].await(t, `seated in room`) // join order: the first offered port hosts
+	}
+	for _, p := range peers {
+		p.await(t, `tickwire-bot: playing`)
+	}
+	if !strings.Contains(peers[0].output(), "role host") {
+		t.Fatalf("the first player is not the host:\n%s", peers[0].output())
+	}
+	return peers
+}
+
+// waitResumed waits until every peer in live is back in play under a host
+// of epoch and returns the worst time from killed, failing past 2 s.
+func waitResumed(t *testing.T, live []*peerProc, epoch int, killed time.Time) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var worst time.Duration
+	for _, p := range live {
+		for p.resumedAt(epoch) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never resumed under epoch %d:\n%s", p.name, epoch, p.output())
+			}
+			select {
+			case <-p.done:
+				t.Fatalf("%s ended:\n%s", p.name, p.output())
+			case <-time.After(20 * time.Millisecond): // polling its output
+			}
+		}
+		gap := time.UnixMilli(p.resumedAt(epoch)).Sub(killed)
+		worst = max(worst, gap)
+	}
+	if worst > 2*time.Second {
+		t.Errorf("epoch %d: the players were back in play %v after the kill (want within 2 s)", epoch, worst)
+	}
+	return worst
+}
+
+// newHost is the peer of live promoted to epoch.
+func newHost(t *testing.T, live []*peerProc, epoch int) *peerProc {
+	t.Helper()
+	for _, p := range live {
+		if p.promoted(epoch) {
+			return p
+		}
+	}
+	t.Fatalf("nobody was promoted to epoch %d", epoch)
+	return nil
+}
+
+// checkSurvivor checks the summary of a peer that played to the end.
+func checkSurvivor(t *testing.T, p *peerProc, epoch int) {
+	t.Helper()
+	s := p.summary(t)
+	if s.Peer == nil || s.Peer.Epoch != uint32(epoch) || s.Peer.Ended != "" {
+		t.Errorf("%s: peer %+v", p.name, s.Peer)
+	}
+	if s.Desyncs != 0 {
+		t.Errorf("%s: %d desyncs", p.name, s.Desyncs)
+	}
+	if s.ReliableReceived == 0 || s.ReliableLost+s.ReliableDuplicates+s.ReliableOutOfOrder != 0 {
+		t.Errorf("%s: reliable %d sent, %d received, %d lost, %d duplicated, %d out of order", p.name,
+			s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+	}
+	t.Logf("%s: epoch %d, %d migrations (%d promotions), echo p50 %.0f ms p99 %.0f ms, %d/%d echoes, inputs %d (late %d), rollbacks %d, stalls %d/%d",
+		p.name, s.Peer.Epoch, s.Peer.Migrations, s.Peer.Promotions, s.EchoMs.P50, s.EchoMs.P99, s.ReliableReceived, s.ReliableSent,
+		s.InputsSent, s.LateInputs, s.Rollbacks, s.InterpStalls, s.InterpFrames)
+}
+
+// TestHostMigration: four tickwire-bot processes play a peer-hosted
+// arena through the lobby; after 10 s the host's process is killed with
+// SIGKILL, and the three others must be playing on the successor within
+// 2 s; 5 s later the successor is killed too and the last two carry on.
+// Every survivor ends with no desync and every reliable message echoed
+// exactly once, in order, and each promoted host ran none of the
+// returning players' ticks without their inputs. The same again with
+// every path to a host through tickwire-netem at delay 50ms 10ms loss 5%.
+func TestHostMigration(t *testing.T) {
+	if testing.Short() {
+		t.Skip("host migration in -short mode")
+	}
+	for _, tc := range []struct{ name, spec string }{{"loopback", ""}, {"netem", "delay 50ms 10ms loss 5%"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, a := server(t)
+			peers := startPeers(t, "http://"+a.http, "migration-"+tc.name, 4, 24*time.Second, tc.spec)
+			time.Sleep(10 * time.Second) // play
+			peers[0].cmd.Process.Signal(syscall.SIGKILL)
+			killed := time.Now()
+			live := peers[1:]
+			gap := waitResumed(t, live, 2, killed)
+			second := newHost(t, live, 2)
+			t.Logf("first migration: %s took over; everyone back in play within %v of the SIGKILL", second.name, gap)
+
+			time.Sleep(5 * time.Second)
+			if n, ok := second.resumedMissing(2); !ok || n != 0 {
+				t.Errorf("%s, host of epoch 2, ran %d ticks without returning players' inputs (reported %v)", second.name, n, ok)
+			}
+			second.cmd.Process.Signal(syscall.SIGKILL)
+			killed = time.Now()
+			var last []*peerProc
+			for _, p := range live {
+				if p != second {
+					last = append(last, p)
+				}
+			}
+			gap = waitResumed(t, last, 3, killed)
+			third := newHost(t, last, 3)
+			t.Logf("second migration: %s took over; both back in play within %v", third.name, gap)
+			for _, p := range last {
+				checkSurvivor(t, p, 3)
+			}
+			if n, ok := third.resumedMissing(3); !ok || n != 0 {
+				t.Errorf("%s, host of epoch 3, ran %d ticks without returning players' inputs (reported %v)", third.name, n, ok)
+			}
+		})
+	}
+}
+
+// TestHostMigrationStalledHost: the host's process of a three-player
+// peer-hosted game is stopped with SIGSTOP for 3 s, then continued. The
+// others follow the successor meanwhile; the old host, running again,
+// learns it was replaced and steps down instead of running a second
+// authority, and its own player follows the successor too. Everybody
+// ends under the successor with no desync and every message echoed
+// exactly once.
+func TestHostMigrationStalledHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("host migration in -short mode")
+	}
+	_, a := server(t)
+	peers := startPeers(t, "http://"+a.http, "stalled", 3, 20*time.Second, "")
+	time.Sleep(8 * time.Second)
+	old := peers[0]
+	old.cmd.Process.Signal(syscall.SIGSTOP)
+	stopped := time.Now()
+	gap := waitResumed(t, peers[1:], 2, stopped)
+	time.Sleep(3*time.Second - time.Since(stopped))
+	old.cmd.Process.Signal(syscall.SIGCONT)
+	old.await(t, `peer event "stepped down"`)
+	t.Logf("the others were back in play %v after the SIGSTOP; %s took over", gap, newHost(t, peers[1:], 2).name)
+	deadline := time.Now().Add(10 * time.Second)
+	for old.resumedAt(2) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the old host's player never followed the successor:\n%s", old.output())
+		}
+		time.Sleep(20 * time.Millisecond) // polling its output
+	}
+	out := old.output()
+	if after := out[strings.Index(out, `peer event "stepped down"`):]; strings.Contains(after, "hosting epoch=1") {
+		t.Errorf("the old host still hosts after stepping down:\n%s", out)
+	}
+	for _, p := range peers {
+		checkSurvivor(t, p, 2)
+	}
+}
