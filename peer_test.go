@@ -3,6 +3,7 @@ package tickwire
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/migrate"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
@@ -90,19 +92,27 @@ type peerRig struct {
 
 const peerGame = 0x5eed
 
-func newPeerRig(t *testing.T, n int) *peerRig {
+func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) }
+
+// newPeerRigHosts is newPeerRig where only the first hosts players offer
+// to host.
+func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
 		events: make([][]PeerEvent, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = GenerateKey()
 	candidates := map[uint16]string{}
-	for i := 1; i <= n; i++ {
+	for i := 1; i <= hosts; i++ {
 		candidates[uint16(i)] = fmt.Sprintf("10.0.0.%d:7000", i)
 	}
 	for i := 1; i <= n; i++ {
 		k := &killSwitch{}
-		hc, err := r.net.Listen(candidates[uint16(i)])
-		if err != nil {
-			t.Fatal(err)
+		var hostConn udp.BatchConn
+		if addr := candidates[uint16(i)]; addr != "" {
+			hc, err := r.net.Listen(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hostConn = udp.FromPacketConn(killableConn{hc, k})
 		}
 		gc, err := NewGameClient(arena.NewGame(0), randomInputs(uint64(i)), sim.ClientConfig{})
 		if err != nil {
@@ -116,7 +126,7 @@ func newPeerRig(t *testing.T, n int) *peerRig {
 			Handler:  echoRecorder{r, int(slot) - 1},
 			Game:     gc,
 			Factory:  func(uint64) (Game, error) { return arena.NewGame(8), nil },
-			HostConn: udp.FromPacketConn(killableConn{hc, k}),
+			HostConn: hostConn,
 			HostAddr: candidates[slot],
 			Host: GameConfig{Handler: stallHandler{k, self}, Stepped: func(_ uint64, eng *sim.Server) {
 				// A host that runs a game it adopted counts the inputs
@@ -429,5 +439,29 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 		}
 		close(stop)
 		r.checkEchoes()
+	})
+}
+
+// TestPeerNoHostLeft: when the host is lost and no other player offered
+// to host, the players end with migrate.ErrNoHost (and say so to their
+// handler and events) instead of a bare timeout.
+func TestPeerNoHostLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRigHosts(t, 2, 1)
+		defer r.peers[1].Close()
+		time.Sleep(2 * time.Second)
+		r.kill(0)
+		select {
+		case <-r.peers[1].Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the peer still runs 5 s after losing the only host")
+		}
+		if err := r.peers[1].Err(); !errors.Is(err, migrate.ErrNoHost) {
+			t.Fatalf("Err() = %v, want migrate.ErrNoHost", err)
+		}
+		ev := r.eventsOf(1)
+		if len(ev) == 0 || ev[len(ev)-1].Kind != PeerNoHost {
+			t.Fatalf("events %+v", ev)
+		}
 	})
 }
