@@ -10,6 +10,18 @@
 //	tickwire-server -dev-join -http 127.0.0.1:8080 &
 //	tickwire-bot -server http://127.0.0.1:8080 -n 50 -duration 30s
 //	tickwire-bot -n 50 -via 127.0.0.1:7000     # through tickwire-netem
+//
+// With -peer it is instead ONE player of a peer-hosted game (host
+// migration, docs/MIGRATION.md): it takes a seat in the lobby's room of
+// that name (creating it), offers its own UDP port to host, readies when
+// the room holds -room-size players, and plays through a tickwire.Peer —
+// hosting the game when the lobby picks it, taking it over when the host
+// is lost. Run one process per player, and kill the host to watch the
+// game move (it prints a line per migration event):
+//
+//	tickwire-server -http 127.0.0.1:8080 &
+//	for p in a b c d; do tickwire-bot -peer room1 -room-size 4 -name $p -duration 60s & done
+//	pkill -KILL -f 'tickwire-bot.*-name a'    # the host (the first to sit down)
 package main
 
 import (
