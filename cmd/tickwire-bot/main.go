@@ -16,11 +16,12 @@
 // that name (creating it), offers its own UDP port to host, readies when
 // the room holds -room-size players, and plays through a tickwire.Peer —
 // hosting the game when the lobby picks it, taking it over when the host
-// is lost. Run one process per player, and kill the host to watch the
-// game move (it prints a line per migration event):
+// is lost. Run one process per player, one after the other (the first
+// creates the room), and kill the host to watch the game move (each
+// prints a line per migration event):
 //
 //	tickwire-server -http 127.0.0.1:8080 &
-//	for p in a b c d; do tickwire-bot -peer room1 -room-size 4 -name $p -duration 60s & done
+//	for p in a b c d; do tickwire-bot -peer room1 -room-size 4 -name $p -duration 60s & sleep 0.5; done
 //	pkill -KILL -f 'tickwire-bot.*-name a'    # the host (the first to sit down)
 package main
 
