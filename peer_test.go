@@ -332,6 +332,10 @@ func TestPeerHostMigration(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second)
 		after := r.games[2].Stats()
+		be, ae := before.Engine, after.Engine
+		t.Logf("third player across the migration: %d interpolation frames stalled (of %d), %d own-body corrections (largest %.1f units; total before %d), prediction capped %d frames, %d clock jumps",
+			ae.InterpStalls-be.InterpStalls, ae.InterpFrames-be.InterpFrames, ae.Corrections-be.Corrections, ae.CorrectionMax, be.Corrections,
+			ae.PredictionCapped-be.PredictionCapped, ae.ClockJumps-be.ClockJumps)
 		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || after.FullSnapshots != before.FullSnapshots+1 {
 			t.Fatalf("third player after the migration: %+v (before %+v)", after, before)
 		}

@@ -30,8 +30,9 @@ type ClientStats struct {
 	// ClockJumps counts jumps of a far-behind predicted clock.
 	ClockJumps uint64
 	// PredictionCapped counts frames that sampled nothing because the
-	// predicted tick had reached the prediction limit (half the input
-	// ring past the newest server tick heard: the server is silent).
+	// predicted tick had reached the prediction limit (three quarters of
+	// the input ring past the newest server tick heard: the server is
+	// silent).
 	PredictionCapped uint64
 	// Resumes counts host migrations the clocks were re-anchored for.
 	Resumes uint64
@@ -123,6 +124,7 @@ type Client struct {
 	fx          effectLog
 	rw          clientRewinder
 	rejected    []rejection // rejections not yet covered by authoritative state
+	resumed     bool        // Resume: the next rollback smooths from what was shown
 
 	// Interpolation: the clock, the bodies of recent authoritative
 	// states, this frame's view and its bodies.
@@ -250,6 +252,7 @@ func (c *Client) Resume(now time.Time, serverTick uint32, rtt time.Duration) {
 	}
 	c.newestServer, c.hasServer = serverTick, true
 	c.hasAuth, c.predicting, c.rollbackDue = false, false, false
+	c.resumed = true
 	c.authIDs = c.authIDs[:0]
 	c.hist.Reset()
 	c.hasHist = false
@@ -289,14 +292,15 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 }
 
 // sample samples the inputs of the ticks the clock passed, no further
-// than the prediction limit: half the input ring past the newest server
-// tick heard. A server silent that long (a host that died, a long
-// outage) does not make the ring overwrite the inputs it may still need:
-// those it acknowledged, and those a successor resuming from an earlier
-// tick will need again (Resume).
+// than the prediction limit: three quarters of the input ring (48 ticks,
+// 800 ms at 60 Hz) past the newest server tick heard, well beyond any
+// lead a playable path needs. A server silent that long (a host that
+// died, a long outage) does not make the ring overwrite the inputs it
+// may still need: those it acknowledged, and those a successor resuming
+// from a tick up to a quarter ring earlier will need again (Resume).
 func (c *Client) sample(sample SampleFunc) {
 	target := uint32(int64(math.Floor(c.clock.tick)))
-	if limit := c.newestServer + uint32(c.cfg.InputRing/2); int32(target-limit) > 0 {
+	if limit := c.newestServer + uint32(c.cfg.InputRing*3/4); int32(target-limit) > 0 {
 		if int32(c.nextInput-limit) > 0 {
 			c.stats.PredictionCapped++
 			return

@@ -391,7 +391,7 @@ func TestClientResumeKeepsInputs(t *testing.T) {
 		now = now.Add(c.Period())
 		c.Advance(now, input)
 	}
-	limit := uint32(189 + c.cfg.InputRing/2)
+	limit := uint32(189 + c.cfg.InputRing*3/4)
 	if c.Tick() != limit || c.Stats().PredictionCapped == 0 {
 		t.Fatalf("predicted tick %d after 2 s of silence, want the limit %d (capped %d frames)", c.Tick(), limit, c.Stats().PredictionCapped)
 	}

@@ -52,6 +52,15 @@ func (c *Client) rollback(target uint32) {
 		c.predBodies, c.newBodies = c.newBodies, c.predBodies
 	}
 	c.stepTo(target, old)
+	if c.resumed && len(c.predBodies) > 0 {
+		// The first prediction on a successor (Resume): what was shown
+		// ran ahead while the old host was silent; glide from it to the
+		// new prediction like any correction.
+		c.newBodies = c.pred.AppendBodies(c.newBodies[:0])
+		c.smooth.correct(c.predBodies, c.newBodies, c.cfg.CorrectionHalfLife > 0, c.cfg.MaxCorrection, c.own, &c.corr)
+		c.predBodies, c.newBodies = c.newBodies, c.predBodies
+	}
+	c.resumed = false
 	c.fx.endPass()
 }
 
