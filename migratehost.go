@@ -318,9 +318,13 @@ func (m *hostMigration) setStandby(g *hostedGame, next *gameConn) {
 	}
 }
 
-// maxStreamBacklog bounds the messages a stream keeps unacknowledged at
-// either end; Send fails with ErrQueueFull beyond it.
-const maxStreamBacklog = 4096
+// maxStreamBacklog and maxStreamBytes bound the messages a stream keeps
+// unacknowledged at either end (a player that acknowledges nothing costs
+// its host at most that much); Send fails with ErrQueueFull beyond them.
+const (
+	maxStreamBacklog = 4096
+	maxStreamBytes   = 8 << 20
+)
 
 // held reports whether the standby holds what went out to it before
 // tick's step (or there is no standby to wait for).
@@ -356,9 +360,10 @@ func (m *hostMigration) send(gc *gameConn, channel uint8, data []byte) error {
 		return ErrMessageTooLarge
 	}
 	st := m.stream(ps[0])
-	if len(st.out) >= maxStreamBacklog {
+	if len(st.out) >= maxStreamBacklog || st.outBytes+len(data) > maxStreamBytes {
 		return ErrQueueFull // the player acknowledges nothing
 	}
+	st.outBytes += len(data)
 	st.outSeq++
 	msg := streamMsg{seq: st.outSeq, channel: channel, data: slices.Clone(data), release: gc.game.eng.Tick() + 1}
 	st.out = append(st.out, msg)

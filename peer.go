@@ -141,6 +141,7 @@ type Peer struct {
 	// of every player's.
 	outSeq     uint32
 	out        []streamMsg
+	outBytes   int
 	inRecv     uint32
 	ackedRecv  uint32
 	ackPackets int
@@ -319,10 +320,11 @@ func (p *Peer) Send(channel uint8, data []byte) error {
 		return ErrMessageTooLarge
 	}
 	p.mu.Lock()
-	if len(p.out) >= maxStreamBacklog {
+	if len(p.out) >= maxStreamBacklog || p.outBytes+len(data) > maxStreamBytes {
 		p.mu.Unlock()
 		return ErrQueueFull
 	}
+	p.outBytes += len(data)
 	p.outSeq++
 	m := streamMsg{seq: p.outSeq, channel: channel, data: slices.Clone(data)}
 	p.out = append(p.out, m)
@@ -855,7 +857,13 @@ func (p *Peer) peerAck(b []byte) error {
 		if len(p.players) == 0 || f.Player != p.players[0] {
 			return errForeignPlayer
 		}
-		p.out = slices.DeleteFunc(p.out, func(m streamMsg) bool { return int32(m.seq-f.Through) <= 0 })
+		p.out = slices.DeleteFunc(p.out, func(m streamMsg) bool {
+			done := int32(m.seq-f.Through) <= 0
+			if done {
+				p.outBytes -= len(m.data)
+			}
+			return done
+		})
 	case proto.PeerAckStandbyRun, proto.PeerAckStandbyReceived:
 		st := p.streams[f.Player]
 		if st == nil {

@@ -469,3 +469,45 @@ func TestPeerNoHostLeft(t *testing.T) {
 		}
 	})
 }
+
+// TestPeerStreamRefusesForgeries: a player's forged stream frames — a
+// message in another player's name, a standby copy, a number from the
+// future, an acknowledgement of another player's stream — are refused
+// and counted by the host, and the stream goes on.
+func TestPeerStreamRefusesForgeries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer func() {
+			for _, p := range r.peers {
+				p.Close()
+			}
+		}()
+		stop := make(chan struct{})
+		go r.echo(stop)
+		time.Sleep(2 * time.Second)
+		c := r.peers[2].Client()
+		var before GameHostStats
+		host := r.peers[0].host
+		r.peers[0].srv.Do(func() { before = host.Stats() })
+		for _, f := range [][]byte{
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 2, Seq: 1, Data: []byte("as player 2")}),
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 3, Copy: true, Seq: 1, Data: []byte("a copy")}),
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 3, Seq: 1 << 30, Data: []byte("from the future")}),
+			appendPeerAck(nil, 2, proto.PeerAckToPlayer, 1000),
+			appendPeerAck(nil, 3, proto.PeerAckStandbyRun, 1000),
+		} {
+			if err := c.SendFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		close(stop)
+		r.checkEchoes()
+		var after GameHostStats
+		var ms MigrationStats
+		r.peers[0].srv.Do(func() { after, ms = host.Stats(), host.MigrationStats() })
+		if bad := after.BadFrames - before.BadFrames; bad != 5 || ms.Stream.Gaps != 1 {
+			t.Fatalf("host counted %d bad frames (want 5), %d stream gaps (want 1)", bad, ms.Stream.Gaps)
+		}
+	})
+}

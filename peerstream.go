@@ -37,19 +37,20 @@ type pendingRun struct{ through, tick uint32 }
 // playerStream is the host's (or its standby's) state of one player's
 // stream.
 type playerStream struct {
-	inNext  uint32 // the next message expected from the player
-	durable uint32 // the player's messages run and held by the standby
-	acked   uint32 // the last durable told the player
-	pending []pendingRun
-	outSeq  uint32      // the last number given to a message to the player
-	out     []streamMsg // to the player, not yet acknowledged by it
+	inNext   uint32 // the next message expected from the player
+	durable  uint32 // the player's messages run and held by the standby
+	acked    uint32 // the last durable told the player
+	pending  []pendingRun
+	outSeq   uint32      // the last number given to a message to the player
+	out      []streamMsg // to the player, not yet acknowledged by it
+	outBytes int         // their data
 }
 
 func newPlayerStream() *playerStream { return &playerStream{inNext: 1} }
 
 // clone copies a standby's stream for a promoted host.
 func (s *playerStream) clone() *playerStream {
-	c := &playerStream{inNext: s.inNext, durable: s.inNext - 1, outSeq: s.outSeq}
+	c := &playerStream{inNext: s.inNext, durable: s.inNext - 1, outSeq: s.outSeq, outBytes: s.outBytes}
 	for _, m := range s.out {
 		m.data = slices.Clone(m.data)
 		m.release, m.sent = 0, false
@@ -60,7 +61,13 @@ func (s *playerStream) clone() *playerStream {
 
 // received trims the messages the player has received through seq.
 func (s *playerStream) received(through uint32) {
-	s.out = slices.DeleteFunc(s.out, func(m streamMsg) bool { return int32(m.seq-through) <= 0 })
+	s.out = slices.DeleteFunc(s.out, func(m streamMsg) bool {
+		done := int32(m.seq-through) <= 0
+		if done {
+			s.outBytes -= len(m.data)
+		}
+		return done
+	})
 }
 
 // standbyCopy applies a host's copy frame to a standby's stream.
@@ -70,6 +77,7 @@ func (s *playerStream) standbyCopy(f *proto.PeerMessageFrame) {
 	}
 	s.outSeq = f.Seq
 	s.out = append(s.out, streamMsg{seq: f.Seq, channel: f.Channel, data: slices.Clone(f.Data)})
+	s.outBytes += len(f.Data)
 }
 
 // standbyAck applies a host's ack frame to a standby's stream.
