@@ -249,6 +249,17 @@ loop:
 		poll.Stop()
 	}
 	st := b.peer.Stats()
+	if ended == nil {
+		// Stay in the game a little longer: the others may still wait
+		// for their last echoes from this player's host.
+		linger := time.NewTimer(3 * time.Second)
+		select {
+		case <-linger.C:
+		case <-ctx.Done():
+		case <-b.peer.Done():
+		}
+		linger.Stop()
+	}
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
