@@ -63,6 +63,10 @@ type GameClient struct {
 	cur      atomic.Pointer[Client]
 	resuming atomic.Bool
 
+	// revTicks maps the newest replica revisions to their server ticks
+	// (UpdatedAt), by revision modulo its length.
+	revTicks [512]revTick
+
 	handler  GameHandler
 	sampleFn sim.SampleFunc // g.sample, made once
 	ev       gameEvents
@@ -246,6 +250,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		case err == nil:
 			g.stats.Deltas++
 			g.lastDelta, g.deltaTick = d.Revision, d.Tick
+			g.revTicks[d.Revision%uint32(len(g.revTicks))] = revTick{rev: d.Revision, tick: d.Tick}
 			g.authoritative(d.Tick)
 		case errors.Is(err, deltacomp.ErrBaselineMissing):
 			g.resync(proto.ResyncBaselineMissing)
@@ -266,6 +271,8 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		}
 		g.stats.FullSnapshots++
 		g.resyncDue = false
+		rev := g.replica.Revision()
+		g.revTicks[rev%uint32(len(g.revTicks))] = revTick{rev: rev, tick: g.replica.State().Tick}
 		g.authoritative(g.replica.State().Tick)
 		g.fullSnapshot(g.replica.State().Tick)
 	case proto.FrameChecksum:
@@ -328,6 +335,32 @@ func (g *GameClient) sumReplica() uint64 {
 		}
 	}
 	return g.sum.EntitiesSum(s, g.checkIdx)
+}
+
+// revTick is a replica revision's server tick.
+type revTick struct{ rev, tick uint32 }
+
+// UpdatedAt is the server tick of the newest value the client holds of
+// entity id (ok false when it holds none, or the value is too old to
+// say). Under interest management an entity out of the client's
+// relevance keeps its last value: compare with the newest state's tick
+// to tell a stale entity from a fresh one. Safe from any goroutine.
+func (g *GameClient) UpdatedAt(id proto.NetworkID) (tick uint32, ok bool) {
+	if c := g.cur.Load(); c != nil {
+		c.Do(func() { tick, ok = g.updatedAt(id) })
+	}
+	return tick, ok
+}
+
+func (g *GameClient) updatedAt(id proto.NetworkID) (uint32, bool) {
+	s := g.replica.State()
+	i, found := slices.BinarySearch(s.IDs, id)
+	if !found {
+		return 0, false
+	}
+	rev := g.replica.EntityRevision(i)
+	rt := g.revTicks[rev%uint32(len(g.revTicks))]
+	return rt.tick, rt.rev == rev && rev != 0
 }
 
 // Stats returns the counters. Safe from any goroutine.

@@ -284,6 +284,7 @@ func (g *hostedGame) publish() {
 		return
 	}
 	g.bodies = g.eng.World().AppendBodies(g.bodies[:0])
+	kinder, _ := g.eng.World().(sim.EntityKinder)
 	g.world.Begin(snap.Tick)
 	b := 0
 	for _, id := range snap.IDs {
@@ -292,6 +293,9 @@ func (g *hostedGame) publish() {
 		}
 		var pos interest.Vec3
 		kind := uint8(0)
+		if kinder != nil {
+			kind = kinder.EntityKind(id)
+		}
 		if b < len(g.bodies) && g.bodies[b].ID == id {
 			p := g.bodies[b].Pos
 			pos = interest.Vec3{X: float32(p.X), Y: float32(p.Y), Z: float32(p.Z)}

@@ -39,10 +39,7 @@ func newTickRig(t testing.TB, n int) *tickRig {
 	host, err := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, GameConfig{
 		Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 		Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
-		View: func(w Game, p uint16) (interest.Vec3, bool) {
-			x, y, ok := arena.View(w, p)
-			return interest.Vec3{X: x, Y: y}, ok
-		},
+		View:      arena.View,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -120,6 +120,15 @@ type EntityOwner interface {
 	Owner(id proto.NetworkID) uint16
 }
 
+// EntityKinder is implemented by a Game whose entities have kinds for
+// interest management: a GameHost asks it the kind byte of every
+// networked entity each tick and applies GameConfig.Interest.Kinds[kind]
+// (a scoreboard always relevant, avatars weighted above debris). Without
+// it every entity is of kind 0.
+type EntityKinder interface {
+	EntityKind(id proto.NetworkID) uint8
+}
+
 // Schema is the fixed layout of a game's inputs and records.
 type Schema struct {
 	// InputSize is the size in bytes of one player's input for one tick

@@ -19,10 +19,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 		}, tickwire.GameConfig{
 			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
-			View: func(world tickwire.Game, player uint16) (interest.Vec3, bool) {
-				x, y, ok := arena.View(world, player)
-				return interest.Vec3{X: x, Y: y}, ok
-			},
+			View:      arena.View,
 		})
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package arena
 
 import (
 	"errors"
+	"github.com/tickwire/tickwire/interest"
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
@@ -169,15 +170,26 @@ func (r *rewindRays) Raycast(shooter uint16, ox, oy, dx, dy, reach int32) (proto
 const ViewRadius = 64 * Unit
 
 // View returns where player sees the world from: its avatar's position,
-// in the units of interest.Vec3 (the arena's 1/256 m).
-func View(world sim.Game, player uint16) (x, y float32, ok bool) {
+// in the units of interest.Vec3 (the arena's 1/256 m). It is a
+// tickwire.GameConfig.View as it stands.
+func View(world sim.Game, player uint16) (pos interest.Vec3, ok bool) {
 	g, isArena := world.(*Game)
 	if !isArena {
-		return 0, 0, false
+		return interest.Vec3{}, false
 	}
 	e := g.W.Entity(PlayerID(player))
 	if e == nil {
-		return 0, 0, false
+		return interest.Vec3{}, false
 	}
-	return float32(e.X), float32(e.Y), true
+	return interest.Vec3{X: float32(e.X), Y: float32(e.Y)}, true
+}
+
+// EntityKind is the entity's Kind, as the interest kind byte
+// (sim.EntityKinder): configure tickwire.GameConfig.Interest.Kinds[KindPlayer]
+// to weight or always replicate avatars, say.
+func (g *Game) EntityKind(id proto.NetworkID) uint8 {
+	if e := g.W.Entity(id); e != nil {
+		return uint8(e.Kind)
+	}
+	return 0
 }
