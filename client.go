@@ -2,11 +2,13 @@ package tickwire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,9 +31,20 @@ type ClientHandler interface {
 type DeniedError struct {
 	Addr   netip.AddrPort
 	Reason proto.DenyReason
+	// Slot and Text, for proto.DenyJoinRefused: the player slot the game
+	// refused (0: the game itself could not start) and the game's reason
+	// (at most proto.MaxDenyText bytes).
+	Slot uint16
+	Text string
 }
 
 func (e *DeniedError) Error() string {
+	if e.Reason == proto.DenyJoinRefused {
+		if e.Slot == 0 {
+			return fmt.Sprintf("tickwire: %v refused the game: %s", e.Addr, e.Text)
+		}
+		return fmt.Sprintf("tickwire: %v refused player %d: %s", e.Addr, e.Slot, e.Text)
+	}
 	return fmt.Sprintf("tickwire: %v denied the connection: %v", e.Addr, e.Reason)
 }
 
@@ -308,7 +321,7 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 			}
 			send()
 		case proto.PacketDenied:
-			reason, honour, err := hs.Denied(pkt)
+			reason, honour, detail, err := hs.Denied(pkt)
 			switch {
 			case err != nil:
 				c.dropped[DropMalformed]++
@@ -317,7 +330,11 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 				// challenged us (it seals its denials from then on).
 				c.dropped[DropAuth]++
 			default:
-				denied = &DeniedError{Addr: c.server, Reason: reason}
+				de := &DeniedError{Addr: c.server, Reason: reason}
+				if len(detail) >= 2 {
+					de.Slot, de.Text = binary.LittleEndian.Uint16(detail), strings.ToValidUTF8(string(detail[2:]), "?")
+				}
+				denied = de
 			}
 		case proto.PacketAccept:
 			if !hs.Challenged() {

@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"time"
 
@@ -52,6 +53,7 @@ type Conn struct {
 	hs       session.Handshake // the handshake that created it
 	handler  sessionHandler
 	accept   []byte // sealed accept packet, resent while the client repeats its response
+	refusal  []byte // Refuse: the denial detail (slot, text)
 
 	connected time.Time
 	closed    bool
@@ -191,6 +193,20 @@ func (c *Conn) Close(reason proto.DisconnectReason) {
 		reason = proto.DisconnectKicked
 	}
 	c.srv.disconnect(c, reason, c.srv.now(), true)
+}
+
+// Refuse is Close for a handler's Connected that cannot take the
+// connection's players: the client, still in its handshake, is denied
+// with proto.DenyJoinRefused and learns slot (0: the game as a whole)
+// and text (the game's reason, cut to proto.MaxDenyText bytes) — sealed,
+// so only it can read them. After Connected it is Close(DisconnectKicked).
+func (c *Conn) Refuse(slot uint16, text string) {
+	if len(text) > proto.MaxDenyText {
+		text = text[:proto.MaxDenyText]
+	}
+	c.refusal = binary.LittleEndian.AppendUint16(make([]byte, 0, 2+len(text)), slot)
+	c.refusal = append(c.refusal, text...)
+	c.Close(proto.DisconnectKicked)
 }
 
 // Stats returns the connection's counters and estimates.

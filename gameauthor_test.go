@@ -1,7 +1,11 @@
 package tickwire
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
 )
 
 // TestGameClientReattach (issue 23, bug 1): a GameClient dialled again
@@ -81,6 +86,51 @@ func TestInterestKinds(t *testing.T) {
 		}
 		if stale == 0 {
 			t.Fatalf("no NPC is stale out of view (%d entities, newest tick %d)", len(ids), newest)
+		}
+	})
+}
+
+// TestJoinRefusedSaysWhy (issue 23, bug 2): a join the game refuses — a
+// second connection claiming a slot in use, a game the factory cannot
+// make — fails the Dial with proto.DenyJoinRefused, the slot and the
+// game's reason, instead of "wrong game".
+func TestJoinRefusedSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newGameRig(t)
+		defer r.close()
+		c1, _ := r.dial(1, 1, nil)
+		defer c1.Close()
+		dial := func(clientID uint64, game uint64) error {
+			pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", clientID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := MintToken(r.key, TokenParams{GameID: game, ClientID: clientID, Players: []uint16{1},
+				ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := (&Dialer{Conn: udp.FromPacketConn(pc)}).Dial(ctx, tok)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		}
+		var de *DeniedError
+		err := dial(2, rigGame)
+		if !errors.As(err, &de) || de.Reason != proto.DenyJoinRefused || de.Slot != 1 || !strings.Contains(de.Text, "already") {
+			t.Fatalf("a second connection for slot 1: %v (%+v)", err, de)
+		}
+		t.Logf("slot in use: %v", err)
+		r.srv.Do(func() { r.factoryErr = errors.New("no such map: " + strings.Repeat("x", 100)) })
+		err = dial(3, rigGame+1)
+		if !errors.As(err, &de) || de.Reason != proto.DenyJoinRefused || de.Slot != 0 || !strings.HasPrefix(de.Text, "no such map") || len(de.Text) != proto.MaxDenyText {
+			t.Fatalf("a game the factory refuses: %v (%+v)", err, de)
+		}
+		if st := r.hostStats(); st.JoinFailures != 2 {
+			t.Fatalf("host stats %+v", st)
 		}
 	})
 }

@@ -312,7 +312,7 @@ func (h *GameHost) Connected(c *Conn) {
 	if err != nil {
 		h.log.Warn("game refused", "game", c.GameID(), "err", err)
 		h.stats.JoinFailures++
-		c.Close(proto.DisconnectKicked)
+		c.Refuse(0, err.Error())
 		return
 	}
 	gc := &gameConn{
@@ -344,7 +344,7 @@ func (h *GameHost) Connected(c *Conn) {
 				// Nobody plays it: do not keep it running.
 				delete(h.games, g.id)
 			}
-			c.Close(proto.DisconnectKicked)
+			c.Refuse(p, err.Error())
 			return
 		}
 		h.stats.Joins++

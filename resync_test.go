@@ -40,6 +40,9 @@ type gameRig struct {
 	// Written and read on the server's loop (Handler.Tick, Server.Do).
 	hist map[uint32]stateCopy
 	wrap func(pc net.PacketConn, seed uint64) net.PacketConn
+	// factoryErr, if set, makes the game factory refuse new games (read
+	// on the server's loop).
+	factoryErr error
 }
 
 type stateCopy struct {
@@ -93,7 +96,13 @@ func newGameRigLink(t *testing.T, cfg GameConfig, latency time.Duration, wrap fu
 		t.Fatal(err)
 	}
 	cfg.Handler = historyHandler{r}
-	if r.host, err = NewGameHost(r.srv, func(uint64) (Game, error) { return arena.NewGame(8), nil }, cfg); err != nil {
+	factory := func(uint64) (Game, error) {
+		if r.factoryErr != nil {
+			return nil, r.factoryErr
+		}
+		return arena.NewGame(8), nil
+	}
+	if r.host, err = NewGameHost(r.srv, factory, cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.srv.Handle(r.host)

@@ -386,9 +386,14 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 	// accept then carries.
 	s.handler.Connected(c)
 	if c.closed {
-		// The handler refused it (a game that could not start): the
-		// client has no session yet, so tell it as a denial.
-		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, proto.DenyWrongGame), addr)
+		// The handler refused it: the client has no session yet, so
+		// tell it as a denial — with the game's reason when it gave one
+		// (Conn.Refuse).
+		if c.refusal != nil {
+			s.out.queue(s.hs.DenyHandshakeDetail(s.out.next(), &hs, proto.DenyJoinRefused, c.refusal), addr)
+		} else {
+			s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, proto.DenyWrongGame), addr)
+		}
 		return
 	}
 	s.out.queue(c.appendAccept(s.out.next(), at), addr)

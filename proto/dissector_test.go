@@ -349,6 +349,9 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 			f.add("tickwire.denied.reason", uint8(den.Reason))
 			if sealed {
 				f.add("tickwire.denied.counter", den.Counter)
+				if len(den.Detail) > 0 {
+					f.bytes("tickwire.denied.detail", den.Detail)
+				}
 				f.bytes("tickwire.tag", den.Tag[:])
 			}
 			out = append(out, capturedPacket{data: b, want: f})

@@ -210,6 +210,9 @@ func (g *gen) denied(sealed bool) Denied {
 	d := Denied{Reason: DenyReason(1 + g.r.IntN(int(denyReasonEnd)-1)), Sealed: sealed}
 	if sealed {
 		d.Counter = g.r.Uint64()
+		if g.r.IntN(2) == 0 {
+			d.Detail = g.bytes(1 + g.r.IntN(MaxDenyDetail))
+		}
 		copy(d.Tag[:], g.bytes(SealOverhead))
 	}
 	return d

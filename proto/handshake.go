@@ -228,7 +228,18 @@ const (
 	DenyTokenUsed        DenyReason = 9  // the token already opened a session
 	DenyWrongServer      DenyReason = 10 // the token names other servers
 	DenyUnknownKey       DenyReason = 11 // no key with the token's key id
-	denyReasonEnd        DenyReason = 12
+	DenyJoinRefused      DenyReason = 12 // the game refused a player (detail: slot and the game's reason)
+	denyReasonEnd        DenyReason = 13
+)
+
+// NumDenyReasons sizes arrays indexed by DenyReason.
+const NumDenyReasons = int(denyReasonEnd)
+
+// MaxDenyText bounds the game's reason in a join refusal's detail; the
+// detail is the slot (2 bytes) and the text.
+const (
+	MaxDenyText   = 64
+	MaxDenyDetail = 2 + MaxDenyText
 )
 
 var denyNames = [...]string{
@@ -243,6 +254,7 @@ var denyNames = [...]string{
 	DenyTokenUsed:        "token used",
 	DenyWrongServer:      "wrong server",
 	DenyUnknownKey:       "unknown key",
+	DenyJoinRefused:      "join refused",
 }
 
 func (r DenyReason) String() string {
@@ -259,15 +271,19 @@ func (r DenyReason) String() string {
 // holds no key the client trusts; anyone on the path can forge it.
 //
 // The sealed form (Sealed true, FlagSealed on the type byte,
-// DeniedSealedSize bytes) adds Counter, random per denial, and Tag: the
-// AES-GCM tag of an empty plaintext under the token's server-to-client
-// key, nonce Nonce() (kind NonceDenied, counter Counter), with the
-// packet's first DeniedTagOffset bytes as additional data. The session
-// layer computes and checks the tag; Append writes Tag as given.
+// DeniedSealedSize bytes plus its detail) adds Counter, random per
+// denial, Detail and Tag: Detail‖Tag is the AES-GCM sealing of the
+// detail's plaintext (empty but for DenyJoinRefused, whose plaintext is
+// the refused slot and the game's reason, at most MaxDenyDetail bytes)
+// under the token's server-to-client key, nonce Nonce() (kind
+// NonceDenied, counter Counter), with the packet's first DeniedTagOffset
+// bytes as additional data. The session layer seals and opens it; Append
+// writes Detail and Tag as given.
 type Denied struct {
 	Reason  DenyReason
 	Sealed  bool
 	Counter uint64             // sealed form only
+	Detail  []byte             // sealed form only: the sealed detail, ≤ MaxDenyDetail bytes
 	Tag     [SealOverhead]byte // sealed form only
 }
 
@@ -277,7 +293,7 @@ func (p *Denied) Nonce() [NonceSize]byte { return Nonce(NonceDenied, p.Counter) 
 // Len is DeniedSealedSize for the sealed form, DeniedSize otherwise.
 func (p *Denied) Len() int {
 	if p.Sealed {
-		return DeniedSealedSize
+		return DeniedSealedSize + len(p.Detail)
 	}
 	return DeniedSize
 }
@@ -286,6 +302,7 @@ var (
 	errDenTrunc  = truncated("denied", "")
 	errDenType   = malformed("denied", "type")
 	errDenReason = malformed("denied", "reason")
+	errDenDetail = tooLarge("denied", "detail")
 )
 
 // Append appends the denial; Counter and Tag only if Sealed.
@@ -298,7 +315,11 @@ func (p *Denied) Append(b []byte) ([]byte, error) {
 	if !p.Sealed {
 		return b, nil
 	}
+	if len(p.Detail) > MaxDenyDetail {
+		return b, errDenDetail
+	}
 	b = le.AppendUint64(b, p.Counter)
+	b = append(b, p.Detail...)
 	return append(b, p.Tag[:]...), nil
 }
 
@@ -333,9 +354,16 @@ func ParseDenied(b []byte) (Denied, int, error) {
 	if len(b) < DeniedSealedSize {
 		return Denied{}, 0, errDenTrunc
 	}
+	n := len(b) - DeniedSealedSize // the datagram is the denial
+	if n > MaxDenyDetail {
+		return Denied{}, 0, errDenDetail
+	}
 	p.Counter = le.Uint64(b[offDenCounter:])
-	copy(p.Tag[:], b[DeniedTagOffset:])
-	return p, DeniedSealedSize, nil
+	if n > 0 {
+		p.Detail = b[DeniedTagOffset : DeniedTagOffset+n : DeniedTagOffset+n]
+	}
+	copy(p.Tag[:], b[DeniedTagOffset+n:])
+	return p, DeniedSealedSize + n, nil
 }
 
 // AcceptBody is the sealed payload of an Accept packet: what the client

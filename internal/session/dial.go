@@ -82,30 +82,34 @@ func (h *Initiator) Challenge(pkt []byte) error {
 // another version, shutting down): anyone can forge a plaintext denial,
 // and once the server has answered with a challenge it seals its
 // denials.
-func (h *Initiator) Denied(pkt []byte) (proto.DenyReason, bool, error) {
-	d, _, err := proto.ParseDenied(pkt)
+//
+// A sealed denial may carry a detail (proto.DenyJoinRefused: the refused
+// slot and the game's reason), returned opened.
+func (h *Initiator) Denied(pkt []byte) (r proto.DenyReason, honour bool, detail []byte, err error) {
+	d, n, err := proto.ParseDenied(pkt)
 	if err != nil {
-		return 0, false, err
+		return 0, false, nil, err
 	}
 	if d.Sealed {
 		aead, err := NewAEAD(h.serverKey[:])
 		if err != nil {
-			return d.Reason, false, err
+			return d.Reason, false, nil, err
 		}
-		n := d.Nonce()
-		if _, err := aead.Open(nil, n[:], d.Tag[:], pkt[:proto.DeniedTagOffset]); err != nil {
-			return d.Reason, false, nil
+		nonce := d.Nonce()
+		detail, err := aead.Open(nil, nonce[:], pkt[proto.DeniedTagOffset:n], pkt[:proto.DeniedTagOffset])
+		if err != nil {
+			return d.Reason, false, nil, nil
 		}
-		return d.Reason, true, nil
+		return d.Reason, true, detail, nil
 	}
 	if h.Challenged() {
-		return d.Reason, false, nil
+		return d.Reason, false, nil, nil
 	}
 	switch d.Reason {
 	case proto.DenyUnknownKey, proto.DenyInvalidToken, proto.DenyVersion, proto.DenyShuttingDown:
-		return d.Reason, true, nil
+		return d.Reason, true, nil, nil
 	}
-	return d.Reason, false, nil
+	return d.Reason, false, nil, nil
 }
 
 // Welcome is what the server's accept gives a client.

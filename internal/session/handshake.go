@@ -16,7 +16,7 @@ type HandshakeStats struct {
 	Requests   uint64 // connection requests received
 	Challenges uint64 // challenges sent
 	Responses  uint64 // challenge responses received
-	Denied     [proto.DenyUnknownKey + 1]uint64
+	Denied     [proto.NumDenyReasons]uint64
 	BytesIn    uint64 // handshake bytes received (requests and responses)
 	BytesOut   uint64 // handshake bytes sent (challenges, denials, accepts)
 	Malformed  uint64 // requests and responses that did not parse (dropped unanswered)
@@ -117,7 +117,7 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 	case DenySilently:
 		return out
 	default:
-		return h.denySealed(out, deny, &priv.ServerToClientKey)
+		return h.denySealed(out, deny, &priv.ServerToClientKey, nil)
 	}
 	rand.Read(h.ch.ServerRandom[:])
 	d := cookieData{priv: priv, tokenExpires: req.Expires, gameID: req.GameID, tokenNonce: req.TokenNonce, serverRandom: h.ch.ServerRandom}
@@ -228,12 +228,19 @@ func (h *Responder) Deny(out []byte, r proto.DenyReason) []byte {
 // DenyHandshake appends a denial for a verified handshake, sealed with its
 // token's server-to-client key.
 func (h *Responder) DenyHandshake(out []byte, hs *Handshake, r proto.DenyReason) []byte {
-	return h.denySealed(out, r, &hs.Priv.ServerToClientKey)
+	return h.denySealed(out, r, &hs.Priv.ServerToClientKey, nil)
+}
+
+// DenyHandshakeDetail is DenyHandshake with a detail only the client can
+// read (proto.DenyJoinRefused: the refused slot and the game's reason),
+// at most proto.MaxDenyDetail bytes (longer is cut).
+func (h *Responder) DenyHandshakeDetail(out []byte, hs *Handshake, r proto.DenyReason, detail []byte) []byte {
+	return h.denySealed(out, r, &hs.Priv.ServerToClientKey, detail[:min(len(detail), proto.MaxDenyDetail)])
 }
 
 // denySealed appends a denial sealed with key: a client that holds the
-// token verifies it, and nobody else can forge one.
-func (h *Responder) denySealed(out []byte, r proto.DenyReason, key *[proto.KeySize]byte) []byte {
+// token verifies it (and reads detail), and nobody else can forge one.
+func (h *Responder) denySealed(out []byte, r proto.DenyReason, key *[proto.KeySize]byte, detail []byte) []byte {
 	aead, err := NewAEAD(key[:])
 	if err != nil {
 		return h.Deny(out, r)
@@ -242,14 +249,14 @@ func (h *Responder) denySealed(out []byte, r proto.DenyReason, key *[proto.KeySi
 	rand.Read(c[:])
 	d := proto.Denied{Reason: r, Sealed: true, Counter: binary.LittleEndian.Uint64(c[:])}
 	start := len(out)
-	out, err = d.Append(out)
+	out, err = d.Append(out) // the tag's place, filled below
 	if err != nil {
 		return out[:start]
 	}
 	n := d.Nonce()
-	aead.Seal(out[start+proto.DeniedTagOffset:start+proto.DeniedTagOffset], n[:], nil, out[start:start+proto.DeniedTagOffset])
+	out = aead.Seal(out[:start+proto.DeniedTagOffset], n[:], detail, out[start:start+proto.DeniedTagOffset])
 	h.stats.Denied[r]++
-	h.stats.BytesOut += proto.DeniedSealedSize
+	h.stats.BytesOut += uint64(len(out) - start)
 	return out
 }
 

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"crypto/rand"
 	"net/netip"
 	"testing"
@@ -202,7 +203,7 @@ func handshake(t *testing.T, h *Responder, tok *testToken, addr netip.AddrPort, 
 	admit := func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 }
 	ch := h.Request(ini.Packet(), addr, testNow, nil, admit)
 	if ch[3] != byte(proto.PacketChallenge) {
-		reason, _, _ := ini.Denied(ch)
+		reason, _, _, _ := ini.Denied(ch)
 		t.Fatalf("request answered with %v", reason)
 	}
 	if err := ini.Challenge(ch); err != nil {
@@ -211,7 +212,7 @@ func handshake(t *testing.T, h *Responder, tok *testToken, addr netip.AddrPort, 
 	resp := ini.Packet()
 	hs, out, ok := h.Response(resp, addr, testNow, nil)
 	if !ok {
-		reason, _, _ := ini.Denied(out)
+		reason, _, _, _ := ini.Denied(out)
 		t.Fatalf("response denied: %v", reason)
 	}
 	c2s, s2c, deny := h.Use(&hs, connID, testNow)
@@ -281,7 +282,7 @@ func TestTokenOpensOneSession(t *testing.T) {
 	req := tok.Request()
 	ini, _ := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
 	out := h.Request(ini.Packet(), addr, testNow, nil, func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
-	reason, honour, err := ini.Denied(out)
+	reason, honour, _, err := ini.Denied(out)
 	if err != nil || !honour || reason != proto.DenyTokenUsed || len(out) != proto.DeniedSealedSize {
 		t.Fatalf("second request: %v honoured %v (%d bytes), %v", reason, honour, len(out), err)
 	}
@@ -307,16 +308,16 @@ func TestDenialsTheClientHonours(t *testing.T) {
 	// The token names no server: this server says so, sealed.
 	out := h.Request(ini.Packet(), netip.MustParseAddrPort("192.0.2.1:5000"), testNow, nil,
 		func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
-	if r, honour, _ := ini.Denied(out); r != proto.DenyWrongServer || !honour {
+	if r, honour, _, _ := ini.Denied(out); r != proto.DenyWrongServer || !honour {
 		t.Fatalf("wrong server: %v honoured %v", r, honour)
 	}
 	forged := append([]byte(nil), out...)
 	forged[proto.DeniedTagOffset] ^= 1
-	if _, honour, _ := ini.Denied(forged); honour {
+	if _, honour, _, _ := ini.Denied(forged); honour {
 		t.Fatal("forged sealed denial honoured")
 	}
 	for r, want := range map[proto.DenyReason]bool{proto.DenyInvalidToken: true, proto.DenyUnknownKey: true, proto.DenyServerFull: false, proto.DenyTokenUsed: false} {
-		if _, honour, _ := ini.Denied(plain(r)); honour != want {
+		if _, honour, _, _ := ini.Denied(plain(r)); honour != want {
 			t.Errorf("plaintext %v before a challenge: honoured %v, want %v", r, honour, want)
 		}
 	}
@@ -326,7 +327,36 @@ func TestDenialsTheClientHonours(t *testing.T) {
 	if err := ini.Challenge(cb); err != nil {
 		t.Fatal(err)
 	}
-	if _, honour, _ := ini.Denied(plain(proto.DenyInvalidToken)); honour {
+	if _, honour, _, _ := ini.Denied(plain(proto.DenyInvalidToken)); honour {
 		t.Fatal("plaintext denial honoured after the challenge")
+	}
+}
+
+// TestDenialDetail: a sealed denial carries a detail (a join refusal's
+// slot and reason) that only the token's holder can read, that nobody
+// can alter, and that is cut to proto.MaxDenyDetail.
+func TestDenialDetail(t *testing.T) {
+	key := testKey(t)
+	h, _ := NewResponder(ResponderConfig{Keys: []*[proto.KeySize]byte{&key}, CookieLifetime: time.Second})
+	tok := mint(t, &key)
+	req := tok.Request()
+	ini, _ := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
+	hs := Handshake{Priv: tok.priv}
+	want := []byte("\x02\x00slot 2 is taken")
+	out := h.DenyHandshakeDetail(nil, &hs, proto.DenyJoinRefused, want)
+	if len(out) != proto.DeniedSealedSize+len(want) || bytes.Contains(out, []byte("taken")) {
+		t.Fatalf("denial %q: the detail must be sealed", out)
+	}
+	r, honour, detail, err := ini.Denied(out)
+	if err != nil || !honour || r != proto.DenyJoinRefused || !bytes.Equal(detail, want) {
+		t.Fatalf("got %v %v %q %v", r, honour, detail, err)
+	}
+	out[proto.DeniedTagOffset+3] ^= 1
+	if _, honour, _, _ := ini.Denied(out); honour {
+		t.Fatal("altered detail honoured")
+	}
+	long := h.DenyHandshakeDetail(nil, &hs, proto.DenyJoinRefused, bytes.Repeat([]byte("x"), 500))
+	if _, honour, detail, _ := ini.Denied(long); !honour || len(detail) != proto.MaxDenyDetail {
+		t.Fatalf("long detail: honoured %v, %d bytes", honour, len(detail))
 	}
 }

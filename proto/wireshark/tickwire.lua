@@ -31,6 +31,7 @@ local NONCE_SIZE = 12
 local DENIED_SIZE = 5
 local DENIED_TAG = 13
 local DENIED_SEALED_SIZE = DENIED_TAG + SEAL_OVERHEAD
+local MAX_DENY_DETAIL = 2 + 64
 local MAX_FRAMES = 64
 local MAX_INPUTS = 32
 local MAX_INPUT_BYTES = 1024
@@ -68,7 +69,7 @@ local frame_names = {
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
     [5] = "version mismatch", [6] = "already connected", [7] = "bad cookie", [8] = "shutting down",
-    [9] = "token used", [10] = "wrong server", [11] = "unknown key",
+    [9] = "token used", [10] = "wrong server", [11] = "unknown key", [12] = "join refused",
 }
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
@@ -115,6 +116,7 @@ f.srv_random  = ProtoField.bytes("tickwire.challenge.server_random", "Server ran
 f.cli_random  = ProtoField.bytes("tickwire.response.client_random", "Client random")
 f.deny_reason = ProtoField.uint8("tickwire.denied.reason", "Deny reason", base.DEC, deny_names)
 f.deny_counter = ProtoField.uint64("tickwire.denied.counter", "Denial counter (nonce)")
+f.deny_detail = ProtoField.bytes("tickwire.denied.detail", "Sealed detail (refused slot and the game's reason)")
 f.acc_client  = ProtoField.uint64("tickwire.accept.client_id", "Client id")
 f.acc_rate    = ProtoField.uint16("tickwire.accept.tick_rate", "Tick rate (Hz)")
 f.acc_hb      = ProtoField.uint16("tickwire.accept.heartbeat_ms", "Heartbeat (ms)")
@@ -801,8 +803,11 @@ function p.dissector(buf, pinfo, tree)
         if sealed then
             if buf(2, 1):uint() ~= VERSION then return bad(root, "sealed denial of another version") end
             if buf:len() < DENIED_SEALED_SIZE then return bad(root, "truncated sealed denial") end
+            local n = buf:len() - DENIED_SEALED_SIZE
+            if n > MAX_DENY_DETAIL then return bad(root, "sealed denial: detail too long") end
             root:add_le(f.deny_counter, buf(PREFIX_SIZE + 1, 8))
-            root:add(f.tag, buf(DENIED_TAG, SEAL_OVERHEAD))
+            if n > 0 then root:add(f.deny_detail, buf(DENIED_TAG, n)) end
+            root:add(f.tag, buf(DENIED_TAG + n, SEAL_OVERHEAD))
             pinfo.cols.info:append(" [sealed]")
         end
     end
