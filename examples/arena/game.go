@@ -100,11 +100,11 @@ func (g *Game) OnPlayerLeave(t *sim.Tick, player uint16, reason string) {
 	g.W.RemovePlayer(player)
 }
 
-// WriteSnapshot writes every entity's record.
 // Owner makes the game a sim.EntityOwner: a client's own entities are its
 // avatar and its projectiles.
 func (g *Game) Owner(id proto.NetworkID) uint16 { return Owner(id) }
 
+// WriteSnapshot writes every entity's record.
 func (g *Game) WriteSnapshot(s *deltacomp.Snapshot) { g.W.AppendSnapshot(s) }
 
 // ReadSnapshot rebuilds the world from records.
