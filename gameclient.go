@@ -12,9 +12,23 @@ import (
 )
 
 // InputFunc returns a player's input for a tick (appended to dst, exactly
-// the game's input size). The GameClient calls it once per local player
-// for every tick its predicted clock passes, in tick order.
+// the game's input size: anything else plays as an idle input and counts
+// in GameClientStats.BadInputs). The GameClient calls it once per local
+// player for every tick its predicted clock passes, in tick order, on
+// the client's loop.
 type InputFunc func(player uint16, tick uint32, dst []byte) []byte
+
+// WorldInputFunc is an InputFunc that sees the world as the player sees
+// it: world is the predicted world of the last frame (read it, do not
+// change it), for input that depends on the state — bots, aim assist,
+// "move toward". Install it with GameClient.InputFrom.
+type WorldInputFunc func(world Game, player uint16, tick uint32, dst []byte) []byte
+
+// FrameFunc runs on the client's loop after every frame of the engine
+// (GameClient.OnFrame): read the predicted world, the bodies to draw and
+// the effects of that frame there — each effect is in exactly one frame —
+// without a lock or a goroutine of your own. Do not keep eng.
+type FrameFunc func(eng *sim.Client)
 
 // GameClient plays a game on a Client. It is the network side of the
 // client tick engine (sim.Client): it rebuilds the server's state from
@@ -57,6 +71,10 @@ type GameClient struct {
 	connected time.Time
 	stats     GameClientStats
 
+	// worldInput replaces input (InputFrom); onFrame runs after each frame
+	worldInput WorldInputFunc
+	onFrame    FrameFunc
+
 	// cur is c for the goroutines of Stats, State and Do (Attach
 	// replaces c when the GameClient moves to a new session); resuming
 	// makes the next Attach a host migration's (Resume).
@@ -89,6 +107,9 @@ type GameClientStats struct {
 	// LateInputs counts inputs the server reported missing or late once
 	// the clock had ConvergeTime to converge.
 	LateInputs uint64
+	// BadInputs counts inputs the InputFunc returned with another size
+	// than the game's Schema.InputSize (played as idle inputs).
+	BadInputs uint64
 	Entities   int
 	// Events counts the events delivered (to the GameHandler, if any),
 	// by kind.
@@ -106,6 +127,9 @@ const ConvergeTime = 3 * time.Second
 func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClient, error) {
 	if game == nil || input == nil {
 		return nil, errors.New("tickwire: NewGameClient needs a game and an input function")
+	}
+	if len(cfg.Players) > 0 {
+		return nil, errors.New("tickwire: NewGameClient: leave sim.ClientConfig.Players empty: the local players are the connect token's")
 	}
 	// Check the configuration now rather than at connect time.
 	trial := cfg
@@ -182,7 +206,19 @@ type gameFrames GameClient
 func (f *gameFrames) Tick(now time.Time, _ uint32) {
 	g := (*GameClient)(f)
 	g.eng.Advance(now, g.sampleFn)
+	if g.onFrame != nil {
+		g.onFrame(g.eng)
+	}
 }
+
+// InputFrom makes f the source of the players' inputs instead of the
+// InputFunc given to NewGameClient: f sees the predicted world. Call it
+// before dialling.
+func (g *GameClient) InputFrom(f WorldInputFunc) { g.worldInput = f }
+
+// OnFrame makes f run on the client's loop after every frame (FrameFunc).
+// Call it before dialling.
+func (g *GameClient) OnFrame(f FrameFunc) { g.onFrame = f }
 
 // Ticks put the predicted tick and the view the client rendered when it
 // sampled that tick's input in the header.

@@ -200,8 +200,16 @@ type gameEvents struct {
 // sample is the engine's SampleFunc: the application's InputFunc, with
 // the actions it returns noted for their verdict.
 func (g *GameClient) sample(player uint16, tick uint32, dst []byte) []byte {
-	in := g.input(player, tick, dst)
+	var in []byte
+	if g.worldInput != nil {
+		in = g.worldInput(g.eng.Predicted(), player, tick, dst)
+	} else {
+		in = g.input(player, tick, dst)
+	}
 	ev := &g.ev
+	if len(in) != ev.inputSize {
+		g.stats.BadInputs++ // the engine plays it as an idle input
+	}
 	if !ev.sampled {
 		ev.firstInput, ev.sampled = tick, true
 	}

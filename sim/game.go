@@ -76,6 +76,10 @@ type Game interface {
 	// (proto.ControlActionRejected) so the client drops the action from
 	// its prediction. Return preallocated errors (errors.New at package
 	// level) to stay allocation-free. The world is the state before Step.
+	// It runs on clients too: their prediction validates each action on
+	// the predicted world the same way (Tick.Predicted is not visible
+	// here: keep it a pure function of the world, the player and the
+	// action, so both sides agree).
 	ValidateAction(player uint16, tick uint32, action []byte) error
 
 	// OnPlayerJoin adds the player's entities (use t.Spawn(0) or a fixed
