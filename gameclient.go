@@ -347,6 +347,15 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 			g.eng.Rejected(ctl.Player, ctl.Tick)
 		}
 		g.control(&ctl, h.Tick)
+	case proto.FrameEffect:
+		g.gameFrame()
+		ef, _, err := proto.ParseEffectFrame(frame)
+		if err != nil {
+			return err
+		}
+		e := sim.Effect{Tick: ef.Tick, Kind: ef.Kind, Player: ef.Player, Entity: ef.Entity, Data: ef.Data}
+		g.post(ef.Tick, GameEvent{Kind: EventEffect, Tick: ef.Tick, Player: ef.Player, Effect: e})
+		g.advance()
 	default:
 		return errUnexpectedFrame
 	}

@@ -56,6 +56,10 @@ const (
 	// EventDisconnected: the session ended (Disconnect says why); Tick is
 	// the newest server tick seen. Always the last event.
 	EventDisconnected
+	// EventEffect: the server's game produced Effect at Tick, and its
+	// GameConfig.SendEffects sent it to this client (a tag, a score, an
+	// explosion out of the client's prediction).
+	EventEffect
 	numGameEventKinds
 )
 
@@ -73,6 +77,7 @@ var gameEventNames = [...]string{
 	EventResyncFinished: "resync finished",
 	EventDesync:         "desync",
 	EventDisconnected:   "disconnected",
+	EventEffect:         "effect",
 }
 
 func (k GameEventKind) String() string {
@@ -106,6 +111,7 @@ type GameEvent struct {
 	RanAt      uint32                 // EventMessageLate
 	Resync     proto.ResyncReason     // EventResyncStarted, EventResyncFinished
 	Disconnect proto.DisconnectReason // EventDisconnected
+	Effect     sim.Effect             // EventEffect
 }
 
 // String describes e in one line, as the Event constants show.
@@ -128,6 +134,8 @@ func (e GameEvent) String() string {
 		}
 	case EventResyncStarted, EventResyncFinished:
 		s += " (" + e.Resync.String() + ")"
+	case EventEffect:
+		s += fmt.Sprintf(" (kind %d, player %d, entity %v, data %v)", e.Effect.Kind, e.Effect.Player, e.Effect.Entity, e.Effect.Data)
 	case EventDisconnected:
 		s += " (" + e.Disconnect.String() + ")"
 	}

@@ -43,6 +43,12 @@ type GameConfig struct {
 	// Handler, if set, also receives the connections' events (messages
 	// the engine does not consume: those not postmarked).
 	Handler Handler
+	// SendEffects, if set, networks the effects the server's game
+	// produces in its steps (sim.Tick.Effect; spawns excepted): for each,
+	// it says to whom — a player slot, 0 for every player of the game —
+	// or !ok to keep it on the server. Clients receive them, reliably, as
+	// EventEffect game events in tick order.
+	SendEffects func(e *sim.Effect) (to uint16, ok bool)
 	// Migration, if set, makes the host that of a peer-hosted game its
 	// players can take over (host migration; the host runs that one game).
 	Migration *MigrationConfig
@@ -122,6 +128,8 @@ type GameHostStats struct {
 	// that its engine ran without: inputs the old host may have run
 	// (and acknowledged) that did not reach the successor in time.
 	ResumedMissing uint64
+	// Effects counts the effects GameConfig.SendEffects networked.
+	Effects uint64
 }
 
 // NewGameHost returns a host that creates games with factory, or an error
@@ -441,6 +449,9 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 				h.cfg.Stepped(g.id, g.eng)
 			}
 			g.publish()
+			if h.cfg.SendEffects != nil {
+				h.sendEffects(g)
+			}
 			for _, ctrl := range g.eng.Controls() {
 				if ctrl.To == 0 {
 					g.queueBroadcast(&ctrl.Frame)
@@ -485,6 +496,30 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 	}
 	if t, ok := h.cfg.Handler.(Ticker); ok {
 		t.Tick(now, tick)
+	}
+}
+
+// sendEffects sends the effects of the step g just ran that
+// GameConfig.SendEffects networks.
+func (h *GameHost) sendEffects(g *hostedGame) {
+	for i := range g.eng.Effects() {
+		e := &g.eng.Effects()[i].Effect
+		if e.Kind == sim.EffectSpawn {
+			continue
+		}
+		to, ok := h.cfg.SendEffects(e)
+		if !ok {
+			continue
+		}
+		f := proto.EffectFrame{Tick: e.Tick, Kind: e.Kind, Player: e.Player, Entity: e.Entity, Data: e.Data}
+		b, _ := f.Append(h.scratch[:0])
+		h.scratch = b
+		for _, gc := range g.conns {
+			if to == 0 || gc.has(to) {
+				gc.sendFrame(b)
+			}
+		}
+		h.stats.Effects++
 	}
 }
 

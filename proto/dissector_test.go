@@ -231,6 +231,15 @@ func expectFrame(f fields, fr frame) {
 		f.add("tickwire.peer_msg.channel", v.Channel)
 		f.add("tickwire.peer_msg.len", len(v.Data))
 		f.bytes("tickwire.peer_msg.data", v.Data)
+	case *EffectFrame:
+		f.add("tickwire.frame.type", uint8(FrameEffect))
+		f.add("tickwire.effect.tick", v.Tick)
+		f.add("tickwire.effect.kind", v.Kind)
+		f.add("tickwire.effect.player", v.Player)
+		f.add("tickwire.effect.entity", uint32(v.Entity))
+		for _, d := range v.Data {
+			f.add("tickwire.effect.data", d)
+		}
 	case *PeerAckFrame:
 		f.add("tickwire.frame.type", uint8(FramePeerAck))
 		f.add("tickwire.peer_ack.player", v.Player)

@@ -23,7 +23,8 @@ const (
 	FrameSuccessor     FrameType = 0x11 // credentials for the successor's server (key or token)
 	FramePeerMessage   FrameType = 0x12 // a peer-hosted game's exactly-once message (host migration)
 	FramePeerAck       FrameType = 0x13 // acknowledges a player's peer message stream
-	frameTypeEnd       FrameType = 0x14
+	FrameEffect        FrameType = 0x14 // a presentation event of the server's game (tick, kind, player, entity, data)
+	frameTypeEnd       FrameType = 0x15
 )
 
 var frameNames = [...]string{
@@ -46,6 +47,7 @@ var frameNames = [...]string{
 	FrameSuccessor:     "successor",
 	FramePeerMessage:   "peer message",
 	FramePeerAck:       "peer ack",
+	FrameEffect:        "effect",
 }
 
 func (t FrameType) String() string {
@@ -123,6 +125,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParsePeerMessageFrame(b)
 	case FramePeerAck:
 		_, n, err = ParsePeerAckFrame(b)
+	case FrameEffect:
+		_, n, err = ParseEffectFrame(b)
 	}
 	return t, n, err
 }

@@ -122,6 +122,9 @@ func (g *gen) frame(t FrameType) frame {
 		return &StandbyAckFrame{Epoch: g.r.Uint32(), Tick: g.r.Uint32()}
 	case FramePeerMessage:
 		return &PeerMessageFrame{Player: uint16(g.r.Uint32()), Copy: g.r.IntN(2) == 0, Seq: 1 + g.r.Uint32N(1<<31), Channel: uint8(g.r.Uint32()), Data: g.bytes(g.r.IntN(64))}
+	case FrameEffect:
+		return &EffectFrame{Tick: g.r.Uint32(), Kind: uint16(g.r.Uint32()), Player: uint16(g.r.Uint32()), Entity: NetworkID(g.r.Uint32()),
+			Data: [4]int32{int32(g.r.Uint32()), int32(g.r.Uint32()), int32(g.r.Uint32()), int32(g.r.Uint32())}}
 	case FramePeerAck:
 		return &PeerAckFrame{Player: uint16(g.r.Uint32()), Kind: PeerAckKind(1 + g.r.IntN(4)), Through: g.r.Uint32()}
 	case FrameSuccessor:

@@ -67,6 +67,9 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FramePeerAck:
 		f, n, err := ParsePeerAckFrame(b)
 		return &f, n, err
+	case FrameEffect:
+		f, n, err := ParseEffectFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

@@ -65,6 +65,7 @@ local frame_names = {
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
     [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
+    [0x14] = "Effect",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -196,6 +197,12 @@ f.pm_seq      = ProtoField.uint32("tickwire.peer_msg.seq", "Sequence")
 f.pm_channel  = ProtoField.uint8("tickwire.peer_msg.channel", "Channel")
 f.pm_len      = ProtoField.uint32("tickwire.peer_msg.len", "Length")
 f.pm_data     = ProtoField.bytes("tickwire.peer_msg.data", "Data")
+
+f.ef_tick     = ProtoField.uint32("tickwire.effect.tick", "Tick")
+f.ef_kind     = ProtoField.uint16("tickwire.effect.kind", "Kind")
+f.ef_player   = ProtoField.uint16("tickwire.effect.player", "Player")
+f.ef_entity   = ProtoField.uint32("tickwire.effect.entity", "Entity")
+f.ef_data     = ProtoField.int32("tickwire.effect.data", "Data")
 
 local peer_ack_kinds = { [1] = "player's messages run (and held by the standby)", [2] = "host's messages received by the player",
     [3] = "to the standby: player's messages run", [4] = "to the standby: host's messages received by the player" }
@@ -618,6 +625,16 @@ local function frame_peer_ack(buf, off, tree)
     return off + 7
 end
 
+local function frame_effect(buf, off, tree)
+    if not have(buf, off, 28) then return bad(tree, "truncated effect frame") end
+    tree:add_le(f.ef_tick, buf(off, 4))
+    tree:add_le(f.ef_kind, buf(off + 4, 2))
+    tree:add_le(f.ef_player, buf(off + 6, 2))
+    tree:add_le(f.ef_entity, buf(off + 8, 4))
+    for i = 0, 3 do tree:add_le(f.ef_data, buf(off + 12 + 4 * i, 4)) end
+    return off + 28
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -669,7 +686,7 @@ local frame_parsers = {
     [0x0c] = path_frame(f.path_resp, "path response"),
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
     [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
-    [0x13] = frame_peer_ack,
+    [0x13] = frame_peer_ack, [0x14] = frame_effect,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
