@@ -110,7 +110,7 @@ type GameClientStats struct {
 	// BadInputs counts inputs the InputFunc returned with another size
 	// than the game's Schema.InputSize (played as idle inputs).
 	BadInputs uint64
-	Entities   int
+	Entities  int
 	// Events counts the events delivered (to the GameHandler, if any),
 	// by kind.
 	Events [NumGameEventKinds]uint64

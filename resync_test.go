@@ -417,7 +417,8 @@ func (g refusingArena) CopyFrom(src Game) {
 func (refusingArena) OnPlayerJoin(*sim.Tick, uint16) error { return errors.New("game full") }
 
 // TestGameJoinRefused: a game that refuses the only joiner denies the
-// connection and does not keep running without players.
+// connection — saying which slot and the game's reason — and does not
+// keep running without players.
 func TestGameJoinRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newGameRig(t)
@@ -432,8 +433,8 @@ func TestGameJoinRefused(t *testing.T) {
 		d := Dialer{Conn: udp.FromPacketConn(pc)}
 		_, err = d.Dial(context.Background(), tok)
 		var denied *DeniedError
-		if !errors.As(err, &denied) || denied.Reason != proto.DenyWrongGame {
-			t.Fatalf("dial: %v, want a denial", err)
+		if !errors.As(err, &denied) || denied.Reason != proto.DenyJoinRefused || denied.Slot != 3 || denied.Text != "game full" {
+			t.Fatalf("dial: %v, want a denial naming slot 3 and the game's reason (issue 23, bug 2)", err)
 		}
 		if hs := r.hostStats(); hs.JoinFailures != 1 || hs.Joins != 0 || hs.Games != 0 {
 			t.Fatalf("host stats %+v, want 1 join failure and no game left running", hs)
