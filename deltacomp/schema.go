@@ -83,45 +83,64 @@ func (s *Schema) Fields() []Field { return s.fields }
 func (s *Schema) Pack(dst []byte, vals []uint32) {
 	dst = dst[:s.size]
 	clear(dst[s.residual:s.offsetAfterResidual()])
-	for i, f := range s.fields {
-		v := vals[i]
-		if f.Bits < 32 {
-			v &= 1<<f.Bits - 1
-		}
-		full := int(f.Bits / 8)
-		for k := 0; k < full; k++ {
-			dst[s.offs[i*4+k]] = byte(v >> (8 * k))
-		}
-		r := int(f.Bits % 8)
-		top := v >> (8 * full)
-		for j := 0; j < r; j++ {
-			if top>>j&1 != 0 {
-				b := s.rbit[i] + j
-				dst[s.residual+b/8] |= 1 << (b % 8)
-			}
-		}
+	for i := range s.fields {
+		s.Set(dst, i, vals[i])
 	}
 }
 
 // Unpack reads the fields of record src into vals.
 func (s *Schema) Unpack(vals []uint32, src []byte) {
-	src = src[:s.size]
-	for i, f := range s.fields {
-		var v uint32
-		full := int(f.Bits / 8)
-		for k := 0; k < full; k++ {
-			v |= uint32(src[s.offs[i*4+k]]) << (8 * k)
-		}
-		r := int(f.Bits % 8)
-		for j := 0; j < r; j++ {
-			b := s.rbit[i] + j
-			if src[s.residual+b/8]>>(b%8)&1 != 0 {
-				v |= 1 << (8*full + j)
-			}
-		}
-		vals[i] = v
+	for i := range s.fields {
+		vals[i] = s.Get(src, i)
 	}
 }
+
+// Set writes field i of record rec (Size() bytes) to v, masked to the
+// field's width, leaving the other fields alone: a typed accessor instead
+// of hand-written bit packing. Signed values go through Bias.
+func (s *Schema) Set(rec []byte, i int, v uint32) {
+	f := s.fields[i]
+	if f.Bits < 32 {
+		v &= 1<<f.Bits - 1
+	}
+	full := int(f.Bits / 8)
+	for k := 0; k < full; k++ {
+		rec[s.offs[i*4+k]] = byte(v >> (8 * k))
+	}
+	top := v >> (8 * full)
+	for j := range int(f.Bits % 8) {
+		b := s.rbit[i] + j
+		if top>>j&1 != 0 {
+			rec[s.residual+b/8] |= 1 << (b % 8)
+		} else {
+			rec[s.residual+b/8] &^= 1 << (b % 8)
+		}
+	}
+}
+
+// Get reads field i of record rec.
+func (s *Schema) Get(rec []byte, i int) uint32 {
+	f := s.fields[i]
+	var v uint32
+	full := int(f.Bits / 8)
+	for k := 0; k < full; k++ {
+		v |= uint32(rec[s.offs[i*4+k]]) << (8 * k)
+	}
+	for j := range int(f.Bits % 8) {
+		b := s.rbit[i] + j
+		if rec[s.residual+b/8]>>(b%8)&1 != 0 {
+			v |= 1 << (8*full + j)
+		}
+	}
+	return v
+}
+
+// SetInt writes the signed v into field i, biased by half the field's
+// range (Bias); GetInt reads it back.
+func (s *Schema) SetInt(rec []byte, i int, v int32) { s.Set(rec, i, Bias(v, uint(s.fields[i].Bits))) }
+
+// GetInt reads a field SetInt wrote.
+func (s *Schema) GetInt(rec []byte, i int) int32 { return Unbias(s.Get(rec, i), uint(s.fields[i].Bits)) }
 
 func (s *Schema) offsetAfterResidual() int {
 	rb := 0
