@@ -140,7 +140,9 @@ func (s *Schema) Get(rec []byte, i int) uint32 {
 func (s *Schema) SetInt(rec []byte, i int, v int32) { s.Set(rec, i, Bias(v, uint(s.fields[i].Bits))) }
 
 // GetInt reads a field SetInt wrote.
-func (s *Schema) GetInt(rec []byte, i int) int32 { return Unbias(s.Get(rec, i), uint(s.fields[i].Bits)) }
+func (s *Schema) GetInt(rec []byte, i int) int32 {
+	return Unbias(s.Get(rec, i), uint(s.fields[i].Bits))
+}
 
 func (s *Schema) offsetAfterResidual() int {
 	rb := 0
