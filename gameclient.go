@@ -122,11 +122,12 @@ const ConvergeTime = 3 * time.Second
 
 // NewGameClient returns a game client for game (a world of the game the
 // server runs, used as the template of the engine's worlds), with input
-// as the source of its players' inputs and cfg for the engine; the local
-// players and the tick rate come from the server's accept.
+// as the source of its players' inputs (nil: set one with InputFrom, or
+// the players stand idle) and cfg for the engine; the local players and
+// the tick rate come from the server's accept.
 func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClient, error) {
-	if game == nil || input == nil {
-		return nil, errors.New("tickwire: NewGameClient needs a game and an input function")
+	if game == nil {
+		return nil, errors.New("tickwire: NewGameClient needs a game")
 	}
 	if len(cfg.Players) > 0 {
 		return nil, errors.New("tickwire: NewGameClient: leave sim.ClientConfig.Players empty: the local players are the connect token's")

@@ -209,10 +209,16 @@ type gameEvents struct {
 // the actions it returns noted for their verdict.
 func (g *GameClient) sample(player uint16, tick uint32, dst []byte) []byte {
 	var in []byte
-	if g.worldInput != nil {
+	switch {
+	case g.worldInput != nil:
 		in = g.worldInput(g.eng.Predicted(), player, tick, dst)
-	} else {
+	case g.input != nil:
 		in = g.input(player, tick, dst)
+	default: // idle
+		in = dst
+		for range g.ev.inputSize {
+			in = append(in, 0)
+		}
 	}
 	ev := &g.ev
 	if len(in) != ev.inputSize {
