@@ -144,6 +144,7 @@ type Client struct {
 	smooth     smoother
 	corr       correctionStats
 	lastFrame  time.Time
+	render     renderState // RenderBodies
 
 	stats ClientStats
 }
@@ -256,6 +257,7 @@ func (c *Client) Resume(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.authIDs = c.authIDs[:0]
 	c.hist.Reset()
 	c.hasHist = false
+	c.render.cur, c.render.prev = c.render.cur[:0], c.render.prev[:0]
 	c.lastFrame = now
 	c.interp.reset(c.period)
 	c.interp.packet(now, serverTick)
@@ -289,6 +291,7 @@ func (c *Client) Advance(now time.Time, sample SampleFunc) {
 	c.decayCorrections(min(dt, maxFrameStep))
 	c.predict()
 	c.display = c.smooth.apply(c.display[:0], c.predBodies)
+	c.render.keep(c.Tick(), c.display)
 }
 
 // sample samples the inputs of the ticks the clock passed, no further

@@ -425,3 +425,43 @@ func TestClientResumeKeepsInputs(t *testing.T) {
 		t.Fatalf("tick 185 (the successor has it) re-sent, or resumes %d", c.Stats().Resumes)
 	}
 }
+
+// TestClientRenderBodies: between two frames, the own body is drawn
+// blended between the last two predicted ticks by the display time —
+// moving on smoothly at a display rate above the tick rate — without
+// allocating or changing the engine.
+func TestClientRenderBodies(t *testing.T) {
+	h, c := lossless(t, 30*time.Millisecond, ClientConfig{Own: tgOwn(1)}, 1)
+	c.input = func(player uint16, tick uint32, dst []byte) []byte {
+		return append(dst, 10, 0, 0, 0)[:tgInputSize]
+	}
+	h.Run(2 * time.Second)
+	cli := c.Client
+	own := func(bs []Body) int32 {
+		for _, b := range bs {
+			if cli.Own(b.ID) {
+				return b.Pos.X
+			}
+		}
+		t.Fatal("no own body rendered")
+		return 0
+	}
+	frame := cli.lastFrame
+	var xs []int32
+	buf := make([]Body, 0, 64)
+	for i := range 5 {
+		xs = append(xs, own(cli.RenderBodies(frame.Add(time.Duration(i)*cli.Period()/4), buf[:0])))
+	}
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[i-1] {
+			t.Fatalf("own body drawn at %v over one tick of display time: not moving on", xs)
+		}
+	}
+	t.Logf("own body drawn at %v over one tick of display time", xs)
+	if xs[4]-xs[0] < 5 || xs[4]-xs[0] > 10 {
+		t.Fatalf("own body drawn at %v: one tick of display time should move it by up to one tick's 10 units", xs)
+	}
+	if n := testing.AllocsPerRun(100, func() { cli.RenderBodies(frame, buf[:0]) }); n != 0 {
+		t.Fatalf("RenderBodies allocates %v times", n)
+	}
+}
