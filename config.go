@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"runtime"
 	"fmt"
 	"log/slog"
 	"time"
@@ -41,6 +42,13 @@ type Config struct {
 	// MaxGames caps the games a server hosts at once (it creates a game on
 	// the first valid token naming it). Default 64.
 	MaxGames int
+
+	// Workers is how many goroutines build the connections' packets each
+	// tick — interest scheduling, delta encoding, sealing — each owning a
+	// fixed share of the connections (the packets are the same whatever
+	// the number). Default: GOMAXPROCS, at most 16; 1 builds on the
+	// server's loop. Server only.
+	Workers int
 
 	// AcceptGame, if set, says whether the server hosts a game id; tokens
 	// naming another game are denied (DenyWrongGame). Default: any game,
@@ -101,6 +109,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxGames == 0 {
 		c.MaxGames = DefaultMaxGames
 	}
+	if c.Workers == 0 {
+		c.Workers = min(runtime.GOMAXPROCS(0), 16)
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -119,6 +130,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("tickwire: Config.MaxConnections %d out of range", c.MaxConnections)
 	case c.MaxGames < 1:
 		return c, fmt.Errorf("tickwire: Config.MaxGames %d out of range", c.MaxGames)
+	case c.Workers < 1 || c.Workers > 256:
+		return c, fmt.Errorf("tickwire: Config.Workers %d out of range 1..256", c.Workers)
 	case len(c.PreviousKeys) > 3:
 		return c, fmt.Errorf("tickwire: Config.PreviousKeys holds %d keys, at most 3", len(c.PreviousKeys))
 	}

@@ -40,6 +40,7 @@ type Server struct {
 	idSeed  uint64
 	tickNum uint32
 	ackDue  []*Conn // connections owing an ack-only packet after a batch
+	builder builder // builds the connections' packets each tick (build.go)
 }
 
 // ServerStats counts what a server has done since it started.
@@ -200,6 +201,9 @@ func (s *Server) Stats() ServerStats {
 	st := s.stats
 	st.Connections = len(s.conns)
 	st.PacketsOut, st.BytesOut, st.SendErrors = s.out.packets, s.out.bytes, s.out.errors
+	for _, w := range s.builder.workers {
+		st.PacketsOut, st.BytesOut, st.SendErrors = st.PacketsOut+w.q.packets, st.BytesOut+w.q.bytes, st.SendErrors+w.q.errors
+	}
 	hs := s.hs.Stats()
 	st.HandshakeIn = hs.BytesIn
 	st.HandshakeOut = hs.BytesOut
@@ -214,6 +218,7 @@ func (s *Server) Stats() ServerStats {
 // loop is the server's only state-owning goroutine.
 func (s *Server) loop() error {
 	defer close(s.done)
+	defer s.builder.stop()
 	interval := time.Second / time.Duration(s.cfg.TickRate)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
@@ -543,10 +548,7 @@ func (s *Server) build(now time.Time) {
 	if t, ok := s.handler.(Ticker); ok {
 		t.Tick(now, s.tickNum)
 	}
-	for _, c := range s.conns {
-		c.sess.Tick(now, c.ticks(), c.handler.frames != nil, &c.out)
-		c.ackQueued = false
-	}
+	s.builder.build(s, now)
 	s.ackDue = s.ackDue[:0]
 }
 

@@ -1,0 +1,105 @@
+package tickwire
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// builder builds every connection's packets of a tick — the frame
+// handler's AppendFrames (a game's interest scheduling and delta
+// encoding), the session's reliable data, sealing — on Config.Workers
+// goroutines. Each worker owns a fixed share of the connections (by
+// position in id order) and queues its datagrams in its own queue, so no
+// lock sits on the hot path; the loop waits for all of them and then
+// writes their queues in worker order. A connection's packets depend on
+// its own state only, so they are the same whatever the worker count.
+type builder struct {
+	conns   []*Conn // this tick's connections, by id
+	workers []*buildWorker
+	wg      sync.WaitGroup
+	now     time.Time
+	n       int       // workers building this tick
+	home    *outQueue // the server's queue, every connection's outside the build
+}
+
+type buildWorker struct {
+	q     outQueue
+	start chan struct{}
+}
+
+// build builds the packets of s's connections at now and writes them.
+func (b *builder) build(s *Server, now time.Time) {
+	b.conns = b.conns[:0]
+	for _, c := range s.conns {
+		b.conns = append(b.conns, c)
+	}
+	slices.SortFunc(b.conns, func(x, y *Conn) int { return cmp.Compare(x.id, y.id) })
+	n := min(s.cfg.Workers, len(b.conns)/minConnsPerWorker)
+	if n <= 1 {
+		b.share(0, 1, now)
+		return
+	}
+	b.start(s, n)
+	b.now, b.n, b.home = now, n, &s.out
+	b.wg.Add(n - 1)
+	for _, w := range b.workers[1:n] {
+		w.start <- struct{}{}
+	}
+	b.shareTo(b.workers[0], 0)
+	b.wg.Wait()
+	for _, w := range b.workers[:n] {
+		w.q.flush()
+	}
+}
+
+// minConnsPerWorker: below this many connections per worker, handing
+// them out costs more than it saves.
+const minConnsPerWorker = 32
+
+// start makes sure n workers run (the first is the loop itself).
+func (b *builder) start(s *Server, n int) {
+	for len(b.workers) < n {
+		w := &buildWorker{q: outQueue{conn: s.out.conn, log: s.cfg.Logger}, start: make(chan struct{})}
+		i := len(b.workers)
+		b.workers = append(b.workers, w)
+		if i == 0 {
+			continue
+		}
+		go func() {
+			for range w.start {
+				b.shareTo(w, i)
+				b.wg.Done()
+			}
+		}()
+	}
+}
+
+// shareTo builds worker i's share of this tick into its queue.
+func (b *builder) shareTo(w *buildWorker, i int) {
+	for k := i; k < len(b.conns); k += b.n {
+		c := b.conns[k]
+		c.out.q = &w.q
+		c.sess.Tick(b.now, c.ticks(), c.handler.frames != nil, &c.out)
+		c.out.q = b.home
+		c.ackQueued = false
+	}
+}
+
+// share builds every connection on the loop, into the server's queue.
+func (b *builder) share(i, n int, now time.Time) {
+	for k := i; k < len(b.conns); k += n {
+		c := b.conns[k]
+		c.sess.Tick(now, c.ticks(), c.handler.frames != nil, &c.out)
+		c.ackQueued = false
+	}
+}
+
+// stop ends the workers.
+func (b *builder) stop() {
+	for _, w := range b.workers[min(1, len(b.workers)):] {
+		close(w.start)
+	}
+	b.workers = nil
+}
