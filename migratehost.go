@@ -386,27 +386,46 @@ func (h *GameHost) SendStream(c *Conn, channel uint8, data []byte) error {
 	return h.mig.send(gc, channel, data)
 }
 
+// streamOf is the stream of gc's player, if it has one.
+func (m *hostMigration) streamOf(gc *gameConn) (player uint16, st *playerStream) {
+	if ps := gc.c.Players(); len(ps) > 0 {
+		return ps[0], m.streams[ps[0]]
+	}
+	return 0, nil
+}
+
+// sendOut sends message o of player's stream to gc, counting it in n.
+func (m *hostMigration) sendOut(gc *gameConn, player uint16, o *streamMsg, n *uint64) {
+	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: player, Seq: o.seq, Channel: o.channel, Data: o.data})
+	if gc.c.SendFrame(m.buf) == nil {
+		o.sent = true
+		*n++
+	}
+}
+
+// ackRun tells gc's player how far its messages ran (durable), if not
+// told yet or always.
+func (m *hostMigration) ackRun(gc *gameConn, player uint16, st *playerStream, always bool) {
+	if st.durable == st.acked && !always {
+		return
+	}
+	m.buf = appendPeerAck(m.buf[:0], player, proto.PeerAckFromPlayer, st.durable)
+	if gc.c.SendFrame(m.buf) == nil {
+		st.acked = st.durable
+	}
+}
+
 // release sends what the standby holds now: the host's messages and the
 // acknowledgements of the players' messages.
 func (m *hostMigration) release(g *hostedGame) {
 	for _, gc := range g.conns {
-		ps := gc.c.Players()
-		if len(ps) == 0 {
-			continue
-		}
-		st := m.streams[ps[0]]
+		player, st := m.streamOf(gc)
 		if st == nil {
 			continue
 		}
 		for i := range st.out {
-			o := &st.out[i]
-			if o.sent || !m.held(o.release) {
-				continue
-			}
-			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Seq: o.seq, Channel: o.channel, Data: o.data})
-			if gc.c.SendFrame(m.buf) == nil {
-				o.sent = true
-				m.stats.Stream.Sent++
+			if o := &st.out[i]; !o.sent && m.held(o.release) {
+				m.sendOut(gc, player, o, &m.stats.Stream.Sent)
 			}
 		}
 		n := 0
@@ -415,38 +434,21 @@ func (m *hostMigration) release(g *hostedGame) {
 			n++
 		}
 		st.pending = st.pending[n:]
-		if st.durable != st.acked {
-			m.buf = appendPeerAck(m.buf[:0], ps[0], proto.PeerAckFromPlayer, st.durable)
-			if gc.c.SendFrame(m.buf) == nil {
-				st.acked = st.durable
-			}
-		}
+		m.ackRun(gc, player, st, false)
 	}
 }
 
 // resumed sends a player back from a migration its stream: every
 // message it has not acknowledged, and how far its own ran.
 func (m *hostMigration) resumed(gc *gameConn) {
-	ps := gc.c.Players()
-	if len(ps) == 0 {
-		return
-	}
-	st := m.streams[ps[0]]
+	player, st := m.streamOf(gc)
 	if st == nil {
 		return
 	}
 	for i := range st.out {
-		o := &st.out[i]
-		m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Seq: o.seq, Channel: o.channel, Data: o.data})
-		if gc.c.SendFrame(m.buf) == nil {
-			o.sent = true
-			m.stats.Stream.Resent++
-		}
+		m.sendOut(gc, player, &st.out[i], &m.stats.Stream.Resent)
 	}
-	m.buf = appendPeerAck(m.buf[:0], ps[0], proto.PeerAckFromPlayer, st.durable)
-	if gc.c.SendFrame(m.buf) == nil {
-		st.acked = st.durable
-	}
+	m.ackRun(gc, player, st, true)
 }
 
 // peerMessage runs a player's stream message: a new one goes to the

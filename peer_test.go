@@ -259,6 +259,13 @@ func (r *peerRig) checkEchoes() {
 	}
 }
 
+// close stops every peer.
+func (r *peerRig) close() {
+	for _, p := range r.peers {
+		p.Close()
+	}
+}
+
 // kill cuts peer i (0-based) off and stops it.
 func (r *peerRig) kill(i int) {
 	r.kills[i].dead.Store(true)
@@ -294,11 +301,7 @@ func (r *peerRig) waitFor(what string, limit time.Duration, cond func() bool) {
 func TestPeerHostMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
-		defer func() {
-			for _, p := range r.peers {
-				p.Close()
-			}
-		}()
+		defer r.close()
 		stop := make(chan struct{})
 		go r.echo(stop)
 		time.Sleep(5 * time.Second)
@@ -386,11 +389,7 @@ func maps2str(m map[uint16]int) string {
 func TestPeerStalledHostStepsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
-		defer func() {
-			for _, p := range r.peers {
-				p.Close()
-			}
-		}()
+		defer r.close()
 		stop := make(chan struct{})
 		go r.echo(stop)
 		time.Sleep(4 * time.Second)
@@ -477,11 +476,7 @@ func TestPeerNoHostLeft(t *testing.T) {
 func TestPeerStreamRefusesForgeries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
-		defer func() {
-			for _, p := range r.peers {
-				p.Close()
-			}
-		}()
+		defer r.close()
 		stop := make(chan struct{})
 		go r.echo(stop)
 		time.Sleep(2 * time.Second)

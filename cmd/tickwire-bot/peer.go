@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -188,19 +187,7 @@ func (b *peerBot) event(e tickwire.PeerEvent) {
 
 // sendEcho sends the next numbered echo through the Peer's stream.
 func (b *peerBot) sendEcho() {
-	b.mu.Lock()
-	n := b.nextEcho
-	var msg [16]byte
-	binary.LittleEndian.PutUint32(msg[:], n)
-	b.sentAt = append(b.sentAt, time.Now())
-	b.nextEcho++
-	b.mu.Unlock()
-	if err := b.peer.Send(botproto.EchoChannel, msg[:]); err != nil {
-		b.mu.Lock()
-		b.nextEcho--
-		b.sentAt = b.sentAt[:len(b.sentAt)-1]
-		b.mu.Unlock()
-	}
+	b.sendEchoWith(func(msg []byte) error { return b.peer.Send(botproto.EchoChannel, msg) })
 }
 
 // play runs the peer for o.duration (or until it ends) and summarises.
@@ -233,20 +220,8 @@ loop:
 		}
 	}
 	elapsed := time.Since(start)
-	// Let the last echoes come back (a few round trips).
 	if ended == nil {
-		drain := time.NewTimer(5 * time.Second)
-		poll := time.NewTicker(20 * time.Millisecond)
-		for b.outstanding() > 0 {
-			select {
-			case <-drain.C:
-			case <-poll.C:
-				continue
-			}
-			break
-		}
-		drain.Stop()
-		poll.Stop()
+		drainEchoes(b.outstanding)
 	}
 	st := b.peer.Stats()
 	if ended == nil {

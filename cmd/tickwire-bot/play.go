@@ -74,6 +74,11 @@ func (b *bot) Disconnected(_ *tickwire.Client, r proto.DisconnectReason) {
 }
 
 func (b *bot) sendEcho() {
+	b.sendEchoWith(func(msg []byte) error { return b.client.Send(tickwire.Reliable, botproto.EchoChannel, msg) })
+}
+
+// sendEchoWith sends the next numbered echo with send.
+func (b *bot) sendEchoWith(send func(msg []byte) error) {
 	b.mu.Lock()
 	n := b.nextEcho
 	var msg [16]byte
@@ -81,7 +86,7 @@ func (b *bot) sendEcho() {
 	b.sentAt = append(b.sentAt, time.Now())
 	b.nextEcho++
 	b.mu.Unlock()
-	if err := b.client.Send(tickwire.Reliable, botproto.EchoChannel, msg[:]); err != nil {
+	if err := send(msg[:]); err != nil {
 		b.mu.Lock()
 		b.nextEcho-- // not sent: do not expect it
 		b.sentAt = b.sentAt[:len(b.sentAt)-1]
@@ -217,28 +222,15 @@ loop:
 		}
 	}
 	elapsed := time.Since(played)
-	// Let the last echoes come back (a few round trips).
-	drain := time.NewTimer(5 * time.Second)
-	defer drain.Stop()
-	poll := time.NewTicker(20 * time.Millisecond)
-	defer poll.Stop()
-wait:
-	for {
+	drainEchoes(func() int {
 		pending := 0
 		for _, b := range bots {
 			if b.client != nil && b.client.Err() == nil {
 				pending += b.outstanding()
 			}
 		}
-		if pending == 0 {
-			break
-		}
-		select {
-		case <-drain.C:
-			break wait
-		case <-poll.C:
-		}
-	}
+		return pending
+	})
 	after := totals(bots)
 	for _, b := range bots {
 		b.mu.Lock()
@@ -395,5 +387,21 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 	}
 	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")
+	}
+}
+
+// drainEchoes lets the last echoes come back (a few round trips): it
+// waits until pending says none is out, at most 5 s.
+func drainEchoes(pending func() int) {
+	drain := time.NewTimer(5 * time.Second)
+	defer drain.Stop()
+	poll := time.NewTicker(20 * time.Millisecond) // polling the bots' counters
+	defer poll.Stop()
+	for pending() > 0 {
+		select {
+		case <-drain.C:
+			return
+		case <-poll.C:
+		}
 	}
 }
