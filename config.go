@@ -1,9 +1,9 @@
 package tickwire
 
 import (
-	"runtime"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/tickwire/tickwire/internal/session"
