@@ -127,7 +127,6 @@ type Peer struct {
 	keys     []Key                 // successor keys received, newest last (at most 2)
 	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
 	ackSent  uint32
-	sbEpoch  migrate.Epoch
 	srv      *Server
 	host     *GameHost
 	stats    PeerStats

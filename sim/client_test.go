@@ -399,8 +399,7 @@ func TestClientResumeKeepsInputs(t *testing.T) {
 	c.Resume(now, 185, 20*time.Millisecond)
 	now = now.Add(c.Period())
 	c.Advance(now, input)
-	var got []proto.InputFrame
-	got = parseFrames(t, c.AppendInputFrames(nil, 1200, 0))
+	got := parseFrames(t, c.AppendInputFrames(nil, 1200, 0))
 	seen := map[uint32]byte{}
 	for _, f := range got {
 		for k := range int(f.Count) {
