@@ -117,8 +117,8 @@ func startPeers(t *testing.T, lobbyURL, room string, n int, duration time.Durati
 }
 
 // waitResumed waits until every peer in live is back in play under a host
-// of epoch and returns the worst time from killed, failing past 2 s.
-func waitResumed(t *testing.T, live []*peerProc, epoch int, killed time.Time) time.Duration {
+// of epoch and returns the worst time from killed, failing past limit.
+func waitResumed(t *testing.T, live []*peerProc, epoch int, killed time.Time, limit time.Duration) time.Duration {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	var worst time.Duration
@@ -136,8 +136,8 @@ func waitResumed(t *testing.T, live []*peerProc, epoch int, killed time.Time) ti
 		gap := time.UnixMilli(p.resumedAt(epoch)).Sub(killed)
 		worst = max(worst, gap)
 	}
-	if worst > 2*time.Second {
-		t.Errorf("epoch %d: the players were back in play %v after the kill (want within 2 s)", epoch, worst)
+	if worst > limit {
+		t.Errorf("epoch %d: the players were back in play %v after the kill (want within %v)", epoch, worst, limit)
 	}
 	return worst
 }
@@ -185,7 +185,13 @@ func TestHostMigration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("host migration in -short mode")
 	}
-	for _, tc := range []struct{ name, spec string }{{"loopback", ""}, {"netem", "delay 50ms 10ms loss 5%"}} {
+	// Back in play within 2 s of the kill: 1.5 s of detection (the
+	// seed's three heartbeats), then the election, promotion and re-dial
+	// (through netem, a few crossings of the impaired path).
+	for _, tc := range []struct {
+		name, spec string
+		limit      time.Duration
+	}{{"loopback", "", 2 * time.Second}, {"netem", "delay 50ms 10ms loss 5%", 2 * time.Second}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, a := server(t)
 			peers := startPeers(t, "http://"+a.http, "migration-"+tc.name, 4, 24*time.Second, tc.spec)
@@ -193,7 +199,7 @@ func TestHostMigration(t *testing.T) {
 			peers[0].cmd.Process.Signal(syscall.SIGKILL)
 			killed := time.Now()
 			live := peers[1:]
-			gap := waitResumed(t, live, 2, killed)
+			gap := waitResumed(t, live, 2, killed, tc.limit)
 			second := newHost(t, live, 2)
 			t.Logf("first migration: %s took over; everyone back in play within %v of the SIGKILL", second.name, gap)
 
@@ -209,7 +215,7 @@ func TestHostMigration(t *testing.T) {
 					last = append(last, p)
 				}
 			}
-			gap = waitResumed(t, last, 3, killed)
+			gap = waitResumed(t, last, 3, killed, tc.limit)
 			third := newHost(t, last, 3)
 			t.Logf("second migration: %s took over; both back in play within %v", third.name, gap)
 			for _, p := range last {
@@ -239,7 +245,7 @@ func TestHostMigrationStalledHost(t *testing.T) {
 	old := peers[0]
 	old.cmd.Process.Signal(syscall.SIGSTOP)
 	stopped := time.Now()
-	gap := waitResumed(t, peers[1:], 2, stopped)
+	gap := waitResumed(t, peers[1:], 2, stopped, 2*time.Second)
 	time.Sleep(3*time.Second - time.Since(stopped))
 	old.cmd.Process.Signal(syscall.SIGCONT)
 	old.await(t, `peer event "stepped down"`)
