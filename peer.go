@@ -99,10 +99,11 @@ type PeerStats struct {
 	DialFailures uint64
 	// Stream counts this player's peer message stream (Send and the
 	// host's messages).
-	Stream   StreamStats
-	Hosting  bool
-	Host     MigrationStats // when hosting
-	HostGame GameHostStats  // when hosting
+	Stream      StreamStats
+	Hosting     bool
+	SteppedDown bool           // this peer's host was replaced and stopped
+	Host        MigrationStats // when hosting
+	HostGame    GameHostStats  // when hosting
 }
 
 // Peer is a player of a peer-hosted game that survives the loss of its
@@ -222,6 +223,12 @@ func (p *Peer) startHost(key Key, previous []Key, mc MigrationConfig) (*GameHost
 // stepDown closes this peer's host, replaced by a successor: every
 // player still connected is told so.
 func (p *Peer) stepDown(srv *Server, why string) {
+	p.mu.Lock()
+	if p.srv == srv {
+		p.srv, p.host = nil, nil
+		p.stats.Hosting, p.stats.SteppedDown = false, true
+	}
+	p.mu.Unlock()
 	p.event(PeerEvent{Kind: PeerSteppedDown, Text: why})
 	srv.Do(func() {
 		for _, c := range srv.conns {

@@ -243,7 +243,7 @@ loop:
 	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, nil)
 	b.evMu.Lock()
 	sum.Peer = &botproto.PeerSummary{Slot: uint16(b.id), Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
-		Hosting: st.Hosting, SteppedDown: st.Host.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
+		Hosting: st.Hosting, SteppedDown: st.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
 		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events}
 	b.evMu.Unlock()
 	if st.Hosting {
