@@ -3,6 +3,7 @@ package tickwire
 import (
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,7 @@ type GameClient struct {
 	// makes the next Attach a host migration's (Resume).
 	cur      atomic.Pointer[Client]
 	resuming atomic.Bool
+	attachMu sync.Mutex // held by Attach, and by the readers around cur
 
 	// revTicks maps the newest replica revisions to their server ticks
 	// (UpdatedAt), by revision modulo its length.
@@ -157,6 +159,8 @@ func NewGameClient(game Game, input InputFunc, cfg sim.ClientConfig) (*GameClien
 // Either way the state of the old session (the replica, its packet
 // sequence, the resync in progress) is forgotten.
 func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
+	g.attachMu.Lock() // against Stats, State, Do of the session before
+	defer g.attachMu.Unlock()
 	g.resetSession()
 	if g.resuming.Swap(false) && g.eng != nil && slices.Equal(g.eng.Players(), c.Players()) {
 		g.c = c
@@ -392,10 +396,21 @@ type revTick struct{ rev, tick uint32 }
 // relevance keeps its last value: compare with the newest state's tick
 // to tell a stale entity from a fresh one. Safe from any goroutine.
 func (g *GameClient) UpdatedAt(id proto.NetworkID) (tick uint32, ok bool) {
-	if c := g.cur.Load(); c != nil {
-		c.Do(func() { tick, ok = g.updatedAt(id) })
-	}
+	g.do(func() { tick, ok = g.updatedAt(id) })
 	return tick, ok
+}
+
+// do runs f under the current session's lock, unless no session was
+// attached yet; it reports whether f ran.
+func (g *GameClient) do(f func()) bool {
+	g.attachMu.Lock()
+	defer g.attachMu.Unlock()
+	c := g.cur.Load()
+	if c == nil {
+		return false
+	}
+	c.Do(f)
+	return true
 }
 
 func (g *GameClient) updatedAt(id proto.NetworkID) (uint32, bool) {
@@ -411,12 +426,8 @@ func (g *GameClient) updatedAt(id proto.NetworkID) (uint32, bool) {
 
 // Stats returns the counters. Safe from any goroutine.
 func (g *GameClient) Stats() GameClientStats {
-	c := g.cur.Load()
-	if c == nil {
-		return GameClientStats{}
-	}
 	var st GameClientStats
-	c.Do(func() {
+	g.do(func() {
 		st = g.stats
 		st.Engine = g.eng.Stats()
 		st.Events = g.ev.counts
@@ -428,16 +439,12 @@ func (g *GameClient) Stats() GameClientStats {
 // State calls f with the replicated state (the newest value of every
 // entity the server sent), under the client's lock.
 func (g *GameClient) State(f func(s *deltacomp.Snapshot)) {
-	if c := g.cur.Load(); c != nil {
-		c.Do(func() { f(g.replica.State()) })
-	}
+	g.do(func() { f(g.replica.State()) })
 }
 
 // Do calls f with the tick engine (the predicted and confirmed worlds,
 // bodies to render, effects) under the client's lock, between two of
 // the loop's frames. It does nothing before the client connected.
 func (g *GameClient) Do(f func(eng *sim.Client)) {
-	if c := g.cur.Load(); c != nil {
-		c.Do(func() { f(g.eng) })
-	}
+	g.do(func() { f(g.eng) })
 }
