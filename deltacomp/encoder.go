@@ -54,6 +54,7 @@ type Encoder struct {
 
 	flights idset.Flights[flight]
 	log     idset.Log
+	idxLog  idset.Log // the written entities' indices (flight.idx)
 	tmpIDs  []proto.NetworkID
 	tmpU32  []uint32
 	tmpU32b []uint32
@@ -63,6 +64,10 @@ type flight struct {
 	rev      uint32
 	ids      idset.Span // entities written, then removals written
 	removals int32
+	// idx holds the written entities' indices in the layout of the
+	// time (layout): while it has not changed, Delivered needs no search.
+	idx    idset.Span
+	layout uint64
 }
 
 // NewEncoder returns an encoder for one client of ring r, which holds
@@ -295,6 +300,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	fl := e.flights.Put(seq)
 	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
+	fl.idx, fl.layout = e.idxLog.Begin(len(sel)), e.layout
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -313,6 +319,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
 		prev = id
 		e.log.Append(&fl.ids, id)
+		e.idxLog.Append(&fl.idx, proto.NetworkID(i))
 		e.sent[i] = r.rev
 		count++
 	}
@@ -351,14 +358,23 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 	e.align()
 	nEnt := fl.ids.Len() - int(fl.removals)
-	lo := 0 // the ids ascend: each search starts where the last ended
-	for k := 0; k < nEnt; k++ {
-		id := e.log.At(fl.ids, k)
-		i, ok := slices.BinarySearch(e.ids[lo:], id)
-		i += lo
-		lo = i
-		if ok && e.base[i] < fl.rev {
-			e.base[i] = fl.rev
+	if fl.layout == e.layout && e.idxLog.Valid(fl.idx) {
+		// The layout of the time: the indices recorded stand.
+		for k := 0; k < nEnt; k++ {
+			if i := int(e.idxLog.At(fl.idx, k)); e.base[i] < fl.rev {
+				e.base[i] = fl.rev
+			}
+		}
+	} else {
+		lo := 0 // the ids ascend: each search starts where the last ended
+		for k := 0; k < nEnt; k++ {
+			id := e.log.At(fl.ids, k)
+			i, ok := slices.BinarySearch(e.ids[lo:], id)
+			i += lo
+			lo = i
+			if ok && e.base[i] < fl.rev {
+				e.base[i] = fl.rev
+			}
 		}
 	}
 	if fl.removals > 0 {
