@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tickwire/tickwire"
@@ -182,6 +183,7 @@ func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (
 
 	sum := &botproto.Summary{Clients: o.n, Connected: connected}
 	played := time.Now()
+	cpu0 := cpuTime()
 	before := totals(bots)
 	echo := time.NewTicker(o.echoEvery)
 	defer echo.Stop()
@@ -241,7 +243,19 @@ loop:
 		}
 	}
 	fill(sum, bots, before, after, elapsed, rtts)
+	if ticks := elapsed.Seconds() * 60; connected > 0 && ticks > 0 {
+		sum.BotCPUPerClientTick = float64((cpuTime() - cpu0).Microseconds()) / float64(connected) / ticks
+	}
 	return sum, nil
+}
+
+// cpuTime is the process's CPU time so far (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log *slog.Logger) error {
@@ -369,7 +383,7 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 	fmt.Fprintf(w, "tickwire-bot summary over %.1f s:\n", s.DurationSeconds)
 	fmt.Fprintf(w, "  clients %d, connected %d, disconnects %d %v\n", s.Clients, s.Connected, s.Disconnects, s.DisconnectReasons)
 	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
-	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s\n", s.DownKbpsPerClient, s.UpKbpsPerClient)
+	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s; the bot's own CPU %.1f µs per client and tick\n", s.DownKbpsPerClient, s.UpKbpsPerClient, s.BotCPUPerClientTick)
 	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
 	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
 		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)

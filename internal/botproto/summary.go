@@ -27,7 +27,11 @@ type Summary struct {
 	ReliableOutOfOrder uint64            `json:"reliable_out_of_order"`
 	ReliableLost       uint64            `json:"reliable_lost"`
 	DurationSeconds    float64           `json:"duration_s"`
-	DisconnectReasons  []string          `json:"disconnect_reasons,omitempty"`
+	// BotCPUPerClientTick is the bot process's own CPU time (user +
+	// system) over the run, per client and per 60 Hz tick, in
+	// microseconds: what load generation costs beside the server.
+	BotCPUPerClientTick float64  `json:"bot_cpu_us_per_client_tick"`
+	DisconnectReasons   []string `json:"disconnect_reasons,omitempty"`
 	// Events sums the game events (tickwire.GameEvent) the bots' games
 	// received.
 	Events Events `json:"events"`
