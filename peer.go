@@ -230,11 +230,7 @@ func (p *Peer) stepDown(srv *Server, why string) {
 	}
 	p.mu.Unlock()
 	p.event(PeerEvent{Kind: PeerSteppedDown, Text: why})
-	srv.Do(func() {
-		for _, c := range srv.conns {
-			c.Close(proto.DisconnectHostMigrate)
-		}
-	})
+	srv.Do(func() { srv.CloseAll(proto.DisconnectHostMigrate) })
 	srv.Close()
 }
 

@@ -108,6 +108,15 @@ func (s *Server) Do(f func()) {
 	f()
 }
 
+// CloseAll closes every connection, telling each client reason (a host
+// that steps down after a migration tells them proto.DisconnectHostMigrate).
+// Call it from the loop (a Handler method or Server.Do).
+func (s *Server) CloseAll(reason proto.DisconnectReason) {
+	for _, c := range s.conns {
+		c.Close(reason)
+	}
+}
+
 // Conn returns the open connection with the given id, or nil. Call it
 // from the loop (a Handler method or Server.Do).
 func (s *Server) Conn(id uint32) *Conn { return s.conns[id] }
