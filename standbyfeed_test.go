@@ -241,3 +241,36 @@ func TestMigrationResumesPlayer(t *testing.T) {
 		}
 	})
 }
+
+// TestAdoptedGameEndsWhenNobodyReturns: a game adopted after a host
+// migration whose awaited players never re-dial ends after the grace, as
+// any game without players does, instead of running on empty.
+func TestAdoptedGameEndsWhenNobodyReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, _, layer, c, sc := newFeedRig(t)
+		time.Sleep(2 * time.Second)
+		r.close()
+		c.Close()
+		var eng *sim.Server
+		var err error
+		sc.Do(func() { eng, err = layer.sb.Promote(time.Now()) })
+		sc.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, _ := GenerateKey()
+		s := r.successor("10.0.2.1:7777", key)
+		defer s.close()
+		s.srv.Do(func() { err = s.host.Adopt(rigGame, eng, Migration{Epoch: 2, Addr: "10.0.2.1:7777", Grace: time.Second}) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := s.hostStats(); st.Games != 1 {
+			t.Fatalf("adopted: %+v", st)
+		}
+		time.Sleep(2 * time.Second)
+		if st := s.hostStats(); st.Games != 0 || st.Leaves != 2 {
+			t.Fatalf("after the grace, nobody back: %+v (want the game ended, both players left)", st)
+		}
+	})
+}
