@@ -261,7 +261,9 @@ func TestAdoptedGameEndsWhenNobodyReturns(t *testing.T) {
 		key, _ := GenerateKey()
 		s := r.successor("10.0.2.1:7777", key)
 		defer s.close()
-		s.srv.Do(func() { err = s.host.Adopt(rigGame, eng, Migration{Epoch: 2, Addr: "10.0.2.1:7777", Grace: time.Second}) })
+		s.srv.Do(func() {
+			err = s.host.Adopt(rigGame, eng, Migration{Epoch: 2, Addr: "10.0.2.1:7777", Grace: time.Second})
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
