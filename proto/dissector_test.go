@@ -275,6 +275,25 @@ func expectFrame(f fields, fr frame) {
 		f.add("tickwire.frame.type", uint8(FrameStandbyAck))
 		f.add("tickwire.standby_ack.epoch", v.Epoch)
 		f.add("tickwire.standby_ack.tick", v.Tick)
+	case *CommandFrame:
+		f.add("tickwire.frame.type", uint8(FrameCommand))
+		f.add("tickwire.command.kind", uint8(v.Kind))
+		f.add("tickwire.command.player", v.Player)
+		f.add("tickwire.command.tick", v.Tick)
+		f.add("tickwire.command.seq", v.Seq)
+		f.add("tickwire.command.len", len(v.Data))
+		f.bytes("tickwire.command.data", v.Data)
+	case *CommitItemFrame:
+		f.add("tickwire.frame.type", uint8(FrameCommitItem))
+		f.add("tickwire.commit_item.live", v.Live)
+		f.add("tickwire.commit_item.commands", v.Commands)
+	case *CommitSumsFrame:
+		f.add("tickwire.frame.type", uint8(FrameCommitSums))
+		f.add("tickwire.commit_sums.from", v.From)
+		f.add("tickwire.commit_sums.count", len(v.Sums))
+		for _, sum := range v.Sums {
+			f.add("tickwire.commit_sums.sum", fmt.Sprintf("0x%016x", sum))
+		}
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}

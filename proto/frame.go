@@ -24,7 +24,10 @@ const (
 	FramePeerMessage   FrameType = 0x12 // a peer-hosted game's exactly-once message (host migration)
 	FramePeerAck       FrameType = 0x13 // acknowledges a player's peer message stream
 	FrameEffect        FrameType = 0x14 // a presentation event of the server's game (tick, kind, player, entity, data)
-	frameTypeEnd       FrameType = 0x15
+	FrameCommand       FrameType = 0x15 // commits mode: a command (or a join, a leave) for a tick
+	FrameCommitItem    FrameType = 0x16 // commits mode: how far a client's live state got
+	FrameCommitSums    FrameType = 0x17 // commits mode: a client's committed-state checksums
+	frameTypeEnd       FrameType = 0x18
 )
 
 var frameNames = [...]string{
@@ -48,6 +51,9 @@ var frameNames = [...]string{
 	FramePeerMessage:   "peer message",
 	FramePeerAck:       "peer ack",
 	FrameEffect:        "effect",
+	FrameCommand:       "command",
+	FrameCommitItem:    "commit item",
+	FrameCommitSums:    "commit sums",
 }
 
 func (t FrameType) String() string {
@@ -127,6 +133,12 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParsePeerAckFrame(b)
 	case FrameEffect:
 		_, n, err = ParseEffectFrame(b)
+	case FrameCommand:
+		_, n, err = ParseCommandFrame(b)
+	case FrameCommitItem:
+		_, n, err = ParseCommitItemFrame(b)
+	case FrameCommitSums:
+		_, _, n, err = scanCommitSums(b)
 	}
 	return t, n, err
 }

@@ -125,6 +125,20 @@ func (g *gen) frame(t FrameType) frame {
 	case FrameEffect:
 		return &EffectFrame{Tick: g.r.Uint32(), Kind: uint16(g.r.Uint32()), Player: uint16(g.r.Uint32()), Entity: NetworkID(g.r.Uint32()),
 			Data: [4]int32{int32(g.r.Uint32()), int32(g.r.Uint32()), int32(g.r.Uint32()), int32(g.r.Uint32())}}
+	case FrameCommand:
+		f := &CommandFrame{Kind: CommandKind(g.r.IntN(int(commandKindEnd))), Player: uint16(g.r.Uint32()), Tick: g.r.Uint32(), Seq: g.r.Uint32()}
+		if f.Kind == CommandInput {
+			f.Data = g.bytes(1 + g.r.IntN(32))
+		}
+		return f
+	case FrameCommitItem:
+		return &CommitItemFrame{Live: g.r.Uint32(), Commands: g.r.Uint32()}
+	case FrameCommitSums:
+		f := &CommitSumsFrame{From: g.r.Uint32(), Sums: make([]uint64, 1+g.r.IntN(MaxCommitSums))}
+		for i := range f.Sums {
+			f.Sums[i] = g.r.Uint64()
+		}
+		return f
 	case FramePeerAck:
 		return &PeerAckFrame{Player: uint16(g.r.Uint32()), Kind: PeerAckKind(1 + g.r.IntN(4)), Through: g.r.Uint32()}
 	case FrameSuccessor:

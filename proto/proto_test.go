@@ -70,6 +70,16 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameEffect:
 		f, n, err := ParseEffectFrame(b)
 		return &f, n, err
+	case FrameCommand:
+		f, n, err := ParseCommandFrame(b)
+		return &f, n, err
+	case FrameCommitItem:
+		f, n, err := ParseCommitItemFrame(b)
+		return &f, n, err
+	case FrameCommitSums:
+		var f CommitSumsFrame
+		n, err := ParseCommitSumsFrame(b, &f)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

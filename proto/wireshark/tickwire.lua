@@ -45,6 +45,7 @@ local MAX_SUCCESSOR_TOKEN = 2048
 local KEY_SIZE = 32
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
+local MAX_COMMIT_SUMS = 64
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
 local PATH_DATA_SIZE = 8
@@ -65,7 +66,7 @@ local frame_names = {
     [0x0b] = "Path challenge", [0x0c] = "Path response", [0x0d] = "Roster",
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
     [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
-    [0x14] = "Effect",
+    [0x14] = "Effect", [0x15] = "Command", [0x16] = "Commit item", [0x17] = "Commit sums",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -203,6 +204,19 @@ f.ef_kind     = ProtoField.uint16("tickwire.effect.kind", "Kind")
 f.ef_player   = ProtoField.uint16("tickwire.effect.player", "Player")
 f.ef_entity   = ProtoField.uint32("tickwire.effect.entity", "Entity")
 f.ef_data     = ProtoField.int32("tickwire.effect.data", "Data")
+
+local command_kinds = { [0] = "input", [1] = "join", [2] = "leave" }
+f.cm_kind     = ProtoField.uint8("tickwire.command.kind", "Kind", base.DEC, command_kinds)
+f.cm_player   = ProtoField.uint16("tickwire.command.player", "Player")
+f.cm_tick     = ProtoField.uint32("tickwire.command.tick", "Tick")
+f.cm_seq      = ProtoField.uint32("tickwire.command.seq", "Sequence")
+f.cm_len      = ProtoField.uint32("tickwire.command.len", "Length")
+f.cm_data     = ProtoField.bytes("tickwire.command.data", "Data")
+f.ci_live     = ProtoField.uint32("tickwire.commit_item.live", "Live tick")
+f.ci_commands = ProtoField.uint32("tickwire.commit_item.commands", "Commands sent")
+f.csm_from    = ProtoField.uint32("tickwire.commit_sums.from", "From tick")
+f.csm_count   = ProtoField.uint8("tickwire.commit_sums.count", "Count")
+f.csm_sum     = ProtoField.uint64("tickwire.commit_sums.sum", "Checksum", base.HEX)
 
 local peer_ack_kinds = { [1] = "player's messages run (and held by the standby)", [2] = "host's messages received by the player",
     [3] = "to the standby: player's messages run", [4] = "to the standby: host's messages received by the player" }
@@ -635,6 +649,47 @@ local function frame_effect(buf, off, tree)
     return off + 28
 end
 
+local function frame_command(buf, off, tree)
+    local trunc = "truncated command frame"
+    if not have(buf, off, 11) then return bad(tree, trunc) end
+    local kind = buf(off, 1):uint()
+    if kind > 2 then return bad(tree, "command frame: unknown kind") end
+    tree:add(f.cm_kind, buf(off, 1))
+    tree:add_le(f.cm_player, buf(off + 1, 2))
+    tree:add_le(f.cm_tick, buf(off + 3, 4))
+    tree:add_le(f.cm_seq, buf(off + 7, 4))
+    off = off + 11
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "command frame: " .. sz) end
+    if n > MAX_INPUT_BYTES then return bad(tree, "command frame: data length over limit") end
+    if (kind == 0) ~= (n > 0) then return bad(tree, "command frame: data length does not fit the kind") end
+    tree:add(f.cm_len, buf(off, sz), n)
+    off = off + sz
+    if not have(buf, off, n) then return bad(tree, trunc) end
+    if n > 0 then tree:add(f.cm_data, buf(off, n)) end
+    return off + n
+end
+
+local function frame_commit_item(buf, off, tree)
+    if not have(buf, off, 8) then return bad(tree, "truncated commit item frame") end
+    tree:add_le(f.ci_live, buf(off, 4))
+    tree:add_le(f.ci_commands, buf(off + 4, 4))
+    return off + 8
+end
+
+local function frame_commit_sums(buf, off, tree)
+    local trunc = "truncated commit sums frame"
+    if not have(buf, off, 5) then return bad(tree, trunc) end
+    tree:add_le(f.csm_from, buf(off, 4))
+    local n = buf(off + 4, 1):uint()
+    if n == 0 or n > MAX_COMMIT_SUMS then return bad(tree, "commit sums frame: bad count") end
+    tree:add(f.csm_count, buf(off + 4, 1))
+    off = off + 5
+    if not have(buf, off, 8 * n) then return bad(tree, trunc) end
+    for i = 0, n - 1 do tree:add_le(f.csm_sum, buf(off + 8 * i, 8)) end
+    return off + 8 * n
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -686,7 +741,8 @@ local frame_parsers = {
     [0x0c] = path_frame(f.path_resp, "path response"),
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
     [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
-    [0x13] = frame_peer_ack, [0x14] = frame_effect,
+    [0x13] = frame_peer_ack, [0x14] = frame_effect, [0x15] = frame_command,
+    [0x16] = frame_commit_item, [0x17] = frame_commit_sums,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
