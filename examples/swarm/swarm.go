@@ -1,0 +1,464 @@
+// Package swarm is tickwire's commits-mode demo game: thousands of units
+// (DefaultUnits) in eight teams, moved by group commands. A command is a
+// few bytes whatever the number of units it moves, which is why the game
+// replicates commands (tickwire.CommitHost) rather than state: its
+// bandwidth does not grow with the units.
+//
+// Everything is integer arithmetic, so every peer steps the same world to
+// the same bits (sim.Game's determinism rules).
+package swarm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/interest"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// Sizes and rules.
+const (
+	DefaultUnits = 5000
+	MaxUnits     = 1 << 20
+	Teams        = 8 // team t is played by slots t+1, t+9, ...
+	Groups       = 8 // each team's units, by index, in eight groups
+	// WorldSize is the side of the square world in cells; positions are
+	// in sixteenths of a cell (Sub).
+	WorldSize = 4096
+	Sub       = 16
+	// Speed is how far a unit moves per tick, in sixteenths.
+	Speed = 24
+	// MaxHP is a unit's health; it loses one per tick in a bucket held by
+	// more enemies than friends and respawns at its team's base at zero.
+	MaxHP = 100
+
+	bucketShift = 10 // buckets of 64 cells (1024 sixteenths)
+	bucketSide  = WorldSize * Sub >> bucketShift
+	maxPos      = WorldSize*Sub - 1
+)
+
+// Wire sizes.
+const (
+	InputSize  = 8
+	RecordSize = 6
+)
+
+// Unit is one unit's state.
+type Unit struct {
+	X, Y        int32 // sixteenths of a cell
+	Team, Group uint8
+	HP          uint8
+}
+
+type target struct {
+	x, y int32
+	set  bool
+}
+
+// Game is the swarm world (sim.CommitGame).
+type Game struct {
+	tick    uint32
+	units   []Unit
+	targets [Teams][Groups]target
+	players []uint16 // present, ascending
+	// scratch of Step: unit counts per bucket and team
+	count []uint16
+}
+
+var _ sim.CommitGame = (*Game)(nil)
+
+// NewGame returns a world of units units at their teams' bases.
+func NewGame(units int) (*Game, error) {
+	if units < 1 || units > MaxUnits {
+		return nil, fmt.Errorf("swarm: %d units out of 1..%d", units, MaxUnits)
+	}
+	g := &Game{units: make([]Unit, units)}
+	for i := range g.units {
+		u := &g.units[i]
+		u.Team, u.Group, u.HP = uint8(i%Teams), uint8(i/Teams%Groups), MaxHP
+		u.X, u.Y = spawn(u.Team, uint32(i))
+	}
+	return g, nil
+}
+
+// base is the centre of a team's base: eight points on a ring.
+var base = [Teams][2]int32{
+	{1, 1}, {2, 0}, {3, 1}, {4, 2}, {3, 3}, {2, 4}, {1, 3}, {0, 2},
+}
+
+// spawn is a unit's spawn point: its team's base plus a hashed offset.
+func spawn(team uint8, salt uint32) (int32, int32) {
+	h := mix(uint64(team), uint64(salt))
+	cx := base[team][0]*WorldSize*Sub/4 + WorldSize*Sub/8
+	cy := base[team][1]*WorldSize*Sub/5 + WorldSize*Sub/10
+	ox := int32(h&0x3ff) - 512
+	oy := int32(h>>10&0x3ff) - 512
+	return clamp(cx + ox*8), clamp(cy + oy*8)
+}
+
+func mix(a, b uint64) uint64 {
+	z := a*0x9e3779b97f4a7c15 + b
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+func clamp(v int32) int32 { return max(0, min(v, maxPos)) }
+
+// TeamOf is the team a player slot plays.
+func TeamOf(slot uint16) uint8 { return uint8((int(slot) - 1) % Teams) }
+
+// Command is a player's order: move a group of its team.
+type Command struct {
+	Op    uint8 // OpMove (0: none)
+	Group uint8
+	X, Y  uint16 // target cell
+	Tag   uint16 // the sender's, carried through (tests tell commands apart by it)
+}
+
+// OpMove sends a group to a cell.
+const OpMove = 1
+
+// AppendCommand appends c's InputSize bytes.
+func AppendCommand(b []byte, c Command) []byte {
+	b = append(b, c.Op, c.Group)
+	b = binary.LittleEndian.AppendUint16(b, c.X)
+	b = binary.LittleEndian.AppendUint16(b, c.Y)
+	return binary.LittleEndian.AppendUint16(b, c.Tag)
+}
+
+// ParseCommand reads a command from InputSize bytes.
+func ParseCommand(b []byte) Command {
+	return Command{Op: b[0], Group: b[1], X: binary.LittleEndian.Uint16(b[2:]),
+		Y: binary.LittleEndian.Uint16(b[4:]), Tag: binary.LittleEndian.Uint16(b[6:])}
+}
+
+// Errors of ValidateAction.
+var (
+	ErrUnknownOp = errors.New("swarm: unknown command")
+	ErrGroup     = errors.New("swarm: no such group")
+	ErrOutside   = errors.New("swarm: target outside the world")
+)
+
+// Schema: 8-byte commands, every byte an action (nothing repeats),
+// 6-byte records.
+func (g *Game) Schema() sim.Schema {
+	return sim.Schema{InputSize: InputSize, ActionBytes: InputSize, RecordSize: RecordSize}
+}
+
+// Clone returns an independent copy.
+func (g *Game) Clone() sim.Game {
+	c := &Game{}
+	c.CopyFrom(g)
+	return c
+}
+
+// CopyFrom makes g equal to src, reusing memory.
+func (g *Game) CopyFrom(src sim.Game) {
+	s := src.(*Game)
+	g.tick = s.tick
+	g.units = append(g.units[:0], s.units...)
+	g.targets = s.targets
+	g.players = append(g.players[:0], s.players...)
+}
+
+// ValidateAction refuses unknown commands, groups and targets.
+func (g *Game) ValidateAction(player uint16, tick uint32, action []byte) error {
+	c := ParseCommand(action)
+	switch {
+	case c.Op != OpMove:
+		return ErrUnknownOp
+	case c.Group >= Groups:
+		return ErrGroup
+	case c.X >= WorldSize || c.Y >= WorldSize:
+		return ErrOutside
+	}
+	return nil
+}
+
+// OnPlayerJoin notes the player; its team's units were there all along.
+func (g *Game) OnPlayerJoin(t *sim.Tick, player uint16) error {
+	if i, found := slices.BinarySearch(g.players, player); !found {
+		g.players = slices.Insert(g.players, i, player)
+	}
+	return nil
+}
+
+// OnPlayerLeave forgets the player; its groups keep their orders.
+func (g *Game) OnPlayerLeave(t *sim.Tick, player uint16, reason string) {
+	if i, found := slices.BinarySearch(g.players, player); found {
+		g.players = slices.Delete(g.players, i, i+1)
+	}
+}
+
+// Step applies the tick's commands, moves every unit toward its group's
+// target (in formation around it) and fights: a unit in a bucket with
+// more enemies than friends loses a hit point.
+func (g *Game) Step(t *sim.Tick) {
+	g.tick = t.Tick
+	for _, in := range t.Inputs {
+		if in.Missing || in.Rejected {
+			continue
+		}
+		c := ParseCommand(in.Data)
+		if c.Op != OpMove {
+			continue
+		}
+		g.targets[TeamOf(in.Player)][c.Group] = target{x: int32(c.X)*Sub + Sub/2, y: int32(c.Y)*Sub + Sub/2, set: true}
+	}
+	if n := bucketSide * bucketSide * Teams; len(g.count) != n {
+		g.count = make([]uint16, n)
+	} else {
+		clear(g.count)
+	}
+	for i := range g.units {
+		u := &g.units[i]
+		if tg := g.targets[u.Team][u.Group]; tg.set {
+			ox, oy := formation(i)
+			move(u, clamp(tg.x+ox), clamp(tg.y+oy))
+		}
+		k := bucket(u)*Teams + int(u.Team)
+		if g.count[k] < 0xffff {
+			g.count[k]++
+		}
+	}
+	for i := range g.units {
+		u := &g.units[i]
+		b := bucket(u) * Teams
+		friends := int(g.count[b+int(u.Team)])
+		enemies := 0
+		for tm := range Teams {
+			if tm != int(u.Team) {
+				enemies += int(g.count[b+tm])
+			}
+		}
+		if enemies > friends {
+			u.HP--
+			if u.HP == 0 {
+				u.X, u.Y = spawn(u.Team, t.Tick^uint32(i))
+				u.HP = MaxHP
+			}
+		}
+	}
+}
+
+func bucket(u *Unit) int {
+	return int(u.Y>>bucketShift)*bucketSide + int(u.X>>bucketShift)
+}
+
+// formation spreads a group around its target: unit i's slot in a block
+// ten units wide, two cells apart.
+func formation(i int) (int32, int32) {
+	n := int32(i / (Teams * Groups)) // the unit's rank in its group
+	const step = 2 * Sub
+	return (n%10 - 5) * step, (n/10 - 4) * step
+}
+
+func move(u *Unit, x, y int32) {
+	dx, dy := int64(x-u.X), int64(y-u.Y)
+	d2 := dx*dx + dy*dy
+	if d2 <= Speed*Speed {
+		u.X, u.Y = x, y
+		return
+	}
+	d := int64(isqrt(uint64(d2)))
+	u.X += int32(dx * Speed / d)
+	u.Y += int32(dy * Speed / d)
+}
+
+func isqrt(v uint64) uint64 {
+	if v < 2 {
+		return v
+	}
+	x := v
+	y := (x + 1) / 2
+	for y < x {
+		x = y
+		y = (x + v/x) / 2
+	}
+	return x
+}
+
+// Units is how many units there are.
+func (g *Game) Units() int { return len(g.units) }
+
+// Unit returns unit i.
+func (g *Game) Unit(i int) Unit { return g.units[i] }
+
+// Tick is the tick the world is at.
+func (g *Game) Tick() uint32 { return g.tick }
+
+// Target is a group's target, in sixteenths of a cell.
+func (g *Game) Target(team, group int) (x, y int32, ok bool) {
+	t := g.targets[team][group]
+	return t.x, t.y, t.set
+}
+
+// Players are the present players.
+func (g *Game) Players() []uint16 { return g.players }
+
+// UnitID is unit i's NetworkID.
+func UnitID(i int) proto.NetworkID { return proto.MakeNetworkID(0, uint32(i+1)) }
+
+// WriteSnapshot writes every unit: x, y (uint16 sixteenths), team<<4 |
+// group, HP. Targets are not networked: a state-sync client shows the
+// units, the server alone steps them.
+func (g *Game) WriteSnapshot(s *deltacomp.Snapshot) {
+	var r [RecordSize]byte
+	for i := range g.units {
+		u := &g.units[i]
+		binary.LittleEndian.PutUint16(r[0:], uint16(u.X))
+		binary.LittleEndian.PutUint16(r[2:], uint16(u.Y))
+		r[4] = u.Team<<4 | u.Group
+		r[5] = u.HP
+		s.Append(UnitID(i), r[:])
+	}
+}
+
+var errRecords = errors.New("swarm: snapshot records malformed")
+
+// ReadSnapshot rebuilds the units from records: ids 1..n in order.
+func (g *Game) ReadSnapshot(s *deltacomp.Snapshot) error {
+	n := s.Len()
+	if n > MaxUnits || s.RecordSize != RecordSize {
+		return errRecords
+	}
+	for i := range n {
+		r := s.Record(i)
+		if s.IDs[i] != UnitID(i) || r[4]>>4 >= Teams || r[4]&15 >= Groups || r[5] == 0 || r[5] > MaxHP {
+			return errRecords
+		}
+	}
+	g.units = slices.Grow(g.units[:0], n)[:n]
+	for i := range n {
+		r := s.Record(i)
+		g.units[i] = Unit{X: int32(binary.LittleEndian.Uint16(r[0:])), Y: int32(binary.LittleEndian.Uint16(r[2:])),
+			Team: r[4] >> 4, Group: r[4] & 15, HP: r[5]}
+	}
+	g.tick = s.Tick
+	return nil
+}
+
+// AppendCanonical appends the whole state: tick, units, targets,
+// players.
+func (g *Game) AppendCanonical(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, g.tick)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.units)))
+	for i := range g.units {
+		u := &g.units[i]
+		b = binary.LittleEndian.AppendUint32(b, uint32(u.X))
+		b = binary.LittleEndian.AppendUint32(b, uint32(u.Y))
+		b = append(b, u.Team, u.Group, u.HP)
+	}
+	for tm := range Teams {
+		for gr := range Groups {
+			t := g.targets[tm][gr]
+			set := byte(0)
+			if t.set {
+				set = 1
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(t.x))
+			b = binary.LittleEndian.AppendUint32(b, uint32(t.y))
+			b = append(b, set)
+		}
+	}
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(g.players)))
+	for _, p := range g.players {
+		b = binary.LittleEndian.AppendUint16(b, p)
+	}
+	return b
+}
+
+var errCanonical = errors.New("swarm: canonical state malformed")
+
+// LoadCanonical restores AppendCanonical's output.
+func (g *Game) LoadCanonical(b []byte) error {
+	if len(b) < 8 {
+		return errCanonical
+	}
+	tick := binary.LittleEndian.Uint32(b)
+	n := int(binary.LittleEndian.Uint32(b[4:]))
+	const unitLen, targetLen = 11, 9
+	if n < 1 || n > MaxUnits || len(b) < 8+n*unitLen+Teams*Groups*targetLen+2 {
+		return errCanonical
+	}
+	off := 8
+	units := slices.Grow(g.units[:0], n)[:n]
+	for i := range n {
+		u := Unit{X: int32(binary.LittleEndian.Uint32(b[off:])), Y: int32(binary.LittleEndian.Uint32(b[off+4:])),
+			Team: b[off+8], Group: b[off+9], HP: b[off+10]}
+		if u.X < 0 || u.X > maxPos || u.Y < 0 || u.Y > maxPos || u.Team >= Teams || u.Group >= Groups || u.HP == 0 || u.HP > MaxHP {
+			return errCanonical
+		}
+		units[i] = u
+		off += unitLen
+	}
+	var targets [Teams][Groups]target
+	for tm := range Teams {
+		for gr := range Groups {
+			t := target{x: int32(binary.LittleEndian.Uint32(b[off:])), y: int32(binary.LittleEndian.Uint32(b[off+4:])), set: b[off+8] == 1}
+			if b[off+8] > 1 || t.x < 0 || t.x > maxPos || t.y < 0 || t.y > maxPos {
+				return errCanonical
+			}
+			targets[tm][gr] = t
+			off += targetLen
+		}
+	}
+	np := int(binary.LittleEndian.Uint16(b[off:]))
+	off += 2
+	if len(b) != off+2*np {
+		return errCanonical
+	}
+	players := g.players[:0]
+	for i := range np {
+		p := binary.LittleEndian.Uint16(b[off+2*i:])
+		if p == 0 || (i > 0 && p <= players[i-1]) {
+			return errCanonical
+		}
+		players = append(players, p)
+	}
+	g.tick, g.units, g.targets, g.players = tick, units, targets, players
+	return nil
+}
+
+// AppendBodies appends a small sphere per unit.
+func (g *Game) AppendBodies(dst []sim.Body) []sim.Body {
+	for i := range g.units {
+		u := &g.units[i]
+		dst = append(dst, sim.Body{ID: UnitID(i), Shape: sim.ShapeSphere, Pos: sim.Vec3{X: u.X, Y: u.Y}, Size: sim.Vec3{X: Sub / 2}})
+	}
+	return dst
+}
+
+// EntityKind is a unit's team (sim.EntityKinder).
+func (g *Game) EntityKind(id proto.NetworkID) uint8 {
+	i := int(uint32(id)&proto.MaxIndex) - 1
+	if i < 0 || i >= len(g.units) {
+		return 0
+	}
+	return g.units[i].Team
+}
+
+// View is where a player looks from: the centroid of its team's units
+// (a tickwire.GameConfig.View for state sync).
+func View(world sim.Game, player uint16) (interest.Vec3, bool) {
+	g, ok := world.(*Game)
+	if !ok || player == 0 {
+		return interest.Vec3{}, false
+	}
+	team := TeamOf(player)
+	var sx, sy, n int64
+	for i := int(team); i < len(g.units); i += Teams {
+		sx += int64(g.units[i].X)
+		sy += int64(g.units[i].Y)
+		n++
+	}
+	if n == 0 {
+		return interest.Vec3{}, false
+	}
+	return interest.Vec3{X: float32(sx / n), Y: float32(sy / n)}, true
+}
