@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -53,24 +55,25 @@ type SyncTestReport struct {
 	// frames t = 1..Ticks on success.
 	Resimulated int
 	// Missing counts (player, tick) pairs simulated without input, and
-	// Rejected the actions ValidateAction rejected (first simulations
-	// only).
-	Missing, Rejected int
+	// Rejected the actions ValidateAction rejected, and Effects the
+	// effects Step emitted, spawns included (first simulations only).
+	Missing, Rejected, Effects int
 	// Checksum is Checksummer.WorldSum of the final world.
 	Checksum uint64
 }
 
 // DesyncError reports that a re-simulation of a tick from a restored
-// state did not reproduce the state the first simulation of that tick
-// produced: Step is not a pure function of the world and the Tick (map
-// iteration order, the wall clock, global state, uninitialised buffers),
-// or CopyFrom/Clone do not copy the whole state, or AppendCanonical does
-// not serialise it deterministically.
+// state did not reproduce the state (or the effects) the first simulation
+// of that tick produced: Step is not a pure function of the world and the
+// Tick (map iteration order, the wall clock, global state, uninitialised
+// buffers), or CopyFrom/Clone do not copy the whole state, or
+// AppendCanonical does not serialise it deterministically.
 type DesyncError struct {
 	// Tick is the first divergent tick.
 	Tick uint32
 	// Want is the WorldSum after the first simulation of Tick, Got the
-	// one after the re-simulation (or after the restore, see Restored).
+	// one after the re-simulation (or after the restore, see Restored; or
+	// the sums of the effects, see Effects).
 	Want, Got uint64
 	// Rollback is the frame (1-based: the rollback after tick Rollback was
 	// first simulated) whose re-simulation diverged. It restored the state
@@ -82,9 +85,17 @@ type DesyncError struct {
 	// an independent, complete copy (or AppendCanonical is not a function
 	// of the state).
 	Restored bool
+	// Effects is set when the re-simulated state matched but the effects
+	// the step emitted (Tick.Emit and Tick.Spawn, in order, with their
+	// data) did not: a client would cancel and replay them.
+	Effects bool
 }
 
 func (e *DesyncError) Error() string {
+	if e.Effects {
+		return fmt.Sprintf("sim: sync test: desync at tick %d: re-simulated from tick %d (rollback %d) it emits other effects (sum %#016x, first %#016x)",
+			e.Tick, e.From, e.Rollback, e.Got, e.Want)
+	}
 	if e.Restored {
 		return fmt.Sprintf("sim: sync test: state of tick %d changed by saving and restoring it (rollback %d): checksum %#016x, saved %#016x; CopyFrom or Clone does not copy the whole state",
 			e.Tick, e.Rollback, e.Got, e.Want)
@@ -97,6 +108,7 @@ func (e *DesyncError) Error() string {
 type syncSlot struct {
 	world  Game
 	sum    uint64
+	fx     uint64            // the sum of the effects the tick's step emitted
 	live   []proto.NetworkID // the world's entity ids (for SpawnIDs)
 	server uint32            // the spawn allocator's server counter after the tick
 	tick   uint32
@@ -134,8 +146,11 @@ type syncTest struct {
 // restores the state saved at tick t−K (K = Rollback; the initial state
 // while t < K), re-simulates the ticks up to t with the same inputs and
 // compares each re-simulated tick's Checksummer.WorldSum with the one the
-// first simulation produced. The first mismatch is returned as a
-// *DesyncError naming the first divergent tick (with the report so far).
+// first simulation produced, and the effects its step emitted too. Before
+// re-simulating it checks that the restored state still has the checksum
+// it was saved with (a CopyFrom or Clone that loses or shares state). The
+// first mismatch is returned as a *DesyncError naming the first divergent
+// tick, with the report so far.
 //
 // g is the initial world (tick 0); it is cloned, not modified. Steps get
 // what the server gives them: inputs sorted by player, Missing inputs
@@ -163,6 +178,9 @@ func (c *SyncTestConfig) defaults() error {
 	}
 	if c.Ticks < 0 {
 		return &ConfigError{"SyncTestConfig.Ticks", fmt.Sprintf("%d is negative", c.Ticks)}
+	}
+	if c.Ticks > math.MaxInt32 {
+		return &ConfigError{"SyncTestConfig.Ticks", fmt.Sprintf("%d is above %d", c.Ticks, math.MaxInt32)}
 	}
 	if c.Rollback == 0 {
 		c.Rollback = 8
@@ -254,6 +272,7 @@ func (s *syncTest) run() error {
 			return err
 		}
 		s.step(t, true)
+		s.report.Effects += len(s.fx.events)
 		s.save(t)
 		s.report.Ticks = int(t)
 
@@ -271,9 +290,12 @@ func (s *syncTest) run() error {
 		for u := from + 1; u <= t; u++ {
 			s.step(u, false)
 			s.report.Resimulated++
-			want := s.slot(u).sum
-			if got := s.sum.WorldSum(s.world); got != want {
-				return &DesyncError{Tick: u, Want: want, Got: got, Rollback: int(t), From: from}
+			sl := s.slot(u)
+			if got := s.sum.WorldSum(s.world); got != sl.sum {
+				return &DesyncError{Tick: u, Want: sl.sum, Got: got, Rollback: int(t), From: from}
+			}
+			if got := s.effectsSum(); got != sl.fx {
+				return &DesyncError{Tick: u, Want: sl.fx, Got: got, Rollback: int(t), From: from, Effects: true}
 			}
 		}
 	}
@@ -284,13 +306,15 @@ func (s *syncTest) run() error {
 func (s *syncTest) slot(tick uint32) *syncSlot { return &s.ring[tick%uint32(len(s.ring))] }
 
 // save records the world as the state of tick: a copy, its checksum, its
-// entity ids and the spawn allocator's counter.
+// entity ids, the spawn allocator's counter and the sum of the effects
+// the step emitted.
 func (s *syncTest) save(tick uint32) {
 	sl := s.slot(tick)
 	sl.world.CopyFrom(s.world)
 	sl.sum = s.sum.WorldSum(s.world)
 	sl.tick = tick
 	sl.server = s.spawn.ids.server
+	sl.fx = s.effectsSum()
 	s.snap.Reset(tick, s.schema.RecordSize)
 	s.world.WriteSnapshot(&s.snap)
 	sl.live = append(sl.live[:0], s.snap.IDs...)
@@ -354,6 +378,24 @@ func (s *syncTest) step(tick uint32, first bool) {
 	s.spawn.ids.SetLive(s.slot(tick - 1).live)
 	s.spawn.ids.Begin(tick)
 	s.world.Step(&s.ctx)
+}
+
+// effectsSum is FNV-1a over the effects of the last step, in order.
+func (s *syncTest) effectsSum() uint64 {
+	h := uint64(fnvOffset)
+	for i := range s.fx.events {
+		e := &s.fx.events[i].Effect
+		var b [28]byte
+		binary.LittleEndian.PutUint32(b[0:], e.Tick)
+		binary.LittleEndian.PutUint16(b[4:], e.Kind)
+		binary.LittleEndian.PutUint16(b[6:], e.Player)
+		binary.LittleEndian.PutUint32(b[8:], uint32(e.Entity))
+		for j, d := range e.Data {
+			binary.LittleEndian.PutUint32(b[12+4*j:], uint32(d))
+		}
+		h = fnv1a(h, b[:])
+	}
+	return h
 }
 
 // defaultInput is SyncTestConfig.Inputs' default. It returns a buffer

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ type foldGame struct {
 	spawnFailed uint32
 	// lossyCopy: CopyFrom forgets acc (a rollback bug).
 	lossyCopy bool
+	// effect, when set, is the data of an effect every step emits
+	// (shared by clones).
+	effect func(t *Tick) int32
 }
 
 const foldRecordSize = 16
@@ -65,6 +69,9 @@ func (g *foldGame) Step(t *Tick) {
 	}
 	if g.leak != nil {
 		g.fold(g.leak(t))
+	}
+	if g.effect != nil {
+		t.Emit(7, 0, 0, [4]int32{int32(g.steps), g.effect(t)})
 	}
 	if g.spawnServer {
 		if id, ok := t.Spawn(0); ok {
@@ -265,6 +272,31 @@ func TestSyncTestNamesFirstDivergentTick(t *testing.T) {
 	}
 }
 
+// TestSyncTestCatchesEffects: a step whose state is deterministic but
+// whose effects are not (a client would cancel and replay them).
+func TestSyncTestCatchesEffects(t *testing.T) {
+	g := &foldGame{effect: func(t *Tick) int32 {
+		if t.Tick < 30 {
+			return 1
+		}
+		return int32(mapOrder())
+	}}
+	_, err := SyncTest(g, SyncTestConfig{Ticks: 60})
+	var d *DesyncError
+	if !errors.As(err, &d) {
+		t.Fatalf("err %v, want a *DesyncError", err)
+	}
+	if d.Tick != 30 || d.Rollback != 30 || !d.Effects || d.Restored || !strings.Contains(err.Error(), "tick 30") {
+		t.Fatalf("desync %+v (%v), want the effects of tick 30", d, err)
+	}
+	// Deterministic effects pass, and are counted.
+	g.effect = func(t *Tick) int32 { return int32(t.Tick) }
+	r, err := SyncTest(g, SyncTestConfig{Ticks: 60})
+	if err != nil || r.Effects != 60 {
+		t.Fatalf("report %+v, err %v: want 60 effects", r, err)
+	}
+}
+
 func TestSyncTestCatchesLossyCopyFrom(t *testing.T) {
 	_, err := SyncTest(&foldGame{lossyCopy: true}, SyncTestConfig{Ticks: 50})
 	var d *DesyncError
@@ -388,6 +420,12 @@ func TestSyncTestConfigErrors(t *testing.T) {
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !strings.HasSuffix(ce.Field, c.field) || !strings.Contains(err.Error(), c.words) {
 			t.Errorf("%+v: err %v, want %s: %s", c.cfg, err, c.field, c.words)
+		}
+	}
+	if big := math.MaxInt; big > math.MaxInt32 {
+		_, err := SyncTest(&foldGame{}, SyncTestConfig{Ticks: big})
+		if !strings.Contains(fmt.Sprint(err), "Ticks: 9223372036854775807 is above 2147483647") {
+			t.Errorf("Ticks %d: err %v", big, err)
 		}
 	}
 	if _, err := SyncTest(nil, SyncTestConfig{}); err == nil {
