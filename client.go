@@ -474,6 +474,15 @@ func (c *Client) SendFrame(frame []byte) error {
 	return c.sess.SendFrame(frame)
 }
 
+// sendFrameLoop is SendFrame for code already on the client's loop (a
+// FrameHandler, or a function passed to Do).
+func (c *Client) sendFrameLoop(frame []byte) error {
+	if c.err != nil || c.closing {
+		return ErrNotConnected
+	}
+	return c.sess.SendFrame(frame)
+}
+
 // Flush sends the client's queued messages now rather than with the next
 // tick's packet: Send then Flush is the no-delay send, for chat or RPC
 // traffic whose latency matters more than packing (reliable data goes as

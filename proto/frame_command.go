@@ -216,9 +216,16 @@ func scanCommitSums(b []byte) (from uint32, n, end int, err error) {
 
 // CommitArg packs ControlCommit's Arg: the server's stream position (the
 // reliable commit-mode frames it had sent the client when it decided the
-// commit: the client commits only once it has received as many) and the
-// lead, in ticks, that commands are scheduled ahead of the present.
-func CommitArg(sent uint32, lead uint16) uint64 { return uint64(lead)<<32 | uint64(sent) }
+// commit: the client commits only once it has received as many), how
+// many of the client's commands it had received by then (modulo 2^16:
+// the client's own commands it has not received yet cannot be at a
+// committed tick, the server will move them), and the lead, in ticks,
+// commands are scheduled ahead of the present.
+func CommitArg(sent uint32, received, lead uint16) uint64 {
+	return uint64(lead)<<48 | uint64(received)<<32 | uint64(sent)
+}
 
 // SplitCommitArg is the inverse of CommitArg.
-func SplitCommitArg(a uint64) (sent uint32, lead uint16) { return uint32(a), uint16(a >> 32) }
+func SplitCommitArg(a uint64) (sent uint32, received, lead uint16) {
+	return uint32(a), uint16(a >> 32), uint16(a >> 48)
+}

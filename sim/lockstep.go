@@ -286,6 +286,21 @@ func (l *Lockstep) Add(c *Command) error {
 	return nil
 }
 
+// Remove takes a command out of the buffer (the client's own command the
+// server has not confirmed, when the tick it was put at is committed
+// without it). It reports whether the command was there.
+func (l *Lockstep) Remove(k CommandKind, player uint16, seq uint32) bool {
+	s, at := l.locate(k, player, seq)
+	if s == nil {
+		return false
+	}
+	s.remove(k, player, seq)
+	if at <= l.lTick {
+		l.dirty = true
+	}
+	return true
+}
+
 // locate finds a buffered command by identity across the buffer (the
 // rare path of a moved command).
 func (l *Lockstep) locate(k CommandKind, player uint16, seq uint32) (*tickSlot, uint32) {
