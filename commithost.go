@@ -167,6 +167,11 @@ func (h *CommitHost) Stats() CommitHostStats {
 	return s
 }
 
+// Resyncs and Desyncs are Stats' counters (for metrics collectors, on
+// the server's loop).
+func (h *CommitHost) Resyncs() uint64 { return h.stats.Resyncs }
+func (h *CommitHost) Desyncs() uint64 { return h.stats.Desyncs }
+
 // Game returns the lockstep of a running game (its committed world is
 // the authority), for inspection on the server's loop.
 func (h *CommitHost) Game(id uint64) (*sim.Lockstep, bool) {

@@ -61,6 +61,9 @@ type options struct {
 	logLevel  slog.Level
 	progress  time.Duration
 	cpuProf   string
+	game      string // arena (state sync) or swarm (commits mode)
+	units     int
+	record    string
 
 	// -peer mode: one player of a peer-hosted game.
 	peer       string // the room's name
@@ -88,6 +91,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.secret, "join-secret", "", "the server's -join-`secret`, sent as a bearer token (in clear over http://); prefer -join-secret-file")
 	secretFile := fs.String("join-secret-file", "", "`file` holding the server's -join-secret")
 	fs.IntVar(&o.n, "n", 50, "number of `clients` (1..5000)")
+	fs.StringVar(&o.game, "game", "arena", "the server's `game`: arena (state sync) or swarm (commits mode: group orders, every client simulates every unit)")
+	fs.IntVar(&o.units, "units", 5000, "-game swarm: the server's -units")
+	fs.StringVar(&o.record, "record", "", "-game swarm: write each client's record (commands its committed world ran, commands it issued, when each reached its screen) to `file`, one JSON object per line")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to play once all clients are connected")
 	fs.StringVar(&o.via, "via", "", "send game traffic to UDP `host:port` instead of the assigned address (a proxy such as tickwire-netem)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object on stdout")
@@ -140,6 +146,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p < 1 || p > 65535 {
 			return nil, fmt.Errorf("-via %q is not host:port", o.via)
 		}
+	}
+	if o.game != "arena" && o.game != "swarm" {
+		return nil, fmt.Errorf("-game %q: want arena or swarm", o.game)
+	}
+	if o.units < 1 || o.units > 100000 {
+		return nil, fmt.Errorf("-units %d out of range 1..100000", o.units)
+	}
+	if o.record != "" && o.game != "swarm" {
+		return nil, errors.New("-record needs -game swarm")
 	}
 	if o.players < 1 || o.players > 4 {
 		return nil, fmt.Errorf("-players %d out of range 1..4", o.players)
@@ -196,6 +211,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var sum *botproto.Summary
 	if o.peer != "" {
 		sum, err = playPeer(ctx, o, log, stderr)
+	} else if o.game == "swarm" {
+		sum, err = playCommits(ctx, o, log, stderr)
 	} else {
 		sum, err = play(ctx, o, log, stderr)
 	}

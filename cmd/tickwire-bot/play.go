@@ -382,22 +382,32 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 func printSummary(w io.Writer, s *botproto.Summary) {
 	fmt.Fprintf(w, "tickwire-bot summary over %.1f s:\n", s.DurationSeconds)
 	fmt.Fprintf(w, "  clients %d, connected %d, disconnects %d %v\n", s.Clients, s.Connected, s.Disconnects, s.DisconnectReasons)
-	fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
-	fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s; the bot's own CPU %.1f µs per client and tick\n", s.DownKbpsPerClient, s.UpKbpsPerClient, s.BotCPUPerClientTick)
-	fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
-	fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
-		s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
-	fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
-		s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
-	e := &s.Events
-	fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
-		e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
+	if s.Commits != nil {
+		fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; per client: down %.1f kbit/s, up %.1f kbit/s\n", s.RTTms.P50, s.RTTms.P99, s.DownKbpsPerClient, s.UpKbpsPerClient)
+	} else {
+		fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
+		fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s; the bot's own CPU %.1f µs per client and tick\n", s.DownKbpsPerClient, s.UpKbpsPerClient, s.BotCPUPerClientTick)
+		fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+		fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
+			s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
+		fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
+			s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
+		e := &s.Events
+		fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
+			e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
+	}
 	if p := s.Peer; p != nil {
 		fmt.Fprintf(w, "  peer slot %d: epoch %d, %d migrations, %d promotions, hosting %v, stepped down %v; standby took %d states and %d steps; resumed inputs missing %d\n",
 			p.Slot, p.Epoch, p.Migrations, p.Promotions, p.Hosting, p.SteppedDown, p.StandbyStates, p.StandbySteps, p.ResumedMissing)
 		if p.Ended != "" {
 			fmt.Fprintf(w, "  peer ended: %s\n", p.Ended)
 		}
+	}
+	if c := s.Commits; c != nil {
+		fmt.Fprintf(w, "  commits: %d commands issued, %d executed, %d ticks committed, lead %d ticks, commit lag ≤ %d ticks, longest commit stall %.0f ms\n",
+			c.Issued, c.Executed, c.Committed, c.Lead, c.CommitLagMax, c.StallMaxMs)
+		fmt.Fprintf(w, "  commits: %d rollbacks (%d ticks replayed), %d kicks, %d resyncs, %d desyncs, %d rejoins, %d clients whose record differs\n",
+			c.Rollbacks, c.Replayed, c.Kicks, c.Resyncs, c.Desyncs, c.Rejoins, c.Mismatches)
 	}
 	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tickwire/tickwire/examples/swarm"
 	"io"
 	"log/slog"
 	"net"
@@ -33,6 +34,7 @@ type options struct {
 	previousKeyFile string
 	tokenTTL        time.Duration
 	npcs            int
+	units           int
 
 	maxConns        int
 	maxConnsPerAddr int
@@ -64,7 +66,7 @@ func (o *options) trusted(a netip.Addr) bool {
 var flagHelp = flag.ErrHelp
 
 // knownGames are the games this binary embeds.
-var knownGames = []string{"arena"}
+var knownGames = []string{"arena", "swarm"}
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{httpLimits: defaultHTTPLimits, now: time.Now}
@@ -100,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
+	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -169,6 +172,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
+	}
+	if o.units < 1 || o.units > 100000 {
+		return nil, fmt.Errorf("-units %d out of range 1..100000", o.units)
 	}
 	if o.npcs < 0 || o.npcs > 4000 {
 		return nil, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)

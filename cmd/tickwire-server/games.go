@@ -6,7 +6,9 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/interest"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // newGame builds the handler that runs the embedded game named by -game
@@ -21,6 +23,16 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 			View:      arena.View,
 		})
+		if err != nil {
+			return nil, err
+		}
+		return newGameHost(o.game, o.tick, log, host), nil
+	case "swarm":
+		// Commits mode: the server relays the players' group orders and
+		// commits ticks; every client simulates all the units.
+		host, err := tickwire.NewCommitHost(srv, func(gameID uint64) (sim.CommitGame, error) {
+			return swarm.NewGame(o.units)
+		}, tickwire.CommitConfig{})
 		if err != nil {
 			return nil, err
 		}

@@ -237,6 +237,8 @@ func gameTitle(name string) string {
 	switch name {
 	case "arena":
 		return "Arena"
+	case "swarm":
+		return "Swarm"
 	}
 	return name
 }

@@ -37,6 +37,64 @@ type Summary struct {
 	Events Events `json:"events"`
 	// Peer is set in -peer mode (one player of a peer-hosted game).
 	Peer *PeerSummary `json:"peer,omitempty"`
+	// Commits is set when the bots played a commits-mode game (-game
+	// swarm).
+	Commits *CommitsSummary `json:"commits,omitempty"`
+}
+
+// CommitsSummary is what the bots of a commits-mode game saw, summed
+// over the clients (maxima where said).
+type CommitsSummary struct {
+	Issued    uint64 `json:"issued"`    // commands sent
+	Executed  uint64 `json:"executed"`  // commands the committed worlds ran
+	Committed uint64 `json:"committed"` // ticks committed
+	Lead      int    `json:"lead"`      // ticks ahead commands run (the last client's)
+	// CommitLagMax is the largest live − committed seen, in ticks.
+	CommitLagMax int    `json:"commit_lag_max"`
+	Rollbacks    uint64 `json:"rollbacks"`
+	Replayed     uint64 `json:"replayed"`
+	Kicks        uint64 `json:"kicks"`
+	Resyncs      uint64 `json:"resyncs"`
+	Desyncs      uint64 `json:"desyncs"`
+	Rejoins      uint64 `json:"rejoins"`
+	// StallMaxMs is the longest time a client's committed tick did not
+	// move (the largest over clients).
+	StallMaxMs float64 `json:"stall_max_ms"`
+	// Mismatches counts clients whose committed record differs from the
+	// first client's over the ticks both ran.
+	Mismatches int `json:"mismatches"`
+}
+
+// CommitRecord is one client's record, for cross-process checks
+// (tickwire-bot -record): every command its committed world ran since its
+// last state load, and every command it issued, with the moment each
+// first reached its live world.
+type CommitRecord struct {
+	Client int `json:"client"`
+	Loads  int `json:"loads"`
+	// From is the first tick the record holds (after the last state
+	// loaded).
+	From     uint32        `json:"from"`
+	Executed []CommitExec  `json:"executed"`
+	Issued   []uint16      `json:"issued"` // tags
+	Shown    []CommitShown `json:"shown"`
+	StallMs  float64       `json:"stall_max_ms"`
+}
+
+// CommitExec is one executed command: its tick, kind (0 input, 1 join, 2
+// leave), player and tag.
+type CommitExec struct {
+	Tick   uint32 `json:"t"`
+	Kind   uint8  `json:"k"`
+	Player uint16 `json:"p"`
+	Tag    uint16 `json:"g"`
+}
+
+// CommitShown is when a command (by tag) first reached a client's live
+// world, in Unix microseconds.
+type CommitShown struct {
+	Tag    uint16 `json:"g"`
+	UnixUs int64  `json:"us"`
 }
 
 // PeerSummary is what one player of a peer-hosted game saw of host
@@ -94,5 +152,8 @@ type Percentiles struct {
 // says too: any desync, any reliable message lost, duplicated or out of
 // order, or a client that never connected.
 func (s *Summary) Failed() bool {
+	if c := s.Commits; c != nil && (c.Desyncs > 0 || c.Mismatches > 0) {
+		return true
+	}
 	return s.Desyncs > 0 || s.ReliableLost > 0 || s.ReliableDuplicates > 0 || s.ReliableOutOfOrder > 0 || s.Connected < s.Clients
 }

@@ -1,0 +1,297 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// commitBot is one client of a commits-mode game (-game swarm): it gives
+// its team's groups random orders and records what its committed world
+// ran and when each command reached its live world.
+type commitBot struct {
+	id  int
+	cc  *tickwire.CommitClient
+	mu  sync.Mutex
+	rec botproto.CommitRecord
+}
+
+// playCommits runs o.n swarm clients for o.duration.
+func playCommits(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
+	bots := make([]*commitBot, o.n)
+	errs := make([]error, o.n)
+	var wg sync.WaitGroup
+	gap := o.rampUp / time.Duration(o.n)
+	for i := range bots {
+		b := &commitBot{id: i, rec: botproto.CommitRecord{Client: i}}
+		bots[i] = b
+		wg.Go(func() { errs[i] = b.connect(ctx, o, gap*time.Duration(i), log) })
+	}
+	wg.Wait()
+	connected := 0
+	for i, err := range errs {
+		if err == nil {
+			connected++
+		} else {
+			log.Warn("client failed to connect", "bot", i, "err", err)
+		}
+	}
+	if connected == 0 {
+		return nil, fmt.Errorf("no client connected: %w", errs[0])
+	}
+	sum := &botproto.Summary{Clients: o.n, Connected: connected}
+	played := time.Now()
+	pctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	for _, b := range bots {
+		if b.cc != nil {
+			wg.Go(func() { b.play(pctx, o.seed) })
+		}
+	}
+	var progress <-chan time.Time
+	if o.progress > 0 {
+		t := time.NewTicker(o.progress)
+		defer t.Stop()
+		progress = t.C
+	}
+loop:
+	for {
+		select {
+		case <-pctx.Done():
+			break loop
+		case <-progress:
+			fmt.Fprintf(stderr, "tickwire-bot: %v: %s\n", time.Since(played).Round(time.Second), commitProgress(bots))
+		}
+	}
+	wg.Wait()
+	// Let the last commands commit before the summary.
+	time.Sleep(time.Second)
+	sum.DurationSeconds = time.Since(played).Seconds()
+	sum.Commits = commitSummary(bots)
+	var rtt []time.Duration
+	for _, b := range bots {
+		if b.cc == nil {
+			continue
+		}
+		if c := b.cc.Client(); c != nil {
+			st := c.Stats()
+			rtt = append(rtt, st.RTT)
+			sum.DownKbpsPerClient += float64(st.BytesIn) * 8 / 1000 / sum.DurationSeconds / float64(connected)
+			sum.UpKbpsPerClient += float64(st.BytesOut) * 8 / 1000 / sum.DurationSeconds / float64(connected)
+		}
+		b.cc.Close()
+	}
+	sum.RTTms = percentiles(rtt)
+	if o.record != "" {
+		if err := writeRecords(o.record, bots); err != nil {
+			return nil, err
+		}
+	}
+	return sum, nil
+}
+
+func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration, log *slog.Logger) error {
+	select {
+	case <-time.After(delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	token := func(ctx context.Context) (*tickwire.ConnectToken, error) {
+		tok, err := fetchToken(ctx, o)
+		if err == nil && o.via != "" {
+			tok.ServerAddrs = []string{o.via}
+		}
+		return tok, err
+	}
+	tok, err := token(ctx)
+	if err != nil {
+		return err
+	}
+	w, err := swarm.NewGame(o.units)
+	if err != nil {
+		return err
+	}
+	b.cc, err = tickwire.NewCommitClient(w, tickwire.CommitClientConfig{
+		Loaded: func(_ sim.Game, tick uint32) {
+			b.mu.Lock()
+			b.rec.Executed = b.rec.Executed[:0] // the record restarts at the state
+			b.rec.From = tick + 1
+			b.rec.Loads++
+			b.mu.Unlock()
+		},
+		Committed: func(c *sim.Command) {
+			e := botproto.CommitExec{Tick: c.Tick, Kind: uint8(c.Kind), Player: c.Player}
+			if c.Kind == sim.CommandInput {
+				e.Tag = swarm.ParseCommand(c.Data).Tag
+			}
+			b.mu.Lock()
+			b.rec.Executed = append(b.rec.Executed, e)
+			b.mu.Unlock()
+		},
+		Shown: func(c *sim.Command, at time.Time) {
+			if c.Kind != sim.CommandInput {
+				return
+			}
+			b.mu.Lock()
+			b.rec.Shown = append(b.rec.Shown, botproto.CommitShown{Tag: swarm.ParseCommand(c.Data).Tag, UnixUs: at.UnixMicro()})
+			b.mu.Unlock()
+		},
+		Rejoin: token,
+		Logger: log.With("bot", b.id),
+	})
+	if err != nil {
+		return err
+	}
+	d := tickwire.Dialer{Game: b.cc}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := d.Dial(dctx, tok); err != nil {
+		b.cc = nil
+		return err
+	}
+	return nil
+}
+
+// play gives a random order to one of the team's groups every 200..600
+// ms. Tags are the bot's id plus -seed − 1 (high 4 bits) and a count:
+// unique in the process for 4,096 orders per bot, and across processes
+// given seeds 16 bots apart.
+func (b *commitBot) play(ctx context.Context, seed0 uint64) {
+	seed := seed0 + uint64(b.id)
+	r := rand.New(rand.NewPCG(seed, 0x5a4a))
+	for n := uint16(1); n < 1<<12; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(200+r.IntN(400)) * time.Millisecond):
+		}
+		c := b.cc.Client()
+		if c == nil {
+			continue
+		}
+		tag := uint16((uint64(b.id)+seed0-1)%16)<<12 | n
+		cmd := swarm.AppendCommand(nil, swarm.Command{Op: swarm.OpMove, Group: uint8(r.IntN(swarm.Groups)),
+			X: uint16(r.IntN(swarm.WorldSize)), Y: uint16(r.IntN(swarm.WorldSize)), Tag: tag})
+		if _, err := b.cc.Issue(c.Players()[0], cmd); err != nil {
+			continue
+		}
+		b.mu.Lock()
+		b.rec.Issued = append(b.rec.Issued, tag)
+		b.mu.Unlock()
+	}
+}
+
+func commitProgress(bots []*commitBot) string {
+	var committed, live uint32
+	var lag, lead int
+	var rollbacks, kicks uint64
+	for _, b := range bots {
+		if b.cc == nil {
+			continue
+		}
+		st := b.cc.Stats()
+		committed, live, lead = st.Committed, st.Live, st.Lead
+		lag = max(lag, st.CommitLag)
+		rollbacks += st.Rollbacks
+		kicks += st.Kicks
+	}
+	return fmt.Sprintf("committed tick %d, live %d, lead %d, commit lag ≤ %d ticks, %d rollbacks, %d kicks", committed, live, lead, lag, rollbacks, kicks)
+}
+
+// commitSummary sums the clients' figures and checks their records
+// against each other.
+func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
+	s := &botproto.CommitsSummary{}
+	var ref []botproto.CommitExec
+	var refFrom uint32
+	refSet := false
+	end := uint32(1<<32 - 1)
+	for _, b := range bots {
+		if b.cc != nil {
+			end = min(end, b.cc.Stats().Committed)
+		}
+	}
+	for _, b := range bots {
+		if b.cc == nil {
+			continue
+		}
+		st := b.cc.Stats()
+		s.Issued += st.Issued
+		s.Committed += uint64(st.LockstepStats.Committed)
+		s.Lead = st.Lead
+		s.CommitLagMax = max(s.CommitLagMax, st.MaxLag)
+		s.Rollbacks += st.Rollbacks
+		s.Replayed += st.Replayed
+		s.Kicks += st.Kicks
+		s.Resyncs += st.Resyncs
+		s.Desyncs += st.Desyncs
+		s.Rejoins += st.Rejoins
+		s.StallMaxMs = max(s.StallMaxMs, float64(st.StallMax.Microseconds())/1000)
+		b.mu.Lock()
+		b.rec.StallMs = float64(st.StallMax.Microseconds()) / 1000
+		from := b.rec.From
+		var mine []botproto.CommitExec
+		for _, e := range b.rec.Executed {
+			if e.Tick <= end {
+				mine = append(mine, e)
+				if e.Kind == uint8(sim.CommandInput) {
+					s.Executed++
+				}
+			}
+		}
+		b.mu.Unlock()
+		if !refSet {
+			ref, refFrom, refSet = mine, from, true
+			continue
+		}
+		if !SameRecord(ref, refFrom, mine, from) {
+			s.Mismatches++
+		}
+	}
+	return s
+}
+
+// SameRecord reports whether two clients' records, starting at ticks
+// fromA and fromB, agree over the ticks both hold.
+func SameRecord(a []botproto.CommitExec, fromA uint32, b []botproto.CommitExec, fromB uint32) bool {
+	from := max(fromA, fromB)
+	trim := func(r []botproto.CommitExec) []botproto.CommitExec {
+		i := slices.IndexFunc(r, func(e botproto.CommitExec) bool { return e.Tick >= from })
+		if i < 0 {
+			return nil
+		}
+		return r[i:]
+	}
+	return slices.Equal(trim(a), trim(b))
+}
+
+// writeRecords writes one JSON object per client (JSON lines).
+func writeRecords(path string, bots []*commitBot) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("-record: %w", err)
+	}
+	enc := json.NewEncoder(f)
+	for _, b := range bots {
+		b.mu.Lock()
+		err := enc.Encode(&b.rec)
+		b.mu.Unlock()
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("-record: %w", err)
+		}
+	}
+	return f.Close()
+}
