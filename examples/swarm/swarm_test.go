@@ -243,3 +243,23 @@ func BenchmarkStep(b *testing.B) {
 		g.Step(tick)
 	}
 }
+
+// TestSyncTest: swarm passes the engine's sync test (every tick rolled
+// back 8 ticks and re-simulated, checksums compared).
+func TestSyncTest(t *testing.T) {
+	g, _ := NewGame(DefaultUnits)
+	rep, err := sim.SyncTest(g, sim.SyncTestConfig{Ticks: 120, Rollback: 8, Players: []uint16{1, 2, 3},
+		Inputs: func(tick uint32, player uint16) []byte {
+			h := mix(uint64(tick), uint64(player))
+			if h%4 != 0 {
+				return nil
+			}
+			return AppendCommand(nil, Command{Op: OpMove, Group: uint8(h >> 8 % Groups), X: uint16(h >> 16 % WorldSize), Y: uint16(h >> 32 % WorldSize)})
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Rollbacks != 120 {
+		t.Fatalf("%+v", rep)
+	}
+}
