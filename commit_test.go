@@ -391,3 +391,26 @@ func TestCommitsSlowClientKicked(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitsLeadFollowsPaths: the lead comes down to what the paths
+// need once the first pessimistic round-trip estimates are gone, and
+// grows at once when a path slows.
+func TestCommitsLeadFollowsPaths(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, CommitConfig{})
+		t.Cleanup(r.close)
+		p := r.dial(1, 1, 0, "")
+		r.dial(2, 2, 0, "")
+		time.Sleep(5 * time.Second)
+		// No latency: the round trip is the tick the acks wait for.
+		if lead := p.cc.Stats().Lead; lead > 4 {
+			t.Errorf("lead %d ticks on an instant network", lead)
+		}
+		r.setPath(2, 100*time.Millisecond)
+		time.Sleep(2 * time.Second)
+		// 100 ms each way plus the ack tick: about 8 ticks of 33 ms.
+		if lead := p.cc.Stats().Lead; lead < 6 || lead > 11 {
+			t.Errorf("lead %d ticks with a 100 ms path", lead)
+		}
+	})
+}

@@ -427,7 +427,9 @@ func (h *CommitHost) updateLead(g *commitGame, now time.Time) {
 		if g.leadLow.IsZero() {
 			g.leadLow = now
 		} else if now.Sub(g.leadLow) > 2*time.Second {
-			g.lead--
+			// Lower for 2 s (the first estimates of a new connection's
+			// round trip are pessimistic): come down, keeping a tick.
+			g.lead = want + 1
 			g.leadLow = time.Time{}
 		}
 	default:
