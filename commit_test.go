@@ -1,11 +1,14 @@
 package tickwire
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"regexp"
 	"slices"
 	"sync"
 	"testing"
@@ -24,6 +27,7 @@ const commitRate = 30
 // commitRig is a CommitHost on the in-memory network playing swarm.
 type commitRig struct {
 	t    *testing.T
+	logs bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
 	net  *udptest.Network
 	key  Key
 	srv  *Server
@@ -41,7 +45,8 @@ func newCommitRig(t *testing.T, cfg CommitConfig) *commitRig {
 		t.Fatal(err)
 	}
 	r.key, _ = GenerateKey()
-	if r.srv, err = NewServer(r.key, Config{TickRate: commitRate}); err != nil {
+	log := slog.New(slog.NewTextHandler(&r.logs, nil))
+	if r.srv, err = NewServer(r.key, Config{TickRate: commitRate, Logger: log}); err != nil {
 		t.Fatal(err)
 	}
 	r.host, err = NewCommitHost(r.srv, func(uint64) (sim.CommitGame, error) { return swarm.NewGame(1000) }, cfg)
@@ -100,6 +105,13 @@ type commitRec struct {
 
 func (r *commitRig) dial(id uint64, slot uint16, oneway time.Duration, spec string) *commitPlayer {
 	r.t.Helper()
+	w, _ := swarm.NewGame(1000)
+	return r.dialGame(id, slot, oneway, spec, w)
+}
+
+// dialGame connects a player whose world is w.
+func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec string, w sim.CommitGame) *commitPlayer {
+	r.t.Helper()
 	r.setPath(id, oneway)
 	pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:5000", id))
 	if err != nil {
@@ -114,7 +126,6 @@ func (r *commitRig) dial(id uint64, slot uint16, oneway time.Duration, spec stri
 		conn = netem.Wrap(pc, netem.Config{Egress: sp, Ingress: sp, Seed: id})
 	}
 	p := &commitPlayer{id: id, slot: slot, shown: map[commitKey]time.Time{}}
-	w, _ := swarm.NewGame(1000)
 	p.cc, err = NewCommitClient(w, CommitClientConfig{
 		Loaded: func(_ sim.Game, tick uint32) {
 			p.mu.Lock()
@@ -411,6 +422,62 @@ func TestCommitsLeadFollowsPaths(t *testing.T) {
 		// 100 ms each way plus the ack tick: about 8 ticks of 33 ms.
 		if lead := p.cc.Stats().Lead; lead < 6 || lead > 11 {
 			t.Errorf("lead %d ticks with a 100 ms path", lead)
+		}
+	})
+}
+
+// flawedSwarm is swarm with a bug one client has: at tick at it steps
+// twice.
+type flawedSwarm struct {
+	*swarm.Game
+	at uint32
+}
+
+func (g *flawedSwarm) Clone() sim.Game {
+	return &flawedSwarm{Game: g.Game.Clone().(*swarm.Game), at: g.at}
+}
+func (g *flawedSwarm) CopyFrom(src sim.Game) { g.Game.CopyFrom(src.(*flawedSwarm).Game) }
+func (g *flawedSwarm) Step(t *sim.Tick) {
+	g.Game.Step(t)
+	if t.Tick == g.at {
+		g.Game.Step(t)
+	}
+}
+
+// TestCommitsDesyncDetected: a client whose game diverges at one tick is
+// caught by the server's checksum comparison, which logs that tick as
+// the first divergent one and counts it; the client gets the server's
+// committed state and agrees with the others from then on.
+func TestCommitsDesyncDetected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, CommitConfig{})
+		t.Cleanup(r.close)
+		const at = 150
+		w, _ := swarm.NewGame(1000)
+		ps := []*commitPlayer{
+			r.dial(1, 1, 20*time.Millisecond, ""),
+			r.dialGame(2, 2, 20*time.Millisecond, "", &flawedSwarm{Game: w, at: at}),
+		}
+		runCommits(t, ps, 12*time.Second)
+		checkRecords(t, ps)
+		var logs string
+		r.srv.Do(func() { logs = r.logs.String() })
+		m := regexp.MustCompile(`desync: .* first_divergent_tick=(\d+)`).FindAllStringSubmatch(logs, -1)
+		if len(m) != 1 || m[0][1] != fmt.Sprint(at) {
+			t.Fatalf("desync log lines %v, want one naming tick %d", m, at)
+		}
+		if st := r.hostStats(); st.Desyncs != 1 || st.Resyncs != 1 {
+			t.Errorf("host %+v", st)
+		}
+		if st := ps[1].cc.Stats(); st.Desyncs != 1 {
+			t.Errorf("flawed client %+v", st)
+		}
+		var s sim.Checksummer
+		var a, b uint64
+		ps[0].cc.Do(func(ls *sim.Lockstep) { a = s.WorldSum(ls.Committed()) })
+		ps[1].cc.Do(func(ls *sim.Lockstep) { b = s.WorldSum(ls.Committed()) })
+		if c0, c1 := ps[0].cc.Stats().Committed, ps[1].cc.Stats().Committed; c0 == c1 && a != b {
+			t.Error("after the resync the committed worlds still differ")
 		}
 	})
 }
