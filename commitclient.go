@@ -106,16 +106,12 @@ type CommitClient struct {
 type ownCommand struct {
 	player    uint16
 	tick, seq uint32
+	idx       uint32 // the connection's command count when it was sent
 	data      []byte
 	// parked: out of the buffer, its tick committed before the server
 	// had it; the server's move puts it back
 	parked bool
 }
-
-// ownSeq marks the sequence numbers of a client's own commands in its
-// buffer: the server numbers relayed commands itself (below 1<<31), so
-// the two never collide.
-const ownSeq = 1 << 31
 
 // NewCommitClient returns a client for game, a blank world of the game
 // the server runs (the committed state replaces it on connect).
@@ -251,7 +247,7 @@ func (cc *CommitClient) issueLocked(c *Client, player uint16, data []byte) (uint
 	if err != nil {
 		return 0, err
 	}
-	cmd := sim.Command{Kind: sim.CommandInput, Player: player, Tick: at, Seq: seq | ownSeq, Data: data}
+	cmd := sim.Command{Kind: sim.CommandInput, Player: player, Tick: at, Seq: seq, Data: data}
 	if err := cc.ls.Add(&cmd); err != nil {
 		return 0, err
 	}
@@ -261,7 +257,7 @@ func (cc *CommitClient) issueLocked(c *Client, player uint16, data []byte) (uint
 	cc.seq[player] = seq
 	cc.stamp[player] = at
 	cc.sent++
-	cc.own = append(cc.own, ownCommand{player: player, tick: at, seq: seq, data: append([]byte(nil), data...)})
+	cc.own = append(cc.own, ownCommand{player: player, tick: at, seq: seq, idx: cc.sent, data: append([]byte(nil), data...)})
 	cc.stats.Issued++
 	return at, nil
 }
@@ -381,12 +377,12 @@ func (cc *CommitClient) frameLocked(t proto.FrameType, b []byte, p *PacketInfo) 
 			return nil
 		}
 		cmd := sim.Command{Kind: sim.CommandKind(f.Kind), Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data}
-		if cc.isOwn(f.Player) && f.Kind == proto.CommandInput {
-			cmd.Seq |= ownSeq // our own command, moved by the server
-			cc.moved(f.Player, f.Seq, f.Tick)
+		own := f.Kind == proto.CommandInput && cc.isOwn(f.Player)
+		if own {
+			cc.moved(f.Player, f.Seq, f.Tick) // ours, moved by the server
 		}
 		err = cc.ls.Add(&cmd)
-		if errors.Is(err, sim.ErrCommandConflict) && cmd.Seq&ownSeq != 0 {
+		if errors.Is(err, sim.ErrCommandConflict) && own {
 			// A later command of ours sits where the server moved this
 			// one: the server will move that one too. Park it.
 			cc.park(f.Player, f.Tick)
@@ -428,7 +424,7 @@ func (cc *CommitClient) moved(player uint16, seq, tick uint32) {
 func (cc *CommitClient) park(player uint16, tick uint32) {
 	for i := range cc.own {
 		if o := &cc.own[i]; o.player == player && o.tick == tick && !o.parked {
-			cc.ls.Remove(sim.CommandInput, player, o.seq|ownSeq)
+			cc.ls.Remove(sim.CommandInput, player, o.seq)
 			o.parked = true
 		}
 	}
@@ -443,10 +439,12 @@ func (cc *CommitClient) isOwn(player uint16) bool {
 	return false
 }
 
-// commitStateHeader is what the server puts before the lockstep state in
-// a commits-mode full snapshot: why it was sent (a resync reason, 0 for
-// a join) and how many of the client's commands it had received.
-const commitStateHeader = 1 + 4
+// A commits-mode full snapshot's data starts with a header before the
+// lockstep state: why it was sent (a resync reason, 0 for a join), how
+// many of the client's commands the server had received, and for each
+// of the connection's players the last command seq the server has of
+// it (a new connection numbers on from there).
+const commitStateHeader = 1 + 4 + 1
 
 func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) error {
 	var err error
@@ -459,12 +457,24 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 	}
 	reason := proto.ResyncReason(cc.raw[0])
 	received := le32(cc.raw[1:])
-	if err := cc.ls.LoadState(cc.raw[commitStateHeader:]); err != nil {
+	n := int(cc.raw[5])
+	if len(cc.raw) < commitStateHeader+6*n {
+		return errCommitState
+	}
+	bases := cc.raw[commitStateHeader : commitStateHeader+6*n]
+	if err := cc.ls.LoadState(cc.raw[commitStateHeader+6*n:]); err != nil {
 		cc.log.Warn("committed state refused", "err", err)
 		return err
 	}
 	if cc.have {
 		cc.stats.Resyncs++
+	} else {
+		// The connection's first state: number our commands on from
+		// the server's count.
+		for i := 0; i < n; i++ {
+			p := uint16(bases[6*i]) | uint16(bases[6*i+1])<<8
+			cc.seq[p] = le32(bases[6*i+2:])
+		}
 	}
 	switch reason {
 	case proto.ResyncSlowClient:
@@ -479,8 +489,8 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 	// sends: put them back.
 	keep := cc.own[:0]
 	for _, o := range cc.own {
-		if o.seq > received && int32(o.tick-cc.ls.CommittedTick()) > 0 {
-			cmd := sim.Command{Kind: sim.CommandInput, Player: o.player, Tick: o.tick, Seq: o.seq | ownSeq, Data: o.data}
+		if o.idx > received && int32(o.tick-cc.ls.CommittedTick()) > 0 {
+			cmd := sim.Command{Kind: sim.CommandInput, Player: o.player, Tick: o.tick, Seq: o.seq, Data: o.data}
 			if cc.ls.Add(&cmd) == nil {
 				keep = append(keep, o)
 			}
@@ -510,8 +520,8 @@ func (cc *CommitClient) applyCommit(now time.Time) {
 	// commit cannot run at a committed tick: it will move them.
 	for i := range cc.own {
 		o := &cc.own[i]
-		if !o.parked && int32(o.tick-cc.commitC) <= 0 && int16(uint16(o.seq)-cc.commitRx) > 0 {
-			cc.ls.Remove(sim.CommandInput, o.player, o.seq|ownSeq)
+		if !o.parked && int32(o.tick-cc.commitC) <= 0 && int16(uint16(o.idx)-cc.commitRx) > 0 {
+			cc.ls.Remove(sim.CommandInput, o.player, o.seq)
 			o.parked = true
 		}
 	}
@@ -529,7 +539,7 @@ func (cc *CommitClient) applyCommit(now time.Time) {
 	// ones the server received and did not move (it dropped them).
 	keep := cc.own[:0]
 	for _, o := range cc.own {
-		received := int16(uint16(o.seq)-cc.commitRx) <= 0
+		received := int16(uint16(o.idx)-cc.commitRx) <= 0
 		if o.parked && !received || !o.parked && int32(o.tick-cc.ls.CommittedTick()) > 0 {
 			keep = append(keep, o)
 		}

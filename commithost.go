@@ -93,7 +93,7 @@ type commitGame struct {
 	// lead shrinks only after it stayed low for a while).
 	leadLow time.Time
 	joined  map[uint16]uint32 // tick each present player joins at
-	seqs    map[uint16]uint32 // the server's numbering of each player's commands
+	seqs    map[uint16]uint32 // each player's last command seq, across its connections
 	relay   []byte            // a command frame being relayed
 }
 
@@ -214,6 +214,9 @@ func (h *CommitHost) Connected(c *Conn) {
 	c.SetFrameHandler(cc)
 	g.conns = append(g.conns, cc)
 	for _, p := range c.Players() {
+		// The player's commands are numbered on from the game's count,
+		// so a rejoining player's never collide with its old ones.
+		cc.lastSeq[p] = g.seqs[p]
 		if _, ok := g.joined[p]; ok {
 			h.log.Warn("player slot already in the game", "game", g.id, "player", p)
 			continue
@@ -283,6 +286,11 @@ func (h *CommitHost) sendState(cc *commitConn, cause proto.SnapshotCause, reason
 	g := cc.g
 	h.state = append(h.state[:0], byte(reason))
 	h.state = binary.LittleEndian.AppendUint32(h.state, cc.recv)
+	h.state = append(h.state, byte(len(cc.c.Players())))
+	for _, p := range cc.c.Players() {
+		h.state = binary.LittleEndian.AppendUint16(h.state, p)
+		h.state = binary.LittleEndian.AppendUint32(h.state, cc.lastSeq[p])
+	}
 	h.state = g.ls.AppendState(h.state)
 	var err error
 	h.buf, err = h.codecs.AppendCompress(h.buf[:0], h.state, h.codec)
@@ -514,23 +522,18 @@ func (cc *commitConn) command(f *proto.CommandFrame) error {
 	if at-g.ls.CommittedTick() > uint32(h.cfg.Capacity) {
 		return cc.bad(errCommandAhead)
 	}
-	// The server numbers the commands it relays itself: a player's
-	// numbering restarts with each connection, the game's never does.
-	seq := g.seqs[f.Player] + 1
-	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: at, Seq: seq, Data: f.Data}
+	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: at, Seq: f.Seq, Data: f.Data}
 	if err := g.ls.Add(&cmd); err != nil {
 		return cc.bad(err)
 	}
-	g.seqs[f.Player] = seq
+	g.seqs[f.Player] = f.Seq
 	cc.stamp[f.Player] = at
 	h.stats.Commands++
 	h.relay(g, &cmd, cc)
 	if at != f.Tick {
-		// Too late for its tick: the sender moves its copy (named by its
-		// own numbering) where everyone else has it.
+		// Too late for its tick: the sender moves its copy where
+		// everyone else has it.
 		h.stats.Late++
-		moved := proto.CommandFrame{Kind: proto.CommandInput, Player: f.Player, Tick: at, Seq: f.Seq, Data: f.Data}
-		g.relay, _ = moved.Append(g.relay[:0])
 		cc.send(g.relay)
 	}
 	return nil
