@@ -294,6 +294,26 @@ func expectFrame(f fields, fr frame) {
 		for _, sum := range v.Sums {
 			f.add("tickwire.commit_sums.sum", fmt.Sprintf("0x%016x", sum))
 		}
+	case *PeerIntroFrame:
+		f.add("tickwire.frame.type", uint8(FramePeerIntro))
+		f.add("tickwire.peer_intro.op", uint8(v.Op))
+		f.add("tickwire.peer_intro.peer", v.Peer)
+		switch v.Op {
+		case PeerHello:
+			f.add("tickwire.peer_intro.port", v.Port)
+		case PeerAdd:
+			f.add("tickwire.peer_intro.addr", v.Addr.String())
+			for _, p := range v.Players {
+				f.add("tickwire.peer_intro.player", p)
+			}
+		}
+	case *MeshReportFrame:
+		f.add("tickwire.frame.type", uint8(FrameMeshReport))
+		f.add("tickwire.mesh_report.count", len(v.Peers))
+		for _, p := range v.Peers {
+			f.add("tickwire.mesh_report.peer", p.Peer)
+			f.add("tickwire.mesh_report.rtt_us", p.RTTMicros)
+		}
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}

@@ -27,7 +27,9 @@ const (
 	FrameCommand       FrameType = 0x15 // commits mode: a command (or a join, a leave) for a tick
 	FrameCommitItem    FrameType = 0x16 // commits mode: how far a client's live state got
 	FrameCommitSums    FrameType = 0x17 // commits mode: a client's committed-state checksums
-	frameTypeEnd       FrameType = 0x18
+	FramePeerIntro     FrameType = 0x18 // commits mode mesh: a client's hello, the server's introductions of peers
+	FrameMeshReport    FrameType = 0x19 // commits mode mesh: how fast a client reaches its peers
+	frameTypeEnd       FrameType = 0x1a
 )
 
 var frameNames = [...]string{
@@ -54,6 +56,8 @@ var frameNames = [...]string{
 	FrameCommand:       "command",
 	FrameCommitItem:    "commit item",
 	FrameCommitSums:    "commit sums",
+	FramePeerIntro:     "peer intro",
+	FrameMeshReport:    "mesh report",
 }
 
 func (t FrameType) String() string {
@@ -139,6 +143,10 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParseCommitItemFrame(b)
 	case FrameCommitSums:
 		_, _, n, err = scanCommitSums(b)
+	case FramePeerIntro:
+		_, n, err = parsePeerIntro(b, false)
+	case FrameMeshReport:
+		_, n, err = scanMeshReport(b)
 	}
 	return t, n, err
 }

@@ -2,6 +2,7 @@ package proto
 
 import (
 	"math/rand/v2"
+	"net/netip"
 )
 
 // gen builds random but valid packets and frames for tests, fuzz seeds and
@@ -137,6 +138,40 @@ func (g *gen) frame(t FrameType) frame {
 		f := &CommitSumsFrame{From: g.r.Uint32(), Sums: make([]uint64, 1+g.r.IntN(MaxCommitSums))}
 		for i := range f.Sums {
 			f.Sums[i] = g.r.Uint64()
+		}
+		return f
+	case FramePeerIntro:
+		f := &PeerIntroFrame{Op: PeerIntroOp(1 + g.r.IntN(int(peerIntroEnd)-1)), Peer: g.r.Uint32()}
+		switch f.Op {
+		case PeerHello:
+			f.Port = uint16(g.r.Uint32())
+		case PeerAdd:
+			if g.r.IntN(2) == 0 {
+				f.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(g.bytes(4))), uint16(1+g.r.IntN(65535)))
+			} else {
+				ip := [16]byte(g.bytes(16))
+				ip[0] = 0x20
+				// zero runs, so the dissector's :: compression is tested
+				for k := g.r.IntN(4); k < 16 && g.r.IntN(3) == 0; k++ {
+					ip[4+k%12] = 0
+				}
+				f.Addr = netip.AddrPortFrom(netip.AddrFrom16(ip), uint16(1+g.r.IntN(65535)))
+			}
+			f.Players = make([]uint16, 1+g.r.IntN(MaxPeerPlayers))
+			for i := range f.Players {
+				f.Players[i] = uint16(g.r.Uint32())
+			}
+			copy(f.SendKey[:], g.bytes(KeySize))
+			copy(f.RecvKey[:], g.bytes(KeySize))
+		}
+		return f
+	case FrameMeshReport:
+		f := &MeshReportFrame{}
+		if n := g.r.IntN(MaxMeshReport + 1); n > 0 {
+			f.Peers = make([]MeshPeerReport, n)
+		}
+		for i := range f.Peers {
+			f.Peers[i] = MeshPeerReport{Peer: g.r.Uint32(), RTTMicros: g.r.Uint32()}
 		}
 		return f
 	case FramePeerAck:

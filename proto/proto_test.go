@@ -80,6 +80,13 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 		var f CommitSumsFrame
 		n, err := ParseCommitSumsFrame(b, &f)
 		return &f, n, err
+	case FramePeerIntro:
+		f, n, err := ParsePeerIntroFrame(b)
+		return &f, n, err
+	case FrameMeshReport:
+		var f MeshReportFrame
+		n, err := ParseMeshReportFrame(b, &f)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

@@ -46,6 +46,7 @@ local KEY_SIZE = 32
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
 local MAX_COMMIT_SUMS = 64
+local MAX_MESH_REPORT = 64
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
 local PATH_DATA_SIZE = 8
@@ -67,6 +68,7 @@ local frame_names = {
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
     [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
     [0x14] = "Effect", [0x15] = "Command", [0x16] = "Commit item", [0x17] = "Commit sums",
+    [0x18] = "Peer intro", [0x19] = "Mesh report",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -217,6 +219,17 @@ f.ci_commands = ProtoField.uint32("tickwire.commit_item.commands", "Commands sen
 f.csm_from    = ProtoField.uint32("tickwire.commit_sums.from", "From tick")
 f.csm_count   = ProtoField.uint8("tickwire.commit_sums.count", "Count")
 f.csm_sum     = ProtoField.uint64("tickwire.commit_sums.sum", "Checksum", base.HEX)
+
+local intro_ops = { [1] = "hello", [2] = "add", [3] = "remove" }
+f.pi_op      = ProtoField.uint8("tickwire.peer_intro.op", "Op", base.DEC, intro_ops)
+f.pi_peer    = ProtoField.uint32("tickwire.peer_intro.peer", "Peer connection")
+f.pi_port    = ProtoField.uint16("tickwire.peer_intro.port", "Mesh port")
+f.pi_addr    = ProtoField.string("tickwire.peer_intro.addr", "Peer address")
+f.pi_player  = ProtoField.uint16("tickwire.peer_intro.player", "Peer player")
+f.pi_keys    = ProtoField.bytes("tickwire.peer_intro.keys", "Pair keys")
+f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Peers")
+f.mr_peer    = ProtoField.uint32("tickwire.mesh_report.peer", "Peer connection")
+f.mr_rtt     = ProtoField.uint32("tickwire.mesh_report.rtt_us", "RTT (µs, 0 unreachable)")
 
 local peer_ack_kinds = { [1] = "player's messages run (and held by the standby)", [2] = "host's messages received by the player",
     [3] = "to the standby: player's messages run", [4] = "to the standby: host's messages received by the player" }
@@ -690,6 +703,88 @@ local function frame_commit_sums(buf, off, tree)
     return off + 8 * n
 end
 
+local function frame_peer_intro(buf, off, tree)
+    local trunc = "truncated peer intro frame"
+    if not have(buf, off, 5) then return bad(tree, trunc) end
+    local op = buf(off, 1):uint()
+    if op < 1 or op > 3 then return bad(tree, "peer intro frame: unknown op") end
+    tree:add(f.pi_op, buf(off, 1))
+    tree:add_le(f.pi_peer, buf(off + 1, 4))
+    off = off + 5
+    if op == 1 then
+        if not have(buf, off, 2) then return bad(tree, trunc) end
+        tree:add_le(f.pi_port, buf(off, 2))
+        return off + 2
+    elseif op == 3 then
+        return off
+    end
+    if not have(buf, off, 20) then return bad(tree, trunc) end
+    local v = buf(off, 1):uint()
+    local ip = buf(off + 1, 16)
+    local port = buf(off + 17, 2):le_uint()
+    local mapped = ip:bytes():subset(0, 12) == ByteArray.new("00000000000000000000ffff")
+    local addr
+    if v == 4 and mapped then
+        local b = ip:bytes()
+        addr = string.format("%d.%d.%d.%d:%d", b:get_index(12), b:get_index(13), b:get_index(14), b:get_index(15), port)
+    elseif v == 6 and not mapped then
+        -- RFC 5952 text, as Go prints it: the longest run of two or more
+        -- zero groups (the first of equals) becomes "::".
+        local g = {}
+        for i = 0, 7 do g[i + 1] = ip(2 * i, 2):uint() end
+        local best, bestLen, i = 0, 1, 1
+        while i <= 8 do
+            if g[i] == 0 then
+                local j = i
+                while j <= 8 and g[j] == 0 do j = j + 1 end
+                if j - i > bestLen then best, bestLen = i, j - i end
+                i = j
+            else
+                i = i + 1
+            end
+        end
+        local function hex(a, b)
+            local t = {}
+            for k = a, b do t[#t + 1] = string.format("%x", g[k]) end
+            return table.concat(t, ":")
+        end
+        local text
+        if best > 0 then
+            text = hex(1, best - 1) .. "::" .. hex(best + bestLen, 8)
+        else
+            text = hex(1, 8)
+        end
+        addr = "[" .. text .. "]:" .. port
+    else
+        return bad(tree, "peer intro frame: bad address")
+    end
+    if port == 0 then return bad(tree, "peer intro frame: bad address") end
+    tree:add(f.pi_addr, buf(off, 19), addr)
+    local n = buf(off + 19, 1):uint()
+    if n == 0 or n > MAX_PLAYERS then return bad(tree, "peer intro frame: bad player count") end
+    off = off + 20
+    if not have(buf, off, 2 * n + 64) then return bad(tree, trunc) end
+    for i = 0, n - 1 do tree:add_le(f.pi_player, buf(off + 2 * i, 2)) end
+    off = off + 2 * n
+    tree:add(f.pi_keys, buf(off, 64))
+    return off + 64
+end
+
+local function frame_mesh_report(buf, off, tree)
+    local trunc = "truncated mesh report frame"
+    if not have(buf, off, 1) then return bad(tree, trunc) end
+    local n = buf(off, 1):uint()
+    if n > MAX_MESH_REPORT then return bad(tree, "mesh report frame: bad count") end
+    tree:add(f.mr_count, buf(off, 1))
+    off = off + 1
+    if not have(buf, off, 8 * n) then return bad(tree, trunc) end
+    for i = 0, n - 1 do
+        tree:add_le(f.mr_peer, buf(off + 8 * i, 4))
+        tree:add_le(f.mr_rtt, buf(off + 8 * i + 4, 4))
+    end
+    return off + 8 * n
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -742,7 +837,8 @@ local frame_parsers = {
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
     [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
     [0x13] = frame_peer_ack, [0x14] = frame_effect, [0x15] = frame_command,
-    [0x16] = frame_commit_item, [0x17] = frame_commit_sums,
+    [0x16] = frame_commit_item, [0x17] = frame_commit_sums, [0x18] = frame_peer_intro,
+    [0x19] = frame_mesh_report,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
