@@ -61,6 +61,13 @@ type Command struct {
 	Tick   uint32
 	Seq    uint32
 	Data   []byte // CommandInput only; valid during the call that passes it
+	// Tentative marks a copy that did not come through the reliable
+	// pipeline (a peer's shortcut): it runs in the live world, but the
+	// committed world never runs it unless the same command (kind,
+	// player, seq) is added again without the mark before its tick is
+	// committed. A tentative copy never moves or replaces a confirmed
+	// one.
+	Tentative bool
 }
 
 // LockstepConfig tunes a Lockstep.
@@ -106,6 +113,11 @@ type LockstepStats struct {
 	Rollbacks uint64 // rebuilds of live from the committed world
 	Replayed  uint64 // ticks re-simulated by those rebuilds
 	Rejected  uint64 // actions ValidateAction refused (committed world)
+	// Tentative counts tentative copies added; Confirmed those whose
+	// confirmed copy arrived after them; Discarded those still
+	// unconfirmed when their tick was committed (dropped, never run by
+	// the committed world).
+	Tentative, Confirmed, Discarded uint64
 }
 
 // Lockstep is a committed world, a live world and the command buffer
@@ -137,11 +149,12 @@ type tickSlot struct {
 }
 
 type slotCmd struct {
-	kind   CommandKind
-	player uint16
-	seq    uint32
-	off    int // into data (inputs)
-	shown  bool
+	kind      CommandKind
+	player    uint16
+	seq       uint32
+	off       int // into data (inputs)
+	shown     bool
+	tentative bool
 }
 
 // NewLockstep returns a Lockstep whose committed and live worlds are
@@ -258,26 +271,40 @@ func (l *Lockstep) Add(c *Command) error {
 	}
 	i, found := s.find(c.Kind, c.Player, c.Seq)
 	if found {
+		if e := &s.cmds[i]; e.tentative && !c.Tentative {
+			e.tentative = false
+			l.stats.Confirmed++
+		}
 		return nil // a duplicate
+	}
+	old, at := l.locate(c.Kind, c.Player, c.Seq)
+	if old != nil && c.Tentative {
+		return nil // a shortcut never moves a copy already there
 	}
 	if c.Kind == CommandInput && s.hasInput(c.Player) {
 		return ErrCommandConflict
 	}
 	moved := false
-	if old, at := l.locate(c.Kind, c.Player, c.Seq); old != nil {
+	if old != nil {
 		if at <= l.lTick {
 			l.dirty = true
+		}
+		if j, ok := old.find(c.Kind, c.Player, c.Seq); ok && old.cmds[j].tentative {
+			l.stats.Confirmed++
 		}
 		old.remove(c.Kind, c.Player, c.Seq)
 		moved = true
 	}
-	s.insert(i, slotCmd{kind: c.Kind, player: c.Player, seq: c.Seq, off: len(s.data)})
+	s.insert(i, slotCmd{kind: c.Kind, player: c.Player, seq: c.Seq, off: len(s.data), tentative: c.Tentative})
 	if c.Kind == CommandInput {
 		s.data = append(s.data, c.Data...)
 	}
-	if moved {
+	switch {
+	case moved:
 		l.stats.Moved++
-	} else {
+	case c.Tentative:
+		l.stats.Tentative++
+	default:
 		l.stats.Commands++
 	}
 	if c.Tick <= l.lTick {
@@ -379,6 +406,9 @@ func (l *Lockstep) Commit(to uint32) error {
 	l.rebuild() // commands below live may change: replay against the old base
 	for l.cTick != to {
 		t := l.cTick + 1
+		if l.discardTentative(t) && int32(l.lTick-t) >= 0 {
+			l.dirty = true // live ran a copy that never came for real
+		}
 		l.step(l.committed, &l.cPlayers, t, true)
 		l.slot(t).clear(0)
 		l.cTick = t
@@ -394,6 +424,37 @@ func (l *Lockstep) Commit(to uint32) error {
 		l.lTick = l.cTick
 	}
 	return nil
+}
+
+// discardTentative removes the unconfirmed copies at tick t (about to be
+// committed) and reports whether there were any.
+func (l *Lockstep) discardTentative(t uint32) bool {
+	s := l.slot(t)
+	if s.tick != t {
+		return false
+	}
+	any := false
+	for i := 0; i < len(s.cmds); {
+		if c := s.cmds[i]; c.tentative {
+			s.remove(c.kind, c.player, c.seq)
+			l.stats.Discarded++
+			any = true
+			continue
+		}
+		i++
+	}
+	return any
+}
+
+// Has reports whether a command (kind, player, seq) is in the buffer, and
+// whether that copy is tentative.
+func (l *Lockstep) Has(k CommandKind, player uint16, seq uint32) (present, tentative bool) {
+	s, _ := l.locate(k, player, seq)
+	if s == nil {
+		return false, false
+	}
+	i, _ := s.find(k, player, seq)
+	return true, s.cmds[i].tentative
 }
 
 // step runs tick t on w: the tick's joins and leaves, then Step with the

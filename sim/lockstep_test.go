@@ -331,3 +331,50 @@ func TestLockstepSteadyStateAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per tick", n)
 	}
 }
+
+// TestLockstepTentative: a shortcut copy runs in live at once; its
+// confirmed copy (same name) keeps it; one never confirmed is dropped
+// before the committed world runs its tick, and live is rebuilt without
+// it; a shortcut never moves a confirmed copy.
+func TestLockstepTentative(t *testing.T) {
+	l, _ := NewLockstep(&lsGame{}, 0, []uint16{1, 2}, LockstepConfig{})
+	ref, _ := NewLockstep(&lsGame{}, 0, []uint16{1, 2}, LockstepConfig{})
+	add := func(l *Lockstep, c Command) {
+		if err := l.Add(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AdvanceLive(5)
+	add(l, Command{Player: 1, Tick: 3, Seq: 1, Data: []byte{1, 0}, Tentative: true}) // confirmed later
+	add(l, Command{Player: 2, Tick: 4, Seq: 1, Data: []byte{2, 0}, Tentative: true}) // never confirmed
+	if p, tent := l.Has(CommandInput, 2, 1); !p || !tent {
+		t.Fatal("tentative copy not held")
+	}
+	var s Checksummer
+	live := s.WorldSum(l.Live())
+	add(l, Command{Player: 1, Tick: 3, Seq: 1, Data: []byte{1, 0}})
+	if s.WorldSum(l.Live()) != live || l.Stats().Rollbacks != 1 {
+		t.Fatalf("confirming rebuilt live: %+v", l.Stats())
+	}
+	// A late shortcut of a confirmed command at another tick changes nothing.
+	add(l, Command{Player: 1, Tick: 5, Seq: 1, Data: []byte{1, 0}, Tentative: true})
+	if p, tent := l.Has(CommandInput, 1, 1); !p || tent {
+		t.Fatal("confirmed copy lost or marked tentative")
+	}
+	if err := l.Commit(5); err != nil {
+		t.Fatal(err)
+	}
+	add(ref, Command{Player: 1, Tick: 3, Seq: 1, Data: []byte{1, 0}})
+	ref.Commit(5)
+	if s.WorldSum(l.Committed()) != s.WorldSum(ref.Committed()) {
+		t.Fatal("the committed world ran an unconfirmed copy")
+	}
+	if st := l.Stats(); st.Tentative != 2 || st.Confirmed != 1 || st.Discarded != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+	l.AdvanceLive(8)
+	ref.AdvanceLive(8)
+	if s.WorldSum(l.Live()) != s.WorldSum(ref.Live()) {
+		t.Fatal("live still holds the discarded copy")
+	}
+}
