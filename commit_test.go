@@ -26,13 +26,17 @@ const commitRate = 30
 
 // commitRig is a CommitHost on the in-memory network playing swarm.
 type commitRig struct {
-	t    *testing.T
-	logs bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
-	net  *udptest.Network
-	key  Key
-	srv  *Server
-	host *CommitHost
-	done chan error
+	t *testing.T
+	// mesh makes the players take part in the peer mesh, each on
+	// 10.0.1.<id>:6000; meshWrap, if set, wraps that socket.
+	mesh     bool
+	meshWrap func(id uint64, pc net.PacketConn) net.PacketConn
+	logs     bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
+	net      *udptest.Network
+	key      Key
+	srv      *Server
+	host     *CommitHost
+	done     chan error
 }
 
 var commitServerAddr = netip.MustParseAddrPort("10.0.0.1:7777")
@@ -88,6 +92,7 @@ type commitPlayer struct {
 	committed []commitRec             // every command its committed world ran
 	shown     map[commitKey]time.Time // when each command first reached live
 	issued    []commitKey
+	issuedAt  map[commitKey]time.Time
 	loads     int
 }
 
@@ -125,8 +130,22 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 		}
 		conn = netem.Wrap(pc, netem.Config{Egress: sp, Ingress: sp, Seed: id})
 	}
-	p := &commitPlayer{id: id, slot: slot, shown: map[commitKey]time.Time{}}
+	p := &commitPlayer{id: id, slot: slot, shown: map[commitKey]time.Time{}, issuedAt: map[commitKey]time.Time{}}
+	var meshConn udp.BatchConn
+	if r.mesh {
+		mpc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:6000", id))
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		var c net.PacketConn = mpc
+		if r.meshWrap != nil {
+			c = r.meshWrap(id, mpc)
+		}
+		meshConn = udp.FromPacketConn(c)
+	}
 	p.cc, err = NewCommitClient(w, CommitClientConfig{
+		Mesh:     r.mesh,
+		MeshConn: meshConn,
 		Loaded: func(_ sim.Game, tick uint32) {
 			p.mu.Lock()
 			p.committed = p.committed[:0] // the record restarts after the state
@@ -189,6 +208,7 @@ func (p *commitPlayer) play(t *testing.T, stop <-chan struct{}) {
 		}
 		p.mu.Lock()
 		p.issued = append(p.issued, commitKey{p.slot, tag})
+		p.issuedAt[commitKey{p.slot, tag}] = time.Now()
 		p.mu.Unlock()
 	}
 }

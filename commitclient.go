@@ -12,6 +12,7 @@ import (
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
 )
 
 // CommitClientConfig tunes a CommitClient. The zero value is the default.
@@ -39,6 +40,14 @@ type CommitClientConfig struct {
 	Rejoin func(ctx context.Context) (*ConnectToken, error)
 	// Dialer dials the rejoins (its Game is set to the CommitClient).
 	Dialer Dialer
+	// Mesh makes the client take part in the peer mesh (docs/COMMITS.md):
+	// it sends each command it issues straight to the peers it reaches
+	// too, and applies theirs to its live world as they arrive.
+	Mesh bool
+	// MeshConn, with Mesh, is the mesh's socket (an impaired one in
+	// tests). Default: a DSCP EF UDP socket on the client's local IP.
+	// The CommitClient closes it.
+	MeshConn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -61,6 +70,7 @@ type CommitClientStats struct {
 	BadFrames  uint64
 	StallMax   time.Duration // the longest time the committed tick did not move
 	Connection uint32        // the current connection id
+	Mesh       MeshStats     // the peer mesh (with CommitClientConfig.Mesh)
 }
 
 // CommitClient is the client half of commits mode: it holds the
@@ -98,9 +108,26 @@ type CommitClient struct {
 	frame    []byte
 	lastMove time.Time
 	stats    CommitClientStats
+	mesh     *clientMesh
+	meshErr  error
+	report   proto.MeshReportFrame
+	reportAt time.Time
+	// shortcuts: when each tentative command (player, seq) arrived, until
+	// the server's copy does or its tick commits
+	shortcuts map[cmdName]shortcutArrival
 	closed   bool
 	done     chan struct{}
 	err      error
+}
+
+type cmdName struct {
+	player uint16
+	seq    uint32
+}
+
+type shortcutArrival struct {
+	at   time.Time
+	tick uint32
 }
 
 type ownCommand struct {
@@ -259,6 +286,9 @@ func (cc *CommitClient) issueLocked(c *Client, player uint16, data []byte) (uint
 	cc.sent++
 	cc.own = append(cc.own, ownCommand{player: player, tick: at, seq: seq, idx: cc.sent, data: append([]byte(nil), data...)})
 	cc.stats.Issued++
+	if cc.mesh != nil {
+		cc.mesh.broadcast(cc.frame, cc.ls.LiveTick())
+	}
 	return at, nil
 }
 
@@ -284,6 +314,12 @@ func (cc *CommitClient) Stats() CommitClientStats {
 		s.CommitLag = int(int32(s.Live - s.Committed))
 	}
 	s.Lead = cc.lead
+	m := cc.mesh
+	cc.mu.Unlock()
+	if m != nil {
+		s.Mesh = m.Stats()
+	}
+	cc.mu.Lock()
 	return s
 }
 
@@ -318,6 +354,12 @@ func (cc *CommitClient) Close() error {
 	var err error
 	if c != nil {
 		err = c.Close()
+	}
+	cc.mu.Lock()
+	m := cc.mesh
+	cc.mu.Unlock()
+	if m != nil {
+		m.close()
 	}
 	cc.stop(nil)
 	return err
@@ -377,6 +419,12 @@ func (cc *CommitClient) frameLocked(t proto.FrameType, b []byte, p *PacketInfo) 
 			return nil
 		}
 		cmd := sim.Command{Kind: sim.CommandKind(f.Kind), Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data}
+		if a, ok := cc.shortcuts[cmdName{f.Player, f.Seq}]; ok && f.Kind == proto.CommandInput {
+			delete(cc.shortcuts, cmdName{f.Player, f.Seq})
+			if cc.mesh != nil {
+				cc.mesh.counted(false, false, p.Time.Sub(a.at))
+			}
+		}
 		own := f.Kind == proto.CommandInput && cc.isOwn(f.Player)
 		if own {
 			cc.moved(f.Player, f.Seq, f.Tick) // ours, moved by the server
@@ -406,8 +454,77 @@ func (cc *CommitClient) frameLocked(t proto.FrameType, b []byte, p *PacketInfo) 
 			return err
 		}
 		return cc.loadState(&f, p.Time)
+	case proto.FramePeerIntro:
+		f, _, err := proto.ParsePeerIntroFrame(b)
+		if err != nil {
+			return err
+		}
+		if cc.mesh == nil {
+			return nil
+		}
+		switch f.Op {
+		case proto.PeerAdd:
+			return cc.mesh.add(&f)
+		case proto.PeerRemove:
+			cc.mesh.remove(f.Peer)
+		}
+		return nil
 	}
 	return fmt.Errorf("tickwire: %v frame in commits mode", t)
+}
+
+// startMesh opens the mesh (once) and tells the server, on this
+// connection, where it listens.
+func (cc *CommitClient) startMesh() {
+	if cc.mesh == nil && cc.meshErr == nil {
+		conn := cc.cfg.MeshConn
+		if conn == nil {
+			conn, cc.meshErr = listenMesh(cc.c.LocalAddr().Addr())
+			if cc.meshErr != nil {
+				cc.log.Warn("no peer mesh: cannot open its socket", "err", cc.meshErr)
+				return
+			}
+		}
+		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut)
+	}
+	if cc.mesh == nil {
+		return
+	}
+	cc.mesh.reset(cc.c.ConnID())
+	hello := proto.PeerIntroFrame{Op: proto.PeerHello, Port: cc.mesh.conn.LocalAddr().Port()}
+	var err error
+	cc.frame, err = hello.Append(cc.frame[:0])
+	if err == nil {
+		cc.c.sendFrameLoop(cc.frame)
+	}
+}
+
+// shortcut applies a peer's copy of its command to the live world (a
+// tentative command: the committed world waits for the server's copy).
+func (cc *CommitClient) shortcut(f *proto.CommandFrame, from uint32, at time.Time) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.have || f.Kind != proto.CommandInput || cc.isOwn(f.Player) {
+		return
+	}
+	if present, _ := cc.ls.Has(sim.CommandInput, f.Player, f.Seq); present {
+		cc.mesh.counted(false, false, 0) // the server's copy was first
+		return
+	}
+	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data, Tentative: true}
+	if err := cc.ls.Add(&cmd); err != nil {
+		cc.mesh.counted(false, errors.Is(err, sim.ErrCommandLate), 0)
+		return
+	}
+	if cc.shortcuts == nil {
+		cc.shortcuts = map[cmdName]shortcutArrival{}
+	}
+	cc.shortcuts[cmdName{f.Player, f.Seq}] = shortcutArrival{at: at, tick: f.Tick}
+	cc.mesh.counted(true, false, 0)
+	if int32(f.Tick-cc.ls.LiveTick()) <= 0 {
+		cc.ls.Live() // show it now: a rollback
+		cc.drawLocked()
+	}
 }
 
 // moved notes the server's move of our command seq to tick.
@@ -465,6 +582,9 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 	if err := cc.ls.LoadState(cc.raw[commitStateHeader+6*n:]); err != nil {
 		cc.log.Warn("committed state refused", "err", err)
 		return err
+	}
+	if !cc.have && cc.cfg.Mesh {
+		cc.startMesh()
 	}
 	if cc.have {
 		cc.stats.Resyncs++
@@ -545,6 +665,11 @@ func (cc *CommitClient) applyCommit(now time.Time) {
 		}
 	}
 	cc.own = keep
+	for k, a := range cc.shortcuts {
+		if int32(a.tick-cc.ls.CommittedTick()) <= 0 {
+			delete(cc.shortcuts, k)
+		}
+	}
 	cc.sendSums()
 }
 
@@ -614,8 +739,15 @@ func (f *commitFrames) AppendFrames(b []byte, room int, p *PacketInfo) []byte {
 	if item.Len() > room {
 		return b
 	}
-	out, _ := item.Append(b)
-	return out
+	b, _ = item.Append(b)
+	if cc.mesh != nil && p.Time.Sub(cc.reportAt) >= meshReportTick {
+		cc.mesh.report(&cc.report)
+		if len(cc.report.Peers) > 0 && cc.report.Len() <= room-item.Len() {
+			b, _ = cc.report.Append(b)
+			cc.reportAt = p.Time
+		}
+	}
+	return b
 }
 
 func (f *commitFrames) Delivered(uint64) {}

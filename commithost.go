@@ -1,10 +1,14 @@
 package tickwire
 
 import (
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -46,6 +50,10 @@ type CommitConfig struct {
 	FullCodec FullCodec
 	// Handler, if set, also receives the connections' events.
 	Handler Handler
+	// NoMesh refuses the peer mesh: clients that offer one are not
+	// introduced to each other, and every command goes through the
+	// server.
+	NoMesh bool
 }
 
 // CommitHostStats count what a CommitHost did.
@@ -62,6 +70,10 @@ type CommitHostStats struct {
 	Desyncs   uint64 // clients whose committed checksum differed from the server's
 	Checked   uint64 // committed ticks whose checksum a client sent and the server compared
 	BadFrames uint64
+	// Introductions counts pairs of clients introduced to each other
+	// (peer mesh), MeshRemovals the pairs taken apart (a client left or
+	// was kicked).
+	Introductions, MeshRemovals uint64
 }
 
 // CommitHost runs commits-mode games on a Server: per game id, the
@@ -80,6 +92,7 @@ type CommitHost struct {
 	stats   CommitHostStats
 	buf     []byte
 	state   []byte
+	secret  [32]byte // the peer mesh's pair keys derive from it
 }
 
 // commitGame is one running game.
@@ -93,6 +106,8 @@ type commitGame struct {
 	// lead shrinks only after it stayed low for a while).
 	leadLow time.Time
 	joined  map[uint16]uint32 // tick each present player joins at
+	meshEpoch uint64          // introductions so far: every pair's keys are new
+	oneway    []time.Duration // slowestPath's scratch
 	seqs    map[uint16]uint32 // each player's last command seq, across its connections
 	relay   []byte            // a command frame being relayed
 }
@@ -114,6 +129,13 @@ type commitConn struct {
 	sums    proto.CommitSumsFrame
 	stateAt time.Time
 	tick    uint32
+	// the peer mesh: where the client listens (invalid: not in it),
+	// whether it is out of it for now (kicked), and the round trips it
+	// reported to its peers (by connection id; 0: unreachable)
+	meshAddr netip.AddrPort
+	meshOut  bool
+	meshRTT  map[uint32]time.Duration
+	report   proto.MeshReportFrame
 }
 
 // NewCommitHost returns a host that creates games with factory, or an
@@ -156,8 +178,10 @@ func NewCommitHost(srv *Server, factory CommitGameFactory, cfg CommitConfig) (*C
 	if cfg.Handler == nil {
 		cfg.Handler = nopHandler{}
 	}
-	return &CommitHost{srv: srv, log: srv.Config().Logger, factory: factory, cfg: cfg, codec: codec, period: period,
-		games: map[uint64]*commitGame{}, conns: map[*Conn]*commitConn{}}, nil
+	h := &CommitHost{srv: srv, log: srv.Config().Logger, factory: factory, cfg: cfg, codec: codec, period: period,
+		games: map[uint64]*commitGame{}, conns: map[*Conn]*commitConn{}}
+	rand.Read(h.secret[:])
+	return h, nil
 }
 
 // Stats returns the counters. Call it on the server's loop (Server.Do).
@@ -330,6 +354,7 @@ func (h *CommitHost) Disconnected(c *Conn, reason proto.DisconnectReason) {
 	}
 	delete(h.conns, c)
 	g := cc.g
+	h.meshLeave(cc)
 	g.conns = slices.DeleteFunc(g.conns, func(x *commitConn) bool { return x == cc })
 	for _, p := range c.Players() {
 		j, ok := g.joined[p]
@@ -370,6 +395,9 @@ func (h *CommitHost) Tick(now time.Time, tick uint32) {
 					continue
 				}
 				cc.active = true
+				if cc.meshOut {
+					h.meshJoin(cc)
+				}
 			}
 			// Kick a client whose live world lags so far that the others'
 			// commit would wait more than MaxBuffer: the lag the commit
@@ -407,25 +435,16 @@ func (h *CommitHost) kick(cc *commitConn) {
 	h.log.Warn("client kicked from the commit: too slow", "game", cc.g.id, "conn", cc.c.ID(),
 		"live", cc.live, "tick", cc.tick, "max_buffer", h.cfg.MaxBuffer)
 	h.sendState(cc, proto.CauseResync, proto.ResyncSlowClient)
+	h.meshLeave(cc)
 }
 
-// updateLead sets the game's lead from the two longest round trips: a
-// command travels up one client's path and down another's.
+// updateLead sets the game's lead: the longest time a command needs to
+// reach every other client — up one client's path and down another's
+// through the server, or straight across the peer mesh when that pair
+// reaches each other — plus two ticks (rounding, the server's turn).
 func (h *CommitHost) updateLead(g *commitGame, now time.Time) {
-	var a, b time.Duration // the two largest one-way delays plus jitter
-	for _, cc := range g.conns {
-		st := cc.c.Stats()
-		d := st.RTT/2 + 2*st.Jitter
-		if d > a {
-			a, b = d, a
-		} else if d > b {
-			b = d
-		}
-	}
-	if b == 0 {
-		b = a
-	}
-	want := int((a+b)/h.period) + 2 // +1 rounding up, +1 for the server's turn
+	need := g.slowestPath()
+	want := int(need/h.period) + 2
 	want = max(h.cfg.MinLead, min(h.cfg.MaxLead, want))
 	switch {
 	case want > g.lead:
@@ -442,6 +461,137 @@ func (h *CommitHost) updateLead(g *commitGame, now time.Time) {
 		}
 	default:
 		g.leadLow = time.Time{}
+	}
+}
+
+// slowestPath is the longest, over ordered pairs of clients, of the
+// quickest way a command goes from one to the other. Through the server
+// it is both one-way delays with twice their jitter; across the mesh,
+// half the pair's probe round trip with a quarter more for its
+// variation (a lost shortcut still comes through the server, late).
+func (g *commitGame) slowestPath() time.Duration {
+	oneway := g.oneway[:0]
+	meshed := false
+	for _, cc := range g.conns {
+		st := cc.c.Stats()
+		oneway = append(oneway, st.RTT/2+2*st.Jitter)
+		meshed = meshed || len(cc.meshRTT) > 0
+	}
+	g.oneway = oneway
+	if !meshed {
+		// The two slowest one-way paths make the slowest pair.
+		var a, b time.Duration
+		for _, d := range oneway {
+			if d > a {
+				a, b = d, a
+			} else if d > b {
+				b = d
+			}
+		}
+		if b == 0 {
+			b = a
+		}
+		return a + b
+	}
+	var worst time.Duration
+	for i, from := range g.conns {
+		for j, to := range g.conns {
+			if i == j {
+				continue
+			}
+			d := oneway[i] + oneway[j]
+			if rtt := from.meshRTT[to.c.ID()]; rtt > 0 {
+				d = min(d, rtt/2+rtt/8)
+			}
+			worst = max(worst, d)
+		}
+	}
+	return worst
+}
+
+// conn is the game's connection with id, if any.
+func (g *commitGame) conn(id uint32) *commitConn {
+	for _, cc := range g.conns {
+		if cc.c.ID() == id {
+			return cc
+		}
+	}
+	return nil
+}
+
+// meshJoin introduces cc to every other client of its game in the mesh.
+func (h *CommitHost) meshJoin(cc *commitConn) {
+	cc.meshOut = false
+	if cc.meshRTT == nil {
+		cc.meshRTT = map[uint32]time.Duration{}
+	}
+	for _, o := range cc.g.conns {
+		if o != cc && o.meshAddr.IsValid() && !o.meshOut {
+			h.introduce(cc, o)
+		}
+	}
+}
+
+// meshLeave takes cc out of everyone's mesh (and everyone out of its).
+func (h *CommitHost) meshLeave(cc *commitConn) {
+	if !cc.meshAddr.IsValid() || cc.meshOut {
+		return
+	}
+	cc.meshOut = true
+	clear(cc.meshRTT)
+	for _, o := range cc.g.conns {
+		if o == cc || !o.meshAddr.IsValid() || o.meshOut {
+			continue
+		}
+		h.sendIntro(o, &proto.PeerIntroFrame{Op: proto.PeerRemove, Peer: cc.c.ID()})
+		h.sendIntro(cc, &proto.PeerIntroFrame{Op: proto.PeerRemove, Peer: o.c.ID()})
+		delete(o.meshRTT, cc.c.ID())
+		h.stats.MeshRemovals++
+	}
+}
+
+// introduce gives a and b each other's address and a fresh key per
+// direction, derived from the host's secret: never a session key.
+func (h *CommitHost) introduce(a, b *commitConn) {
+	g := a.g
+	g.meshEpoch++
+	ab := h.pairKey(g, a, b)
+	ba := h.pairKey(g, b, a)
+	h.sendIntro(a, &proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: b.c.ID(), Addr: b.meshAddr, Players: b.c.Players(), SendKey: ab, RecvKey: ba})
+	h.sendIntro(b, &proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: a.c.ID(), Addr: a.meshAddr, Players: a.c.Players(), SendKey: ba, RecvKey: ab})
+	h.stats.Introductions++
+}
+
+// pairKey is the key of the packets from one client to another: HKDF
+// over the host's secret, naming the game, the introduction and the
+// direction.
+func (h *CommitHost) pairKey(g *commitGame, from, to *commitConn) [proto.KeySize]byte {
+	var info [8 + 8 + 4 + 4]byte
+	binary.LittleEndian.PutUint64(info[0:], g.id)
+	binary.LittleEndian.PutUint64(info[8:], g.meshEpoch)
+	binary.LittleEndian.PutUint32(info[16:], from.c.ID())
+	binary.LittleEndian.PutUint32(info[20:], to.c.ID())
+	k, err := hkdf.Key(sha256.New, h.secret[:], nil, "tickwire peer key "+string(info[:]), proto.KeySize)
+	var key [proto.KeySize]byte
+	if err == nil {
+		copy(key[:], k)
+	}
+	return key
+}
+
+func (h *CommitHost) sendIntro(cc *commitConn, f *proto.PeerIntroFrame) {
+	b, err := f.Append(nil)
+	if err != nil {
+		h.log.Error("encode peer introduction", "err", err)
+		return
+	}
+	if cc.c.Closed() {
+		return
+	}
+	// Not a commit-mode stream frame: the client does not count it.
+	if err := cc.c.SendFrame(b); err != nil {
+		cc.h.stats.TooSlow++
+		cc.c.Close(proto.DisconnectTooSlow)
 	}
 }
 
@@ -472,6 +622,34 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
 		}
 		cc.checkSums()
 		return nil
+	case proto.FramePeerIntro:
+		f, _, err := proto.ParsePeerIntroFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		if f.Op != proto.PeerHello || f.Port == 0 {
+			return cc.bad(errMeshHello)
+		}
+		if h.cfg.NoMesh || cc.meshAddr.IsValid() {
+			return nil
+		}
+		cc.meshAddr = netip.AddrPortFrom(cc.c.Addr().Addr(), f.Port)
+		h.meshJoin(cc)
+		return nil
+	case proto.FrameMeshReport:
+		if _, err := proto.ParseMeshReportFrame(f, &cc.report); err != nil {
+			return cc.bad(err)
+		}
+		if !cc.meshAddr.IsValid() {
+			return nil
+		}
+		clear(cc.meshRTT)
+		for _, r := range cc.report.Peers {
+			if cc.g.conn(r.Peer) != nil {
+				cc.meshRTT[r.Peer] = time.Duration(r.RTTMicros) * time.Microsecond
+			}
+		}
+		return nil
 	case proto.FrameResyncRequest:
 		req, _, err := proto.ParseResyncRequestFrame(f)
 		if err != nil {
@@ -493,6 +671,7 @@ func (cc *commitConn) bad(err error) error {
 }
 
 var (
+	errMeshHello     = errors.New("tickwire: a client may only say hello to the mesh, with its port")
 	errCommandKind   = errors.New("tickwire: a client may only send input commands")
 	errCommandPlayer = errors.New("tickwire: command for a player of another connection")
 	errCommandSeq    = errors.New("tickwire: command out of sequence")
