@@ -115,9 +115,9 @@ type CommitClient struct {
 	// shortcuts: when each tentative command (player, seq) arrived, until
 	// the server's copy does or its tick commits
 	shortcuts map[cmdName]shortcutArrival
-	closed   bool
-	done     chan struct{}
-	err      error
+	closed    bool
+	done      chan struct{}
+	err       error
 }
 
 type cmdName struct {

@@ -104,12 +104,12 @@ type commitGame struct {
 	lead   int
 	// leadLow is when the computed lead first fell 2 below lead (the
 	// lead shrinks only after it stayed low for a while).
-	leadLow time.Time
-	joined  map[uint16]uint32 // tick each present player joins at
-	meshEpoch uint64          // introductions so far: every pair's keys are new
-	oneway    []time.Duration // slowestPath's scratch
-	seqs    map[uint16]uint32 // each player's last command seq, across its connections
-	relay   []byte            // a command frame being relayed
+	leadLow   time.Time
+	joined    map[uint16]uint32 // tick each present player joins at
+	meshEpoch uint64            // introductions so far: every pair's keys are new
+	oneway    []time.Duration   // slowestPath's scratch
+	seqs      map[uint16]uint32 // each player's last command seq, across its connections
+	relay     []byte            // a command frame being relayed
 }
 
 // commitConn is one connection of a game.

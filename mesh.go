@@ -84,8 +84,6 @@ type clientMesh struct {
 	wg     sync.WaitGroup
 }
 
-var errMeshClosed = errors.New("tickwire: mesh closed")
-
 // newClientMesh starts a mesh on conn: its read loop and its prober.
 func newClientMesh(conn udp.BatchConn, now func() time.Time, deliver func(f *proto.CommandFrame, from uint32, at time.Time)) *clientMesh {
 	m := &clientMesh{conn: conn, now: now, deliver: deliver, peers: map[uint32]*meshPeer{}, closed: make(chan struct{})}
@@ -264,7 +262,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		case proto.FramePathChallenge:
 			f, _, err := proto.ParsePathChallengeFrame(r.Frame())
 			if err == nil {
-				resp := proto.PathResponseFrame{Data: f.Data}
+				resp := proto.PathResponseFrame(f)
 				m.frame, _ = resp.Append(m.frame[:0])
 				m.sendLocked(p, 0, m.frame)
 			}
