@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // commitBot is one client of a commits-mode game (-game swarm): it gives
@@ -123,7 +126,15 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 	if err != nil {
 		return err
 	}
+	var meshConn udp.BatchConn
+	if o.mesh && o.meshNetem != "" {
+		if meshConn, err = impairedMesh(o.meshNetem, uint64(b.id)+o.seed); err != nil {
+			return err
+		}
+	}
 	b.cc, err = tickwire.NewCommitClient(w, tickwire.CommitClientConfig{
+		Mesh:     o.mesh,
+		MeshConn: meshConn,
 		Loaded: func(_ sim.Game, tick uint32) {
 			b.mu.Lock()
 			b.rec.Executed = b.rec.Executed[:0] // the record restarts at the state
@@ -189,6 +200,7 @@ func (b *commitBot) play(ctx context.Context, seed0 uint64) {
 		}
 		b.mu.Lock()
 		b.rec.Issued = append(b.rec.Issued, tag)
+		b.rec.IssuedAt = append(b.rec.IssuedAt, botproto.CommitShown{Tag: tag, UnixUs: time.Now().UnixMicro()})
 		b.mu.Unlock()
 	}
 }
@@ -239,6 +251,24 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 		s.Desyncs += st.Desyncs
 		s.Rejoins += st.Rejoins
 		s.StallMaxMs = max(s.StallMaxMs, float64(st.StallMax.Microseconds())/1000)
+		if m := st.Mesh; m.Peers > 0 {
+			if s.Mesh == nil {
+				s.Mesh = &botproto.MeshSummary{}
+			}
+			sm := s.Mesh
+			sm.Peers += m.Peers
+			sm.Reachable += m.Reachable
+			sm.Sent += m.ShortcutsSent
+			sm.Received += m.ShortcutsReceived
+			sm.Useful += m.ShortcutsUseful
+			sm.Late += m.ShortcutsLate
+			if m.EarlierCount > 0 {
+				sm.EarlierMs += float64(m.Earlier.Microseconds()) / 1000 / float64(m.EarlierCount) / float64(len(bots))
+			}
+			for _, d := range m.Dropped {
+				sm.Dropped += d
+			}
+		}
 		b.mu.Lock()
 		b.rec.StallMs = float64(st.StallMax.Microseconds()) / 1000
 		from := b.rec.From
@@ -261,6 +291,25 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 		}
 	}
 	return s
+}
+
+// impairedMesh opens a DSCP EF mesh socket on loopback whose outgoing
+// datagrams go through an in-process netem (udp/netem): distinct peer
+// paths on one machine, without a proxy per pair.
+func impairedMesh(spec string, seed uint64) (udp.BatchConn, error) {
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	uc, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := udp.NewConn(uc, udp.Config{}); err != nil { // marks the socket DSCP EF
+		uc.Close()
+		return nil, err
+	}
+	return udp.FromPacketConn(netem.Wrap(uc, netem.Config{Egress: sp, Seed: seed})), nil
 }
 
 // SameRecord reports whether two clients' records, starting at ticks

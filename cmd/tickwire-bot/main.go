@@ -44,6 +44,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 type options struct {
@@ -64,6 +65,8 @@ type options struct {
 	game      string // arena (state sync) or swarm (commits mode)
 	units     int
 	record    string
+	mesh      bool
+	meshNetem string
 
 	// -peer mode: one player of a peer-hosted game.
 	peer       string // the room's name
@@ -93,6 +96,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.n, "n", 50, "number of `clients` (1..5000)")
 	fs.StringVar(&o.game, "game", "arena", "the server's `game`: arena (state sync) or swarm (commits mode: group orders, every client simulates every unit)")
 	fs.IntVar(&o.units, "units", 5000, "-game swarm: the server's -units")
+	fs.BoolVar(&o.mesh, "mesh", true, "-game swarm: take part in the peer mesh (send commands straight to the other clients too, DSCP EF)")
+	fs.StringVar(&o.meshNetem, "mesh-netem", "", "-game swarm: impair the datagrams each client sends to its peers with this netem `spec` (e.g. \"delay 10ms 2ms loss 5%\"): the peer paths, where -via impairs the server's")
 	fs.StringVar(&o.record, "record", "", "-game swarm: write each client's record (commands its committed world ran, commands it issued, when each reached its screen) to `file`, one JSON object per line")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to play once all clients are connected")
 	fs.StringVar(&o.via, "via", "", "send game traffic to UDP `host:port` instead of the assigned address (a proxy such as tickwire-netem)")
@@ -152,6 +157,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.units < 1 || o.units > 100000 {
 		return nil, fmt.Errorf("-units %d out of range 1..100000", o.units)
+	}
+	if o.meshNetem != "" {
+		if _, err := netem.Parse(o.meshNetem); err != nil {
+			return nil, fmt.Errorf("-mesh-netem: %w", err)
+		}
+		if !o.mesh || o.game != "swarm" {
+			return nil, errors.New("-mesh-netem needs -game swarm and the mesh")
+		}
 	}
 	if o.record != "" && o.game != "swarm" {
 		return nil, errors.New("-record needs -game swarm")

@@ -408,6 +408,10 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 			c.Issued, c.Executed, c.Committed, c.Lead, c.CommitLagMax, c.StallMaxMs)
 		fmt.Fprintf(w, "  commits: %d rollbacks (%d ticks replayed), %d kicks, %d resyncs, %d desyncs, %d rejoins, %d clients whose record differs\n",
 			c.Rollbacks, c.Replayed, c.Kicks, c.Resyncs, c.Desyncs, c.Rejoins, c.Mismatches)
+		if m := c.Mesh; m != nil {
+			fmt.Fprintf(w, "  mesh: %d of %d peers reachable; shortcuts sent %d, received %d, useful %d (%.0f ms before the server's copy), late %d; %d peer datagrams dropped\n",
+				m.Reachable, m.Peers, m.Sent, m.Received, m.Useful, m.EarlierMs, m.Late, m.Dropped)
+		}
 	}
 	if s.Failed() {
 		fmt.Fprintln(w, "  FAILED")

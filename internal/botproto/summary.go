@@ -63,6 +63,24 @@ type CommitsSummary struct {
 	// Mismatches counts clients whose committed record differs from the
 	// first client's over the ticks both ran.
 	Mismatches int `json:"mismatches"`
+	// Mesh sums the peer mesh's figures (absent with -mesh=false).
+	Mesh *MeshSummary `json:"mesh,omitempty"`
+}
+
+// MeshSummary is what the bots' peer mesh did, summed over clients.
+type MeshSummary struct {
+	Peers     int `json:"peers"`     // introduced
+	Reachable int `json:"reachable"` // reaching at the end
+	// Shortcut commands: sent to peers, received, useful (before the
+	// server's copy), late (after their tick was committed).
+	Sent     uint64 `json:"shortcuts_sent"`
+	Received uint64 `json:"shortcuts_received"`
+	Useful   uint64 `json:"shortcuts_useful"`
+	Late     uint64 `json:"shortcuts_late"`
+	// EarlierMs is how much earlier, on average, a useful shortcut
+	// arrived than the server's copy.
+	EarlierMs float64 `json:"earlier_ms"`
+	Dropped   uint64  `json:"dropped"` // peer datagrams refused
 }
 
 // CommitRecord is one client's record, for cross-process checks
@@ -76,7 +94,8 @@ type CommitRecord struct {
 	// loaded).
 	From     uint32        `json:"from"`
 	Executed []CommitExec  `json:"executed"`
-	Issued   []uint16      `json:"issued"` // tags
+	Issued   []uint16      `json:"issued"`    // tags
+	IssuedAt []CommitShown `json:"issued_at"` // tag and when it was issued
 	Shown    []CommitShown `json:"shown"`
 	StallMs  float64       `json:"stall_max_ms"`
 }
