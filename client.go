@@ -149,6 +149,7 @@ type Client struct {
 	queueDropped uint64
 	queued       chan struct{}
 	stopLoop     chan struct{}
+	flushReq     chan time.Duration // a no-delay Flush wants another flush this much later
 	layer        ClientLayer
 	filter       func(t proto.FrameType, f []byte) []byte
 }
@@ -229,6 +230,7 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		done:     make(chan struct{}),
 		queued:   make(chan struct{}, 1),
 		stopLoop: make(chan struct{}),
+		flushReq: make(chan time.Duration, 1),
 		layer:    d.Game,
 		filter:   d.frameFilter,
 		out:      outQueue{conn: conn, log: cfg.Logger},
@@ -494,8 +496,21 @@ func (c *Client) Flush() {
 	if c.err != nil || c.closing {
 		return
 	}
-	c.sess.Flush(c.now(), c.ticks(), &c.peer)
+	c.flushLocked()
+}
+
+// flushLocked sends what is queued now and, when the reliable channel
+// holds messages until its next flush, asks the loop to flush again then.
+func (c *Client) flushLocked() {
+	now := c.now()
+	c.sess.Flush(now, c.ticks(), &c.peer)
 	c.out.flush()
+	if due, ok := c.sess.FlushDue(); ok {
+		select {
+		case c.flushReq <- due.Sub(now):
+		default:
+		}
+	}
 }
 
 // Do runs f serialised with the client's loop: between two of its
@@ -633,8 +648,19 @@ func (c *Client) loop() {
 	interval := time.Second / time.Duration(c.tickRate)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	flush := time.NewTimer(time.Hour)
+	flush.Stop()
+	defer flush.Stop()
 	for {
 		select {
+		case d := <-c.flushReq:
+			flush.Reset(max(d, 0))
+		case <-flush.C:
+			c.mu.Lock()
+			if c.err == nil && !c.closing {
+				c.flushLocked()
+			}
+			c.mu.Unlock()
 		case b := <-c.in.Batches():
 			c.mu.Lock()
 			c.receive(b)

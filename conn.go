@@ -175,7 +175,11 @@ func (c *Conn) Flush() {
 	if c.closed {
 		return
 	}
-	c.sess.Flush(c.srv.now(), c.ticks(), &c.out)
+	now := c.srv.now()
+	c.sess.Flush(now, c.ticks(), &c.out)
+	if due, ok := c.sess.FlushDue(); ok {
+		c.srv.flushLater(c, due.Sub(now))
+	}
 }
 
 // ReliableQueued is how many reliable segments wait to be sent or

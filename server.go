@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -41,6 +42,10 @@ type Server struct {
 	tickNum uint32
 	ackDue  []*Conn // connections owing an ack-only packet after a batch
 	builder builder // builds the connections' packets each tick (build.go)
+	// no-delay flushes waiting for the reliable channel's next flush
+	flushTimer *time.Timer
+	flushArmed bool
+	flushConns []*Conn
 }
 
 // ServerStats counts what a server has done since it started.
@@ -231,9 +236,22 @@ func (s *Server) loop() error {
 	interval := time.Second / time.Duration(s.cfg.TickRate)
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
+	s.flushTimer = time.NewTimer(time.Hour)
+	s.flushTimer.Stop()
+	defer s.flushTimer.Stop()
 	var readErr error
 	for {
 		select {
+		case <-s.flushTimer.C:
+			s.mu.Lock()
+			s.flushArmed = false
+			held := s.flushConns
+			s.flushConns = nil
+			for _, c := range held {
+				c.Flush()
+			}
+			s.out.flush()
+			s.mu.Unlock()
 		case b := <-s.in.Batches():
 			s.mu.Lock()
 			s.receive(b)
@@ -268,6 +286,18 @@ func (s *Server) loop() error {
 			}
 			return nil
 		}
+	}
+}
+
+// flushLater flushes c again after d (a no-delay Flush whose reliable
+// data waits for the channel's next flush). On the loop.
+func (s *Server) flushLater(c *Conn, d time.Duration) {
+	if !slices.Contains(s.flushConns, c) {
+		s.flushConns = append(s.flushConns, c)
+	}
+	if !s.flushArmed && s.flushTimer != nil {
+		s.flushArmed = true
+		s.flushTimer.Reset(max(d, 0))
 	}
 }
 

@@ -184,6 +184,11 @@ type Reliable struct {
 	snMask  uint32
 	scratch []byte // one frame's segments
 
+	// held: messages were sent that KCP has not flushed yet (it flushes
+	// at most once per Interval); lastFlush is when it last did.
+	held      bool
+	lastFlush time.Time
+
 	stats ReliableStats
 }
 
@@ -284,6 +289,7 @@ func (r *Reliable) Send(msg []byte) error {
 		return ErrMessageTooLarge
 	}
 	r.stats.MessagesSent++
+	r.held = true
 	return nil
 }
 
@@ -351,8 +357,25 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 // retransmissions into the pending output once per Interval. Call it
 // before building each outgoing packet (and at least every Interval).
 func (r *Reliable) Update(now time.Time) {
-	_ = now
+	before := r.data.len()
 	r.kcp.Update()
+	grew := r.data.len() > before
+	if grew || now.Sub(r.lastFlush) >= r.cfg.Interval {
+		r.lastFlush = now // KCP flushed (its clock is in milliseconds)
+	}
+	if grew {
+		r.held = false // (a window-full send stays held, retried every Interval)
+	}
+}
+
+// FlushDue reports whether messages wait for KCP's next flush (it
+// flushes at most once per Interval) and when that is: a sender that
+// wants them out at once (a no-delay send) calls Update then.
+func (r *Reliable) FlushDue() (time.Time, bool) {
+	if !r.held {
+		return time.Time{}, false
+	}
+	return r.lastFlush.Add(r.cfg.Interval + 100*time.Microsecond), true
 }
 
 // Pending returns the bytes of segments waiting for AppendFrame.

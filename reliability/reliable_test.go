@@ -430,3 +430,37 @@ func TestCollectStats(t *testing.T) {
 		t.Fatal("nil reliable")
 	}
 }
+
+// TestFlushDue: KCP flushes at most once per Interval, on its own
+// millisecond clock; a message sent just after a flush is held, and
+// FlushDue names when an Update will send it (what a no-delay send
+// waits for instead of the next tick).
+func TestFlushDue(t *testing.T) {
+	r, _ := NewReliable(1, ReliableConfig{})
+	if _, held := r.FlushDue(); held {
+		t.Fatal("held before anything was sent")
+	}
+	r.Send([]byte("first"))
+	r.Update(time.Now())
+	if _, held := r.FlushDue(); held || r.Pending() == 0 {
+		t.Fatalf("the first message was not flushed (pending %d)", r.Pending())
+	}
+	before := r.Pending()
+	r.Send([]byte("second"))
+	r.Update(time.Now())
+	due, held := r.FlushDue()
+	if !held {
+		t.Skip("the machine was too slow: KCP's interval passed between two calls")
+	}
+	if r.Pending() != before {
+		t.Fatal("held, yet flushed")
+	}
+	if d := time.Until(due); d > r.cfg.Interval+time.Millisecond {
+		t.Fatalf("flush due in %v, more than the interval", d)
+	}
+	time.Sleep(time.Until(due)) // KCP's clock is the wall clock: wait for the deadline it keeps
+	r.Update(time.Now())
+	if _, held := r.FlushDue(); held || r.Pending() <= before {
+		t.Fatalf("at the due time the message was not flushed (pending %d, was %d)", r.Pending(), before)
+	}
+}

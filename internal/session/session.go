@@ -657,6 +657,11 @@ func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
 	}
 }
 
+// FlushDue reports whether reliable messages wait for the reliable
+// channel's next flush, and when it is: a no-delay sender (Flush) flushes
+// again then.
+func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
+
 // repeatReliable sends the copies owed that did not fit the tick's first
 // packet in packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
