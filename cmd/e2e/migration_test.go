@@ -31,7 +31,7 @@ func (p *peerProc) summary(t *testing.T) botproto.Summary {
 	out := p.output()
 	i := strings.LastIndex(out, "\n{")
 	if i < 0 {
-		t.Fatalf("%s printed no summary:\n%s", p.name, out)
+		t.Fatalf("%s printed no summary (exit: %v):\n%s", p.name, p.err, out)
 	}
 	var s botproto.Summary
 	if err := json.NewDecoder(strings.NewReader(out[i+1:])).Decode(&s); err != nil {
