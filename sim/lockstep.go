@@ -224,9 +224,6 @@ func (l *Lockstep) LivePlayers() []uint16 {
 // Stats returns the counters.
 func (l *Lockstep) Stats() LockstepStats { return l.stats }
 
-// Capacity is the configured buffer length in ticks.
-func (l *Lockstep) Capacity() int { return l.cfg.Capacity }
-
 // Buffered is how many commands wait in the buffer.
 func (l *Lockstep) Buffered() int {
 	n := 0
@@ -292,7 +289,7 @@ func (l *Lockstep) Add(c *Command) error {
 		if j, ok := old.find(c.Kind, c.Player, c.Seq); ok && old.cmds[j].tentative {
 			l.stats.Confirmed++
 		}
-		old.remove(c.Kind, c.Player, c.Seq)
+		old.remove(c.Kind, c.Player, c.Seq, l.schema.InputSize)
 		moved = true
 	}
 	s.insert(i, slotCmd{kind: c.Kind, player: c.Player, seq: c.Seq, off: len(s.data), tentative: c.Tentative})
@@ -321,7 +318,7 @@ func (l *Lockstep) Remove(k CommandKind, player uint16, seq uint32) bool {
 	if s == nil {
 		return false
 	}
-	s.remove(k, player, seq)
+	s.remove(k, player, seq, l.schema.InputSize)
 	if at <= l.lTick {
 		l.dirty = true
 	}
@@ -352,7 +349,7 @@ func (l *Lockstep) Pending(f func(c *Command)) {
 			continue
 		}
 		for i := range s.cmds {
-			c := s.command(i)
+			c := s.command(i, l.schema.InputSize)
 			f(&c)
 		}
 	}
@@ -436,7 +433,7 @@ func (l *Lockstep) discardTentative(t uint32) bool {
 	any := false
 	for i := 0; i < len(s.cmds); {
 		if c := s.cmds[i]; c.tentative {
-			s.remove(c.kind, c.player, c.seq)
+			s.remove(c.kind, c.player, c.seq, l.schema.InputSize)
 			l.stats.Discarded++
 			any = true
 			continue
@@ -535,12 +532,12 @@ func (l *Lockstep) report(s *tickSlot, i int, committed bool) {
 	if !c.shown {
 		c.shown = true
 		if l.cfg.Shown != nil {
-			cmd := s.command(i)
+			cmd := s.command(i, l.schema.InputSize)
 			l.cfg.Shown(&cmd)
 		}
 	}
 	if committed && l.cfg.Committed != nil {
-		cmd := s.command(i)
+		cmd := s.command(i, l.schema.InputSize)
 		l.cfg.Committed(&cmd)
 	}
 }
@@ -589,8 +586,10 @@ func (s *tickSlot) hasInput(player uint16) bool {
 
 func (s *tickSlot) insert(i int, c slotCmd) { s.cmds = slices.Insert(s.cmds, i, c) }
 
-// remove deletes a command, compacting the data of the inputs after it.
-func (s *tickSlot) remove(k CommandKind, player uint16, seq uint32) {
+// remove deletes a command; an input's data, size bytes like every
+// input's, leaves the slot's data and the inputs stored after it move
+// down.
+func (s *tickSlot) remove(k CommandKind, player uint16, seq uint32, size int) {
 	i, ok := s.find(k, player, seq)
 	if !ok {
 		return
@@ -600,36 +599,19 @@ func (s *tickSlot) remove(k CommandKind, player uint16, seq uint32) {
 	if k != CommandInput {
 		return
 	}
-	n := 0
+	s.data = slices.Delete(s.data, c.off, c.off+size)
 	for j := range s.cmds {
 		if s.cmds[j].kind == CommandInput && s.cmds[j].off > c.off {
-			n = s.cmds[j].off - c.off
-			break
-		}
-	}
-	if n == 0 {
-		s.data = s.data[:c.off]
-		return
-	}
-	s.data = slices.Delete(s.data, c.off, c.off+n)
-	for j := range s.cmds {
-		if s.cmds[j].kind == CommandInput && s.cmds[j].off > c.off {
-			s.cmds[j].off -= n
+			s.cmds[j].off -= size
 		}
 	}
 }
 
-func (s *tickSlot) command(i int) Command {
+func (s *tickSlot) command(i, size int) Command {
 	c := &s.cmds[i]
 	cmd := Command{Kind: c.kind, Player: c.player, Tick: s.tick, Seq: c.seq}
 	if c.kind == CommandInput {
-		end := len(s.data)
-		for j := range s.cmds {
-			if s.cmds[j].kind == CommandInput && s.cmds[j].off > c.off && s.cmds[j].off < end {
-				end = s.cmds[j].off
-			}
-		}
-		cmd.Data = s.data[c.off:end:end]
+		cmd.Data = s.data[c.off : c.off+size : c.off+size]
 	}
 	return cmd
 }

@@ -378,3 +378,28 @@ func TestLockstepTentative(t *testing.T) {
 		t.Fatal("live still holds the discarded copy")
 	}
 }
+
+// TestLockstepMoveKeepsTheOthersInputs: moving an input out of a tick
+// leaves the inputs added after it intact, whatever the order they were
+// added in.
+func TestLockstepMoveKeepsTheOthersInputs(t *testing.T) {
+	got := map[uint16][]byte{}
+	l, _ := NewLockstep(&lsGame{}, 10, []uint16{1, 2, 3}, LockstepConfig{
+		Committed: func(c *Command) { got[c.Player] = slices.Clone(c.Data) }})
+	for _, c := range []Command{
+		{Player: 2, Tick: 12, Seq: 1, Data: []byte{2, 2}},
+		{Player: 3, Tick: 12, Seq: 1, Data: []byte{3, 3}},
+		{Player: 1, Tick: 12, Seq: 1, Data: []byte{1, 1}},
+		{Player: 2, Tick: 13, Seq: 1, Data: []byte{2, 2}}, // moves player 2's
+	} {
+		if err := l.Add(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Commit(13)
+	for p, want := range map[uint16][]byte{1: {1, 1}, 2: {2, 2}, 3: {3, 3}} {
+		if !slices.Equal(got[p], want) {
+			t.Errorf("player %d ran %v, want %v", p, got[p], want)
+		}
+	}
+}
