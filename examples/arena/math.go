@@ -16,29 +16,6 @@ func dir(angle uint16) (x, y int32) {
 	return sinTable[(i+angleSteps/4)%angleSteps], sinTable[i]
 }
 
-// isqrt is the integer square root (floor).
-func isqrt(v uint64) uint64 {
-	if v < 2 {
-		return v
-	}
-	x := v
-	y := (x + 1) / 2
-	for y < x {
-		x = y
-		y = (x + v/x) / 2
-	}
-	return x
-}
-
-// mix is splitmix64: a deterministic hash for pseudo-random choices seeded
-// by entity id and tick (the simulation holds no RNG state).
-func mix(a, b uint64) uint64 {
-	z := a*0x9e3779b97f4a7c15 + b
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
 // sinTable[i] = round(16384 * sin(2πi/1024)), generated once; a literal so
 // every platform gets the same bits.
 var sinTable = [angleSteps]int32{

@@ -1,6 +1,7 @@
 package arena
 
 import (
+	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"slices"
 
 	"github.com/tickwire/tickwire/proto"
@@ -121,7 +122,7 @@ func NewWorld(npcs int) *World {
 	w := &World{}
 	for n := range npcs {
 		x, y := spawnPoint(uint64(NPCID(n)), 0)
-		h := mix(uint64(NPCID(n)), 1)
+		h := fixed.Mix(uint64(NPCID(n)), 1)
 		w.Entities = append(w.Entities, Entity{ID: NPCID(n), Kind: KindNPC, X: x, Y: y, HP: fullHP, Aim: uint8(h)})
 	}
 	return w
@@ -188,7 +189,7 @@ func (w *World) RemovePlayer(slot uint16) {
 }
 
 func spawnPoint(seed uint64, tick uint32) (int32, int32) {
-	h := mix(seed, uint64(tick))
+	h := fixed.Mix(seed, uint64(tick))
 	m := uint64(Size - 4*Unit)
 	return int32(2*Unit + h%m), int32(2*Unit + (h>>32)%m)
 }
@@ -229,7 +230,7 @@ func (w *World) stepPlayer(e *Entity, in Input, rays RayTester) {
 	}
 	tx, ty := int32(in.MoveX)*playerVMax/127, int32(in.MoveY)*playerVMax/127
 	if l2 := tx*tx + ty*ty; l2 > playerVMax*playerVMax {
-		l := int32(isqrt(uint64(l2)))
+		l := int32(fixed.Isqrt(uint64(l2)))
 		tx, ty = tx*playerVMax/l, ty*playerVMax/l
 	}
 	e.VX += (tx - e.VX) / 4
@@ -277,7 +278,7 @@ func (w *World) stepNPC(e *Entity) {
 		e.HP = fullHP
 	}
 	if (w.Tick+uint32(e.ID))%npcTurn == 0 {
-		h := mix(uint64(e.ID), uint64(w.Tick))
+		h := fixed.Mix(uint64(e.ID), uint64(w.Tick))
 		e.Aim = uint8(h)
 		if h>>8&3 == 0 { // a quarter of the time, stand still
 			e.VX, e.VY = 0, 0
@@ -373,7 +374,7 @@ func RayCircle(ox, oy, dx, dy, cx, cy, r int32) (int64, bool) {
 	if miss2 > r2 {
 		return 0, false
 	}
-	return along - int64(isqrt(uint64(r2-miss2))), true
+	return along - int64(fixed.Isqrt(uint64(r2-miss2))), true
 }
 
 func radius(k Kind) int32 {

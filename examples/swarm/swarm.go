@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"slices"
 
 	"github.com/tickwire/tickwire/deltacomp"
@@ -92,19 +93,12 @@ var base = [Teams][2]int32{
 
 // spawn is a unit's spawn point: its team's base plus a hashed offset.
 func spawn(team uint8, salt uint32) (int32, int32) {
-	h := mix(uint64(team), uint64(salt))
+	h := fixed.Mix(uint64(team), uint64(salt))
 	cx := base[team][0]*WorldSize*Sub/4 + WorldSize*Sub/8
 	cy := base[team][1]*WorldSize*Sub/5 + WorldSize*Sub/10
 	ox := int32(h&0x3ff) - 512
 	oy := int32(h>>10&0x3ff) - 512
 	return clamp(cx + ox*8), clamp(cy + oy*8)
-}
-
-func mix(a, b uint64) uint64 {
-	z := a*0x9e3779b97f4a7c15 + b
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }
 
 func clamp(v int32) int32 { return max(0, min(v, maxPos)) }
@@ -265,22 +259,9 @@ func move(u *Unit, x, y int32) {
 		u.X, u.Y = x, y
 		return
 	}
-	d := int64(isqrt(uint64(d2)))
+	d := int64(fixed.Isqrt(uint64(d2)))
 	u.X += int32(dx * Speed / d)
 	u.Y += int32(dy * Speed / d)
-}
-
-func isqrt(v uint64) uint64 {
-	if v < 2 {
-		return v
-	}
-	x := v
-	y := (x + 1) / 2
-	for y < x {
-		x = y
-		y = (x + v/x) / 2
-	}
-	return x
 }
 
 // Units is how many units there are.

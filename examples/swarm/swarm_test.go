@@ -3,6 +3,7 @@ package swarm
 import (
 	"bytes"
 	"errors"
+	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"math/rand/v2"
 	"testing"
 
@@ -179,7 +180,7 @@ func TestGroupsMoveToTheirTarget(t *testing.T) {
 			}
 		}
 		dx, dy := sx/n-(tx*Sub+Sub/2), sy/n-(ty*Sub+Sub/2)
-		return int64(isqrt(uint64(dx*dx + dy*dy)))
+		return int64(fixed.Isqrt(uint64(dx*dx + dy*dy)))
 	}
 	before := dist()
 	step(g, 1, []uint16{5}, map[uint16]Command{5: {Op: OpMove, Group: 3, X: tx, Y: ty}})
@@ -250,7 +251,7 @@ func TestSyncTest(t *testing.T) {
 	g, _ := NewGame(DefaultUnits)
 	rep, err := sim.SyncTest(g, sim.SyncTestConfig{Ticks: 120, Rollback: 8, Players: []uint16{1, 2, 3},
 		Inputs: func(tick uint32, player uint16) []byte {
-			h := mix(uint64(tick), uint64(player))
+			h := fixed.Mix(uint64(tick), uint64(player))
 			if h%4 != 0 {
 				return nil
 			}
