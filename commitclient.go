@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -314,12 +315,9 @@ func (cc *CommitClient) Stats() CommitClientStats {
 		s.CommitLag = int(int32(s.Live - s.Committed))
 	}
 	s.Lead = cc.lead
-	m := cc.mesh
-	cc.mu.Unlock()
-	if m != nil {
-		s.Mesh = m.Stats()
+	if cc.mesh != nil {
+		s.Mesh = cc.mesh.Stats() // the mesh's lock after ours, as everywhere
 	}
-	cc.mu.Lock()
 	return s
 }
 
@@ -422,7 +420,7 @@ func (cc *CommitClient) frameLocked(t proto.FrameType, b []byte, p *PacketInfo) 
 		if a, ok := cc.shortcuts[cmdName{f.Player, f.Seq}]; ok && f.Kind == proto.CommandInput {
 			delete(cc.shortcuts, cmdName{f.Player, f.Seq})
 			if cc.mesh != nil {
-				cc.mesh.counted(false, false, p.Time.Sub(a.at))
+				cc.mesh.earlier(p.Time.Sub(a.at))
 			}
 		}
 		own := f.Kind == proto.CommandInput && cc.isOwn(f.Player)
@@ -508,19 +506,20 @@ func (cc *CommitClient) shortcut(f *proto.CommandFrame, from uint32, at time.Tim
 		return
 	}
 	if present, _ := cc.ls.Has(sim.CommandInput, f.Player, f.Seq); present {
-		cc.mesh.counted(false, false, 0) // the server's copy was first
-		return
+		return // the server's copy was first
 	}
 	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data, Tentative: true}
 	if err := cc.ls.Add(&cmd); err != nil {
-		cc.mesh.counted(false, errors.Is(err, sim.ErrCommandLate), 0)
+		if errors.Is(err, sim.ErrCommandLate) {
+			cc.mesh.late()
+		}
 		return
 	}
 	if cc.shortcuts == nil {
 		cc.shortcuts = map[cmdName]shortcutArrival{}
 	}
 	cc.shortcuts[cmdName{f.Player, f.Seq}] = shortcutArrival{at: at, tick: f.Tick}
-	cc.mesh.counted(true, false, 0)
+	cc.mesh.useful()
 	if int32(f.Tick-cc.ls.LiveTick()) <= 0 {
 		cc.ls.Live() // show it now: a rollback
 		cc.drawLocked()
@@ -573,7 +572,7 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 		return errCommitState
 	}
 	reason := proto.ResyncReason(cc.raw[0])
-	received := le32(cc.raw[1:])
+	received := binary.LittleEndian.Uint32(cc.raw[1:])
 	n := int(cc.raw[5])
 	if len(cc.raw) < commitStateHeader+6*n {
 		return errCommitState
@@ -592,8 +591,8 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 		// The connection's first state: number our commands on from
 		// the server's count.
 		for i := 0; i < n; i++ {
-			p := uint16(bases[6*i]) | uint16(bases[6*i+1])<<8
-			cc.seq[p] = le32(bases[6*i+2:])
+			p := binary.LittleEndian.Uint16(bases[6*i:])
+			cc.seq[p] = binary.LittleEndian.Uint32(bases[6*i+2:])
 		}
 	}
 	switch reason {
@@ -625,10 +624,6 @@ func (cc *CommitClient) loadState(f *proto.FullSnapshotFrame, now time.Time) err
 }
 
 var errCommitState = errors.New("tickwire: commits-mode state too short")
-
-func le32(b []byte) uint32 {
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
 
 // applyCommit commits the server's announced tick once every frame the
 // server had sent before deciding it has arrived.

@@ -80,6 +80,8 @@ type clientMesh struct {
 	stats  MeshStats
 	out    []byte
 	frame  []byte
+	send   [1]udp.Message
+	rx     []proto.CommandFrame // the read loop's: a packet's shortcut commands
 	closed chan struct{}
 	wg     sync.WaitGroup
 }
@@ -143,7 +145,8 @@ func (m *clientMesh) remove(peer uint32) {
 // send seals payload for p and sends it (m.mu held).
 func (m *clientMesh) sendLocked(p *meshPeer, tick uint32, payload []byte) {
 	m.out = p.link.Append(m.out[:0], tick, payload)
-	m.conn.WriteBatch([]udp.Message{{Buf: m.out, Addr: p.addr}})
+	m.send[0] = udp.Message{Buf: m.out, Addr: p.addr}
+	m.conn.WriteBatch(m.send[:])
 }
 
 // broadcast sends a command frame to every reachable peer; it returns
@@ -255,7 +258,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		m.stats.Migrations++
 	}
 	p.lastRecv = at
-	var cmds []proto.CommandFrame
+	cmds := m.rx[:0]
 	r := proto.FrameReader{Payload: payload}
 	for r.Next() {
 		switch r.Type() {
@@ -281,8 +284,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		case proto.FrameCommand:
 			f, _, err := proto.ParseCommandFrame(r.Frame())
 			if err == nil {
-				f.Data = append([]byte(nil), f.Data...)
-				cmds = append(cmds, f)
+				cmds = append(cmds, f) // Data aliases pkt: valid until the next read
 			}
 		}
 	}
@@ -290,6 +292,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		m.stats.Dropped[DropMalformed]++
 	}
 	conn := p.conn
+	m.rx = cmds
 	m.stats.ShortcutsReceived += uint64(len(cmds))
 	m.mu.Unlock()
 	for i := range cmds {
@@ -329,19 +332,25 @@ func (m *clientMesh) Stats() MeshStats {
 	return s
 }
 
-// useful notes a shortcut that arrived before the server's copy, and
-// how much earlier (when the server's copy comes).
-func (m *clientMesh) counted(useful, late bool, earlier time.Duration) {
+// useful counts a shortcut that arrived before the server's copy.
+func (m *clientMesh) useful() {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	switch {
-	case useful:
-		m.stats.ShortcutsUseful++
-	case late:
-		m.stats.ShortcutsLate++
-	}
-	if earlier > 0 {
-		m.stats.Earlier += earlier
-		m.stats.EarlierCount++
-	}
+	m.stats.ShortcutsUseful++
+	m.mu.Unlock()
+}
+
+// late counts a shortcut that arrived after its tick was committed.
+func (m *clientMesh) late() {
+	m.mu.Lock()
+	m.stats.ShortcutsLate++
+	m.mu.Unlock()
+}
+
+// earlier records how much earlier a useful shortcut came than the
+// server's copy.
+func (m *clientMesh) earlier(d time.Duration) {
+	m.mu.Lock()
+	m.stats.Earlier += d
+	m.stats.EarlierCount++
+	m.mu.Unlock()
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/udp/netem"
 	"github.com/tickwire/tickwire/udp/udptest"
 )
@@ -244,3 +245,60 @@ func TestMeshDropsForgeries(t *testing.T) {
 }
 
 func udptestLink(oneway time.Duration) udptest.Link { return udptest.Link{Latency: oneway} }
+
+// nopBatchConn drops what is written and blocks reads until closed.
+type nopBatchConn struct{ closed chan struct{} }
+
+func (c nopBatchConn) ReadBatch([]udp.Message) (int, error) { <-c.closed; return 0, net.ErrClosed }
+func (c nopBatchConn) WriteBatch(m []udp.Message) (int, error) {
+	return len(m), nil
+}
+func (c nopBatchConn) LocalAddr() netip.AddrPort { return netip.MustParseAddrPort("10.0.1.1:6000") }
+func (c nopBatchConn) Close() error {
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	return nil
+}
+
+// TestMeshHotPathAllocs: sending a shortcut to the peers and taking one
+// in allocate nothing.
+func TestMeshHotPathAllocs(t *testing.T) {
+	delivered := 0
+	m := newClientMesh(nopBatchConn{make(chan struct{})}, time.Now, func(*proto.CommandFrame, uint32, time.Time) { delivered++ })
+	defer m.close()
+	m.reset(1)
+	var ab, ba [proto.KeySize]byte
+	ab[0], ba[0] = 1, 2
+	peerAddr := netip.MustParseAddrPort("10.0.1.2:6000")
+	if err := m.add(&proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: 2, Addr: peerAddr, Players: []uint16{2}, SendKey: ab, RecvKey: ba}); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.peers[2].reachable = true
+	m.mu.Unlock()
+	cmd := proto.CommandFrame{Kind: proto.CommandInput, Player: 2, Tick: 9, Seq: 1, Data: []byte{1, 2, 3, 4}}
+	frame, _ := cmd.Append(nil)
+	peer, _ := session.NewPeerLink(2, &ba, &ab)
+	pkts := make([][]byte, 300)
+	for i := range pkts {
+		pkts[i] = peer.Append(nil, 9, frame)
+	}
+	for _, p := range pkts[:100] {
+		m.receive(p, peerAddr)
+		m.broadcast(frame, 9)
+	}
+	i := 100
+	if n := testing.AllocsPerRun(100, func() {
+		m.receive(pkts[i], peerAddr)
+		i++
+		m.broadcast(frame, 9)
+	}); n != 0 {
+		t.Errorf("%v allocations per shortcut sent and received", n)
+	}
+	if delivered != 201 {
+		t.Errorf("%d shortcuts delivered, want 201", delivered)
+	}
+}
