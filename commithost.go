@@ -129,6 +129,9 @@ type commitConn struct {
 	sums    proto.CommitSumsFrame
 	stateAt time.Time
 	tick    uint32
+	// the path as of this tick: half the round trip, and that plus twice
+	// the jitter (a one-way delay with room for its variation)
+	up, oneway time.Duration
 	// the peer mesh: where the client listens (invalid: not in it),
 	// whether it is out of it for now (kicked), and the round trips it
 	// reported to its peers (by connection id; 0: unreachable)
@@ -195,16 +198,6 @@ func (h *CommitHost) Stats() CommitHostStats {
 // the server's loop).
 func (h *CommitHost) Resyncs() uint64 { return h.stats.Resyncs }
 func (h *CommitHost) Desyncs() uint64 { return h.stats.Desyncs }
-
-// Game returns the lockstep of a running game (its committed world is
-// the authority), for inspection on the server's loop.
-func (h *CommitHost) Game(id uint64) (*sim.Lockstep, bool) {
-	g, ok := h.games[id]
-	if !ok {
-		return nil, false
-	}
-	return g.ls, true
-}
 
 func (h *CommitHost) game(id uint64) (*commitGame, error) {
 	if g, ok := h.games[id]; ok {
@@ -382,6 +375,10 @@ func (h *CommitHost) Tick(now time.Time, tick uint32) {
 	}
 	maxLag := uint32(h.cfg.MaxBuffer / h.period)
 	for _, g := range h.games {
+		for _, cc := range g.conns {
+			st := cc.c.Stats()
+			cc.up, cc.oneway = st.RTT/2, st.RTT/2+2*st.Jitter
+		}
 		h.updateLead(g, now)
 		commit := tick
 		for _, cc := range g.conns {
@@ -402,7 +399,7 @@ func (h *CommitHost) Tick(now time.Time, tick uint32) {
 			// Kick a client whose live world lags so far that the others'
 			// commit would wait more than MaxBuffer: the lag the commit
 			// sees is its reported tick plus the path up.
-			up := uint32(cc.c.Stats().RTT / 2 / h.period)
+			up := uint32(cc.up / h.period)
 			if lag > int32(maxLag-min(maxLag/2, up+2)) {
 				h.kick(cc)
 				continue
@@ -470,19 +467,15 @@ func (h *CommitHost) updateLead(g *commitGame, now time.Time) {
 // half the pair's probe round trip with a quarter more for its
 // variation (a lost shortcut still comes through the server, late).
 func (g *commitGame) slowestPath() time.Duration {
-	oneway := g.oneway[:0]
 	meshed := false
 	for _, cc := range g.conns {
-		st := cc.c.Stats()
-		oneway = append(oneway, st.RTT/2+2*st.Jitter)
 		meshed = meshed || len(cc.meshRTT) > 0
 	}
-	g.oneway = oneway
 	if !meshed {
 		// The two slowest one-way paths make the slowest pair.
 		var a, b time.Duration
-		for _, d := range oneway {
-			if d > a {
+		for _, cc := range g.conns {
+			if d := cc.oneway; d > a {
 				a, b = d, a
 			} else if d > b {
 				b = d
@@ -494,12 +487,12 @@ func (g *commitGame) slowestPath() time.Duration {
 		return a + b
 	}
 	var worst time.Duration
-	for i, from := range g.conns {
-		for j, to := range g.conns {
-			if i == j {
+	for _, from := range g.conns {
+		for _, to := range g.conns {
+			if from == to {
 				continue
 			}
-			d := oneway[i] + oneway[j]
+			d := from.oneway + to.oneway
 			if rtt := from.meshRTT[to.c.ID()]; rtt > 0 {
 				d = min(d, rtt/2+rtt/8)
 			}
