@@ -34,26 +34,16 @@ type commitBot struct {
 // playCommits runs o.n swarm clients for o.duration.
 func playCommits(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
 	bots := make([]*commitBot, o.n)
-	errs := make([]error, o.n)
-	var wg sync.WaitGroup
-	gap := o.rampUp / time.Duration(o.n)
 	for i := range bots {
-		b := &commitBot{id: i, rec: botproto.CommitRecord{Client: i}}
-		bots[i] = b
-		wg.Go(func() { errs[i] = b.connect(ctx, o, gap*time.Duration(i), log) })
+		bots[i] = &commitBot{id: i, rec: botproto.CommitRecord{Client: i}}
 	}
-	wg.Wait()
-	connected := 0
-	for i, err := range errs {
-		if err == nil {
-			connected++
-		} else {
-			log.Warn("client failed to connect", "bot", i, "err", err)
-		}
+	connected, err := connectAll(o, log, stderr, func(i int, delay time.Duration) error {
+		return bots[i].connect(ctx, o, delay, log)
+	})
+	if err != nil {
+		return nil, err
 	}
-	if connected == 0 {
-		return nil, fmt.Errorf("no client connected: %w", errs[0])
-	}
+	var wg sync.WaitGroup
 	sum := &botproto.Summary{Clients: o.n, Connected: connected}
 	played := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, o.duration)
@@ -286,7 +276,7 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 			ref, refFrom, refSet = mine, from, true
 			continue
 		}
-		if !SameRecord(ref, refFrom, mine, from) {
+		if !sameRecord(ref, refFrom, mine, from) {
 			s.Mismatches++
 		}
 	}
@@ -312,9 +302,9 @@ func impairedMesh(spec string, seed uint64) (udp.BatchConn, error) {
 	return udp.FromPacketConn(netem.Wrap(uc, netem.Config{Egress: sp, Seed: seed})), nil
 }
 
-// SameRecord reports whether two clients' records, starting at ticks
+// sameRecord reports whether two clients' records, starting at ticks
 // fromA and fromB, agree over the ticks both hold.
-func SameRecord(a []botproto.CommitExec, fromA uint32, b []botproto.CommitExec, fromB uint32) bool {
+func sameRecord(a []botproto.CommitExec, fromA uint32, b []botproto.CommitExec, fromB uint32) bool {
 	from := max(fromA, fromB)
 	trim := func(r []botproto.CommitExec) []botproto.CommitExec {
 		i := slices.IndexFunc(r, func(e botproto.CommitExec) bool { return e.Tick >= from })

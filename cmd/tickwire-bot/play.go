@@ -152,33 +152,14 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 // play connects the bots, plays for the duration and summarises.
 func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
 	bots := make([]*bot, o.n)
-	var wg sync.WaitGroup
-	errs := make([]error, o.n)
-	start := time.Now()
-	gap := o.rampUp / time.Duration(o.n)
 	for i := range bots {
-		b := &bot{id: i}
-		bots[i] = b
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = b.connect(ctx, o, gap*time.Duration(i), log)
-		}()
+		bots[i] = &bot{id: i}
 	}
-	wg.Wait()
-	connected := 0
-	for i, err := range errs {
-		if err == nil {
-			connected++
-		} else {
-			log.Warn("client failed to connect", "bot", i, "err", err)
-		}
-	}
-	if connected == 0 {
-		return nil, fmt.Errorf("no client connected: %w", errs[0])
-	}
-	if o.progress > 0 {
-		fmt.Fprintf(stderr, "tickwire-bot: %d/%d clients connected in %v\n", connected, o.n, time.Since(start).Round(time.Millisecond))
+	connected, err := connectAll(o, log, stderr, func(i int, delay time.Duration) error {
+		return bots[i].connect(ctx, o, delay, log)
+	})
+	if err != nil {
+		return nil, err
 	}
 
 	sum := &botproto.Summary{Clients: o.n, Connected: connected}
@@ -247,6 +228,34 @@ loop:
 		sum.BotCPUPerClientTick = float64((cpuTime() - cpu0).Microseconds()) / float64(connected) / ticks
 	}
 	return sum, nil
+}
+
+// connectAll connects the -n clients at once, the i-th i × the ramp-up
+// gap after the first, and says how many did; it fails when none did.
+func connectAll(o *options, log *slog.Logger, stderr io.Writer, connect func(i int, delay time.Duration) error) (int, error) {
+	errs := make([]error, o.n)
+	start := time.Now()
+	gap := o.rampUp / time.Duration(o.n)
+	var wg sync.WaitGroup
+	for i := range o.n {
+		wg.Go(func() { errs[i] = connect(i, gap*time.Duration(i)) })
+	}
+	wg.Wait()
+	connected := 0
+	for i, err := range errs {
+		if err == nil {
+			connected++
+		} else {
+			log.Warn("client failed to connect", "bot", i, "err", err)
+		}
+	}
+	if connected == 0 {
+		return 0, fmt.Errorf("no client connected: %w", errs[0])
+	}
+	if o.progress > 0 {
+		fmt.Fprintf(stderr, "tickwire-bot: %d/%d clients connected in %v\n", connected, o.n, time.Since(start).Round(time.Millisecond))
+	}
+	return connected, nil
 }
 
 // cpuTime is the process's CPU time so far (user + system).
