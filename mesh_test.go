@@ -231,9 +231,10 @@ func TestMeshDropsForgeries(t *testing.T) {
 			forger.Append(nil, 1, nil)
 		}
 		send(forger.Append(nil, 1, nil))
-		time.Sleep(time.Second) // the replayed packet must be older than what followed
+		// Virtual time: the original of last (5 ms away) has long arrived.
+		time.Sleep(time.Second)
 		send(last)
-		time.Sleep(100 * time.Millisecond)
+		synctest.Wait() // eve's datagrams arrive at once: the mesh has read them all
 		d := ps[0].cc.Stats().Mesh.Dropped
 		if d[DropMalformed] != 1 || d[DropUnknownConn] != 1 || d[DropAuth] != 1 || d[DropReplay] != 1 {
 			t.Errorf("dropped %v, want one malformed, one unknown, one forged, one replayed", d)
