@@ -272,6 +272,26 @@ func splitmix64(x uint64) uint64 {
 	return x ^ x>>31
 }
 
+// rejectAction runs the game's ValidateAction on in's action bytes (the
+// last ab) when the input arrived and they are not all zero; a refused
+// action is zeroed in place and in marked Rejected. It returns the
+// game's reason, nil when the action stands.
+func rejectAction(g Game, tick uint32, in *PlayerInput, ab int) error {
+	if in.Missing || ab == 0 {
+		return nil
+	}
+	action := in.Data[len(in.Data)-ab:]
+	if allZero(action) {
+		return nil
+	}
+	err := g.ValidateAction(in.Player, tick, action)
+	if err != nil {
+		clear(action)
+		in.Rejected = true
+	}
+	return err
+}
+
 // Message is a tick-postmarked application message executed at Tick.
 type Message struct {
 	Player  uint16

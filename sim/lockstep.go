@@ -507,16 +507,8 @@ func (l *Lockstep) step(w Game, players *[]uint16, t uint32, committed bool) {
 				copy(in.Data, s.data[s.cmds[k].off:s.cmds[k].off+size])
 				in.Missing = false
 				l.report(s, k, committed)
-				if ab > 0 {
-					if action := in.Data[size-ab:]; !allZero(action) {
-						if err := w.ValidateAction(p, t, action); err != nil {
-							clear(action)
-							in.Rejected = true
-							if committed {
-								l.stats.Rejected++
-							}
-						}
-					}
+				if rejectAction(w, t, &in, ab) != nil && committed {
+					l.stats.Rejected++
 				}
 			}
 		}

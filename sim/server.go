@@ -326,16 +326,9 @@ func (s *Server) Step() {
 		newest, _ := p.buf.Newest()
 		p.ack = proto.InputAckFrame{Player: p.slot, Newest: newest, Age: p.cur.Age}
 		in := PlayerInput{Player: p.slot, Data: p.cur.Data, Missing: p.cur.Missing}
-		if !in.Missing && ab > 0 {
-			action := in.Data[len(in.Data)-ab:]
-			if !allZero(action) {
-				if err := s.game.ValidateAction(p.slot, tick, action); err != nil {
-					clear(action)
-					in.Rejected = true
-					s.stats.ActionsRejected++
-					s.reject(p.slot, tick, err)
-				}
-			}
+		if err := rejectAction(s.game, tick, &in, ab); err != nil {
+			s.stats.ActionsRejected++
+			s.reject(p.slot, tick, err)
 		}
 		s.inputs = append(s.inputs, in)
 	}

@@ -355,16 +355,8 @@ func (s *syncTest) step(tick uint32, first bool) {
 		data := s.work[p]
 		copy(data, in.data)
 		pin := PlayerInput{Player: player, Data: data, Missing: in.missing}
-		if !in.missing && ab > 0 {
-			if action := data[len(data)-ab:]; !allZero(action) {
-				if err := s.world.ValidateAction(player, tick, action); err != nil {
-					clear(action)
-					pin.Rejected = true
-					if first {
-						s.report.Rejected++
-					}
-				}
-			}
+		if rejectAction(s.world, tick, &pin, ab) != nil && first {
+			s.report.Rejected++
 		}
 		s.pins = append(s.pins, pin)
 	}
