@@ -267,10 +267,7 @@ func (h *CommitHost) system(g *commitGame, k sim.CommandKind, player uint16, at 
 
 // relay sends cmd to every connection of g except skip.
 func (h *CommitHost) relay(g *commitGame, cmd *sim.Command, skip *commitConn) {
-	f := proto.CommandFrame{Kind: proto.CommandKind(cmd.Kind), Player: cmd.Player, Tick: cmd.Tick, Seq: cmd.Seq, Data: cmd.Data}
-	var err error
-	g.relay, err = f.Append(g.relay[:0])
-	if err != nil {
+	if err := g.encode(cmd); err != nil {
 		h.log.Error("encode command", "err", err)
 		return
 	}
@@ -279,6 +276,14 @@ func (h *CommitHost) relay(g *commitGame, cmd *sim.Command, skip *commitConn) {
 			cc.send(g.relay)
 		}
 	}
+}
+
+// encode puts cmd's command frame in g.relay.
+func (g *commitGame) encode(cmd *sim.Command) error {
+	f := proto.CommandFrame{Kind: proto.CommandKind(cmd.Kind), Player: cmd.Player, Tick: cmd.Tick, Seq: cmd.Seq, Data: cmd.Data}
+	var err error
+	g.relay, err = f.Append(g.relay[:0])
+	return err
 }
 
 // send queues a reliable commit-mode frame; a client whose queue is full
@@ -323,9 +328,9 @@ func (h *CommitHost) sendState(cc *commitConn, cause proto.SnapshotCause, reason
 	}
 	cc.send(h.buf)
 	g.ls.Pending(func(c *sim.Command) {
-		f := proto.CommandFrame{Kind: proto.CommandKind(c.Kind), Player: c.Player, Tick: c.Tick, Seq: c.Seq, Data: c.Data}
-		g.relay, _ = f.Append(g.relay[:0])
-		cc.send(g.relay)
+		if g.encode(c) == nil {
+			cc.send(g.relay)
+		}
 	})
 	cc.active = false
 	cc.since = g.ls.CommittedTick()
