@@ -218,6 +218,8 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 	s := &botproto.CommitsSummary{}
 	var ref []botproto.CommitExec
 	var refFrom uint32
+	var earlier time.Duration // of the useful shortcuts, over every client
+	var earlierN uint64
 	refSet := false
 	end := uint32(1<<32 - 1)
 	for _, b := range bots {
@@ -252,9 +254,8 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 			sm.Received += m.ShortcutsReceived
 			sm.Useful += m.ShortcutsUseful
 			sm.Late += m.ShortcutsLate
-			if m.EarlierCount > 0 {
-				sm.EarlierMs += float64(m.Earlier.Microseconds()) / 1000 / float64(m.EarlierCount) / float64(len(bots))
-			}
+			earlier += m.Earlier
+			earlierN += m.EarlierCount
 			for _, d := range m.Dropped {
 				sm.Dropped += d
 			}
@@ -279,6 +280,9 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 		if !sameRecord(ref, refFrom, mine, from) {
 			s.Mismatches++
 		}
+	}
+	if s.Mesh != nil && earlierN > 0 {
+		s.Mesh.EarlierMs = float64(earlier.Microseconds()) / 1000 / float64(earlierN)
 	}
 	return s
 }
