@@ -107,7 +107,6 @@ type commitGame struct {
 	leadLow   time.Time
 	joined    map[uint16]uint32 // tick each present player joins at
 	meshEpoch uint64            // introductions so far: every pair's keys are new
-	oneway    []time.Duration   // slowestPath's scratch
 	seqs      map[uint16]uint32 // each player's last command seq, across its connections
 	relay     []byte            // a command frame being relayed
 }

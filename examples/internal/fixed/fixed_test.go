@@ -21,7 +21,7 @@ func TestMixSpreads(t *testing.T) {
 	if len(seen) != 10000 {
 		t.Fatalf("%d distinct values of 10000", len(seen))
 	}
-	if Mix(7, 9) != Mix(7, 9) || Mix(7, 9) == Mix(9, 7) {
+	if x, y := Mix(7, 9), Mix(7, 9); x != y || x == Mix(9, 7) {
 		t.Fatal("Mix is not a deterministic, order-sensitive hash")
 	}
 }
