@@ -1,0 +1,339 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tickwire/tickwire"
+)
+
+// DirectoryConfig configures a Directory.
+type DirectoryConfig struct {
+	// Prefix is the fleet's subject prefix. Empty means DefaultPrefix.
+	Prefix string
+	// StaleAfter is how many of a server's heartbeat intervals may pass
+	// without one before it is no longer chosen. Zero means 2.5.
+	StaleAfter float64
+	// ForgetAfter is how long a silent server stays on the list (marked
+	// unhealthy) before it is dropped. Zero means one minute.
+	ForgetAfter time.Duration
+	// RequestTimeout bounds one reservation request. Zero means 2 s.
+	RequestTimeout time.Duration
+	// MaxServers bounds the servers the Directory tracks; announcements
+	// of further servers are dropped and counted. Zero means 10000.
+	MaxServers int
+	// Logger receives the Directory's log lines. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the Directory's clock. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Directory is a lobby's view of the fleet: every game server's last
+// announcement, and the allocation of new games to them. Its methods
+// are safe for concurrent use.
+type Directory struct {
+	nc  *nats.Conn
+	cfg DirectoryConfig
+	sub *nats.Subscription
+
+	mu      sync.Mutex
+	servers map[string]*entry
+
+	bad, dropped, allocated, failed atomic.Uint64
+}
+
+// entry is one server as the Directory knows it.
+type entry struct {
+	st   Status
+	seen time.Time
+	// down is set when the server failed to answer a request; its next
+	// announcement clears it.
+	down string
+}
+
+// Server is one game server as a Directory sees it.
+type Server struct {
+	Status
+	LastSeen time.Time
+	Healthy  bool
+	// Why says why the server is not healthy: "silent for 3.1s", "no
+	// answer: ...", "draining".
+	Why string
+}
+
+// DirectoryStats are a Directory's counters.
+type DirectoryStats struct {
+	BadAnnouncements uint64 // announcements that did not decode or check
+	Dropped          uint64 // announcements of servers beyond MaxServers
+	Allocated        uint64 // games allocated
+	Failed           uint64 // reservation requests that failed or were refused
+}
+
+// NewDirectory starts watching the fleet's announcements on nc and asks
+// every server to announce itself at once. Close it before closing nc.
+func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.StaleAfter == 0 {
+		cfg.StaleAfter = 2.5
+	}
+	if cfg.ForgetAfter == 0 {
+		cfg.ForgetAfter = time.Minute
+	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = 2 * time.Second
+	}
+	if cfg.MaxServers == 0 {
+		cfg.MaxServers = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.StaleAfter < 1 {
+		return nil, fmt.Errorf("fleet: StaleAfter %v: want at least one interval", cfg.StaleAfter)
+	}
+	d := &Directory{nc: nc, cfg: cfg, servers: map[string]*entry{}}
+	sub, err := nc.Subscribe(cfg.Prefix+".servers.*", d.heard)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: subscribe: %w", err)
+	}
+	d.sub = sub
+	if err := nc.Publish(cfg.Prefix+".hello", nil); err != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("fleet: hello: %w", err)
+	}
+	return d, nil
+}
+
+// Close stops watching.
+func (d *Directory) Close() error { return d.sub.Unsubscribe() }
+
+// Stats returns the Directory's counters.
+func (d *Directory) Stats() DirectoryStats {
+	return DirectoryStats{BadAnnouncements: d.bad.Load(), Dropped: d.dropped.Load(),
+		Allocated: d.allocated.Load(), Failed: d.failed.Load()}
+}
+
+// heard takes one announcement.
+func (d *Directory) heard(msg *nats.Msg) {
+	var st Status
+	if err := decode(msg.Data, &st); err != nil {
+		d.bad.Add(1)
+		return
+	}
+	if err := st.check(); err != nil || msg.Subject != d.cfg.Prefix+".servers."+st.ID {
+		d.bad.Add(1)
+		return
+	}
+	now := d.cfg.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.servers[st.ID]
+	switch {
+	case st.Leaving:
+		delete(d.servers, st.ID)
+		return
+	case e == nil && len(d.servers) >= d.cfg.MaxServers:
+		d.forget(now)
+		if len(d.servers) >= d.cfg.MaxServers {
+			d.dropped.Add(1)
+			return
+		}
+	case e != nil && st.Seq <= e.st.Seq:
+		return // older than what we know (a reservation's answer came first)
+	}
+	if e == nil {
+		e = &entry{}
+		d.servers[st.ID] = e
+		d.cfg.Logger.Info("fleet: server joined", "server", st.Name, "id", st.ID, "types", strings.Join(st.Types, ","), "capacity", st.Capacity)
+	}
+	e.st, e.seen, e.down = st, now, ""
+}
+
+// forget drops the servers silent for ForgetAfter.
+func (d *Directory) forget(now time.Time) {
+	for id, e := range d.servers {
+		if now.Sub(e.seen) > d.cfg.ForgetAfter {
+			delete(d.servers, id)
+		}
+	}
+}
+
+// health says whether e may be chosen, and if not why.
+func (d *Directory) health(e *entry, now time.Time) (bool, string) {
+	silent := now.Sub(e.seen)
+	switch {
+	case silent > time.Duration(d.cfg.StaleAfter*float64(e.st.interval())):
+		return false, fmt.Sprintf("silent for %.1fs", silent.Seconds())
+	case e.down != "":
+		return false, e.down
+	case e.st.Draining:
+		return false, "draining"
+	}
+	return true, ""
+}
+
+// Servers returns every server the Directory knows, by name.
+func (d *Directory) Servers() []Server {
+	now := d.cfg.Now()
+	d.mu.Lock()
+	d.forget(now)
+	out := make([]Server, 0, len(d.servers))
+	for _, e := range d.servers {
+		ok, why := d.health(e, now)
+		s := Server{Status: e.st, LastSeen: e.seen, Healthy: ok, Why: why}
+		s.Types, s.Addrs = slices.Clone(s.Types), slices.Clone(s.Addrs)
+		out = append(out, s)
+	}
+	d.mu.Unlock()
+	slices.SortFunc(out, func(a, b Server) int { return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID)) })
+	return out
+}
+
+// Allocation is where a new game runs: the server that reserved its
+// seats, the addresses its players dial and the key to mint their tokens.
+type Allocation struct {
+	Server string // the server's name
+	ID     string // the server's fleet id
+	Addrs  []string
+	Key    tickwire.Key
+}
+
+// ErrNoServer is returned by Allocate when no server can take the game.
+var ErrNoServer = errors.New("fleet: no healthy server with free seats runs this game type")
+
+// Allocate reserves seats for game gameID of type typ on the
+// least-loaded healthy server that runs it and has room: the server with
+// the smallest share of its capacity in use or reserved, servers whose
+// tick p99 exceeds their budget last. When the chosen server refuses or
+// does not answer, the next is asked. hold is how long the seats stay
+// reserved for players who have not connected (the tokens' lifetime).
+func (d *Directory) Allocate(ctx context.Context, typ string, gameID uint64, seats int, hold time.Duration) (*Allocation, error) {
+	req, _ := json.Marshal(Request{GameID: gameID, Type: typ, Seats: seats, HoldMs: hold.Milliseconds()})
+	var errs []error
+	tried := map[string]bool{}
+	for {
+		e := d.best(typ, seats, tried)
+		if e == nil {
+			break
+		}
+		tried[e.ID] = true
+		a, err := d.ask(ctx, e, req)
+		if err == nil {
+			d.allocated.Add(1)
+			return a, nil
+		}
+		d.failed.Add(1)
+		errs = append(errs, fmt.Errorf("%s: %w", e.Name, err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 0 {
+		return nil, ErrNoServer
+	}
+	return nil, fmt.Errorf("%w (%w)", ErrNoServer, errors.Join(errs...))
+}
+
+// best is the candidate Allocate asks next, nil when none is left.
+func (d *Directory) best(typ string, seats int, tried map[string]bool) *Status {
+	now := d.cfg.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var best *Status
+	for _, e := range d.servers {
+		st := &e.st
+		if ok, _ := d.health(e, now); !ok || tried[st.ID] || !st.Runs(typ) || st.Free() < seats {
+			continue
+		}
+		if best == nil || cmp.Or(
+			compareBool(st.Overloaded(), best.Overloaded()),
+			cmp.Compare(st.Load(), best.Load()),
+			cmp.Compare(st.TickP99Ms, best.TickP99Ms),
+			cmp.Compare(st.ID, best.ID)) < 0 {
+			best = st
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	c := *best
+	return &c
+}
+
+func compareBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
+}
+
+// ask sends one reservation request to st's server.
+func (d *Directory) ask(ctx context.Context, st *Status, req []byte) (*Allocation, error) {
+	rctx, cancel := context.WithTimeout(ctx, d.cfg.RequestTimeout)
+	defer cancel()
+	msg, err := d.nc.RequestWithContext(rctx, d.cfg.Prefix+".alloc."+st.ID, req)
+	if err != nil {
+		if ctx.Err() == nil {
+			// Silent or gone (nats.ErrNoResponders: nobody subscribes
+			// any more): not chosen again until it announces itself.
+			d.markDown(st.ID, "no answer: "+err.Error())
+		}
+		return nil, err
+	}
+	var g Grant
+	if err := decode(msg.Data, &g); err != nil {
+		return nil, fmt.Errorf("bad answer: %w", err)
+	}
+	if g.Status.ID == st.ID && g.Status.check() == nil {
+		d.update(g.Status)
+	}
+	if g.Error != "" {
+		return nil, errors.New(g.Error)
+	}
+	key, err := tickwire.ParseKey(g.Key)
+	if err != nil {
+		return nil, fmt.Errorf("bad key in the answer: %w", err)
+	}
+	if len(g.Addrs) == 0 || len(g.Addrs) > MaxAddrs {
+		return nil, fmt.Errorf("answer with %d addresses", len(g.Addrs))
+	}
+	return &Allocation{Server: st.Name, ID: st.ID, Addrs: g.Addrs, Key: key}, nil
+}
+
+// update takes the load a server answered a request with, so that the
+// next allocation counts the seats just reserved.
+func (d *Directory) update(st Status) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.servers[st.ID]; e != nil && st.Seq > e.st.Seq {
+		e.st = st
+	}
+}
+
+func (d *Directory) markDown(id, why string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e := d.servers[id]; e != nil {
+		e.down = why
+		d.cfg.Logger.Warn("fleet: server did not answer", "server", e.st.Name, "id", id, "why", why)
+	}
+}

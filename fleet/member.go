@@ -1,0 +1,301 @@
+package fleet
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tickwire/tickwire"
+)
+
+// MemberConfig describes a game server to its fleet.
+type MemberConfig struct {
+	// Prefix is the fleet's subject prefix. Empty means DefaultPrefix.
+	Prefix string
+	// Name labels the server for people. Empty means its first address.
+	Name string
+	// Types are the game types it runs (1..MaxTypes). Required.
+	Types []string
+	// Addrs are the UDP addresses players dial (1..MaxAddrs). Required.
+	Addrs []string
+	// Capacity is how many players it takes in all. Required.
+	Capacity int
+	// Key is its connect-token key, handed to the lobby that reserves
+	// seats so the lobby can mint tokens for them.
+	Key tickwire.Key
+	// Interval is the heartbeat interval. Zero means one second.
+	Interval time.Duration
+	// Load reports the server's present load; called on every heartbeat
+	// and reservation, from the Member's goroutines. Required.
+	Load func() Load
+	// OnGrant, when set, is called after every reservation granted
+	// (Agones marks the server Allocated on the first).
+	OnGrant func(Request)
+	// Logger receives the Member's log lines. Nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of the reservations. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Load is a game server's present load.
+type Load struct {
+	Players    int // connected players
+	Games      int // running games
+	TickP99    time.Duration
+	TickBudget time.Duration
+}
+
+// holdSlack is how long a reservation outlives its tokens: a player who
+// connects at the last moment still finds its seat counted.
+const holdSlack = 5 * time.Second
+
+// Bounds on a Request's hold.
+const (
+	minHold = time.Second
+	maxHold = 10 * time.Minute
+)
+
+// Member is a game server's place in its fleet: it announces the
+// server's Status every Interval and reserves seats when a lobby asks.
+// Its methods are safe for concurrent use.
+type Member struct {
+	nc   *nats.Conn
+	cfg  MemberConfig
+	id   string
+	subs []*nats.Subscription
+	stop chan struct{}
+	done chan struct{}
+
+	mu       sync.Mutex
+	seq      uint64
+	draining bool
+	holds    map[uint64]*hold // by game id
+
+	granted, refused, bad atomic.Uint64
+}
+
+// hold is the seats reserved for one game.
+type hold struct {
+	seats int // not yet taken by a connected player
+	until time.Time
+}
+
+// MemberStats are a Member's counters.
+type MemberStats struct {
+	Granted     uint64 // reservations granted
+	Refused     uint64 // reservations refused (full, wrong type, draining)
+	BadRequests uint64 // requests that did not decode or made no sense
+}
+
+// Join announces a game server on nc and starts its heartbeat. Close
+// the Member before closing nc.
+func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
+	if cfg.Prefix == "" {
+		cfg.Prefix = DefaultPrefix
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if len(cfg.Addrs) > 0 && cfg.Name == "" {
+		cfg.Name = cfg.Addrs[0]
+	}
+	switch {
+	case cfg.Load == nil:
+		return nil, errors.New("fleet: MemberConfig.Load is required")
+	case cfg.Capacity < 1:
+		return nil, fmt.Errorf("fleet: capacity %d: want at least 1", cfg.Capacity)
+	case cfg.Interval < 10*time.Millisecond || cfg.Interval > time.Minute:
+		return nil, fmt.Errorf("fleet: heartbeat interval %v out of range 10ms..1m", cfg.Interval)
+	}
+	m := &Member{nc: nc, cfg: cfg, id: strings.ToLower(rand.Text()[:16]), holds: map[uint64]*hold{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	st := m.Status()
+	if err := st.check(); err != nil {
+		return nil, fmt.Errorf("fleet: %v", err)
+	}
+	for subj, h := range map[string]nats.MsgHandler{
+		cfg.Prefix + ".alloc." + m.id: m.serve,
+		cfg.Prefix + ".hello":         func(*nats.Msg) { m.announce() },
+	} {
+		sub, err := nc.Subscribe(subj, h)
+		if err != nil {
+			m.unsubscribe()
+			return nil, fmt.Errorf("fleet: subscribe %s: %w", subj, err)
+		}
+		m.subs = append(m.subs, sub)
+	}
+	m.announce()
+	go m.heartbeat()
+	return m, nil
+}
+
+// ID is the server's id in the fleet.
+func (m *Member) ID() string { return m.id }
+
+// Stats returns the Member's counters.
+func (m *Member) Stats() MemberStats {
+	return MemberStats{Granted: m.granted.Load(), Refused: m.refused.Load(), BadRequests: m.bad.Load()}
+}
+
+// Arrived tells the Member that players of game gameID connected: they
+// take seats reserved for that game, if any.
+func (m *Member) Arrived(gameID uint64, players int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.holds[gameID]; h != nil {
+		h.seats -= players
+		if h.seats <= 0 {
+			delete(m.holds, gameID)
+		}
+	}
+}
+
+// Drain announces that the server takes no new game from now on.
+func (m *Member) Drain() {
+	m.mu.Lock()
+	m.draining = true
+	m.mu.Unlock()
+	m.announce()
+}
+
+// Close stops the heartbeat, tells the fleet the server is gone and
+// stops answering requests.
+func (m *Member) Close() error {
+	select {
+	case <-m.stop:
+		return nil
+	default:
+	}
+	close(m.stop)
+	<-m.done
+	m.unsubscribe()
+	st := m.Status()
+	st.Draining, st.Leaving = true, true
+	m.publish(st)
+	return m.nc.Flush()
+}
+
+func (m *Member) unsubscribe() {
+	for _, s := range m.subs {
+		s.Unsubscribe()
+	}
+}
+
+// Status is what the Member announces now.
+func (m *Member) Status() Status {
+	l := m.cfg.Load()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.statusLocked(l)
+}
+
+func (m *Member) statusLocked(l Load) Status {
+	now := m.cfg.Now()
+	reserved := 0
+	for id, h := range m.holds {
+		if now.After(h.until) {
+			delete(m.holds, id)
+			continue
+		}
+		reserved += h.seats
+	}
+	m.seq++
+	return Status{
+		ID: m.id, Name: m.cfg.Name, Types: m.cfg.Types, Addrs: m.cfg.Addrs,
+		Capacity: m.cfg.Capacity, Players: l.Players, Reserved: reserved, Games: l.Games,
+		TickP99Ms: ms(l.TickP99), TickBudgetMs: ms(l.TickBudget), Draining: m.draining,
+		IntervalMs: m.cfg.Interval.Milliseconds(), Seq: m.seq,
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func (m *Member) heartbeat() {
+	defer close(m.done)
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-t.C:
+			m.announce()
+		}
+	}
+}
+
+func (m *Member) announce() { m.publish(m.Status()) }
+
+func (m *Member) publish(st Status) {
+	b, _ := json.Marshal(st)
+	if err := m.nc.Publish(m.cfg.Prefix+".servers."+m.id, b); err != nil {
+		m.cfg.Logger.Debug("fleet: announce", "err", err)
+	}
+}
+
+// serve answers one reservation request.
+func (m *Member) serve(msg *nats.Msg) {
+	g := m.reserve(msg.Data)
+	b, _ := json.Marshal(g)
+	if err := msg.Respond(b); err != nil {
+		m.cfg.Logger.Debug("fleet: answer a reservation", "err", err)
+	}
+}
+
+func (m *Member) reserve(data []byte) Grant {
+	var req Request
+	if err := decode(data, &req); err != nil {
+		m.bad.Add(1)
+		return Grant{Error: "bad request: " + err.Error()}
+	}
+	keep := time.Duration(req.HoldMs) * time.Millisecond
+	if req.GameID == 0 || req.Seats < 1 || keep < minHold || keep > maxHold {
+		m.bad.Add(1)
+		return Grant{Error: fmt.Sprintf("bad request: game %d, %d seats, hold %v (want a game id, 1+ seats, hold %v..%v)",
+			req.GameID, req.Seats, keep, minHold, maxHold)}
+	}
+	l := m.cfg.Load()
+	m.mu.Lock()
+	st := m.statusLocked(l)
+	var why string
+	switch {
+	case st.Draining:
+		why = "draining"
+	case !st.Runs(req.Type):
+		why = fmt.Sprintf("does not run %q", req.Type)
+	case m.holds[req.GameID] != nil:
+		// A lobby's retry of a request whose answer it lost: the seats
+		// are reserved already.
+	case req.Seats > st.Free():
+		why = fmt.Sprintf("full: %d players, %d reserved of %d", st.Players, st.Reserved, st.Capacity)
+	default:
+		m.holds[req.GameID] = &hold{seats: req.Seats, until: m.cfg.Now().Add(keep + holdSlack)}
+		st.Reserved += req.Seats
+	}
+	m.mu.Unlock()
+	if why != "" {
+		m.refused.Add(1)
+		return Grant{Error: why, Status: st}
+	}
+	m.granted.Add(1)
+	if m.cfg.OnGrant != nil {
+		m.cfg.OnGrant(req)
+	}
+	m.cfg.Logger.Info("fleet: seats reserved", "game", req.GameID, "type", req.Type, "seats", req.Seats,
+		"players", st.Players, "reserved", st.Reserved, "capacity", st.Capacity)
+	return Grant{Addrs: m.cfg.Addrs, Key: m.cfg.Key.String(), Status: st}
+}
