@@ -1,10 +1,13 @@
 package lobby
 
 import (
+	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,35 +15,51 @@ import (
 	"github.com/tickwire/tickwire"
 )
 
-// maybeAssign starts r when it has enough players and all are ready: it
-// picks where the game runs, mints one connect token per player, hands
-// each player its Assignment and closes the room.
-func (l *Lobby) maybeAssign(r *room) {
+// complete reports whether r has enough players and all are ready.
+func complete(r *room) bool {
 	if len(r.players) < r.typ.MinPlayers {
-		return
+		return false
 	}
 	for _, s := range r.players {
 		if !s.ready {
-			return
+			return false
 		}
 	}
-	now := time.Now()
-	gameID := randomID()
-	ud := userDataForType(r.typ.Name)
-	var (
-		key     tickwire.Key
-		server  string
-		addrsOf func(s *seat) []string
-		host    *seat
-		keyText string
-	)
-	switch r.hosting {
-	case ServerHosted:
+	return true
+}
+
+// placement is where a game runs and how its players reach it.
+type placement struct {
+	key     tickwire.Key
+	server  string                 // the game server's name (server-hosted)
+	addrsOf func(s *seat) []string // the addresses in s's token
+	host    *seat                  // the hosting player (peer-hosted)
+	keyText string                 // the key handed to the host (peer-hosted)
+}
+
+// allocTimeout bounds asking the fleet for a server.
+const allocTimeout = 10 * time.Second
+
+// maybeAssign starts r when it has enough players and all are ready: it
+// picks where the game runs, mints one connect token per player, hands
+// each player its Assignment and closes the room. With a fleet, the
+// server is asked for first, off the lock (allocate).
+func (l *Lobby) maybeAssign(r *room) {
+	if r.allocating || !complete(r) {
+		return
+	}
+	var p placement
+	switch {
+	case r.hosting == ServerHosted && r.typ.fleet:
+		l.allocate(r)
+		return
+	case r.hosting == ServerHosted:
 		gs := r.typ.servers[r.typ.next%len(r.typ.servers)]
 		r.typ.next++
-		key, server = gs.Key, gs.Name
-		addrsOf = func(s *seat) []string { return completeAddrs(gs.Addrs, s.reqHost) }
-	case PeerHosted:
+		p = placement{key: gs.Key, server: gs.Name,
+			addrsOf: func(s *seat) []string { return completeAddrs(gs.Addrs, s.reqHost) }}
+	case r.hosting == PeerHosted:
+		var host *seat
 		for _, s := range r.players {
 			if s.hostPort != 0 && s.remote.IsValid() {
 				host = s
@@ -52,21 +71,61 @@ func (l *Lobby) maybeAssign(r *room) {
 				"everyone is ready, but nobody can host: a player whose program runs a game server must be ready with its UDP port"))
 			return
 		}
-		var err error
-		if key, err = tickwire.GenerateKey(); err != nil {
+		key, err := tickwire.GenerateKey()
+		if err != nil {
 			l.roomNotice(r, errorf(CodeAssignFailed, "cannot make a game key: %v", err))
 			return
 		}
-		keyText = key.String()
 		hostAddr := netip.AddrPortFrom(host.remote, host.hostPort).String()
-		addrsOf = func(s *seat) []string {
+		p = placement{key: key, host: host, keyText: key.String(), addrsOf: func(s *seat) []string {
 			if s != host || host.remote.IsLoopback() {
 				return []string{hostAddr}
 			}
 			return []string{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), host.hostPort).String(), hostAddr}
-		}
+		}}
 	}
+	l.assign(r, randomID(), p)
+}
 
+// allocate asks the fleet for a server with room for r's players, and
+// assigns r there if it is still complete with the same players when the
+// answer comes. Otherwise the seats reserved lapse on the server after
+// the token lifetime, and r is looked at again.
+func (l *Lobby) allocate(r *room) {
+	r.allocating = true
+	players := slices.Clone(r.players)
+	gameID := randomID()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), allocTimeout)
+		a, err := l.cfg.Fleet.Allocate(ctx, r.typ.Name, gameID, len(players), cmp.Or(l.cfg.TokenTTL, tickwire.DefaultTokenTTL))
+		cancel()
+		l.mu.Lock()
+		defer l.unlock()
+		r.allocating = false
+		if l.closed || l.rooms[r.id] != r {
+			return // the room is gone
+		}
+		if err != nil {
+			l.cfg.Logger.Warn("lobby: no game server for a game", "type", r.typ.Name, "room", r.id, "players", len(players), "err", err)
+			// The fleet's names and addresses are the operator's business.
+			l.roomNotice(r, errorf(CodeAssignFailed, "no game server has room for this game now: ready again to retry"))
+			return
+		}
+		if !slices.Equal(players, r.players) || !complete(r) {
+			l.maybeAssign(r)
+			return
+		}
+		l.assign(r, gameID, placement{key: a.Key, server: a.Server,
+			addrsOf: func(s *seat) []string { return completeAddrs(a.Addrs, s.reqHost) }})
+	}()
+}
+
+// assign mints r's tokens for game gameID at p, hands each player its
+// Assignment and closes the room.
+func (l *Lobby) assign(r *room, gameID uint64, p placement) {
+	now := time.Now()
+	ud := userDataForType(r.typ.Name)
+	host := p.host
 	players := make([]AssignedPlayer, len(r.players))
 	for i, s := range r.players {
 		players[i] = AssignedPlayer{Name: s.name, Slot: uint16(i + 1), ClientID: randomID(), Host: s == host}
@@ -76,8 +135,8 @@ func (l *Lobby) maybeAssign(r *room) {
 	}
 	as := make([]*Assignment, len(r.players))
 	for i, s := range r.players {
-		addrs := addrsOf(s)
-		tok, err := tickwire.MintToken(key, tickwire.TokenParams{
+		addrs := p.addrsOf(s)
+		tok, err := tickwire.MintToken(p.key, tickwire.TokenParams{
 			GameID: gameID, ClientID: players[i].ClientID, Players: []uint16{players[i].Slot},
 			ServerAddrs: addrs, TTL: l.cfg.TokenTTL, UserData: ud,
 		}, now)
@@ -92,7 +151,7 @@ func (l *Lobby) maybeAssign(r *room) {
 		}
 		a.Host, a.Port = splitAddr(addrs[0])
 		if s == host {
-			a.Role, a.HostKey = RoleHost, keyText
+			a.Role, a.HostKey = RoleHost, p.keyText
 		}
 		as[i] = a
 	}
@@ -117,9 +176,9 @@ func (l *Lobby) maybeAssign(r *room) {
 	l.typeChanged(r.typ)
 	l.metrics.gamesAssigned.WithLabelValues(r.typ.Name, string(r.hosting)).Inc()
 	l.cfg.Logger.Info("lobby: game assigned", "game", gameID, "type", r.typ.Name, "hosting", r.hosting,
-		"server", server, "addr", as[0].Addrs[0], "players", len(players))
+		"server", p.server, "addr", as[0].Addrs[0], "players", len(players))
 	if hook := l.cfg.OnAssigned; hook != nil {
-		ga := GameAssigned{GameID: gameID, Type: r.typ.Name, Hosting: r.hosting, Server: server,
+		ga := GameAssigned{GameID: gameID, Type: r.typ.Name, Hosting: r.hosting, Server: p.server,
 			Addrs: as[len(as)-1].Addrs, Players: players}
 		if host != nil {
 			ga.Addrs = []string{netip.AddrPortFrom(host.remote, host.hostPort).String()}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/fleet"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -22,9 +23,17 @@ type Config struct {
 	// types the Servers run, or one type named "demo" when they name none.
 	Types []GameType
 
-	// Servers are the game servers that host server-hosted games. Empty
-	// means every game is peer-hosted.
+	// Servers are the game servers that host server-hosted games, chosen
+	// round robin. Empty means Fleet, or without it every game is
+	// peer-hosted.
 	Servers []GameServer
+
+	// Fleet, when set, hosts server-hosted games of the types no Servers
+	// entry runs: each new game goes to the least-loaded healthy server
+	// of the fleet that runs its type, which reserves the seats and
+	// hands the lobby its token key before the players get tokens. The
+	// dashboard shows the fleet.
+	Fleet *fleet.Directory
 
 	// MaxRoomsPerType bounds the open rooms of one game type.
 	// Zero means 100.

@@ -67,6 +67,7 @@ func New(cfg Config) (*Lobby, error) {
 				t.servers = append(t.servers, s)
 			}
 		}
+		t.fleet = len(t.servers) == 0 && cfg.Fleet != nil
 		l.types[gt.Name] = t
 		l.order = append(l.order, t)
 	}

@@ -93,5 +93,6 @@ func (l *Lobby) serveDashboard(w http.ResponseWriter, r *http.Request) {
 	l.render(w, http.StatusOK, "dashboard.html", struct {
 		Title    string
 		HasStats bool
-	}{"Dashboard", l.cfg.Stats != nil})
+		HasFleet bool
+	}{"Dashboard", l.cfg.Stats != nil, l.cfg.Fleet != nil})
 }

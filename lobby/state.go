@@ -23,12 +23,13 @@ type gameType struct {
 	GameType
 	servers  []*GameServer // the servers that run it
 	next     int           // round-robin index into servers
+	fleet    bool          // no servers: the fleet hosts its games
 	rooms    []*room       // open rooms, oldest first
 	watchers map[*socket]struct{}
 }
 
 func (t *gameType) hosting() []Hosting {
-	if len(t.servers) > 0 {
+	if len(t.servers) > 0 || t.fleet {
 		return []Hosting{ServerHosted, PeerHosted}
 	}
 	return []Hosting{PeerHosted}
@@ -44,6 +45,8 @@ type room struct {
 	owner      netip.Prefix // the creator's client key (MaxRoomsPerAddr)
 	players    []*seat      // join order
 	chat       []ChatLine
+	// allocating is set while the fleet is asked for a server.
+	allocating bool
 }
 
 const chatHistory = 20
@@ -178,7 +181,7 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	}
 	switch hosting {
 	case ServerHosted:
-		if len(t.servers) == 0 {
+		if len(t.servers) == 0 && !t.fleet {
 			return nil, errorf(CodeNoServer, "no game server runs %s: create a peer-hosted game", t.Title)
 		}
 	case PeerHosted:

@@ -64,6 +64,24 @@ type statsJSON struct {
 	Time   time.Time        `json:"time"`
 	Lobby  lobbyStatsJSON   `json:"lobby"`
 	Server *serverStatsJSON `json:"server"` // null without a StatsSource
+	// Fleet is every game server of Config.Fleet; absent without one.
+	Fleet []fleetServerJSON `json:"fleet,omitempty"`
+}
+
+type fleetServerJSON struct {
+	ID           string   `json:"id"`
+	Name         string   `json:"name"`
+	Types        []string `json:"types"`
+	Addrs        []string `json:"addrs"`
+	Capacity     int      `json:"capacity"`
+	Players      int      `json:"players"`
+	Reserved     int      `json:"reserved"`
+	Games        int      `json:"games"`
+	TickP99Ms    float64  `json:"tickP99Ms"`
+	TickBudgetMs float64  `json:"tickBudgetMs"`
+	Healthy      bool     `json:"healthy"`
+	Why          string   `json:"why,omitempty"`
+	SilentMs     float64  `json:"silentMs"`
 }
 
 type lobbyStatsJSON struct {
@@ -125,6 +143,15 @@ func (l *Lobby) stats() statsJSON {
 		out.Lobby.Players += ti.Players
 	}
 	l.unlock()
+	if l.cfg.Fleet != nil {
+		out.Fleet = []fleetServerJSON{}
+		for _, f := range l.cfg.Fleet.Servers() {
+			out.Fleet = append(out.Fleet, fleetServerJSON{ID: f.ID, Name: f.Name, Types: f.Types, Addrs: f.Addrs,
+				Capacity: f.Capacity, Players: f.Players, Reserved: f.Reserved, Games: f.Games,
+				TickP99Ms: f.TickP99Ms, TickBudgetMs: f.TickBudgetMs, Healthy: f.Healthy, Why: f.Why,
+				SilentMs: ms(out.Time.Sub(f.LastSeen))})
+		}
+	}
 	if l.cfg.Stats == nil {
 		return out
 	}

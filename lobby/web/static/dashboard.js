@@ -61,6 +61,7 @@
     $('n-rooms').textContent = lobby.rooms;
     $('n-waiting').textContent = lobby.players;
     $('n-sockets').textContent = lobby.sockets;
+    if (st.fleet && $('fleet-body')) renderFleet(st.fleet);
     const srv = st.server;
     if (!srv) {
       $('n-games').textContent = '–';
@@ -106,6 +107,29 @@
     }
     $('conns-body').replaceChildren(...rows);
     for (const k of hist.keys()) if (!live.has(k)) hist.delete(k);
+  }
+
+  // renderFleet lists the fleet's servers: health, load as a bar, tick p99
+  // against the budget.
+  function renderFleet(servers) {
+    $('fleet-body').replaceChildren(...servers.map((f) => {
+      const tr = document.createElement('tr');
+      tr.dataset.server = f.id;
+      tr.dataset.healthy = f.healthy;
+      const health = document.createElement('span');
+      health.className = 'badge';
+      health.dataset.state = f.healthy ? 'live' : 'offline';
+      health.textContent = f.healthy ? 'healthy' : f.why;
+      const used = f.capacity > 0 ? (f.players + f.reserved) / f.capacity : 1;
+      const bar = document.createElement('meter');
+      bar.min = 0; bar.max = 1; bar.high = 0.8; bar.value = used;
+      bar.title = `${(used * 100).toFixed(0)} % in use or reserved`;
+      tr.append(td('', f.name), td('', health),
+        td('n', `${f.players} (+${f.reserved} reserved) / ${f.capacity}`), td('', bar),
+        td('n', String(f.games)), td('n', `${fmt(f.tickP99Ms)} / ${fmt(f.tickBudgetMs)} ms`),
+        td('opt', f.types.join(', ')), td('opt', f.addrs.join(' ')));
+      return tr;
+    }));
   }
 
   async function tick() {

@@ -1,0 +1,188 @@
+package lobby
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/fleet"
+)
+
+// testFleet is an embedded NATS with game servers announcing themselves.
+type testFleet struct {
+	t    *testing.T
+	e    *fleet.Embedded
+	keys map[string]tickwire.Key // by server name
+	m    map[string]*fleet.Member
+}
+
+func newTestFleet(t *testing.T) *testFleet {
+	e, err := fleet.StartEmbedded(fleet.EmbeddedConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	return &testFleet{t: t, e: e, keys: map[string]tickwire.Key{}, m: map[string]*fleet.Member{}}
+}
+
+func (f *testFleet) conn() *nats.Conn {
+	nc, err := f.e.Connect(f.t.Name())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(nc.Close)
+	return nc
+}
+
+// server joins a game server named name, at UDP address name, to the fleet.
+func (f *testFleet) server(name string, capacity int, types ...string) {
+	key, _ := tickwire.GenerateKey()
+	m, err := fleet.Join(f.conn(), fleet.MemberConfig{Name: name, Types: types, Addrs: []string{name}, Capacity: capacity,
+		Key: key, Logger: slog.New(slog.DiscardHandler), Load: func() fleet.Load { return fleet.Load{} }})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { m.Close() })
+	f.keys[name], f.m[name] = key, m
+}
+
+func (f *testFleet) directory(servers int) *fleet.Directory {
+	d, err := fleet.NewDirectory(f.conn(), fleet.DirectoryConfig{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { d.Close() })
+	deadline := time.Now().Add(10 * time.Second)
+	for len(d.Servers()) < servers {
+		if time.Now().After(deadline) {
+			f.t.Fatalf("the directory sees %d servers, want %d", len(d.Servers()), servers)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return d
+}
+
+// TestFleetAssignment plays rooms through a lobby whose games go to a
+// fleet of two servers: each game lands on the less loaded one, its
+// tokens open with that server's key and name its address, and the
+// dashboard shows the fleet with the seats reserved.
+func TestFleetAssignment(t *testing.T) {
+	f := newTestFleet(t)
+	f.server("127.0.0.1:7001", 8, "arena")
+	f.server("127.0.0.1:7002", 8, "arena")
+	d := f.directory(2)
+	l, srv := newTestLobby(t, Config{Servers: []GameServer{}, Fleet: d,
+		Types: []GameType{{Name: "arena", MinPlayers: 2, MaxPlayers: 2}}})
+	c := &Client{BaseURL: srv.URL}
+	ctx := testCtx(t)
+
+	perServer := map[string]int{}
+	for g := range 4 {
+		a, err := c.Create(ctx, "arena", CreateRequest{Name: "g", Player: "a", Hosting: ServerHosted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := c.Join(ctx, a.Room.ID, JoinRequest{Player: "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		as := make([]*Assignment, 2)
+		var wg sync.WaitGroup
+		for i, s := range []*Seat{a, b} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.Ready(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+				if as[i], err = s.Assignment(ctx); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		server := as[0].Addrs[0]
+		key, ok := f.keys[server]
+		if !ok {
+			t.Fatalf("game %d assigned to %v, not a fleet server", g, as[0].Addrs)
+		}
+		checkAssignments(t, key, server, as...)
+		perServer[server]++
+	}
+	if perServer["127.0.0.1:7001"] != 2 || perServer["127.0.0.1:7002"] != 2 {
+		t.Fatalf("games per server %v, want 2 each (least loaded first)", perServer)
+	}
+
+	admin := newAdminServer(t, l)
+	resp, err := http.Get(admin.URL + "/api/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var st statsJSON
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Fleet) != 2 {
+		t.Fatalf("dashboard fleet %s", body)
+	}
+	for _, s := range st.Fleet {
+		if !s.Healthy || s.Reserved != 4 || s.Capacity != 8 {
+			t.Fatalf("dashboard shows %+v, want healthy with 4 of 8 seats reserved", s)
+		}
+	}
+	resp, err = http.Get(admin.URL + "/dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `id="fleet-body"`) {
+		t.Fatal("the dashboard page has no fleet table")
+	}
+}
+
+// TestFleetFull tells the room's players when no server has room, and
+// assigns the game once one has.
+func TestFleetFull(t *testing.T) {
+	f := newTestFleet(t)
+	f.server("127.0.0.1:7001", 1, "arena") // one seat: a 2-player game does not fit
+	d := f.directory(1)
+	_, srv := newTestLobby(t, Config{Servers: []GameServer{}, Fleet: d,
+		Types: []GameType{{Name: "arena", MinPlayers: 2, MaxPlayers: 2}}})
+	bob, alice := dialWS(t, srv, "arena"), dialWS(t, srv, "arena")
+	bob.send(map[string]any{"op": "create", "name": "g", "player": "Bob", "hosting": "server"})
+	room := bob.expect("joined").room(t)
+	alice.send(map[string]any{"op": "join", "room": room.ID, "player": "Alice"})
+	alice.expect("joined")
+	bob.send(map[string]any{"op": "ready"})
+	alice.send(map[string]any{"op": "ready"})
+	if m := bob.expect("error"); m.Code != CodeAssignFailed || strings.Contains(m.Error, "7001") {
+		t.Fatalf("error %+v: want %s without the server's address", m, CodeAssignFailed)
+	}
+
+	// A bigger server joins; readying again assigns the game there.
+	f.server("127.0.0.1:7003", 16, "arena")
+	deadline := time.Now().Add(10 * time.Second)
+	for len(d.Servers()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	bob.send(map[string]any{"op": "unready"})
+	bob.send(map[string]any{"op": "ready"})
+	if a := bob.expect("assigned").Assignment; a == nil || a.Addrs[0] != "127.0.0.1:7003" {
+		t.Fatalf("assigned %+v, want the new server", a)
+	}
+}
