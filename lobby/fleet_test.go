@@ -104,9 +104,11 @@ func TestFleetAssignment(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if as[i], err = s.Assignment(ctx); err != nil {
+				a, err := s.Assignment(ctx)
+				if err != nil {
 					t.Error(err)
 				}
+				as[i] = a
 			}()
 		}
 		wg.Wait()
