@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -41,6 +42,12 @@ type options struct {
 	trustedProxies  []netip.Prefix
 
 	tls *tls.Certificate // from -tls-cert and -tls-key; nil: plain HTTP
+
+	natsURL      string // -nats: an external NATS; empty: embedded (with a lobby) or none
+	natsListen   string // -nats-listen: the embedded NATS's TCP address
+	natsToken    string // from -nats-token-file
+	name         string // the server's name in the fleet
+	nameFromAddr bool   // name is the public address (follows a port picked at bind)
 
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
@@ -75,10 +82,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: tickwire-server [flags]\n\n"+
 			"Runs a tickwire game server with an embedded game, the lobby on a public\n"+
-			"HTTP address, and the operator pages (dashboard, metrics) on a private one.\n\nFlags:\n")
+			"HTTP address, and the operator pages (dashboard, metrics) on a private one.\n\n"+
+			"Single machine (the default): one process runs the game server and the lobby,\n"+
+			"which allocates games to it through a NATS server embedded in the process.\n\n"+
+			"Fleet: game servers on many machines announce themselves on NATS; each lobby\n"+
+			"allocates a new game to the least-loaded healthy server that runs its type.\n"+
+			"  lobby:   tickwire-server -listen '' -nats-listen :4222 -nats-token-file nats.token\n"+
+			"  servers: tickwire-server -http '' -nats nats://lobby-host:4222 -nats-token-file nats.token\n"+
+			"  more lobbies: tickwire-server -listen '' -nats nats://lobby-host:4222 -nats-token-file nats.token\n"+
+			"Under Agones (AGONES_SDK_HTTP_PORT set) the server reports Ready, Health and its\n"+
+			"player count to the SDK sidecar, and shuts down when its last game ends.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic")
+	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic (empty: no game server, the lobby only)")
 	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and, with -dev-join, POST /api/join (empty: off)")
 	fs.StringVar(&o.admin, "admin", "127.0.0.1:8081", "operator HTTP `address` for the dashboard, /metrics, the stats with players' addresses and -pprof;\nkeep it on loopback or a private network (empty: off)")
 	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
@@ -103,14 +119,25 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
+	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
+		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
+	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-token-file;\n"+
+		"default: none, this process only)")
+	natsTokenFile := fs.String("nats-token-file", "", "`file` holding the NATS token (16+ characters, mode 0600): required by -nats-listen, presented to -nats")
+	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}
-	if err := validAddr("-listen", o.listen); err != nil {
-		return nil, err
+	if o.listen == "" && o.http == "" {
+		return nil, errors.New("-listen and -http are both empty: nothing to serve")
+	}
+	if o.listen != "" {
+		if err := validAddr("-listen", o.listen); err != nil {
+			return nil, err
+		}
 	}
 	for _, a := range []struct{ flag, addr string }{{"-http", o.http}, {"-admin", o.admin}} {
 		if a.addr == "" {
@@ -185,6 +212,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.tokenTTL < time.Second || o.tokenTTL > 24*time.Hour {
 		return nil, fmt.Errorf("-token-ttl %v out of range 1s..24h", o.tokenTTL)
 	}
+	if err := o.validFleet(*natsTokenFile); err != nil {
+		return nil, err
+	}
+	if o.listen == "" {
+		return o, nil
+	}
 	if o.publicAddr == "" {
 		host, port, _ := net.SplitHostPort(o.listen)
 		if host == "" || host == "0.0.0.0" || host == "::" {
@@ -194,7 +227,55 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	} else if err := validAddr("-public-addr", o.publicAddr); err != nil {
 		return nil, err
 	}
+	if o.name == "" {
+		o.name, o.nameFromAddr = o.publicAddr, true
+	}
 	return o, nil
+}
+
+// validFleet checks the fleet flags and reads -nats-token-file.
+func (o *options) validFleet(tokenFile string) error {
+	if o.natsURL != "" {
+		if o.natsListen != "" {
+			return errors.New("-nats joins an external NATS and -nats-listen serves an embedded one: give one of them")
+		}
+		for _, u := range strings.Split(o.natsURL, ",") {
+			pu, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || (pu.Scheme != "nats" && pu.Scheme != "tls") || pu.Host == "" {
+				return fmt.Errorf("-nats %q: want nats://host:port or tls://host:port (comma-separated for a cluster)", u)
+			}
+		}
+	}
+	if o.natsListen != "" {
+		if o.http == "" {
+			return errors.New("-nats-listen serves the NATS a lobby embeds, but -http (the lobby) is off: give -http, or join a NATS with -nats")
+		}
+		if err := validAddr("-nats-listen", o.natsListen); err != nil {
+			return err
+		}
+		if tokenFile == "" {
+			return errors.New("-nats-listen needs -nats-token-file: whoever reaches the embedded NATS could reserve seats and read the servers' token keys")
+		}
+	}
+	if tokenFile != "" {
+		if o.natsURL == "" && o.natsListen == "" {
+			return errors.New("-nats-token-file applies to -nats or -nats-listen: give one of them")
+		}
+		b, err := tickwire.ReadSecretFile(tokenFile)
+		if err != nil {
+			return fmt.Errorf("-nats-token-file: %w", err)
+		}
+		if o.natsToken = strings.TrimSpace(string(b)); len(o.natsToken) < 16 {
+			return fmt.Errorf("-nats-token-file %s holds %d characters: want at least 16 (e.g. openssl rand -hex 16)", tokenFile, len(o.natsToken))
+		}
+	}
+	if o.devJoin && o.listen == "" {
+		return errors.New("-dev-join mints tokens for this process's game server, but -listen is empty (lobby only)")
+	}
+	if len(o.name) > 200 {
+		return errors.New("-name is longer than 200 characters")
+	}
+	return nil
 }
 
 func validAddr(flagName, addr string) error {

@@ -83,6 +83,16 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-token-ttl", "1ms"}, "-token-ttl"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"-tick", "fast"}, "invalid value"},
+		{[]string{"-listen", "", "-http", ""}, "nothing to serve"},
+		{[]string{"-listen", "", "-dev-join", "-http", "127.0.0.1:8080"}, "lobby only"},
+		{[]string{"-nats", "http://x:4222"}, "nats://host:port"},
+		{[]string{"-nats", "nats://"}, "nats://host:port"},
+		{[]string{"-nats", "nats://a:4222", "-nats-listen", ":4222"}, "give one of them"},
+		{[]string{"-nats-listen", ":4222"}, "-nats-token-file"},
+		{[]string{"-http", "", "-nats-listen", ":4222"}, "-http (the lobby) is off"},
+		{[]string{"-nats-listen", "x"}, "-nats-listen"},
+		{[]string{"-nats-token-file", "/nonexistent"}, "give one of them"},
+		{[]string{"-nats", "nats://a:4222", "-nats-token-file", "/nonexistent/token"}, "-nats-token-file"},
 	}
 	for _, c := range cases {
 		var stderr strings.Builder

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/fleet"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/lobby"
 )
@@ -23,6 +25,7 @@ type gameHost struct {
 	log              *slog.Logger
 	tickHist         prometheus.Histogram
 	ticks            atomic.Uint64
+	member           *fleet.Member // nil outside a fleet; set before serving
 
 	mu       sync.Mutex // guards the tick window and the byte samples
 	window   [128]time.Duration
@@ -49,6 +52,45 @@ func newGameHost(name string, rate int, log *slog.Logger, h tickwire.Handler) *g
 			Buckets: prometheus.ExponentialBuckets(100e-6, 1.2, 40), // 100 µs .. ~150 ms, 20 % apart
 		}),
 	}
+}
+
+// counts returns the players and games of the open connections. Call it
+// on the server's loop (Server.Do).
+func (g *gameHost) counts() (players, games int) {
+	seen := map[uint64]bool{}
+	g.srv.Each(func(c *tickwire.Conn) {
+		players += len(c.Players())
+		if !seen[c.GameID()] {
+			seen[c.GameID()] = true
+			games++
+		}
+	})
+	return players, games
+}
+
+// load is what the server tells its fleet: players, games and the 99th
+// percentile of the recent ticks (the last 128).
+func (g *gameHost) load() fleet.Load {
+	var l fleet.Load
+	g.srv.Do(func() { l.Players, l.Games = g.counts() })
+	g.mu.Lock()
+	n := min(g.windowN, len(g.window))
+	w := slices.Clone(g.window[:n])
+	g.mu.Unlock()
+	if n > 0 {
+		slices.Sort(w)
+		l.TickP99 = w[(n*99+99)/100-1]
+	}
+	l.TickBudget = time.Second / time.Duration(g.rate)
+	return l
+}
+
+// Connected tells the fleet that a reserved seat is taken, then the game.
+func (g *gameHost) Connected(c *tickwire.Conn) {
+	if g.member != nil {
+		g.member.Arrived(c.GameID(), len(c.Players()))
+	}
+	g.Handler.Connected(c)
 }
 
 // observeTick is the server's Config.ObserveTick.

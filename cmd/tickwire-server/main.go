@@ -58,89 +58,65 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready chan<- addr
 
 // addrs are where a running server listens.
 type addrs struct {
-	udp   net.Addr
+	udp   net.Addr // nil without a game server
 	http  net.Addr
 	admin net.Addr
+	nats  string // the embedded NATS's URL with -nats-listen
 }
 
 func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs) error {
-	// LoadOrCreateKey refuses a key file others can read.
-	key, created, err := tickwire.LoadOrCreateKey(o.keyFile)
-	if err != nil {
-		return err
-	}
-	if created {
-		log.Info("generated a new connect-token key", "file", o.keyFile)
-	}
-	var previous []tickwire.Key
-	if o.previousKeyFile != "" {
-		b, err := tickwire.ReadSecretFile(o.previousKeyFile)
-		if err != nil {
-			return fmt.Errorf("-previous-key-file: %w", err)
-		}
-		k, err := tickwire.ParseKey(string(b))
-		if err != nil {
-			return fmt.Errorf("-previous-key-file %s: %w", o.previousKeyFile, err)
-		}
-		previous = append(previous, k)
-	}
-
-	conn, err := udp.Listen("udp", o.listen, udp.Config{})
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", o.listen, err)
-	}
-	if host, port, _ := net.SplitHostPort(o.publicAddr); port == "0" {
-		// -listen asked for any port: tokens name the one we got.
-		o.publicAddr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().Port()))
-	}
-	var game *gameHost
-	srv, err := tickwire.NewServer(key, tickwire.Config{
-		TickRate:       o.tick,
-		MaxConnections: o.maxPlayers,
-		Logger:         log,
-		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
-		PreviousKeys:   previous,
-		// Tokens minted for another server that shares this key are
-		// refused: ours name the public address.
-		ServerAddrs: []string{o.publicAddr},
-	})
-	if err != nil {
-		conn.Close()
-		return err
-	}
-	if game, err = newGame(o, log, srv); err != nil {
-		conn.Close()
-		return err
-	}
-	srv.Handle(game)
-	game.srv = srv
-	info := conn.Info()
-	log.Info("serving game traffic", "udp", conn.LocalAddr(), "public", o.publicAddr, "game", o.game, "tick", o.tick,
-		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,
-		"rcvbuf", info.ReadBuffer, "sndbuf", info.WriteBuffer, "batch", info.BatchSize)
-
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(newServerCollector(srv, game))
-	reg.MustRegister(game.tickHist)
+	var (
+		key  tickwire.Key
+		conn *udp.Conn
+		srv  *tickwire.Server
+		game *gameHost
+	)
+	if o.listen != "" {
+		var err error
+		if key, srv, conn, game, err = startGame(o, log); err != nil {
+			return err
+		}
+		reg.MustRegister(newServerCollector(srv, game))
+		reg.MustRegister(game.tickHist)
+	} else {
+		log.Info("no game server in this process (-listen is empty): the lobby only")
+	}
+	fl, err := joinFleet(ctx, o, log, key, game)
+	if err != nil {
+		if conn != nil {
+			conn.Close()
+		}
+		return err
+	}
+	defer fl.close()
 
 	health := func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if srv == nil {
+			fmt.Fprintln(w, "ok lobby")
+			return
+		}
 		fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
 	}
 	var lb *lobby.Lobby
 	var sites []*site
 	if o.http != "" {
-		lb, err = lobby.New(lobby.Config{
+		cfg := lobby.Config{
 			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
-			Servers:        []lobby.GameServer{{Addrs: []string{o.publicAddr}, Key: key}},
-			Stats:          game,
+			Fleet:          fl.dir,
 			Registerer:     reg,
 			Logger:         log,
 			TrustedProxies: o.trustedProxies,
-		})
-		if err != nil {
-			conn.Close()
+		}
+		if game != nil {
+			cfg.Stats = game
+		}
+		if lb, err = lobby.New(cfg); err != nil {
+			if conn != nil {
+				conn.Close()
+			}
 			return err
 		}
 		defer lb.Close() // on the error paths
@@ -181,7 +157,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			for _, open := range sites[:i] {
 				open.ln.Close()
 			}
-			conn.Close()
+			if conn != nil {
+				conn.Close()
+			}
 			return err
 		}
 	}
@@ -189,7 +167,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	served := make(chan error, 1+len(sites))
-	go func() { served <- srv.Serve(conn) }()
+	if srv != nil {
+		go func() { served <- srv.Serve(conn) }()
+	}
 	for _, s := range sites {
 		go func() {
 			if err := s.serve(); err != nil {
@@ -198,7 +178,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}()
 	}
 	if ready != nil {
-		a := addrs{udp: net.UDPAddrFromAddrPort(conn.LocalAddr())}
+		var a addrs
+		if conn != nil {
+			a.udp = net.UDPAddrFromAddrPort(conn.LocalAddr())
+		}
+		if fl.embedded != nil {
+			a.nats = fl.embedded.URL()
+		}
 		for _, s := range sites {
 			if s.name == "admin" {
 				a.admin = s.ln.Addr()
@@ -215,8 +201,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		log.Info("shutting down", "signal", s.String())
 	case <-ctx.Done():
 		log.Info("shutting down", "why", context.Cause(ctx))
+	case <-fl.ended():
+		log.Info("shutting down", "why", "Agones was told the last game ended")
 	case runErr = <-served:
 	}
+	fl.drain()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if lb != nil {
@@ -225,12 +214,79 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	for _, s := range sites {
 		s.srv.Shutdown(ctx)
 	}
+	if srv == nil {
+		log.Info("stopped")
+		return runErr
+	}
 	if err := srv.Shutdown(ctx); err != nil && runErr == nil {
 		runErr = err
 	}
 	st := srv.Stats()
 	log.Info("stopped", "ticks", st.Ticks, "accepted", st.Accepted, "packets_in", st.PacketsIn, "packets_out", st.PacketsOut)
 	return runErr
+}
+
+// startGame loads the token key, binds the UDP socket and builds the
+// game server with its embedded game.
+func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *udp.Conn, *gameHost, error) {
+	// LoadOrCreateKey refuses a key file others can read.
+	key, created, err := tickwire.LoadOrCreateKey(o.keyFile)
+	if err != nil {
+		return key, nil, nil, nil, err
+	}
+	if created {
+		log.Info("generated a new connect-token key", "file", o.keyFile)
+	}
+	var previous []tickwire.Key
+	if o.previousKeyFile != "" {
+		b, err := tickwire.ReadSecretFile(o.previousKeyFile)
+		if err != nil {
+			return key, nil, nil, nil, fmt.Errorf("-previous-key-file: %w", err)
+		}
+		k, err := tickwire.ParseKey(string(b))
+		if err != nil {
+			return key, nil, nil, nil, fmt.Errorf("-previous-key-file %s: %w", o.previousKeyFile, err)
+		}
+		previous = append(previous, k)
+	}
+
+	conn, err := udp.Listen("udp", o.listen, udp.Config{})
+	if err != nil {
+		return key, nil, nil, nil, fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	if host, port, _ := net.SplitHostPort(o.publicAddr); port == "0" {
+		// -listen asked for any port: tokens name the one we got.
+		o.publicAddr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().Port()))
+		if o.nameFromAddr {
+			o.name = o.publicAddr
+		}
+	}
+	var game *gameHost
+	srv, err := tickwire.NewServer(key, tickwire.Config{
+		TickRate:       o.tick,
+		MaxConnections: o.maxPlayers,
+		Logger:         log,
+		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
+		PreviousKeys:   previous,
+		// Tokens minted for another server that shares this key are
+		// refused: ours name the public address.
+		ServerAddrs: []string{o.publicAddr},
+	})
+	if err != nil {
+		conn.Close()
+		return key, nil, nil, nil, err
+	}
+	if game, err = newGame(o, log, srv); err != nil {
+		conn.Close()
+		return key, nil, nil, nil, err
+	}
+	srv.Handle(game)
+	game.srv = srv
+	info := conn.Info()
+	log.Info("serving game traffic", "udp", conn.LocalAddr(), "public", o.publicAddr, "game", o.game, "tick", o.tick,
+		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,
+		"rcvbuf", info.ReadBuffer, "sndbuf", info.WriteBuffer, "batch", info.BatchSize)
+	return key, srv, conn, game, nil
 }
 
 func gameTitle(name string) string {

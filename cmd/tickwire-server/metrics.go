@@ -59,14 +59,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	var players, games int
 	var resyncs, desyncs uint64
 	c.srv.Do(func() {
-		seen := map[uint64]bool{}
-		c.srv.Each(func(cn *tickwire.Conn) {
-			players += len(cn.Players())
-			if !seen[cn.GameID()] {
-				seen[cn.GameID()] = true
-				games++
-			}
-		})
+		players, games = c.host.counts()
 		if gc, ok := c.host.Handler.(gameCounters); ok {
 			resyncs, desyncs = gc.Resyncs(), gc.Desyncs()
 		}

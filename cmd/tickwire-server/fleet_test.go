@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/lobby"
+)
+
+// TestSingleMachineFleet is the default mode: the lobby allocates its
+// games through the NATS embedded in the process to the process's own
+// game server, whose token key opens the tokens, and whose announcements
+// move a reserved seat to a player when the player connects.
+func TestSingleMachineFleet(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	ready := make(chan addrs, 1)
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+			"-key-file", filepath.Join(t.TempDir(), "k"), "-max-players", "8", "-npcs", "10"}, &logs, ready)
+	}()
+	var a addrs
+	select {
+	case a = <-ready:
+	case code := <-exit:
+		t.Fatalf("exited %d: %s", code, logs.String())
+	}
+	lc := &lobby.Client{BaseURL: "http://" + a.http.String()}
+	seat, err := lc.Create(ctx, "arena", lobby.CreateRequest{Name: "solo", Player: "p", Hosting: lobby.ServerHosted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := seat.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	as, err := seat.Assignment(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if as.Addrs[0] != a.udp.String() {
+		t.Fatalf("assigned to %v, want this process's game server %v", as.Addrs, a.udp)
+	}
+	dial(t, as.Token) // the handshake proves the token opens with the server's key
+
+	// The fleet on the dashboard: one healthy server whose reserved seat
+	// became a connected player.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st struct {
+			Fleet []struct {
+				Name              string
+				Healthy           bool
+				Players, Reserved int
+			}
+		}
+		if err := json.Unmarshal([]byte(get(t, "http://"+a.admin.String()+"/api/stats")), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Fleet) != 1 || !st.Fleet[0].Healthy || st.Fleet[0].Name != a.udp.String() {
+			t.Fatalf("fleet on the dashboard: %+v", st.Fleet)
+		}
+		if st.Fleet[0].Players == 1 && st.Fleet[0].Reserved == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fleet shows %+v, want 1 player and no seat reserved", st.Fleet[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "fleet: seats reserved") {
+		t.Error("no reservation in the log")
+	}
+	cancel()
+	if code := <-exit; code != 0 {
+		t.Fatalf("exit %d: %s", code, logs.String())
+	}
+}
