@@ -57,9 +57,11 @@ type Directory struct {
 type entry struct {
 	st   Status
 	seen time.Time
-	// down is set when the server failed to answer a request; its next
-	// announcement clears it.
-	down string
+	// down is set when the server failed to answer a request, at downAt;
+	// an announcement one interval later clears it (one sent before the
+	// failure may still arrive after it).
+	down   string
+	downAt time.Time
 }
 
 // Server is one game server as a Directory sees it.
@@ -162,7 +164,10 @@ func (d *Directory) heard(msg *nats.Msg) {
 		d.servers[st.ID] = e
 		d.cfg.Logger.Info("fleet: server joined", "server", st.Name, "id", st.ID, "types", strings.Join(st.Types, ","), "capacity", st.Capacity)
 	}
-	e.st, e.seen, e.down = st, now, ""
+	e.st, e.seen = st, now
+	if e.down != "" && now.Sub(e.downAt) >= st.interval() {
+		e.down = ""
+	}
 }
 
 // forget drops the servers silent for ForgetAfter.
@@ -333,7 +338,7 @@ func (d *Directory) markDown(id, why string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if e := d.servers[id]; e != nil {
-		e.down = why
+		e.down, e.downAt = why, d.cfg.Now()
 		d.cfg.Logger.Warn("fleet: server did not answer", "server", e.st.Name, "id", id, "why", why)
 	}
 }

@@ -193,7 +193,14 @@ func TestSilentServerNotChosen(t *testing.T) {
 	d := f.directory()
 	a, b := f.server("a", 10, "arena"), f.server("b", 10, "arena")
 	b.load.Store(5)
-	waitFor(t, "two servers", func() bool { return len(d.Servers()) == 2 })
+	waitFor(t, "b's load", func() bool {
+		for _, s := range d.Servers() {
+			if s.Name == "b" && s.Players == 5 {
+				return len(d.Servers()) == 2
+			}
+		}
+		return false
+	})
 
 	// a dies without a word (as under SIGKILL): its connection drops.
 	clients := f.e.ns.NumClients()

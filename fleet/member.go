@@ -31,7 +31,9 @@ type MemberConfig struct {
 	// Key is its connect-token key, handed to the lobby that reserves
 	// seats so the lobby can mint tokens for them.
 	Key tickwire.Key
-	// Interval is the heartbeat interval. Zero means one second.
+	// Interval is the heartbeat interval. Zero means 500 ms: with the
+	// Directory's default StaleAfter, a server that dies is no longer
+	// chosen within 1.25 s.
 	Interval time.Duration
 	// Load reports the server's present load; called on every heartbeat
 	// and reservation, from the Member's goroutines. Required.
@@ -102,7 +104,7 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 		cfg.Prefix = DefaultPrefix
 	}
 	if cfg.Interval == 0 {
-		cfg.Interval = time.Second
+		cfg.Interval = 500 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -68,6 +68,11 @@ type options struct {
 	mesh      bool
 	meshNetem string
 
+	// -lobby: tokens from the lobby's rooms instead of POST /api/join.
+	lobby     bool
+	sourceIPs int
+	rooms     *lobbyRooms
+
 	// -peer mode: one player of a peer-hosted game.
 	peer       string // the room's name
 	roomSize   int
@@ -119,6 +124,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.gameType, "type", "arena", "-peer: the lobby's game `type`")
 	fs.StringVar(&o.playerName, "name", "", "-peer: the player's `name` in the room (default bot-<pid>)")
 	fs.IntVar(&o.npcs, "npcs", 30, "-peer: NPCs in the arena this player hosts (0..4000)")
+	fs.BoolVar(&o.lobby, "lobby", false, "get tokens the way players do: every -room-size clients form a server-hosted room of -type in the lobby\n"+
+		"at -server, ready up and play the game the lobby assigns (in a fleet, on the server it chose)")
+	fs.IntVar(&o.sourceIPs, "source-ips", 1, "-lobby: send each room's lobby requests from one of 127.0.0.1..127.0.0.`N` in turn, so that a load test\n"+
+		"from one machine stays within the lobby's per-address limits (1..254; loopback -server only)")
 	level := fs.String("log-level", "warn", "log `level`: debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -186,6 +195,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, err
 		}
 	}
+	if err := o.validLobby(u); err != nil {
+		return nil, err
+	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", *level)
 	}
@@ -243,6 +255,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// validLobby checks the -lobby mode's flags.
+func (o *options) validLobby(server *url.URL) error {
+	if !o.lobby {
+		if o.sourceIPs != 1 {
+			return errors.New("-source-ips applies to -lobby")
+		}
+		return nil
+	}
+	switch {
+	case o.peer != "":
+		return errors.New("-lobby and -peer are two modes: give one")
+	case o.players != 1:
+		return errors.New("-lobby seats one player per connection: drop -players")
+	case o.roomSize < 1 || o.roomSize > 64:
+		return fmt.Errorf("-room-size %d out of range 1..64", o.roomSize)
+	case o.sourceIPs < 1 || o.sourceIPs > 254:
+		return fmt.Errorf("-source-ips %d out of range 1..254", o.sourceIPs)
+	}
+	if ip := net.ParseIP(server.Hostname()); o.sourceIPs > 1 && (ip == nil || !ip.IsLoopback()) {
+		return fmt.Errorf("-source-ips needs a -server on loopback (127.0.0.1), not %q", server.Host)
+	}
+	o.rooms = newLobbyRooms(o)
+	return nil
 }
 
 // validPeer checks the -peer mode's flags.

@@ -26,6 +26,7 @@ type bot struct {
 	id     int
 	client *tickwire.Client
 	game   *botGame
+	server string // the game server's address in its token
 
 	mu          sync.Mutex // guards the echo state (the client's loop writes it)
 	sentAt      []time.Time
@@ -273,10 +274,17 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	tok, err := fetchToken(ctx, o)
+	var tok *tickwire.ConnectToken
+	var err error
+	if o.rooms != nil {
+		tok, err = o.rooms.token(ctx, b.id)
+	} else {
+		tok, err = fetchToken(ctx, o)
+	}
 	if err != nil {
 		return err
 	}
+	b.server = tok.ServerAddrs[0]
 	if o.via != "" {
 		tok.ServerAddrs = []string{o.via}
 	}
@@ -337,6 +345,12 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 	var events [tickwire.NumGameEventKinds]uint64
 	reasons := map[string]int{}
 	for _, b := range bots {
+		if b.client != nil {
+			if s.Servers == nil {
+				s.Servers = map[string]int{}
+			}
+			s.Servers[b.server]++
+		}
 		b.mu.Lock()
 		s.Disconnects += b.disconnects
 		if b.disconnects > 0 {
@@ -391,6 +405,9 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 func printSummary(w io.Writer, s *botproto.Summary) {
 	fmt.Fprintf(w, "tickwire-bot summary over %.1f s:\n", s.DurationSeconds)
 	fmt.Fprintf(w, "  clients %d, connected %d, disconnects %d %v\n", s.Clients, s.Connected, s.Disconnects, s.DisconnectReasons)
+	if len(s.Servers) > 1 {
+		fmt.Fprintf(w, "  clients by game server: %v\n", s.Servers)
+	}
 	if s.Commits != nil {
 		fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; per client: down %.1f kbit/s, up %.1f kbit/s\n", s.RTTms.P50, s.RTTms.P99, s.DownKbpsPerClient, s.UpKbpsPerClient)
 	} else {

@@ -32,6 +32,10 @@ type Summary struct {
 	// microseconds: what load generation costs beside the server.
 	BotCPUPerClientTick float64  `json:"bot_cpu_us_per_client_tick"`
 	DisconnectReasons   []string `json:"disconnect_reasons,omitempty"`
+	// Servers counts the connected clients by the game server address
+	// their tokens named (with -lobby in a fleet: where the lobby put
+	// their games).
+	Servers map[string]int `json:"servers,omitempty"`
 	// Events sums the game events (tickwire.GameEvent) the bots' games
 	// received.
 	Events Events `json:"events"`

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// fleetServer is one entry of the fleet on a lobby's /api/stats.
+type fleetServer struct {
+	Name     string   `json:"name"`
+	Addrs    []string `json:"addrs"`
+	Healthy  bool     `json:"healthy"`
+	Why      string   `json:"why"`
+	Players  int      `json:"players"`
+	Reserved int      `json:"reserved"`
+}
+
+// fleetOf reads the fleet a lobby's operator address shows.
+func fleetOf(t *testing.T, admin string) map[string]fleetServer {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/api/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Fleet []fleetServer `json:"fleet"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]fleetServer{}
+	for _, s := range st.Fleet {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// awaitFleet polls a lobby's fleet until cond holds, and returns how long
+// that took.
+func awaitFleet(t *testing.T, admin, what string, limit time.Duration, cond func(map[string]fleetServer) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		f := fleetOf(t, admin)
+		if cond(f) {
+			return time.Since(start)
+		}
+		if time.Since(start) > limit {
+			t.Fatalf("after %v the lobby still does not show %s: %+v", limit, what, f)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the lobby's operator page
+	}
+}
+
+// TestFleet is issue 21's run with real processes on loopback: one lobby
+// embedding NATS, three game servers joining it, 60 bots through the
+// lobby spread over the servers by load; one server SIGKILLed and no
+// longer chosen within 3 s; a second lobby on the same NATS sees the same
+// fleet and assigns there too.
+func TestFleet(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "nats.token")
+	if err := os.WriteFile(tokenFile, []byte("e2e-fleet-token-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	lb := start(t, "tickwire-server", "-listen", "", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+		"-nats-listen", "127.0.0.1:0", "-nats-token-file", tokenFile)
+	natsURL := lb.await(t, `msg="fleet: embedded NATS" url=(\S+)`)
+	lobbyHTTP := lb.await(t, `msg="serving HTTP" addr=(\S+)`)
+	lobbyAdmin := lb.await(t, `msg="serving admin" addr=(\S+)`)
+
+	servers := map[string]*proc{}
+	udp := map[string]string{} // name -> UDP address
+	for i := 1; i <= 3; i++ {
+		name := "s" + strconv.Itoa(i)
+		p := start(t, "tickwire-server", "-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-name", name,
+			"-nats", natsURL, "-nats-token-file", tokenFile, "-key-file", filepath.Join(dir, name+".key"),
+			"-npcs", "20", "-max-players", "64")
+		servers[name] = p
+		udp[name] = p.await(t, `msg="serving game traffic" udp=(\S+)`)
+	}
+	awaitFleet(t, lobbyAdmin, "three healthy servers", 15*time.Second, func(f map[string]fleetServer) bool {
+		return f["s1"].Healthy && f["s2"].Healthy && f["s3"].Healthy
+	})
+
+	// 60 bots in rooms of 4: 15 games over three equal servers.
+	sum, code := bots(t, "-server", "http://"+lobbyHTTP, "-lobby", "-room-size", "4", "-source-ips", "8",
+		"-n", "60", "-duration", "3s", "-seed", "1")
+	if code != 0 || sum.Connected != 60 || sum.Desyncs != 0 {
+		t.Fatalf("bots through the lobby: exit %d, %d of 60 connected, %d desyncs", code, sum.Connected, sum.Desyncs)
+	}
+	t.Logf("60 bots by server: s1 %d, s2 %d, s3 %d", sum.Servers[udp["s1"]], sum.Servers[udp["s2"]], sum.Servers[udp["s3"]])
+	for name, addr := range udp {
+		// Least loaded first gives 20 each; concurrent rooms may tip a
+		// game or two, never most of them.
+		if n := sum.Servers[addr]; n < 12 || n > 28 {
+			t.Errorf("%s got %d of the 60 bots, want 12..28 (spread by load): %v", name, n, sum.Servers)
+		}
+	}
+
+	// SIGKILL s1: the lobby must stop choosing it within 3 s.
+	servers["s1"].cmd.Process.Kill()
+	took := awaitFleet(t, lobbyAdmin, "s1 unhealthy", 10*time.Second, func(f map[string]fleetServer) bool { return !f["s1"].Healthy })
+	t.Logf("s1 killed: marked unhealthy after %v (%s)", took.Round(time.Millisecond), fleetOf(t, lobbyAdmin)["s1"].Why)
+	if took > 3*time.Second {
+		t.Errorf("the lobby took %v to stop choosing a killed server, want at most 3 s", took)
+	}
+	sum, code = bots(t, "-server", "http://"+lobbyHTTP, "-lobby", "-room-size", "4", "-source-ips", "8",
+		"-n", "12", "-duration", "1s", "-seed", "2")
+	if code != 0 || sum.Connected != 12 || sum.Servers[udp["s1"]] != 0 || sum.Servers[udp["s2"]]+sum.Servers[udp["s3"]] != 12 {
+		t.Fatalf("bots after s1 died: exit %d, %d connected, by server %v", code, sum.Connected, sum.Servers)
+	}
+
+	// A second lobby on the same NATS sees the same fleet and uses it.
+	lb2 := start(t, "tickwire-server", "-listen", "", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0",
+		"-nats", natsURL, "-nats-token-file", tokenFile)
+	lobby2HTTP := lb2.await(t, `msg="serving HTTP" addr=(\S+)`)
+	lobby2Admin := lb2.await(t, `msg="serving admin" addr=(\S+)`)
+	awaitFleet(t, lobby2Admin, "s2 and s3 healthy", 15*time.Second, func(f map[string]fleetServer) bool {
+		return f["s2"].Healthy && f["s3"].Healthy && !f["s1"].Healthy &&
+			fmt.Sprint(f["s2"].Addrs) == fmt.Sprint([]string{udp["s2"]})
+	})
+	sum, code = bots(t, "-server", "http://"+lobby2HTTP, "-lobby", "-room-size", "2", "-n", "4", "-duration", "1s", "-seed", "3")
+	if code != 0 || sum.Connected != 4 || sum.Servers[udp["s1"]] != 0 {
+		t.Fatalf("bots through the second lobby: exit %d, %d connected, by server %v", code, sum.Connected, sum.Servers)
+	}
+}
