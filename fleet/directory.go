@@ -43,12 +43,15 @@ type DirectoryConfig struct {
 // announcement, and the allocation of new games to them. Its methods
 // are safe for concurrent use.
 type Directory struct {
-	nc  *nats.Conn
-	cfg DirectoryConfig
-	sub *nats.Subscription
+	nc   *nats.Conn
+	cfg  DirectoryConfig
+	subs []*nats.Subscription
+	stop chan struct{}
 
 	mu      sync.Mutex
 	servers map[string]*entry
+	lobbies map[string]*lobbyEntry // by tag
+	self    *LobbyStatus           // this lobby, once announced
 
 	bad, dropped, allocated, failed atomic.Uint64
 }
@@ -109,21 +112,45 @@ func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
 	if cfg.StaleAfter < 1 {
 		return nil, fmt.Errorf("fleet: StaleAfter %v: want at least one interval", cfg.StaleAfter)
 	}
-	d := &Directory{nc: nc, cfg: cfg, servers: map[string]*entry{}}
-	sub, err := nc.Subscribe(cfg.Prefix+".servers.*", d.heard)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: subscribe: %w", err)
+	d := &Directory{nc: nc, cfg: cfg, servers: map[string]*entry{}, lobbies: map[string]*lobbyEntry{}, stop: make(chan struct{})}
+	for subj, h := range map[string]nats.MsgHandler{
+		cfg.Prefix + ".servers.*": d.heard,
+		cfg.Prefix + ".lobbies.*": d.heardLobby,
+		cfg.Prefix + ".hello":     func(*nats.Msg) { d.announceLobby(false) },
+	} {
+		sub, err := nc.Subscribe(subj, h)
+		if err != nil {
+			d.unsubscribe()
+			return nil, fmt.Errorf("fleet: subscribe %s: %w", subj, err)
+		}
+		d.subs = append(d.subs, sub)
 	}
-	d.sub = sub
 	if err := nc.Publish(cfg.Prefix+".hello", nil); err != nil {
-		sub.Unsubscribe()
+		d.unsubscribe()
 		return nil, fmt.Errorf("fleet: hello: %w", err)
 	}
 	return d, nil
 }
 
-// Close stops watching.
-func (d *Directory) Close() error { return d.sub.Unsubscribe() }
+func (d *Directory) unsubscribe() {
+	for _, s := range d.subs {
+		s.Unsubscribe()
+	}
+}
+
+// Close stops watching and, when the lobby was announced, tells the
+// fleet it is gone.
+func (d *Directory) Close() error {
+	select {
+	case <-d.stop:
+		return nil
+	default:
+	}
+	close(d.stop)
+	d.unsubscribe()
+	d.announceLobby(true)
+	return d.nc.Flush()
+}
 
 // Stats returns the Directory's counters.
 func (d *Directory) Stats() DirectoryStats {

@@ -188,3 +188,92 @@ func TestFleetFull(t *testing.T) {
 		t.Fatalf("assigned %+v, want the new server", a)
 	}
 }
+
+// TestFleetTwoLobbies serves one room through two lobbies of a fleet: the
+// room lives in the lobby that created it, and the other sends every API
+// call for it there.
+func TestFleetTwoLobbies(t *testing.T) {
+	f := newTestFleet(t)
+	f.server("127.0.0.1:7001", 8, "arena")
+	cfg := func(d *fleet.Directory) Config {
+		return Config{Servers: []GameServer{}, Fleet: d, Types: []GameType{{Name: "arena", MinPlayers: 2, MaxPlayers: 2}}}
+	}
+	da, db := f.directory(1), f.directory(1)
+	_, srvA := newTestLobby(t, cfg(da))
+	lb, srvB := newTestLobby(t, cfg(db))
+	tagA, err := da.Announce(srvA.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Announce(srvB.URL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if u, ok := db.LobbyURL(tagA); ok && u == srvA.URL {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lobby B never heard of lobby A: %+v", db.Lobbies())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+
+	ctx := testCtx(t)
+	a, err := (&Client{BaseURL: srvA.URL}).Create(ctx, "arena", CreateRequest{Name: "g", Player: "a", Hosting: ServerHosted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(a.Room.ID, tagA) {
+		t.Fatalf("room %s of lobby A does not start with its tag %s", a.Room.ID, tagA)
+	}
+	// b only knows lobby B; every call of b's is sent on to A.
+	b, err := (&Client{BaseURL: srvB.URL}).Join(ctx, a.Room.ID, JoinRequest{Player: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	as := make([]*Assignment, 2)
+	for i, s := range []*Seat{a, b} {
+		wg.Go(func() {
+			if err := s.Ready(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			as[i], _ = s.Assignment(ctx)
+		})
+	}
+	wg.Wait()
+	if as[0] == nil || as[1] == nil || as[0].GameID != as[1].GameID {
+		t.Fatalf("assignments %+v %+v: want one game", as[0], as[1])
+	}
+	checkAssignments(t, f.keys["127.0.0.1:7001"], "127.0.0.1:7001", as...)
+	if got := redirects(t, lb); got != 3 {
+		t.Fatalf("lobby B redirected %v requests, want 3: join, ready and the assignment", got)
+	}
+	// A room id of nobody's tag is just unknown.
+	resp, err := http.Get(srvB.URL + "/api/rooms/zzzzabcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown room: %d, want 404", resp.StatusCode)
+	}
+}
+
+// redirects reads the lobby's redirect counter.
+func redirects(t *testing.T, l *Lobby) float64 {
+	t.Helper()
+	mfs, err := l.gatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "tickwire_lobby_room_redirects_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no redirect counter")
+	return 0
+}

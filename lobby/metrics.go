@@ -17,6 +17,7 @@ type metrics struct {
 	errors        *prometheus.CounterVec // code
 	chats         prometheus.Counter
 	socketsOpened prometheus.Counter
+	redirects     prometheus.Counter
 }
 
 var (
@@ -46,6 +47,9 @@ func (l *Lobby) initMetrics() error {
 		socketsOpened: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tickwire_lobby_sockets_opened_total", Help: "WebSockets accepted.",
 		}),
+		redirects: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tickwire_lobby_room_redirects_total", Help: "API requests for a room of another lobby of the fleet, sent there.",
+		}),
 	}
 	l.metrics = m
 	reg := l.cfg.Registerer
@@ -62,7 +66,7 @@ func (l *Lobby) initMetrics() error {
 			l.gatherer = prometheus.DefaultGatherer
 		}
 	}
-	for _, c := range []prometheus.Collector{m.roomsCreated, m.gamesAssigned, m.playersLeft, m.errors, m.chats, m.socketsOpened, stateCollector{l}} {
+	for _, c := range []prometheus.Collector{m.roomsCreated, m.gamesAssigned, m.playersLeft, m.errors, m.chats, m.socketsOpened, m.redirects, stateCollector{l}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

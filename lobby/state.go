@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/tickwire/tickwire/fleet"
 )
 
 // This file holds the rooms and seats and every change to them. All of it
@@ -207,11 +209,11 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 		return nil, err
 	}
 	r := &room{
-		id: roomID(), name: name, typ: t, hosting: hosting,
+		id: l.roomID(), name: name, typ: t, hosting: hosting,
 		maxPlayers: max, created: time.Now().UTC().Truncate(time.Second), owner: owner,
 	}
 	for l.rooms[r.id] != nil {
-		r.id = roomID()
+		r.id = l.roomID()
 	}
 	c.rooms++
 	l.rooms[r.id] = r
@@ -478,4 +480,43 @@ func (l *Lobby) typeChanged(t *gameType) {
 	}
 }
 
-func roomID() string { return strings.ToLower(rand.Text()[:10]) }
+// roomID returns a new room id. In a fleet with several lobbies it
+// starts with this lobby's tag (fleet.Directory.Announce), so that the
+// other lobbies send the room's players here.
+func (l *Lobby) roomID() string {
+	id := strings.ToLower(rand.Text()[:10])
+	if l.cfg.Fleet != nil {
+		if tag := l.cfg.Fleet.Tag(); tag != "" {
+			id = tag + id[len(tag):]
+		}
+	}
+	return id
+}
+
+// roomElsewhere returns the URL of the lobby that holds room id, when
+// another lobby of the fleet does.
+func (l *Lobby) roomElsewhere(id string) (string, bool) {
+	if l.cfg.Fleet == nil || len(id) < fleet.TagLen {
+		return "", false
+	}
+	l.mu.Lock()
+	_, here := l.rooms[id]
+	l.unlock()
+	if here {
+		return "", false
+	}
+	return l.cfg.Fleet.LobbyURL(id[:fleet.TagLen])
+}
+
+// elsewhere sends requests for another lobby's room there (307 keeps
+// the method and body); h serves the rest.
+func (l *Lobby) elsewhere(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if u, ok := l.roomElsewhere(r.PathValue("room")); ok {
+			l.metrics.redirects.Inc()
+			http.Redirect(w, r, u+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+			return
+		}
+		h(w, r)
+	}
+}

@@ -66,6 +66,16 @@ type statsJSON struct {
 	Server *serverStatsJSON `json:"server"` // null without a StatsSource
 	// Fleet is every game server of Config.Fleet; absent without one.
 	Fleet []fleetServerJSON `json:"fleet,omitempty"`
+	// Lobbies are the lobbies announced on the fleet, this one included
+	// once it announced itself.
+	Lobbies []fleetLobbyJSON `json:"lobbies,omitempty"`
+}
+
+type fleetLobbyJSON struct {
+	Tag     string `json:"tag"`
+	URL     string `json:"url"`
+	Healthy bool   `json:"healthy"`
+	Self    bool   `json:"self"`
 }
 
 type fleetServerJSON struct {
@@ -150,6 +160,9 @@ func (l *Lobby) stats() statsJSON {
 				Capacity: f.Capacity, Players: f.Players, Reserved: f.Reserved, Games: f.Games,
 				TickP99Ms: f.TickP99Ms, TickBudgetMs: f.TickBudgetMs, Healthy: f.Healthy, Why: f.Why,
 				SilentMs: ms(out.Time.Sub(f.LastSeen))})
+		}
+		for _, lb := range l.cfg.Fleet.Lobbies() {
+			out.Lobbies = append(out.Lobbies, fleetLobbyJSON{Tag: lb.Tag, URL: lb.URL, Healthy: lb.Healthy, Self: lb.Self})
 		}
 	}
 	if l.cfg.Stats == nil {

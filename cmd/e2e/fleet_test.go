@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tickwire/tickwire/lobby"
 )
 
 // fleetServer is one entry of the fleet on a lobby's /api/stats.
@@ -131,4 +135,68 @@ func TestFleet(t *testing.T) {
 	if code != 0 || sum.Connected != 4 || sum.Servers[udp["s1"]] != 0 {
 		t.Fatalf("bots through the second lobby: exit %d, %d connected, by server %v", code, sum.Connected, sum.Servers)
 	}
+
+	// A room lives in the lobby that made it: a player who knows only
+	// the first lobby joins a room of the second through it.
+	for deadline := time.Now().Add(15 * time.Second); lobbiesOf(t, lobbyAdmin) != 2; {
+		if time.Now().After(deadline) {
+			t.Fatal("lobby 1 never heard of lobby 2")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the lobby's operator page
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	host, err := (&lobby.Client{BaseURL: "http://" + lobby2HTTP}).Create(ctx, "arena",
+		lobby.CreateRequest{Name: "two lobbies", Player: "host", MaxPlayers: 2, Hosting: lobby.ServerHosted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, err := (&lobby.Client{BaseURL: "http://" + lobbyHTTP}).Join(ctx, host.Room.ID, lobby.JoinRequest{Player: "guest"})
+	if err != nil {
+		t.Fatalf("joining lobby 2's room %s through lobby 1: %v", host.Room.ID, err)
+	}
+	var games [2]uint64
+	var wg sync.WaitGroup
+	for i, s := range []*lobby.Seat{host, guest} {
+		wg.Go(func() {
+			if err := s.Ready(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			if a, err := s.Assignment(ctx); err != nil {
+				t.Error(err)
+			} else {
+				games[i] = a.GameID
+			}
+		})
+	}
+	wg.Wait()
+	if games[0] == 0 || games[0] != games[1] {
+		t.Fatalf("the two lobbies' players got games %v, want one", games)
+	}
+}
+
+// lobbiesOf counts the live lobbies a lobby's operator page shows.
+func lobbiesOf(t *testing.T, admin string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + admin + "/api/stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Lobbies []struct {
+			Healthy bool `json:"healthy"`
+		} `json:"lobbies"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range st.Lobbies {
+		if l.Healthy {
+			n++
+		}
+	}
+	return n
 }

@@ -46,6 +46,7 @@ type options struct {
 	natsURL      string // -nats: an external NATS; empty: embedded (with a lobby) or none
 	natsListen   string // -nats-listen: the embedded NATS's TCP address
 	natsToken    string // from -nats-token-file
+	publicURL    string // -public-url: where players reach this lobby
 	name         string // the server's name in the fleet
 	nameFromAddr bool   // name is the public address (follows a port picked at bind)
 
@@ -124,6 +125,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-token-file;\n"+
 		"default: none, this process only)")
 	natsTokenFile := fs.String("nats-token-file", "", "`file` holding the NATS token (16+ characters, mode 0600): required by -nats-listen, presented to -nats")
+	fs.StringVar(&o.publicURL, "public-url", "", "the `URL` players reach this lobby at, announced to the fleet so that other lobbies send\n"+
+		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -267,6 +270,15 @@ func (o *options) validFleet(tokenFile string) error {
 		}
 		if o.natsToken = strings.TrimSpace(string(b)); len(o.natsToken) < 16 {
 			return fmt.Errorf("-nats-token-file %s holds %d characters: want at least 16 (e.g. openssl rand -hex 16)", tokenFile, len(o.natsToken))
+		}
+	}
+	if o.publicURL != "" {
+		u, err := url.Parse(o.publicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" && u.Path != "/" {
+			return fmt.Errorf("-public-url %q: want http(s)://host[:port]", o.publicURL)
+		}
+		if o.http == "" {
+			return errors.New("-public-url names the lobby, which is off (-http)")
 		}
 	}
 	if o.devJoin && o.listen == "" {

@@ -92,6 +92,9 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-http", "", "-nats-listen", ":4222"}, "-http (the lobby) is off"},
 		{[]string{"-nats-listen", "x"}, "-nats-listen"},
 		{[]string{"-nats-token-file", "/nonexistent"}, "give one of them"},
+		{[]string{"-public-url", "ftp://x"}, "-public-url"},
+		{[]string{"-public-url", "http://x/lobby"}, "-public-url"},
+		{[]string{"-public-url", "http://x", "-http", ""}, "lobby, which is off"},
 		{[]string{"-nats", "nats://a:4222", "-nats-token-file", "/nonexistent/token"}, "-nats-token-file"},
 	}
 	for _, c := range cases {

@@ -163,6 +163,24 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			return err
 		}
 	}
+	if fl.dir != nil && lb != nil {
+		// Other lobbies of the fleet send players of this lobby's rooms here.
+		u := o.publicURL
+		if u == "" {
+			u = localURL(o, sites[0].ln.Addr())
+		}
+		tag, err := fl.dir.Announce(u)
+		if err != nil {
+			for _, open := range sites {
+				open.ln.Close()
+			}
+			if conn != nil {
+				conn.Close()
+			}
+			return err
+		}
+		log.Info("fleet: lobby announced", "url", u, "tag", tag)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
@@ -287,6 +305,20 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,
 		"rcvbuf", info.ReadBuffer, "sndbuf", info.WriteBuffer, "batch", info.BatchSize)
 	return key, srv, conn, game, nil
+}
+
+// localURL is the lobby's URL on this machine: the -http address, with
+// 127.0.0.1 for a listener on every interface.
+func localURL(o *options, a net.Addr) string {
+	host, port, _ := net.SplitHostPort(a.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	scheme := "http"
+	if o.tls != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }
 
 func gameTitle(name string) string {
