@@ -264,8 +264,10 @@ func (m *Member) reserve(data []byte) Grant {
 		m.bad.Add(1)
 		return Grant{Error: "bad request: " + err.Error()}
 	}
+	// The hold is checked in milliseconds: a huge HoldMs would wrap
+	// around as a Duration.
 	keep := time.Duration(req.HoldMs) * time.Millisecond
-	if req.GameID == 0 || req.Seats < 1 || keep < minHold || keep > maxHold {
+	if req.GameID == 0 || req.Seats < 1 || req.HoldMs < minHold.Milliseconds() || req.HoldMs > maxHold.Milliseconds() {
 		m.bad.Add(1)
 		return Grant{Error: fmt.Sprintf("bad request: game %d, %d seats, hold %v (want a game id, 1+ seats, hold %v..%v)",
 			req.GameID, req.Seats, keep, minHold, maxHold)}

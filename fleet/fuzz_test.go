@@ -1,0 +1,71 @@
+package fleet
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// FuzzStatus feeds announcements to the checks a Directory applies: a
+// server or lobby announcement that passes them has the bounds the
+// Directory relies on.
+func FuzzStatus(f *testing.F) {
+	for _, s := range []string{
+		`{"id":"abc","name":"eu-1","types":["arena"],"addrs":["127.0.0.1:7777"],"capacity":256,"players":3,"reserved":4,"games":1,"tickP99Ms":2.5,"tickBudgetMs":16.6,"intervalMs":500,"seq":9}`,
+		`{"id":"a.b","types":["arena"],"addrs":["x:1"],"capacity":1,"intervalMs":500}`,
+		`{"id":"abc","types":[],"addrs":[],"capacity":-1,"intervalMs":0}`,
+		`{"tag":"abcd","url":"http://127.0.0.1:8080","intervalMs":1000,"seq":1}`,
+		`{"tag":"ABCD","url":"ftp://x","intervalMs":1000}`,
+		`{`, `null`, `[]`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var st Status
+		if decode(b, &st) == nil && st.check() == nil {
+			if st.ID == "" || len(st.Types) == 0 || len(st.Types) > MaxTypes || len(st.Addrs) == 0 || len(st.Addrs) > MaxAddrs ||
+				st.Capacity < 0 || st.Players < 0 || st.Reserved < 0 || st.interval() <= 0 || st.interval() > time.Minute {
+				t.Fatalf("checked status out of bounds: %+v", st)
+			}
+			_ = st.Load() + float64(st.Free())
+		}
+		var ls LobbyStatus
+		if decode(b, &ls) == nil && ls.check() == nil && (len(ls.Tag) != TagLen || ls.URL == "") {
+			t.Fatalf("checked lobby out of bounds: %+v", ls)
+		}
+	})
+}
+
+// FuzzReserve feeds reservation requests to a Member: whatever the bytes,
+// it answers, and it reserves seats only for a well-formed request that
+// fits.
+func FuzzReserve(f *testing.F) {
+	for _, s := range []string{
+		`{"gameId":"7","type":"arena","seats":2,"holdMs":30000}`,
+		`{"gameId":"7","type":"arena","seats":9,"holdMs":30000}`,
+		`{"gameId":"0","type":"arena","seats":1,"holdMs":30000}`,
+		`{"gameId":"7","type":"chess","seats":1,"holdMs":30000}`,
+		`{"gameId":"7","type":"arena","seats":-3,"holdMs":-1}`,
+		`{"gameId":"18446744073709551615","type":"arena","seats":8,"holdMs":600000}`,
+		`{"gameId":"7","type":"arena","seats":1,"holdMs":18446744073739}`, // wraps to 30 s as nanoseconds
+		`{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	now := time.Unix(1e9, 0)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := &Member{cfg: MemberConfig{Types: []string{"arena"}, Addrs: []string{"a:1"}, Capacity: 8, Interval: time.Second,
+			Load: func() Load { return Load{} }, Logger: quiet, Now: func() time.Time { return now }}, holds: map[uint64]*hold{}}
+		g := m.reserve(b)
+		st := m.Status()
+		var req Request
+		ok := json.Unmarshal(b, &req) == nil && req.GameID != 0 && req.Type == "arena" && req.Seats >= 1 && req.Seats <= 8 &&
+			req.HoldMs >= minHold.Milliseconds() && req.HoldMs <= maxHold.Milliseconds() && len(b) <= maxMessage
+		if ok != (g.Error == "") {
+			t.Fatalf("request %q answered %+v", b, g)
+		}
+		if ok && st.Reserved != req.Seats || !ok && st.Reserved != 0 {
+			t.Fatalf("request %q: %d seats reserved", b, st.Reserved)
+		}
+	})
+}
