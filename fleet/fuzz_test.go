@@ -47,7 +47,7 @@ func FuzzReserve(f *testing.F) {
 		`{"gameId":"7","type":"chess","seats":1,"holdMs":30000}`,
 		`{"gameId":"7","type":"arena","seats":-3,"holdMs":-1}`,
 		`{"gameId":"18446744073709551615","type":"arena","seats":8,"holdMs":600000}`,
-		`{"gameId":"7","type":"arena","seats":1,"holdMs":18446744073739}`, // wraps to 30 s as nanoseconds
+		`{"gameId":"7","type":"arena","seats":1,"holdMs":18446744103710}`, // wraps to 30 s as a Duration
 		`{`, ``,
 	} {
 		f.Add([]byte(s))
