@@ -113,29 +113,20 @@ func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
 		return nil, fmt.Errorf("fleet: StaleAfter %v: want at least one interval", cfg.StaleAfter)
 	}
 	d := &Directory{nc: nc, cfg: cfg, servers: map[string]*entry{}, lobbies: map[string]*lobbyEntry{}, stop: make(chan struct{})}
-	for subj, h := range map[string]nats.MsgHandler{
+	subs, err := subscribe(nc, map[string]nats.MsgHandler{
 		cfg.Prefix + ".servers.*": d.heard,
 		cfg.Prefix + ".lobbies.*": d.heardLobby,
 		cfg.Prefix + ".hello":     func(*nats.Msg) { d.announceLobby(false) },
-	} {
-		sub, err := nc.Subscribe(subj, h)
-		if err != nil {
-			d.unsubscribe()
-			return nil, fmt.Errorf("fleet: subscribe %s: %w", subj, err)
-		}
-		d.subs = append(d.subs, sub)
+	})
+	if err != nil {
+		return nil, err
 	}
+	d.subs = subs
 	if err := nc.Publish(cfg.Prefix+".hello", nil); err != nil {
-		d.unsubscribe()
+		unsubscribe(d.subs)
 		return nil, fmt.Errorf("fleet: hello: %w", err)
 	}
 	return d, nil
-}
-
-func (d *Directory) unsubscribe() {
-	for _, s := range d.subs {
-		s.Unsubscribe()
-	}
 }
 
 // Close stops watching and, when the lobby was announced, tells the
@@ -147,7 +138,7 @@ func (d *Directory) Close() error {
 	default:
 	}
 	close(d.stop)
-	d.unsubscribe()
+	unsubscribe(d.subs)
 	d.announceLobby(true)
 	return d.nc.Flush()
 }

@@ -129,17 +129,14 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 	if err := st.check(); err != nil {
 		return nil, fmt.Errorf("fleet: %v", err)
 	}
-	for subj, h := range map[string]nats.MsgHandler{
+	subs, err := subscribe(nc, map[string]nats.MsgHandler{
 		cfg.Prefix + ".alloc." + m.id: m.serve,
 		cfg.Prefix + ".hello":         func(*nats.Msg) { m.announce() },
-	} {
-		sub, err := nc.Subscribe(subj, h)
-		if err != nil {
-			m.unsubscribe()
-			return nil, fmt.Errorf("fleet: subscribe %s: %w", subj, err)
-		}
-		m.subs = append(m.subs, sub)
+	})
+	if err != nil {
+		return nil, err
 	}
+	m.subs = subs
 	m.announce()
 	go m.heartbeat()
 	return m, nil
@@ -184,17 +181,11 @@ func (m *Member) Close() error {
 	}
 	close(m.stop)
 	<-m.done
-	m.unsubscribe()
+	unsubscribe(m.subs)
 	st := m.Status()
 	st.Draining, st.Leaving = true, true
 	m.publish(st)
 	return m.nc.Flush()
-}
-
-func (m *Member) unsubscribe() {
-	for _, s := range m.subs {
-		s.Unsubscribe()
-	}
 }
 
 // Status is what the Member announces now.

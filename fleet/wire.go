@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // DefaultPrefix is the subject prefix of a fleet's NATS messages.
@@ -119,4 +121,24 @@ func decode(b []byte, v any) error {
 		return fmt.Errorf("%d-byte message (at most %d)", len(b), maxMessage)
 	}
 	return json.Unmarshal(b, v)
+}
+
+// subscribe subscribes h to each subject, or to none when one fails.
+func subscribe(nc *nats.Conn, handlers map[string]nats.MsgHandler) ([]*nats.Subscription, error) {
+	var subs []*nats.Subscription
+	for subj, h := range handlers {
+		sub, err := nc.Subscribe(subj, h)
+		if err != nil {
+			unsubscribe(subs)
+			return nil, fmt.Errorf("fleet: subscribe %s: %w", subj, err)
+		}
+		subs = append(subs, sub)
+	}
+	return subs, nil
+}
+
+func unsubscribe(subs []*nats.Subscription) {
+	for _, s := range subs {
+		s.Unsubscribe()
+	}
 }

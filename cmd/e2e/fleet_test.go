@@ -25,22 +25,33 @@ type fleetServer struct {
 	Reserved int      `json:"reserved"`
 }
 
-// fleetOf reads the fleet a lobby's operator address shows.
-func fleetOf(t *testing.T, admin string) map[string]fleetServer {
+// lobbyView is what a lobby's operator page shows of the fleet.
+type lobbyView struct {
+	Fleet   []fleetServer `json:"fleet"`
+	Lobbies []struct {
+		Healthy bool `json:"healthy"`
+	} `json:"lobbies"`
+}
+
+func viewOf(t *testing.T, admin string) lobbyView {
 	t.Helper()
 	resp, err := http.Get("http://" + admin + "/api/stats")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st struct {
-		Fleet []fleetServer `json:"fleet"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+	var v lobbyView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatal(err)
 	}
+	return v
+}
+
+// fleetOf reads the fleet a lobby's operator address shows, by name.
+func fleetOf(t *testing.T, admin string) map[string]fleetServer {
+	t.Helper()
 	out := map[string]fleetServer{}
-	for _, s := range st.Fleet {
+	for _, s := range viewOf(t, admin).Fleet {
 		out[s.Name] = s
 	}
 	return out
@@ -179,21 +190,8 @@ func TestFleet(t *testing.T) {
 // lobbiesOf counts the live lobbies a lobby's operator page shows.
 func lobbiesOf(t *testing.T, admin string) int {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/api/stats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Lobbies []struct {
-			Healthy bool `json:"healthy"`
-		} `json:"lobbies"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
 	n := 0
-	for _, l := range st.Lobbies {
+	for _, l := range viewOf(t, admin).Lobbies {
 		if l.Healthy {
 			n++
 		}
