@@ -146,6 +146,19 @@ func TestFleetAssignment(t *testing.T) {
 			t.Fatalf("dashboard shows %+v, want healthy with 4 of 8 seats reserved", s)
 		}
 	}
+	resp, err = http.Get(admin.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(m)
+	for _, want := range []string{`tickwire_lobby_fleet_servers{health="healthy"} 2`, `tickwire_lobby_fleet_seats{kind="reserved"} 8`,
+		"tickwire_lobby_fleet_allocations_total 4", "tickwire_lobby_fleet_requests_failed_total 0"} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 	resp, err = http.Get(admin.URL + "/dashboard")
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,13 @@ var (
 	descPlayers = prometheus.NewDesc("tickwire_lobby_players", "Players seated in open rooms.", []string{"type"}, nil)
 	descSockets = prometheus.NewDesc("tickwire_lobby_sockets", "Open lobby WebSockets.", nil, nil)
 	descSeats   = prometheus.NewDesc("tickwire_lobby_api_seats", "Seats held through the JSON API (including assignments not yet expired).", nil, nil)
+
+	// With Config.Fleet.
+	descFleetServers = prometheus.NewDesc("tickwire_lobby_fleet_servers", "Game servers of the fleet this lobby knows, by health.", []string{"health"}, nil)
+	descFleetSeats   = prometheus.NewDesc("tickwire_lobby_fleet_seats", "Seats over the fleet's healthy servers: capacity, players connected, reserved.", []string{"kind"}, nil)
+	descFleetAllocs  = prometheus.NewDesc("tickwire_lobby_fleet_allocations_total", "Games the fleet allocated to a server for this lobby.", nil, nil)
+	descFleetFailed  = prometheus.NewDesc("tickwire_lobby_fleet_requests_failed_total", "Reservation requests a server refused or did not answer.", nil, nil)
+	descFleetBad     = prometheus.NewDesc("tickwire_lobby_fleet_bad_announcements_total", "Fleet announcements that did not decode or check, dropped.", nil, nil)
 )
 
 func (l *Lobby) initMetrics() error {
@@ -86,6 +93,11 @@ func (c stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descPlayers
 	ch <- descSockets
 	ch <- descSeats
+	if c.l.cfg.Fleet != nil {
+		for _, d := range []*prometheus.Desc{descFleetServers, descFleetSeats, descFleetAllocs, descFleetFailed, descFleetBad} {
+			ch <- d
+		}
+	}
 }
 
 func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -105,4 +117,27 @@ func (c stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(descSeats, prometheus.GaugeValue, float64(api))
+	if f := l.cfg.Fleet; f != nil {
+		var healthy, unhealthy, capacity, players, reserved int
+		for _, s := range f.Servers() {
+			if !s.Healthy {
+				unhealthy++
+				continue
+			}
+			healthy++
+			capacity, players, reserved = capacity+s.Capacity, players+s.Players, reserved+s.Reserved
+		}
+		gauge := func(d *prometheus.Desc, v int, label string) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), label)
+		}
+		gauge(descFleetServers, healthy, "healthy")
+		gauge(descFleetServers, unhealthy, "unhealthy")
+		gauge(descFleetSeats, capacity, "capacity")
+		gauge(descFleetSeats, players, "players")
+		gauge(descFleetSeats, reserved, "reserved")
+		st := f.Stats()
+		ch <- prometheus.MustNewConstMetric(descFleetAllocs, prometheus.CounterValue, float64(st.Allocated))
+		ch <- prometheus.MustNewConstMetric(descFleetFailed, prometheus.CounterValue, float64(st.Failed))
+		ch <- prometheus.MustNewConstMetric(descFleetBad, prometheus.CounterValue, float64(st.BadAnnouncements))
+	}
 }
