@@ -28,9 +28,13 @@ type fleetParts struct {
 // embedded one when this process runs the lobby. The game server (game,
 // nil in a lobby-only process) announces itself; the lobby watches.
 // Without -nats and without a lobby, the server runs alone: nil parts.
-func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.Key, game *gameHost) (*fleetParts, error) {
+func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.Key, game *gameHost) (_ *fleetParts, err error) {
 	f := &fleetParts{log: log}
-	var err error
+	defer func() {
+		if err != nil {
+			f.close()
+		}
+	}()
 	switch {
 	case o.natsURL != "":
 		if f.nc, err = fleet.Dial(o.natsURL, o.natsToken, "tickwire-server "+o.name); err != nil {
@@ -38,12 +42,10 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 		}
 		log.Info("fleet: NATS", "url", o.natsURL)
 	case o.http != "":
-		f.embedded, err = fleet.StartEmbedded(fleet.EmbeddedConfig{Listen: o.natsListen, Token: o.natsToken})
-		if err != nil {
+		if f.embedded, err = fleet.StartEmbedded(fleet.EmbeddedConfig{Listen: o.natsListen, Token: o.natsToken}); err != nil {
 			return nil, err
 		}
 		if f.nc, err = f.embedded.Connect("tickwire-server " + o.name); err != nil {
-			f.close()
 			return nil, err
 		}
 		if u := f.embedded.URL(); u != "" {
@@ -52,15 +54,15 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 	default:
 		return f, nil
 	}
-	if url, err := fleet.AgonesURLFromEnv(); err != nil {
-		f.close()
+	agonesURL, err := fleet.AgonesURLFromEnv()
+	if err != nil {
 		return nil, err
-	} else if url != "" && game != nil {
+	}
+	if agonesURL != "" && game != nil {
 		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		f.agones, err = fleet.StartAgones(actx, fleet.AgonesConfig{URL: url, Capacity: o.maxPlayers, Load: game.load, Logger: log})
+		f.agones, err = fleet.StartAgones(actx, fleet.AgonesConfig{URL: agonesURL, Capacity: o.maxPlayers, Load: game.load, Logger: log})
 		cancel()
 		if err != nil {
-			f.close()
 			return nil, err
 		}
 	}
@@ -71,7 +73,6 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 			cfg.OnGrant = func(fleet.Request) { f.agones.Allocated() }
 		}
 		if f.member, err = fleet.Join(f.nc, cfg); err != nil {
-			f.close()
 			return nil, err
 		}
 		game.member = f.member
@@ -79,7 +80,6 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 	}
 	if o.http != "" {
 		if f.dir, err = fleet.NewDirectory(f.nc, fleet.DirectoryConfig{Logger: log}); err != nil {
-			f.close()
 			return nil, err
 		}
 	}

@@ -68,11 +68,28 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	var (
-		key  tickwire.Key
-		conn *udp.Conn
-		srv  *tickwire.Server
-		game *gameHost
+		key   tickwire.Key
+		conn  *udp.Conn
+		srv   *tickwire.Server
+		game  *gameHost
+		sites []*site
 	)
+	// Until they serve, the game socket and the listeners are closed on
+	// the way out.
+	serving := false
+	defer func() {
+		if serving {
+			return
+		}
+		if conn != nil {
+			conn.Close()
+		}
+		for _, s := range sites {
+			if s.ln != nil {
+				s.ln.Close()
+			}
+		}
+	}()
 	if o.listen != "" {
 		var err error
 		if key, srv, conn, game, err = startGame(o, log); err != nil {
@@ -85,9 +102,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	}
 	fl, err := joinFleet(ctx, o, log, key, game)
 	if err != nil {
-		if conn != nil {
-			conn.Close()
-		}
 		return err
 	}
 	defer fl.close()
@@ -101,7 +115,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
 	}
 	var lb *lobby.Lobby
-	var sites []*site
 	if o.http != "" {
 		cfg := lobby.Config{
 			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
@@ -114,9 +127,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			cfg.Stats = game
 		}
 		if lb, err = lobby.New(cfg); err != nil {
-			if conn != nil {
-				conn.Close()
-			}
 			return err
 		}
 		defer lb.Close() // on the error paths
@@ -152,14 +162,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		limits.write = max(limits.write, adminWriteTimeout)
 		sites = append(sites, &site{name: "admin", addr: o.admin, handler: mux, page: "/dashboard", limits: limits})
 	}
-	for i, s := range sites {
+	for _, s := range sites {
 		if err := s.listen(o, log); err != nil {
-			for _, open := range sites[:i] {
-				open.ln.Close()
-			}
-			if conn != nil {
-				conn.Close()
-			}
 			return err
 		}
 	}
@@ -171,12 +175,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		tag, err := fl.dir.Announce(u)
 		if err != nil {
-			for _, open := range sites {
-				open.ln.Close()
-			}
-			if conn != nil {
-				conn.Close()
-			}
 			return err
 		}
 		log.Info("fleet: lobby announced", "url", u, "tag", tag)
@@ -185,6 +183,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	served := make(chan error, 1+len(sites))
+	serving = true
 	if srv != nil {
 		go func() { served <- srv.Serve(conn) }()
 	}
