@@ -672,7 +672,6 @@ var (
 	errCommandKind   = errors.New("tickwire: a client may only send input commands")
 	errCommandPlayer = errors.New("tickwire: command for a player of another connection")
 	errCommandSeq    = errors.New("tickwire: command out of sequence")
-	errCommandAhead  = errors.New("tickwire: command scheduled beyond the command buffer")
 )
 
 // command buffers a client's command and relays it. A command for a
@@ -694,10 +693,8 @@ func (cc *commitConn) command(f *proto.CommandFrame) error {
 	if _, present := g.joined[f.Player]; !present {
 		return nil
 	}
+	// The Lockstep refuses a tick beyond its buffer (sim.ErrCommandAhead).
 	at := max(f.Tick, g.ls.CommittedTick()+1, cc.stamp[f.Player]+1)
-	if at-g.ls.CommittedTick() > uint32(h.cfg.Capacity) {
-		return cc.bad(errCommandAhead)
-	}
 	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: at, Seq: f.Seq, Data: f.Data}
 	if err := g.ls.Add(&cmd); err != nil {
 		return cc.bad(err)
