@@ -47,6 +47,9 @@ type Directory struct {
 	cfg  DirectoryConfig
 	subs []*nats.Subscription
 	stop chan struct{}
+	// announcing is closed when the lobby's announcements stopped; nil
+	// until Announce.
+	announcing <-chan struct{}
 
 	mu      sync.Mutex
 	servers map[string]*entry
@@ -138,6 +141,12 @@ func (d *Directory) Close() error {
 	default:
 	}
 	close(d.stop)
+	d.mu.Lock()
+	announcing := d.announcing
+	d.mu.Unlock()
+	if announcing != nil {
+		<-announcing // no announcement may follow the last one
+	}
 	unsubscribe(d.subs)
 	d.announceLobby(true)
 	return d.nc.Flush()
@@ -169,7 +178,7 @@ func (d *Directory) heard(msg *nats.Msg) {
 		delete(d.servers, st.ID)
 		return
 	case e == nil && len(d.servers) >= d.cfg.MaxServers:
-		d.forget(now)
+		forget(d.servers, now, d.cfg.ForgetAfter)
 		if len(d.servers) >= d.cfg.MaxServers {
 			d.dropped.Add(1)
 			return
@@ -188,21 +197,13 @@ func (d *Directory) heard(msg *nats.Msg) {
 	}
 }
 
-// forget drops the servers silent for ForgetAfter.
-func (d *Directory) forget(now time.Time) {
-	for id, e := range d.servers {
-		if now.Sub(e.seen) > d.cfg.ForgetAfter {
-			delete(d.servers, id)
-		}
-	}
-}
+func (e *entry) lastSeen() time.Time { return e.seen }
 
 // health says whether e may be chosen, and if not why.
 func (d *Directory) health(e *entry, now time.Time) (bool, string) {
-	silent := now.Sub(e.seen)
 	switch {
-	case silent > time.Duration(d.cfg.StaleAfter*float64(e.st.interval())):
-		return false, fmt.Sprintf("silent for %.1fs", silent.Seconds())
+	case !d.fresh(e.seen, e.st.IntervalMs, now):
+		return false, fmt.Sprintf("silent for %.1fs", now.Sub(e.seen).Seconds())
 	case e.down != "":
 		return false, e.down
 	case e.st.Draining:
@@ -215,7 +216,7 @@ func (d *Directory) health(e *entry, now time.Time) (bool, string) {
 func (d *Directory) Servers() []Server {
 	now := d.cfg.Now()
 	d.mu.Lock()
-	d.forget(now)
+	forget(d.servers, now, d.cfg.ForgetAfter)
 	out := make([]Server, 0, len(d.servers))
 	for _, e := range d.servers {
 		ok, why := d.health(e, now)

@@ -377,3 +377,33 @@ func ExampleDirectory_Allocate() {
 	fmt.Println(a.Server, a.Addrs, a.Key == key)
 	// Output: eu-1 [203.0.113.7:7777] true
 }
+
+// TestLobbyAnnouncements: a lobby that announced itself is known to the
+// others by its tag, not to itself, and gone from them once it closed.
+func TestLobbyAnnouncements(t *testing.T) {
+	f := newTestFleet(t)
+	a, b := f.directory(), f.directory()
+	tag, err := a.Announce("http://127.0.0.1:8080/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Tag() != tag || len(tag) != TagLen {
+		t.Fatalf("tag %q, Tag() %q", tag, a.Tag())
+	}
+	if _, err := a.Announce("http://127.0.0.1:8080"); err == nil {
+		t.Fatal("announced twice")
+	}
+	waitFor(t, "b to hear a", func() bool { u, ok := b.LobbyURL(tag); return ok && u == "http://127.0.0.1:8080" })
+	waitFor(t, "a to hear itself", func() bool { return len(a.Lobbies()) == 1 })
+	if _, ok := a.LobbyURL(tag); ok || !a.Lobbies()[0].Self {
+		t.Fatal("a lobby sends its own rooms elsewhere")
+	}
+	if _, err := b.Announce("ftp://x"); err == nil {
+		t.Fatal("an ftp URL announced")
+	}
+	a.Close()
+	waitFor(t, "a gone from b", func() bool { return len(b.Lobbies()) == 0 })
+	if _, ok := b.LobbyURL(tag); ok {
+		t.Fatal("a closed lobby still gets redirects")
+	}
+}

@@ -62,6 +62,8 @@ type lobbyEntry struct {
 	seen time.Time
 }
 
+func (e *lobbyEntry) lastSeen() time.Time { return e.seen }
+
 // Announce makes this Directory's lobby known to the fleet at url (where
 // players reach it) and returns its tag, which starts the ids of its
 // rooms from now on (Tag). It announces again every second until Close.
@@ -77,20 +79,9 @@ func (d *Directory) Announce(publicURL string) (string, error) {
 		return "", errors.New("fleet: the lobby is announced already")
 	}
 	d.self = &st
+	d.announcing = every(lobbyInterval, d.stop, func() { d.announceLobby(false) })
 	d.mu.Unlock()
 	d.announceLobby(false)
-	go func() {
-		t := time.NewTicker(lobbyInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-d.stop:
-				return
-			case <-t.C:
-				d.announceLobby(false)
-			}
-		}
-	}()
 	return st.Tag, nil
 }
 
@@ -136,8 +127,11 @@ func (d *Directory) heardLobby(msg *nats.Msg) {
 		delete(d.lobbies, st.Tag)
 		return
 	case e == nil && len(d.lobbies) >= d.cfg.MaxServers:
-		d.dropped.Add(1)
-		return
+		forget(d.lobbies, now, d.cfg.ForgetAfter)
+		if len(d.lobbies) >= d.cfg.MaxServers {
+			d.dropped.Add(1)
+			return
+		}
 	case e != nil && e.st.URL == st.URL && st.Seq <= e.st.Seq:
 		return
 	}
@@ -169,12 +163,9 @@ func (d *Directory) fresh(seen time.Time, intervalMs int64, now time.Time) bool 
 func (d *Directory) Lobbies() []Lobby {
 	now := d.cfg.Now()
 	d.mu.Lock()
+	forget(d.lobbies, now, d.cfg.ForgetAfter)
 	out := make([]Lobby, 0, len(d.lobbies))
 	for tag, e := range d.lobbies {
-		if now.Sub(e.seen) > d.cfg.ForgetAfter {
-			delete(d.lobbies, tag)
-			continue
-		}
 		out = append(out, Lobby{LobbyStatus: e.st, LastSeen: e.seen, Healthy: d.fresh(e.seen, e.st.IntervalMs, now),
 			Self: d.self != nil && d.self.Tag == tag})
 	}

@@ -74,7 +74,7 @@ type Member struct {
 	id   string
 	subs []*nats.Subscription
 	stop chan struct{}
-	done chan struct{}
+	done <-chan struct{} // closed when the heartbeat stopped
 
 	mu       sync.Mutex
 	seq      uint64
@@ -124,7 +124,7 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 		return nil, fmt.Errorf("fleet: heartbeat interval %v out of range 10ms..1m", cfg.Interval)
 	}
 	m := &Member{nc: nc, cfg: cfg, id: strings.ToLower(rand.Text()[:16]), holds: map[uint64]*hold{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{})}
 	st := m.Status()
 	if err := st.check(); err != nil {
 		return nil, fmt.Errorf("fleet: %v", err)
@@ -138,7 +138,7 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 	}
 	m.subs = subs
 	m.announce()
-	go m.heartbeat()
+	m.done = every(m.cfg.Interval, m.stop, m.announce)
 	return m, nil
 }
 
@@ -216,20 +216,6 @@ func (m *Member) statusLocked(l Load) Status {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func (m *Member) heartbeat() {
-	defer close(m.done)
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-m.stop:
-			return
-		case <-t.C:
-			m.announce()
-		}
-	}
-}
 
 func (m *Member) announce() { m.publish(m.Status()) }
 

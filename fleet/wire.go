@@ -123,6 +123,38 @@ func decode(b []byte, v any) error {
 	return json.Unmarshal(b, v)
 }
 
+// every runs f every interval until stop is closed; the channel it
+// returns is closed once it stopped.
+func every(interval time.Duration, stop <-chan struct{}, f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				f()
+			}
+		}
+	}()
+	return done
+}
+
+// lastSeen is what forget needs of a Directory's entries.
+type lastSeen interface{ lastSeen() time.Time }
+
+// forget drops the entries of m not heard from for after.
+func forget[E lastSeen](m map[string]E, now time.Time, after time.Duration) {
+	for k, e := range m {
+		if now.Sub(e.lastSeen()) > after {
+			delete(m, k)
+		}
+	}
+}
+
 // subscribe subscribes h to each subject, or to none when one fails.
 func subscribe(nc *nats.Conn, handlers map[string]nats.MsgHandler) ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
