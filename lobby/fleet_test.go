@@ -60,14 +60,19 @@ func (f *testFleet) directory(servers int) *fleet.Directory {
 		f.t.Fatal(err)
 	}
 	f.t.Cleanup(func() { d.Close() })
-	deadline := time.Now().Add(10 * time.Second)
-	for len(d.Servers()) < servers {
-		if time.Now().After(deadline) {
-			f.t.Fatalf("the directory sees %d servers, want %d", len(d.Servers()), servers)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	await(f.t, "the directory to see the servers", func() bool { return len(d.Servers()) >= servers })
 	return d
+}
+
+// await polls cond until it holds: the fleet's messages arrive on NATS's
+// goroutines.
+func await(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
 }
 
 // TestFleetAssignment plays rooms through a lobby whose games go to a
@@ -191,10 +196,7 @@ func TestFleetFull(t *testing.T) {
 
 	// A bigger server joins; readying again assigns the game there.
 	f.server("127.0.0.1:7003", 16, "arena")
-	deadline := time.Now().Add(10 * time.Second)
-	for len(d.Servers()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond)
-	}
+	await(t, "the new server", func() bool { return len(d.Servers()) == 2 })
 	bob.send(map[string]any{"op": "unready"})
 	bob.send(map[string]any{"op": "ready"})
 	if a := bob.expect("assigned").Assignment; a == nil || a.Addrs[0] != "127.0.0.1:7003" {
@@ -221,16 +223,7 @@ func TestFleetTwoLobbies(t *testing.T) {
 	if _, err := db.Announce(srvB.URL); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if u, ok := db.LobbyURL(tagA); ok && u == srvA.URL {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("lobby B never heard of lobby A: %+v", db.Lobbies())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	await(t, "lobby B to hear of lobby A", func() bool { u, ok := db.LobbyURL(tagA); return ok && u == srvA.URL })
 
 	ctx := testCtx(t)
 	a, err := (&Client{BaseURL: srvA.URL}).Create(ctx, "arena", CreateRequest{Name: "g", Player: "a", Hosting: ServerHosted})

@@ -47,23 +47,38 @@ func viewOf(t *testing.T, admin string) lobbyView {
 	return v
 }
 
-// fleetOf reads the fleet a lobby's operator address shows, by name.
-func fleetOf(t *testing.T, admin string) map[string]fleetServer {
-	t.Helper()
+// servers are the view's fleet by name.
+func (v lobbyView) servers() map[string]fleetServer {
 	out := map[string]fleetServer{}
-	for _, s := range viewOf(t, admin).Fleet {
+	for _, s := range v.Fleet {
 		out[s.Name] = s
 	}
 	return out
 }
 
-// awaitFleet polls a lobby's fleet until cond holds, and returns how long
-// that took.
+// lobbies counts the live lobbies of the view.
+func (v lobbyView) lobbies() int {
+	n := 0
+	for _, l := range v.Lobbies {
+		if l.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitFleet polls a lobby's view of the fleet until cond holds, and
+// returns how long that took.
 func awaitFleet(t *testing.T, admin, what string, limit time.Duration, cond func(map[string]fleetServer) bool) time.Duration {
+	t.Helper()
+	return awaitView(t, admin, what, limit, func(v lobbyView) bool { return cond(v.servers()) })
+}
+
+func awaitView(t *testing.T, admin, what string, limit time.Duration, cond func(lobbyView) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for {
-		f := fleetOf(t, admin)
+		f := viewOf(t, admin)
 		if cond(f) {
 			return time.Since(start)
 		}
@@ -123,7 +138,7 @@ func TestFleet(t *testing.T) {
 	// SIGKILL s1: the lobby must stop choosing it within 3 s.
 	servers["s1"].cmd.Process.Kill()
 	took := awaitFleet(t, lobbyAdmin, "s1 unhealthy", 10*time.Second, func(f map[string]fleetServer) bool { return !f["s1"].Healthy })
-	t.Logf("s1 killed: marked unhealthy after %v (%s)", took.Round(time.Millisecond), fleetOf(t, lobbyAdmin)["s1"].Why)
+	t.Logf("s1 killed: marked unhealthy after %v (%s)", took.Round(time.Millisecond), viewOf(t, lobbyAdmin).servers()["s1"].Why)
 	if took > 3*time.Second {
 		t.Errorf("the lobby took %v to stop choosing a killed server, want at most 3 s", took)
 	}
@@ -149,12 +164,7 @@ func TestFleet(t *testing.T) {
 
 	// A room lives in the lobby that made it: a player who knows only
 	// the first lobby joins a room of the second through it.
-	for deadline := time.Now().Add(15 * time.Second); lobbiesOf(t, lobbyAdmin) != 2; {
-		if time.Now().After(deadline) {
-			t.Fatal("lobby 1 never heard of lobby 2")
-		}
-		time.Sleep(20 * time.Millisecond) // polling the lobby's operator page
-	}
+	awaitView(t, lobbyAdmin, "the second lobby", 15*time.Second, func(v lobbyView) bool { return v.lobbies() == 2 })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	host, err := (&lobby.Client{BaseURL: "http://" + lobby2HTTP}).Create(ctx, "arena",
@@ -185,16 +195,4 @@ func TestFleet(t *testing.T) {
 	if games[0] == 0 || games[0] != games[1] {
 		t.Fatalf("the two lobbies' players got games %v, want one", games)
 	}
-}
-
-// lobbiesOf counts the live lobbies a lobby's operator page shows.
-func lobbiesOf(t *testing.T, admin string) int {
-	t.Helper()
-	n := 0
-	for _, l := range viewOf(t, admin).Lobbies {
-		if l.Healthy {
-			n++
-		}
-	}
-	return n
 }
