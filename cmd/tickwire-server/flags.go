@@ -43,12 +43,11 @@ type options struct {
 
 	tls *tls.Certificate // from -tls-cert and -tls-key; nil: plain HTTP
 
-	natsURL      string // -nats: an external NATS; empty: embedded (with a lobby) or none
-	natsListen   string // -nats-listen: the embedded NATS's TCP address
-	natsToken    string // from -nats-token-file
-	publicURL    string // -public-url: where players reach this lobby
-	name         string // the server's name in the fleet
-	nameFromAddr bool   // name is the public address (follows a port picked at bind)
+	natsURL    string // -nats: an external NATS; empty: embedded (with a lobby) or none
+	natsListen string // -nats-listen: the embedded NATS's TCP address
+	natsToken  string // from -nats-token-file
+	publicURL  string // -public-url: where players reach this lobby
+	name       string // the server's name in the fleet
 
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
@@ -229,9 +228,6 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		o.publicAddr = net.JoinHostPort(host, port)
 	} else if err := validAddr("-public-addr", o.publicAddr); err != nil {
 		return nil, err
-	}
-	if o.name == "" {
-		o.name, o.nameFromAddr = o.publicAddr, true
 	}
 	return o, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,7 @@ type fleetParts struct {
 // Without -nats and without a lobby, the server runs alone: nil parts.
 func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.Key, game *gameHost) (_ *fleetParts, err error) {
 	f := &fleetParts{log: log}
+	name := strings.TrimSpace("tickwire-server " + o.name) // the NATS connection's
 	defer func() {
 		if err != nil {
 			f.close()
@@ -37,7 +39,7 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 	}()
 	switch {
 	case o.natsURL != "":
-		if f.nc, err = fleet.Dial(o.natsURL, o.natsToken, "tickwire-server "+o.name); err != nil {
+		if f.nc, err = fleet.Dial(o.natsURL, o.natsToken, name); err != nil {
 			return nil, err
 		}
 		log.Info("fleet: NATS", "url", o.natsURL)
@@ -45,7 +47,7 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 		if f.embedded, err = fleet.StartEmbedded(fleet.EmbeddedConfig{Listen: o.natsListen, Token: o.natsToken}); err != nil {
 			return nil, err
 		}
-		if f.nc, err = f.embedded.Connect("tickwire-server " + o.name); err != nil {
+		if f.nc, err = f.embedded.Connect(name); err != nil {
 			return nil, err
 		}
 		if u := f.embedded.URL(); u != "" {
@@ -67,6 +69,7 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 		}
 	}
 	if game != nil {
+		// An empty -name makes the Member name the server by its address.
 		cfg := fleet.MemberConfig{Name: o.name, Types: []string{o.game}, Addrs: []string{o.publicAddr},
 			Capacity: o.maxPlayers, Key: key, Load: game.load, Logger: log}
 		if f.agones != nil {
@@ -76,7 +79,7 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 			return nil, err
 		}
 		game.member = f.member
-		log.Info("fleet: joined", "id", f.member.ID(), "name", o.name, "type", o.game, "capacity", o.maxPlayers)
+		log.Info("fleet: joined", "id", f.member.ID(), "name", f.member.Status().Name, "type", o.game, "capacity", o.maxPlayers)
 	}
 	if o.http != "" {
 		if f.dir, err = fleet.NewDirectory(f.nc, fleet.DirectoryConfig{Logger: log}); err != nil {

@@ -274,9 +274,6 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 	if host, port, _ := net.SplitHostPort(o.publicAddr); port == "0" {
 		// -listen asked for any port: tokens name the one we got.
 		o.publicAddr = net.JoinHostPort(host, fmt.Sprint(conn.LocalAddr().Port()))
-		if o.nameFromAddr {
-			o.name = o.publicAddr
-		}
 	}
 	var game *gameHost
 	srv, err := tickwire.NewServer(key, tickwire.Config{
