@@ -71,7 +71,6 @@ type options struct {
 	// -lobby: tokens from the lobby's rooms instead of POST /api/join.
 	lobby     bool
 	sourceIPs int
-	rooms     *lobbyRooms
 
 	// -peer mode: one player of a peer-hosted game.
 	peer       string // the room's name
@@ -270,6 +269,8 @@ func (o *options) validLobby(server *url.URL) error {
 		return errors.New("-lobby and -peer are two modes: give one")
 	case o.players != 1:
 		return errors.New("-lobby seats one player per connection: drop -players")
+	case o.game != "arena":
+		return errors.New("-lobby plays the arena: a swarm client kicked from the commit rejoins with a fresh token, which POST /api/join hands out and a lobby seat does not")
 	case o.roomSize < 1 || o.roomSize > 64:
 		return fmt.Errorf("-room-size %d out of range 1..64", o.roomSize)
 	case o.sourceIPs < 1 || o.sourceIPs > 254:
@@ -278,7 +279,6 @@ func (o *options) validLobby(server *url.URL) error {
 	if ip := net.ParseIP(server.Hostname()); o.sourceIPs > 1 && (ip == nil || !ip.IsLoopback()) {
 		return fmt.Errorf("-source-ips needs a -server on loopback (127.0.0.1), not %q", server.Host)
 	}
-	o.rooms = newLobbyRooms(o)
 	return nil
 }
 

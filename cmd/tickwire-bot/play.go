@@ -156,8 +156,12 @@ func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (
 	for i := range bots {
 		bots[i] = &bot{id: i}
 	}
+	token := func(ctx context.Context, _ int) (*tickwire.ConnectToken, error) { return fetchToken(ctx, o) }
+	if o.lobby {
+		token = newLobbyRooms(o).token
+	}
 	connected, err := connectAll(o, log, stderr, func(i int, delay time.Duration) error {
-		return bots[i].connect(ctx, o, delay, log)
+		return bots[i].connect(ctx, o, delay, token, log)
 	})
 	if err != nil {
 		return nil, err
@@ -268,19 +272,16 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-func (b *bot) connect(ctx context.Context, o *options, delay time.Duration, log *slog.Logger) error {
+// connect dials the server after delay with the token that token hands
+// this bot.
+func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
+	token func(context.Context, int) (*tickwire.ConnectToken, error), log *slog.Logger) error {
 	select {
 	case <-time.After(delay):
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	var tok *tickwire.ConnectToken
-	var err error
-	if o.rooms != nil {
-		tok, err = o.rooms.token(ctx, b.id)
-	} else {
-		tok, err = fetchToken(ctx, o)
-	}
+	tok, err := token(ctx, b.id)
 	if err != nil {
 		return err
 	}
