@@ -16,8 +16,10 @@
 //
 // The NATS connection is the trust boundary: whoever may publish on
 // "<prefix>.alloc.*" receives the servers' token keys. Run NATS with
-// authentication (Embedded takes a token) and, across machines, TLS.
+// authentication (package embedded takes a token) and, across machines,
+// TLS.
 //
-// For one machine, Embedded runs a NATS server inside the process, with
-// or without a TCP listener.
+// For one machine, package fleet/embedded runs a NATS server inside the
+// process, with or without a TCP listener; Dial connects to an external
+// one.
 package fleet

@@ -60,7 +60,7 @@ func FuzzReserve(f *testing.F) {
 		st := m.Status()
 		var req Request
 		ok := json.Unmarshal(b, &req) == nil && req.GameID != 0 && req.Type == "arena" && req.Seats >= 1 && req.Seats <= 8 &&
-			req.HoldMs >= minHold.Milliseconds() && req.HoldMs <= maxHold.Milliseconds() && len(b) <= maxMessage
+			req.HoldMs >= minHold.Milliseconds() && req.HoldMs <= maxHold.Milliseconds() && len(b) <= MaxMessage
 		if ok != (g.Error == "") {
 			t.Fatalf("request %q answered %+v", b, g)
 		}

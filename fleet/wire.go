@@ -13,9 +13,10 @@ import (
 // DefaultPrefix is the subject prefix of a fleet's NATS messages.
 const DefaultPrefix = "tickwire.fleet"
 
-// maxMessage bounds every fleet message decoded: a Status or a Grant
-// with MaxTypes types and MaxAddrs addresses fits many times over.
-const maxMessage = 16 << 10
+// MaxMessage bounds every fleet message decoded: a Status or a Grant
+// with MaxTypes types and MaxAddrs addresses fits many times over. Give
+// it to the NATS server as its payload limit (embedded.Config.MaxPayload).
+const MaxMessage = 16 << 10
 
 // Bounds on what an announcement may carry.
 const (
@@ -117,8 +118,8 @@ type Grant struct {
 }
 
 func decode(b []byte, v any) error {
-	if len(b) > maxMessage {
-		return fmt.Errorf("%d-byte message (at most %d)", len(b), maxMessage)
+	if len(b) > MaxMessage {
+		return fmt.Errorf("%d-byte message (at most %d)", len(b), MaxMessage)
 	}
 	return json.Unmarshal(b, v)
 }

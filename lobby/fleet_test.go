@@ -14,18 +14,19 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/fleet"
+	"github.com/tickwire/tickwire/fleet/embedded"
 )
 
 // testFleet is an embedded NATS with game servers announcing themselves.
 type testFleet struct {
 	t    *testing.T
-	e    *fleet.Embedded
+	e    *embedded.Server
 	keys map[string]tickwire.Key // by server name
 	m    map[string]*fleet.Member
 }
 
 func newTestFleet(t *testing.T) *testFleet {
-	e, err := fleet.StartEmbedded(fleet.EmbeddedConfig{})
+	e, err := embedded.Start(embedded.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

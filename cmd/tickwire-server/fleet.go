@@ -11,13 +11,14 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/fleet"
+	"github.com/tickwire/tickwire/fleet/embedded"
 )
 
 // fleetParts are this process's place in a fleet: the NATS connection
 // (to the embedded server or an external one), the game server's Member,
 // the lobby's Directory and the Agones reports; each nil when unused.
 type fleetParts struct {
-	embedded *fleet.Embedded
+	embedded *embedded.Server
 	nc       *nats.Conn
 	member   *fleet.Member
 	dir      *fleet.Directory
@@ -44,7 +45,7 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 		}
 		log.Info("fleet: NATS", "url", o.natsURL)
 	case o.http != "":
-		if f.embedded, err = fleet.StartEmbedded(fleet.EmbeddedConfig{Listen: o.natsListen, Token: o.natsToken}); err != nil {
+		if f.embedded, err = embedded.Start(embedded.Config{Listen: o.natsListen, Token: o.natsToken, MaxPayload: fleet.MaxMessage}); err != nil {
 			return nil, err
 		}
 		if f.nc, err = f.embedded.Connect(name); err != nil {
