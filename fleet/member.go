@@ -259,8 +259,9 @@ func (m *Member) reserve(data []byte) Grant {
 	case !st.Runs(req.Type):
 		why = fmt.Sprintf("does not run %q", req.Type)
 	case m.holds[req.GameID] != nil:
-		// A lobby's retry of a request whose answer it lost: the seats
-		// are reserved already.
+		// The same game asked for again (our Directory never re-asks a
+		// server, but any NATS client may): its seats are reserved
+		// already, and counting them twice would leak a hold.
 	case req.Seats > st.Free():
 		why = fmt.Sprintf("full: %d players, %d reserved of %d", st.Players, st.Reserved, st.Capacity)
 	default:
