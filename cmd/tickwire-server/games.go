@@ -7,7 +7,6 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/examples/swarm"
-	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -16,11 +15,12 @@ import (
 func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, error) {
 	switch o.game {
 	case "arena":
+		world, sched := arena.Interest()
 		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
-			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
-			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
+			Interest:  world,
+			Scheduler: sched,
 			View:      arena.View,
 		})
 		if err != nil {
