@@ -227,7 +227,19 @@ type gameConn struct {
 	// queued for the connection on the reliable channel, mod 65536, which
 	// every input ack names (proto.InputAckFrame.Frames).
 	frames uint16
+	// fates holds what became of sent packets since the connection's
+	// last packet was built (number<<1, | 1 when lost), in the order
+	// the acks told. The encoder and scheduler learn them when the next
+	// packet is built, on the build worker that owns the connection,
+	// rather than on the loop that received the acks: the same state by
+	// then (baselines only grow; a resync forgets the packets sent
+	// before it either way), with the work spread over the cores.
+	fates []uint64
 }
+
+// maxFates bounds the fates kept for the next build; beyond it they are
+// applied at once (a connection that has not been built for a while).
+const maxFates = 256
 
 // Stats returns the host's counters. Call from the server's loop.
 func (h *GameHost) Stats() GameHostStats {
@@ -657,6 +669,7 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	g := gc.game
 	pn := pi.Number
 	gc.now = pi.Time
+	gc.learnFates()
 	for _, p := range gc.c.Players() {
 		if ack, ok := g.eng.InputAck(p); ok {
 			ack.Frames = gc.frames
@@ -704,12 +717,29 @@ func (gc *gameConn) Ticks() Ticks {
 
 // Delivered and Lost promote baselines and re-prioritise what a lost
 // packet carried.
-func (gc *gameConn) Delivered(pn uint64) {
-	gc.enc.Delivered(uint16(pn))
-	gc.sched.Delivered(uint16(pn))
+func (gc *gameConn) Delivered(pn uint64) { gc.fate(pn << 1) }
+
+func (gc *gameConn) Lost(pn uint64) { gc.fate(pn<<1 | 1) }
+
+func (gc *gameConn) fate(f uint64) {
+	if len(gc.fates) == maxFates {
+		gc.learnFates()
+	}
+	gc.fates = append(gc.fates, f)
 }
 
-func (gc *gameConn) Lost(pn uint64) {
-	gc.enc.Lost(uint16(pn))
-	gc.sched.Lost(uint16(pn))
+// learnFates tells the encoder and the scheduler what became of the
+// packets sent.
+func (gc *gameConn) learnFates() {
+	for _, f := range gc.fates {
+		seq := uint16(f >> 1)
+		if f&1 == 0 {
+			gc.enc.Delivered(seq)
+			gc.sched.Delivered(seq)
+		} else {
+			gc.enc.Lost(seq)
+			gc.sched.Lost(seq)
+		}
+	}
+	gc.fates = gc.fates[:0]
 }
