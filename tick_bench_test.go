@@ -28,6 +28,7 @@ type tickRig struct {
 	conn    *rigConn
 	clients []*rigClient
 	n       int // players to connect
+	joins   int // players connected per tick
 	now     time.Time
 	tick    uint32
 	// flood makes the first player ask for a resync in 63 frames of
@@ -46,15 +47,25 @@ type rigClient struct {
 	input []byte
 	frame []byte
 	flood bool
-	ticks session.Ticks
+	// joined counts the player-joined notices received.
+	joined int
+	// mute: the client sends nothing (so acknowledges nothing).
+	mute bool
 }
 
-func (c *rigClient) Message(*session.Message, *session.PacketInfo)            {}
-func (c *rigClient) Frame(proto.FrameType, []byte, *session.PacketInfo) error { return nil }
-func (c *rigClient) Delivered(uint64)                                         {}
-func (c *rigClient) Lost(uint64)                                              {}
-func (c *rigClient) Buffer() []byte                                           { return c.buf[:0] }
-func (c *rigClient) Emit(b []byte)                                            { c.out = append(c.out, b) }
+func (c *rigClient) Message(*session.Message, *session.PacketInfo) {}
+func (c *rigClient) Frame(t proto.FrameType, f []byte, _ *session.PacketInfo) error {
+	if t == proto.FrameControl {
+		if ctl, _, err := proto.ParseControlFrame(f); err == nil && ctl.Code == proto.ControlPlayerJoined {
+			c.joined++
+		}
+	}
+	return nil
+}
+func (c *rigClient) Delivered(uint64) {}
+func (c *rigClient) Lost(uint64)      {}
+func (c *rigClient) Buffer() []byte   { return c.buf[:0] }
+func (c *rigClient) Emit(b []byte)    { c.out = append(c.out, b) }
 
 func (c *rigClient) AppendFrames(b []byte, room int, _ *session.PacketInfo) []byte {
 	b = append(b, c.frame...)
@@ -110,18 +121,16 @@ func newTickRig(t testing.TB, n, workers int) *tickRig {
 		t.Fatal(err)
 	}
 	s.Handle(host)
-	r := &tickRig{s: s, host: host, conn: rc, n: n, now: time.Now()}
+	r := &tickRig{s: s, host: host, conn: rc, n: n, joins: 20, now: time.Now()}
 	s.now = func() time.Time { return r.now }
 	return r
 }
 
-// joinsPerTick is how many players the rig connects per tick: a burst of
-// joins within one second, each announced reliably to everyone.
-const joinsPerTick = 20
-
-// connect connects the next players, up to joinsPerTick.
+// connect connects the next players, up to r.joins (by default 20 a
+// tick: a burst of joins within a second, each announced reliably to
+// everyone).
 func (r *tickRig) connect(t testing.TB) {
-	for range min(joinsPerTick, r.n-len(r.clients)) {
+	for range min(r.joins, r.n-len(r.clients)) {
 		i := len(r.clients)
 		var priv proto.TokenPrivate
 		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
@@ -225,6 +234,9 @@ func (r *tickRig) step(t testing.TB, timer rigTimer) {
 		f := proto.InputFrame{Player: uint16(i + 1), Tick: serverTick + 2, Count: 1, Size: arena.InputSize, Data: c.input}
 		c.frame, _ = f.Append(c.frame[:0])
 		c.out = c.out[:0]
+		if c.mute {
+			continue
+		}
 		c.sess.Tick(r.now, session.Ticks{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}, true, c)
 	}
 	if timer != nil {
@@ -320,6 +332,79 @@ func BenchmarkServerTickResyncFlood(b *testing.B) {
 			}
 			b.ReportMetric(float64(r.host.Stats().FullSnapshots), "fulls")
 		})
+	}
+}
+
+// TestJoinsWaitForAFullQueue: a client's reliable queue is full (here
+// of messages it does not acknowledge for a while; in real life, of a
+// burst of joins each announced to everyone) while seven more players
+// join. Their join notices wait in
+// the connection's backlog and follow as the queue drains, in order, so
+// the client hears of every player; nobody is disconnected.
+func TestJoinsWaitForAFullQueue(t *testing.T) {
+	const n = 8
+	r := newTickRig(t, n, 1)
+	r.joins = 1
+	r.step(t, nil) // the first player joins
+	c := r.s.conns[r.clients[0].sess.ID()]
+	big := proto.MessageFrame{Channel: 1, Data: make([]byte, 100<<10)}
+	frame, _ := big.Append(nil)
+	filled := 0
+	for c.SendFrame(frame) == nil {
+		filled++
+	}
+	small := proto.MessageFrame{Channel: 1, Data: []byte{1}}
+	frame, _ = small.Append(nil)
+	for c.SendFrame(frame) == nil {
+		filled++
+	}
+	if filled == 0 {
+		t.Fatal("the queue took no message")
+	}
+	// The client acknowledges nothing while the others join.
+	r.clients[0].mute = true
+	for len(r.clients) < n || r.host.Stats().Joins < n {
+		r.step(t, nil)
+	}
+	r.clients[0].mute = false
+	r.warm(t)
+	st := r.host.Stats()
+	if st.FramesHeld == 0 {
+		t.Fatal("no frame waited in a backlog: the test proves nothing")
+	}
+	for k, cl := range r.clients {
+		if cl.joined != n-k && !(k == 0 && cl.joined == n) {
+			t.Fatalf("client %d heard of %d joins, want %d (%d frames held)", k, cl.joined, n-k, st.FramesHeld)
+		}
+	}
+	if st.BacklogKicks != 0 || len(r.s.conns) != n {
+		t.Fatalf("%d connections of %d left, %d kicked", len(r.s.conns), n, st.BacklogKicks)
+	}
+}
+
+// TestBacklogOverflowDisconnects: a client that acknowledges nothing while
+// game frames keep coming is disconnected ("too slow") at the next tick
+// once its backlog passes its bound, and the others play on.
+func TestBacklogOverflowDisconnects(t *testing.T) {
+	r := newTickRig(t, 2, 1)
+	r.step(t, nil)
+	r.clients[0].mute = true
+	c := r.s.conns[r.clients[0].sess.ID()]
+	gc := r.host.conns[c]
+	big := proto.MessageFrame{Channel: 1, Data: make([]byte, 100<<10)}
+	frame, _ := big.Append(nil)
+	for range 2 * (1<<20 + maxBacklog) / len(frame) {
+		gc.sendFrame(frame)
+	}
+	if !gc.overflow {
+		t.Fatalf("backlog of %d bytes did not overflow", gc.backlogBytes)
+	}
+	r.step(t, nil)
+	if st := r.host.Stats(); st.BacklogKicks != 1 || !c.Closed() || r.s.Stats().Disconnects[proto.DisconnectTooSlow] != 1 {
+		t.Fatalf("kicks %d, closed %v, disconnects %v", st.BacklogKicks, c.Closed(), r.s.Stats().Disconnects)
+	}
+	if len(r.s.conns) != 1 {
+		t.Fatalf("%d connections left, want the other one", len(r.s.conns))
 	}
 }
 
