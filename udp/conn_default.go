@@ -3,6 +3,7 @@
 package udp
 
 import (
+	"errors"
 	"net"
 	"syscall"
 )
@@ -30,7 +31,10 @@ type reader struct{}
 
 func (*reader) init(*Conn) {}
 
-func (*reader) read(c *Conn, msgs []Message) (int, error) {
+func (*reader) read(c *Conn, msgs []Message, poll bool) (int, error) {
+	if poll {
+		return 0, errors.ErrUnsupported
+	}
 	m := &msgs[0]
 	n, addr, err := c.uc.ReadFromUDPAddrPort(m.Buf[:cap(m.Buf)])
 	if err != nil {
