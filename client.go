@@ -89,6 +89,10 @@ type Dialer struct {
 	// messages.
 	Game ClientLayer
 
+	// Group, if set, runs the client on that ClientGroup's goroutine
+	// (with many others) instead of goroutines of its own.
+	Group *ClientGroup
+
 	// frameFilter is a test hook (nil in production): it sees every game
 	// frame before the game does and returns the frame to deliver (the
 	// same slice, a modified copy) or nil to drop it. Tests use it to
@@ -237,6 +241,9 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	}
 	c.peer = peerOutput{q: &c.out, addr: addr}
 	c.sh.message = c.message
+	if d.Group != nil {
+		return d.Group.dial(ctx, c)
+	}
 	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: now})
 	go c.in.Run()
 	if err := c.handshake(ctx); err != nil {
@@ -705,7 +712,9 @@ func (c *Client) loop() {
 // finish closes the socket and releases the reader.
 func (c *Client) finish() {
 	c.conn.Close()
-	c.in.Drain()
+	if c.in != nil { // nil on a ClientGroup
+		c.in.Drain()
+	}
 	close(c.done)
 }
 

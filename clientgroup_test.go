@@ -1,0 +1,218 @@
+package tickwire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// dialGroup dials n clients through g at once (client ids 1..n) and
+// fails the test unless all connect.
+func dialGroup(t testing.TB, g *ClientGroup, key Key, addr netip.AddrPort, n int) []*Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	clients := make([]*Client, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			d := Dialer{Group: g}
+			clients[i], errs[i] = d.Dial(ctx, mintFor(t, key, addr, uint64(i+1)))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	return clients
+}
+
+// TestClientGroupEcho runs 24 clients on one group over real loopback
+// sockets: each connects from its own address, its reliable messages
+// come back in order, a closed client tells the server, and closing the
+// group ends the rest.
+func TestClientGroupEcho(t *testing.T) {
+	const n, msgs = 24, 5
+	h := newEchoHandler()
+	h.gone = make(chan proto.DisconnectReason, n)
+	s, key, addr := testServer(t, Config{}, h, nil)
+	g, err := NewClientGroup(ClientGroupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	clients := dialGroup(t, g, key, addr, n)
+
+	addrs := map[netip.AddrPort]bool{}
+	for _, c := range clients {
+		addrs[c.LocalAddr()] = true
+		for k := range msgs {
+			var b [8]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(k))
+			if err := c.Send(Reliable, 1, b[:]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(addrs) != n {
+		t.Fatalf("%d clients on %d addresses, want one each", n, len(addrs))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, c := range clients {
+		for k := range msgs {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				t.Fatalf("client %d, echo %d: %v", i, k, err)
+			}
+			if got := binary.LittleEndian.Uint32(m.Data); got != uint32(k) || m.Delivery != Reliable {
+				t.Fatalf("client %d: echo %d (%v), want %d reliable", i, got, m.Delivery, k)
+			}
+		}
+	}
+	s.Do(func() {
+		if len(s.conns) != n {
+			t.Errorf("server holds %d connections, want %d", len(s.conns), n)
+		}
+	})
+
+	clients[0].Close()
+	select {
+	case r := <-h.gone:
+		if r != proto.DisconnectClosed {
+			t.Fatalf("server saw %v, want closed", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("server never saw the closed client leave")
+	}
+	var de *DisconnectError
+	if !errors.As(clients[0].Err(), &de) || de.Remote {
+		t.Fatalf("closed client's Err = %v", clients[0].Err())
+	}
+	if err := clients[1].Err(); err != nil {
+		t.Fatalf("another client ended too: %v", err)
+	}
+
+	g.Close()
+	for i, c := range clients[1:] {
+		select {
+		case <-c.Done():
+		case <-ctx.Done():
+			t.Fatalf("client %d still running after the group closed", i+1)
+		}
+	}
+	for left := n - 1; left > 0; left-- {
+		select {
+		case <-h.gone:
+		case <-ctx.Done():
+			t.Fatalf("server saw %d of %d clients leave", n-1-left, n-1)
+		}
+	}
+	d := Dialer{Group: g}
+	if _, err := d.Dial(ctx, mintFor(t, key, addr, 99)); !errors.Is(err, ErrGroupClosed) {
+		t.Fatalf("Dial through a closed group: %v, want ErrGroupClosed", err)
+	}
+}
+
+// TestClientGroupDialFails: a socket the group cannot poll, a server of
+// another tick rate and a silent server each fail the dial with a reason.
+func TestClientGroupDialFails(t *testing.T) {
+	g, err := NewClientGroup(ClientGroupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	_, key, addr := testServer(t, Config{TickRate: 30}, newEchoHandler(), nil)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Dialer{Group: g, Conn: udp.FromPacketConn(pc)}
+	if _, err := d.Dial(ctx, mintFor(t, key, addr, 1)); err == nil || !strings.Contains(err.Error(), "TryReadBatch") {
+		t.Fatalf("Dial on a socket without TryReadBatch: %v, want a refusal", err)
+	}
+	d = Dialer{Group: g}
+	if _, err := d.Dial(ctx, mintFor(t, key, addr, 2)); err == nil || !strings.Contains(err.Error(), "30 Hz") {
+		t.Fatalf("Dial to a 30 Hz server from a 60 Hz group: %v, want a refusal", err)
+	}
+
+	silent, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	d = Dialer{Group: g, Config: Config{HandshakeTimeout: 300 * time.Millisecond}}
+	if _, err := d.Dial(ctx, mintFor(t, key, silent.LocalAddr(), 3)); !errors.Is(err, ErrHandshakeTimeout) {
+		t.Fatalf("Dial to a silent server: %v, want ErrHandshakeTimeout", err)
+	}
+
+	if _, err := NewClientGroup(ClientGroupConfig{TickRate: -1}); err == nil {
+		t.Fatal("NewClientGroup accepted tick rate -1")
+	}
+}
+
+// groupDriven is a ClientGroup driven by the test (no goroutine of its
+// own) with n clients of an echo server connected.
+func groupDriven(t testing.TB, n int) (*ClientGroup, []*Client) {
+	t.Helper()
+	h := newEchoHandler()
+	h.gone = make(chan proto.DisconnectReason, n) // nobody reads it
+	_, key, addr := testServer(t, Config{}, h, nil)
+	g, err := newClientGroup(ClientGroupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []*Client)
+	go func() { done <- dialGroup(t, g, key, addr, n) }()
+	tick := time.NewTicker(g.period)
+	defer tick.Stop()
+	for {
+		select {
+		case d := <-g.add:
+			g.begin(d)
+		case <-tick.C:
+			g.step()
+		case clients := <-done:
+			t.Cleanup(func() { g.shutdown() })
+			return g, clients
+		}
+	}
+}
+
+// TestClientGroupStepAllocs: a steady tick of a group allocates nothing.
+func TestClientGroupStepAllocs(t *testing.T) {
+	g, _ := groupDriven(t, 16)
+	for range 60 {
+		g.step()
+	}
+	if allocs := testing.AllocsPerRun(50, g.step); allocs != 0 {
+		t.Fatalf("%v allocations per tick of 16 clients, want 0", allocs)
+	}
+}
+
+// BenchmarkClientGroupStep is the group's cost per client and tick: 64
+// clients of an echo server, each tick reading what the server sent and
+// sending the client's packet (plus the server's own work on the other
+// core).
+func BenchmarkClientGroupStep(b *testing.B) {
+	const n = 64
+	g, _ := groupDriven(b, n)
+	b.ReportAllocs()
+	for b.Loop() {
+		g.step()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n/1000, "µs/client-tick")
+}
