@@ -37,6 +37,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -58,6 +59,8 @@ type options struct {
 	echoEvery time.Duration
 	seed      uint64
 	headless  bool
+	groups    int // ClientGroups the clients run on (0: a loop each)
+	verify    int // -headless: clients that rebuild the state and check checksums
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
@@ -111,6 +114,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
+	fs.IntVar(&o.verify, "verify", -1, "-headless: how many `clients` rebuild the server's state and check its checksums (desyncs); the others only ack\n"+
+		"the snapshots, the cheapest load (default: all)")
+	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many goroutines (tickwire.ClientGroup: one timer each, every client's socket polled\n"+
+		"once a tick), a load generator's mode; 0: each client its own goroutines and timer (default: GOMAXPROCS with -headless on Linux, else 0)")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -183,6 +190,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.echoEvery < time.Millisecond {
 		return nil, fmt.Errorf("-echo-every %v too short", o.echoEvery)
 	}
+	if o.verify == -1 {
+		o.verify = o.n
+	}
+	if o.verify < 0 || o.verify > o.n {
+		return nil, fmt.Errorf("-verify %d out of range 0..-n (%d)", o.verify, o.n)
+	}
+	if o.verify < o.n && !o.headless {
+		return nil, errors.New("-verify applies to -headless clients (the others need the state to show the game)")
+	}
+	if err := o.validGroups(); err != nil {
+		return nil, err
+	}
 	if o.rampUp < 0 {
 		return nil, fmt.Errorf("-ramp-up %v is negative", o.rampUp)
 	}
@@ -254,6 +273,26 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// validGroups checks -groups and sets its default.
+func (o *options) validGroups() error {
+	if o.groups == -1 {
+		o.groups = 0
+		if o.headless && o.peer == "" && o.game == "arena" && runtime.GOOS == "linux" {
+			o.groups = runtime.GOMAXPROCS(0)
+		}
+		return nil
+	}
+	switch {
+	case o.groups < 0 || o.groups > 256:
+		return fmt.Errorf("-groups %d out of range 0..256", o.groups)
+	case o.groups > 0 && (o.peer != "" || o.game != "arena"):
+		return errors.New("-groups applies to the arena's clients, not to -peer or -game swarm")
+	case o.groups > 0 && runtime.GOOS != "linux":
+		return fmt.Errorf("-groups needs Linux (sockets polled with recvmmsg), not %s: use -groups 0", runtime.GOOS)
+	}
+	return nil
 }
 
 // validLobby checks the -lobby mode's flags.
