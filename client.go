@@ -89,8 +89,9 @@ type Dialer struct {
 	// messages.
 	Game ClientLayer
 
-	// Group, if set, runs the client on that ClientGroup's goroutine
-	// (with many others) instead of goroutines of its own.
+	// Group, if set, runs the client on that ClientGroup's goroutine and
+	// socket, with many others, instead of goroutines and a socket of its
+	// own.
 	Group *ClientGroup
 
 	// frameFilter is a test hook (nil in production): it sees every game
@@ -209,7 +210,13 @@ func resolveUDP(ctx context.Context, a string) (netip.AddrPort, error) {
 
 func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, addr netip.AddrPort) (*Client, error) {
 	conn := d.Conn
-	if conn == nil {
+	switch {
+	case d.Group != nil:
+		if conn != nil {
+			return nil, errors.New("tickwire: Dialer.Conn and Dialer.Group: give one (a group's clients share its socket)")
+		}
+		conn = d.Group.clientConn()
+	case conn == nil:
 		network := "udp4"
 		if addr.Addr().Is6() {
 			network = "udp6"

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -13,39 +14,45 @@ import (
 	"github.com/tickwire/tickwire/udp"
 )
 
-// ClientGroup runs many Clients on one goroutine, for load generators and
-// bots: one timer at the servers' tick rate for all of them, and on each
-// tick, for each client in turn, its socket read without waiting
-// (udp.Conn.TryReadBatch), its session ticked and its packets written.
-// A Client of its own has a reader goroutine, a loop goroutine and a
-// ticker, so a thousand of them cost the process three thousand wake-ups
-// a tick; a group costs one.
+// ClientGroup runs many Clients on one goroutine and one socket, for
+// load generators and bots. A Client of its own has a socket, a reader
+// goroutine, a loop goroutine and a ticker: a thousand of them cost the
+// process thousands of wake-ups and a thousand send system calls a tick.
+// A group has one timer at the servers' tick rate that ticks its clients
+// in turn and writes all their packets with one batch (sendmmsg), and one
+// reader that takes the servers' datagrams in batches (recvmmsg) and
+// hands each to its client.
 //
-// Dial through a group by setting Dialer.Group. Each client keeps its
-// own socket (the server knows a connection by its connection id and
-// its address): Dialer.Conn, if set, must be a *udp.Conn, or any
-// BatchConn with a TryReadBatch method. The handshake runs on the
-// group's goroutine too.
+// The clients share the group's address: a server tells them apart by
+// the connection id in each packet's header (it keys sessions by id, and
+// checks the address per session). The handshake's challenge names no
+// connection, so a group runs one handshake at a time, in the order Dial
+// was called (a handshake takes a round trip or two; Config's
+// HandshakeTimeout starts when a client's turn comes).
 //
-// What changes for the client: the datagrams the server sent wait in the
-// socket until the group's next tick, and are stamped with that tick's
-// time, so a grouped client hears the server up to one tick later than
-// one with its own loop (its RTT estimate includes that wait); the
-// follow-up flush of a no-delay Flush also waits for the next tick. The
-// Client's methods (Send, Stats, Do, Close...) are unchanged; Close
-// returns after the group's next tick.
+// Dial through a group by setting Dialer.Group (and no Dialer.Conn). The
+// Client's methods are unchanged; its Close returns after the group's
+// next tick, and the follow-up flush of a no-delay Flush waits for it
+// too.
 type ClientGroup struct {
-	rate    int
-	period  time.Duration
-	add     chan *groupDial
-	stop    chan struct{}
-	done    chan struct{}
-	stopped sync.Once
+	rate   int
+	period time.Duration
+	conn   udp.BatchConn
+	in     *udp.ReadLoop
+	add    chan *groupDial
+	stop   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+
+	outMu sync.Mutex // guards out: clients' Flush writes from their own goroutines
+	out   outQueue
 
 	// Owned by run.
 	clients []*Client
-	pending []*groupDial
-	batch   udp.Batch
+	byConn  map[groupKey]*Client
+	pending []*groupDial // pending[0] is the handshake under way
+	hs      udp.Batch    // one datagram, for handshakeBatch
+	dropped uint64       // datagrams for no client of the group
 }
 
 // ClientGroupConfig configures a ClientGroup. The zero value is valid.
@@ -54,19 +61,20 @@ type ClientGroupConfig struct {
 	// rate of the servers they connect to (a client whose server
 	// announces another rate fails to dial). Default DefaultTickRate.
 	TickRate int
-	// BatchSize is how many datagrams one read of a socket takes at most
-	// (default 8; a client hears about one packet a tick).
-	BatchSize int
+	// Conn is the group's socket, closed with the group (an impaired or
+	// in-memory one in tests). Default: a new DSCP-marked IPv4 socket on
+	// an ephemeral port with 8 MiB buffers, which reaches IPv4 servers.
+	Conn udp.BatchConn
 }
 
 // ErrGroupClosed is returned by Dial through a ClientGroup that was
 // closed.
 var ErrGroupClosed = errors.New("tickwire: client group closed")
 
-// pollConn is a socket a ClientGroup can read without waiting.
-type pollConn interface {
-	udp.BatchConn
-	TryReadBatch(msgs []udp.Message) (int, error)
+// groupKey names a client of the group: its server and connection id.
+type groupKey struct {
+	server netip.AddrPort
+	id     uint32
 }
 
 // groupDial is a client whose handshake the group runs.
@@ -75,22 +83,24 @@ type groupDial struct {
 	ctx      context.Context
 	hs       *session.Initiator
 	sentAt   time.Time // last handshake packet sent
-	deadline time.Time
+	deadline time.Time // set when its turn comes
 	result   chan error
 }
 
-// NewClientGroup starts a group's goroutine; Close stops it.
+// NewClientGroup opens the group's socket and starts its goroutines;
+// Close stops them.
 func NewClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
 	g, err := newClientGroup(cfg)
 	if err != nil {
 		return nil, err
 	}
+	go g.in.Run()
 	go g.run()
 	return g, nil
 }
 
-// newClientGroup is NewClientGroup without the goroutine (tests drive
-// it with begin and step).
+// newClientGroup is NewClientGroup without the group's own goroutine
+// (tests drive it with begin, received and step).
 func newClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
 	if cfg.TickRate == 0 {
 		cfg.TickRate = DefaultTickRate
@@ -98,53 +108,84 @@ func newClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
 	if cfg.TickRate < 1 || cfg.TickRate > 1000 {
 		return nil, fmt.Errorf("tickwire: ClientGroupConfig.TickRate %d out of range 1..1000", cfg.TickRate)
 	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = 8
-	}
-	if cfg.BatchSize < 1 || cfg.BatchSize > 1024 {
-		return nil, fmt.Errorf("tickwire: ClientGroupConfig.BatchSize %d out of range 1..1024", cfg.BatchSize)
+	conn := cfg.Conn
+	if conn == nil {
+		uc, err := udp.Listen("udp4", ":0", udp.Config{ReadBuffer: 8 << 20, WriteBuffer: 8 << 20})
+		if err != nil {
+			return nil, err
+		}
+		conn = uc
 	}
 	g := &ClientGroup{
 		rate:   cfg.TickRate,
 		period: time.Second / time.Duration(cfg.TickRate),
+		conn:   conn,
+		in:     udp.NewReadLoop(conn, udp.ReadLoopConfig{BatchSize: udp.DefaultBatchSize, BufSize: proto.MaxPacketSizeLimit + 1}),
 		add:    make(chan *groupDial),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
-		batch:  udp.Batch{Msgs: make([]udp.Message, cfg.BatchSize)},
-	}
-	for i := range g.batch.Msgs {
-		g.batch.Msgs[i].Buf = make([]byte, proto.MaxPacketSizeLimit+1)
+		out:    outQueue{conn: conn, log: slog.New(slog.DiscardHandler)}, // a failed write shows as the clients' timeouts
+		byConn: map[groupKey]*Client{},
+		hs:     udp.Batch{Msgs: make([]udp.Message, 1)},
 	}
 	return g, nil
 }
 
+// LocalAddr is the group's socket's address, which all its clients share.
+func (g *ClientGroup) LocalAddr() netip.AddrPort { return g.conn.LocalAddr() }
+
 // Close ends every client of the group (each tells its server it is
-// leaving), fails the dials in progress with ErrGroupClosed and stops
-// the group's goroutine.
+// leaving), fails the dials in progress with ErrGroupClosed, closes the
+// socket and stops the group's goroutines.
 func (g *ClientGroup) Close() error {
-	g.stopped.Do(func() { close(g.stop) })
+	g.once.Do(func() { close(g.stop) })
 	<-g.done
 	return nil
+}
+
+// clientConn is a client's view of the group's socket: its writes join
+// the group's next batch; it is never read (the group reads).
+func (g *ClientGroup) clientConn() udp.BatchConn { return groupConn{g} }
+
+type groupConn struct{ g *ClientGroup }
+
+func (c groupConn) ReadBatch([]udp.Message) (int, error) {
+	return 0, errors.New("tickwire: a ClientGroup's client does not read its socket")
+}
+
+// WriteBatch copies msgs into the group's next batch.
+func (c groupConn) WriteBatch(msgs []udp.Message) (int, error) {
+	q := &c.g.out
+	c.g.outMu.Lock()
+	for _, m := range msgs {
+		q.queue(append(q.next(), m.Buf...), m.Addr)
+	}
+	c.g.outMu.Unlock()
+	return len(msgs), nil
+}
+
+func (c groupConn) LocalAddr() netip.AddrPort { return c.g.conn.LocalAddr() }
+func (c groupConn) Close() error              { return nil } // the group's socket outlives its clients
+
+// flush writes the batch the clients queued.
+func (g *ClientGroup) flush() {
+	g.outMu.Lock()
+	g.out.flush()
+	g.outMu.Unlock()
 }
 
 // dial runs c's handshake on the group and, once accepted, keeps c in
 // the group. It is Dialer.dialAddr for a Dialer with a Group.
 func (g *ClientGroup) dial(ctx context.Context, c *Client) (*Client, error) {
-	if _, ok := c.conn.(pollConn); !ok {
-		c.conn.Close()
-		return nil, fmt.Errorf("tickwire: a ClientGroup reads sockets without waiting: Dialer.Conn %T has no TryReadBatch", c.conn)
-	}
 	req := c.token.Request()
 	hs, err := session.NewInitiator(&req, &c.token.ClientKey, &c.token.ServerKey)
 	if err != nil {
-		c.conn.Close()
 		return nil, err
 	}
-	d := &groupDial{c: c, ctx: ctx, hs: hs, deadline: c.now().Add(c.cfg.HandshakeTimeout), result: make(chan error, 1)}
+	d := &groupDial{c: c, ctx: ctx, hs: hs, result: make(chan error, 1)}
 	select {
 	case g.add <- d:
 	case <-g.done:
-		c.conn.Close()
 		return nil, ErrGroupClosed
 	}
 	if err := <-d.result; err != nil {
@@ -161,8 +202,14 @@ func (g *ClientGroup) run() {
 		select {
 		case d := <-g.add:
 			g.begin(d)
+		case b := <-g.in.Batches():
+			g.received(b)
+			g.in.Release(b)
 		case <-ticker.C:
 			g.step()
+		case <-g.in.Done():
+			g.shutdown()
+			return
 		case <-g.stop:
 			g.shutdown()
 			return
@@ -170,16 +217,23 @@ func (g *ClientGroup) run() {
 	}
 }
 
-// begin starts d's handshake.
+// begin queues d's handshake, and starts it if none is under way.
 func (g *ClientGroup) begin(d *groupDial) {
-	d.send()
 	g.pending = append(g.pending, d)
+	if len(g.pending) == 1 {
+		g.startHandshake()
+	}
 }
 
-// step is one tick of the group: the handshakes, then the clients.
-func (g *ClientGroup) step() {
-	g.handshakes()
-	g.tick()
+// startHandshake starts the next queued handshake.
+func (g *ClientGroup) startHandshake() {
+	if len(g.pending) == 0 {
+		return
+	}
+	d := g.pending[0]
+	d.deadline = d.c.now().Add(d.c.cfg.HandshakeTimeout)
+	d.send()
+	g.flush()
 }
 
 // send sends the handshake packet due (again) now.
@@ -190,87 +244,121 @@ func (d *groupDial) send() {
 	c.out.flush()
 }
 
-// handshakes advances the handshakes in progress.
-func (g *ClientGroup) handshakes() {
-	kept := g.pending[:0]
-	for _, d := range g.pending {
-		finished, err := g.handshake(d)
-		if !finished {
-			kept = append(kept, d)
+// finishHandshake ends the handshake under way with err (nil: the client
+// joins the group) and starts the next.
+func (g *ClientGroup) finishHandshake(err error) {
+	d := g.pending[0]
+	copy(g.pending, g.pending[1:])
+	g.pending[len(g.pending)-1] = nil
+	g.pending = g.pending[:len(g.pending)-1]
+	if err == nil {
+		g.clients = append(g.clients, d.c)
+		g.byConn[groupKey{d.c.server, d.c.sess.ID()}] = d.c
+	}
+	d.result <- err
+	g.startHandshake()
+}
+
+// received hands each datagram of b to its client, or to the handshake
+// under way, then writes what they answered.
+func (g *ClientGroup) received(b *udp.Batch) {
+	for i := range b.N {
+		m := &b.Msgs[i]
+		if m.N > proto.MaxPacketSizeLimit {
+			g.dropped++
 			continue
 		}
-		if err != nil {
-			d.c.conn.Close()
-		} else {
-			g.clients = append(g.clients, d.c)
-		}
-		d.result <- err
+		g.datagram(m.Buf[:m.N], m.Addr, b.At)
 	}
-	clear(g.pending[len(kept):])
-	g.pending = kept
+	g.flush()
 }
 
-// handshake reads d's socket and reports whether its handshake finished,
-// with the error that ended it, if any.
-func (g *ClientGroup) handshake(d *groupDial) (finished bool, err error) {
-	c := d.c
-	if err := d.ctx.Err(); err != nil {
-		return true, err
-	}
-	for {
-		n, err := c.conn.(pollConn).TryReadBatch(g.batch.Msgs)
-		if err != nil {
-			return true, err
-		}
-		if n == 0 {
-			break
-		}
-		g.batch.N, g.batch.At = n, c.now()
-		if err := c.handshakeBatch(&g.batch, d.hs, d.sentAt, d.send); err != nil {
-			return true, err
-		}
-		if c.sess != nil {
-			if c.tickRate != g.rate {
-				c.sess = nil
-				return true, fmt.Errorf("tickwire: the server ticks at %d Hz, the client group at %d Hz", c.tickRate, g.rate)
+func (g *ClientGroup) datagram(pkt []byte, from netip.AddrPort, at time.Time) {
+	if t, sealed, err := proto.ParsePrefix(pkt); err == nil && sealed && t != proto.PacketDenied {
+		if h, _, err := proto.ParseHeader(pkt); err == nil {
+			if c := g.byConn[groupKey{from, h.ConnID}]; c != nil {
+				c.mu.Lock()
+				if c.err == nil {
+					c.receiveDatagram(pkt, at)
+					c.out.flush()
+				}
+				c.mu.Unlock()
+				return
 			}
-			return true, nil
-		}
-		if n < len(g.batch.Msgs) {
-			break
 		}
 	}
-	now := c.now()
-	if !now.Before(d.deadline) {
-		return true, fmt.Errorf("%w: %v", ErrHandshakeTimeout, c.server)
+	if len(g.pending) == 0 || from != g.pending[0].c.server {
+		g.dropped++
+		return
 	}
-	if now.Sub(d.sentAt) >= handshakeResend {
-		d.send()
+	d := g.pending[0]
+	c := d.c
+	g.hs.Msgs[0] = udp.Message{Buf: pkt, N: len(pkt), Addr: from}
+	g.hs.N, g.hs.At = 1, at
+	err := c.handshakeBatch(&g.hs, d.hs, d.sentAt, d.send)
+	g.hs.Msgs[0] = udp.Message{}
+	switch {
+	case err != nil:
+		g.finishHandshake(err)
+	case c.sess != nil && c.tickRate != g.rate:
+		c.sess = nil
+		g.finishHandshake(fmt.Errorf("tickwire: the server ticks at %d Hz, the client group at %d Hz", c.tickRate, g.rate))
+	case c.sess != nil:
+		g.finishHandshake(nil)
 	}
-	return false, nil
 }
 
-// tick runs one tick of every client and drops those whose session
-// ended.
-func (g *ClientGroup) tick() {
+// step is one tick of the group: the handshakes' timers, then every
+// client's tick, then one batch of all their packets.
+func (g *ClientGroup) step() {
+	g.handshakeTimers()
 	kept := g.clients[:0]
 	for _, c := range g.clients {
 		if g.tickClient(c) {
 			kept = append(kept, c)
 		} else {
+			delete(g.byConn, groupKey{c.server, c.sess.ID()})
 			c.finish()
 		}
 	}
 	clear(g.clients[len(kept):])
 	g.clients = kept
+	g.flush()
 }
 
-// tickClient does for c what its own loop would since the last tick: it
-// reads what the socket holds, then sends the tick's packets. It reports
+// handshakeTimers fails the handshakes whose context ended or whose time
+// ran out, and resends the one under way when due.
+func (g *ClientGroup) handshakeTimers() {
+	for i := 1; i < len(g.pending); i++ {
+		if d := g.pending[i]; d.ctx.Err() != nil {
+			d.result <- d.ctx.Err()
+			g.pending = append(g.pending[:i], g.pending[i+1:]...)
+			i--
+		}
+	}
+	if len(g.pending) == 0 {
+		return
+	}
+	d := g.pending[0]
+	now := d.c.now()
+	switch {
+	case d.ctx.Err() != nil:
+		g.finishHandshake(d.ctx.Err())
+	case !now.Before(d.deadline):
+		g.finishHandshake(fmt.Errorf("%w: %v", ErrHandshakeTimeout, d.c.server))
+	case now.Sub(d.sentAt) >= handshakeResend:
+		d.send()
+	}
+}
+
+// tickClient does for c what its own loop does on a tick, and reports
 // whether the session goes on.
 func (g *ClientGroup) tickClient(c *Client) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.err != nil { // ended by a datagram (the server's disconnect)
+		return false
+	}
 	now := c.now()
 	select {
 	case <-c.stopLoop:
@@ -283,28 +371,6 @@ func (g *ClientGroup) tickClient(c *Client) bool {
 	case <-c.flushReq: // flushed with this tick's packets
 	default:
 	}
-	for {
-		n, err := c.conn.(pollConn).TryReadBatch(g.batch.Msgs)
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				c.cfg.Logger.Warn("client socket failed", "err", err)
-			}
-			c.end(proto.DisconnectClosed, false, now)
-			return false
-		}
-		if n == 0 {
-			break
-		}
-		g.batch.N, g.batch.At = n, now
-		c.receive(&g.batch)
-		c.out.flush()
-		if c.err != nil {
-			return false
-		}
-		if n < len(g.batch.Msgs) {
-			break
-		}
-	}
 	if c.sess.TimedOut(now) {
 		c.end(proto.DisconnectTimeout, true, now)
 		return false
@@ -314,7 +380,8 @@ func (g *ClientGroup) tickClient(c *Client) bool {
 	return true
 }
 
-// shutdown ends every client and fails every dial in progress.
+// shutdown ends every client, fails every dial in progress and closes
+// the socket.
 func (g *ClientGroup) shutdown() {
 	for _, c := range g.clients {
 		c.mu.Lock()
@@ -322,10 +389,13 @@ func (g *ClientGroup) shutdown() {
 		c.mu.Unlock()
 		c.finish()
 	}
+	g.flush()
 	g.clients = nil
+	clear(g.byConn)
 	for _, d := range g.pending {
-		d.c.conn.Close()
 		d.result <- ErrGroupClosed
 	}
 	g.pending = nil
+	g.conn.Close()
+	g.in.Drain()
 }

@@ -116,8 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
 	fs.IntVar(&o.verify, "verify", -1, "-headless: how many `clients` rebuild the server's state and check its checksums (desyncs); the others only ack\n"+
 		"the snapshots, the cheapest load (default: all)")
-	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many goroutines (tickwire.ClientGroup: one timer each, every client's socket polled\n"+
-		"once a tick), a load generator's mode; 0: each client its own goroutines and timer (default: GOMAXPROCS with -headless on Linux, else 0)")
+	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many tickwire.ClientGroups, a load generator's mode: each one goroutine, one timer and one socket\n"+
+		"for its share of the clients, their packets sent and received in batches; 0: each client its own socket, goroutines\n"+
+		"and timer (default: GOMAXPROCS with -headless, else 0)")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -279,7 +280,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 func (o *options) validGroups() error {
 	if o.groups == -1 {
 		o.groups = 0
-		if o.headless && o.peer == "" && o.game == "arena" && runtime.GOOS == "linux" {
+		if o.headless && o.peer == "" && o.game == "arena" {
 			o.groups = runtime.GOMAXPROCS(0)
 		}
 		return nil
@@ -289,8 +290,6 @@ func (o *options) validGroups() error {
 		return fmt.Errorf("-groups %d out of range 0..256", o.groups)
 	case o.groups > 0 && (o.peer != "" || o.game != "arena"):
 		return errors.New("-groups applies to the arena's clients, not to -peer or -game swarm")
-	case o.groups > 0 && runtime.GOOS != "linux":
-		return fmt.Errorf("-groups needs Linux (sockets polled with recvmmsg), not %s: use -groups 0", runtime.GOOS)
 	}
 	return nil
 }
