@@ -187,20 +187,7 @@ func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	return c.r.read(c, msgs[:min(len(msgs), c.batch)], false)
-}
-
-// TryReadBatch is ReadBatch without the wait: it reads the datagrams
-// already queued on the socket, at most min(len(msgs), BatchSize), and
-// returns 0 when there are none. It lets one goroutine poll many sockets
-// (tickwire.ClientGroup). It must not run concurrently with ReadBatch. It
-// does not allocate. Only on Linux; elsewhere it returns
-// errors.ErrUnsupported.
-func (c *Conn) TryReadBatch(msgs []Message) (int, error) {
-	if len(msgs) == 0 {
-		return 0, nil
-	}
-	return c.r.read(c, msgs[:min(len(msgs), c.batch)], true)
+	return c.r.read(c, msgs[:min(len(msgs), c.batch)])
 }
 
 // WriteBatch sends msgs[i].Buf to msgs[i].Addr in order, in as few system

@@ -3,7 +3,6 @@
 package udp
 
 import (
-	"errors"
 	"net"
 	"syscall"
 )
@@ -31,10 +30,7 @@ type reader struct{}
 
 func (*reader) init(*Conn) {}
 
-func (*reader) read(c *Conn, msgs []Message, poll bool) (int, error) {
-	if poll {
-		return 0, errors.ErrUnsupported
-	}
+func (*reader) read(c *Conn, msgs []Message) (int, error) {
 	m := &msgs[0]
 	n, addr, err := c.uc.ReadFromUDPAddrPort(m.Buf[:cap(m.Buf)])
 	if err != nil {

@@ -81,9 +81,6 @@ type reader struct {
 	got    int
 	errno  syscall.Errno
 	recvFn func(fd uintptr) bool
-	// poll: an empty socket ends the read with nothing (TryReadBatch)
-	// instead of parking until a datagram arrives.
-	poll bool
 }
 
 func (r *reader) init(c *Conn) {
@@ -107,10 +104,6 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			if r.poll {
-				r.got = 0
-				return true
-			}
 			return false // wait until readable
 		}
 		r.got, r.errno = int(n), errno
@@ -118,8 +111,7 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 	}
 }
 
-func (r *reader) read(c *Conn, msgs []Message, poll bool) (int, error) {
-	r.poll = poll
+func (r *reader) read(c *Conn, msgs []Message) (int, error) {
 	for {
 		for i := range msgs {
 			b := msgs[i].Buf[:cap(msgs[i].Buf)]
@@ -164,7 +156,7 @@ func (r *reader) read(c *Conn, msgs []Message, poll bool) (int, error) {
 			n++
 		}
 		c.rx.batch(n, total)
-		if n > 0 || (poll && r.got == 0) {
+		if n > 0 {
 			return n, nil
 		}
 	}
