@@ -308,7 +308,11 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify)
 	d := tickwire.Dialer{Handler: b, Group: g}
 	b.game.attach(&d)
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	timeout := 10 * time.Second
+	if g != nil {
+		timeout = time.Minute // a group runs its handshakes one at a time: this one may wait its turn
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := d.Dial(dctx, tok)
 	if err != nil {
