@@ -38,9 +38,9 @@ func dialGroup(t testing.TB, g *ClientGroup, key Key, addr netip.AddrPort, n int
 	return clients
 }
 
-// TestClientGroupEcho runs 24 clients on one group over a real loopback
-// socket: they connect at once (the group runs their handshakes one
-// after the other) from the group's address, each one's reliable
+// TestClientGroupEcho runs 24 clients on one group of 4 real loopback
+// sockets: they connect at once (each socket runs its handshakes one
+// after the other), spread over the sockets, each one's reliable
 // messages come back to it in order, a closed client tells the server, and closing the
 // group ends the rest.
 func TestClientGroupEcho(t *testing.T) {
@@ -48,23 +48,33 @@ func TestClientGroupEcho(t *testing.T) {
 	h := newEchoHandler()
 	h.gone = make(chan proto.DisconnectReason, n)
 	s, key, addr := testServer(t, Config{}, h, nil)
-	g, err := NewClientGroup(ClientGroupConfig{})
+	g, err := NewClientGroup(ClientGroupConfig{Sockets: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.Close()
 	clients := dialGroup(t, g, key, addr, n)
 
+	socks := map[netip.AddrPort]int{}
+	for _, s := range g.socks {
+		socks[s.conn.LocalAddr()] = 0
+	}
 	for i, c := range clients {
-		if c.LocalAddr() != g.LocalAddr() {
-			t.Fatalf("client %d at %v, want the group's address %v", i, c.LocalAddr(), g.LocalAddr())
+		if _, ok := socks[c.LocalAddr()]; !ok {
+			t.Fatalf("client %d at %v, not one of the group's sockets", i, c.LocalAddr())
 		}
+		socks[c.LocalAddr()]++
 		for k := range msgs {
 			var b [8]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(k))
 			if err := c.Send(Reliable, 1, b[:]); err != nil {
 				t.Fatal(err)
 			}
+		}
+	}
+	for a, k := range socks {
+		if k < n/len(socks) {
+			t.Errorf("socket %v has %d clients, want them spread: %d or more each", a, k, n/len(socks))
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -178,7 +188,7 @@ func groupDriven(t testing.TB, n int) (*ClientGroup, func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go g.in.Run()
+	g.startReaders()
 	t.Cleanup(g.shutdown)
 	done := make(chan []*Client)
 	go func() { done <- dialGroup(t, g, key, addr, n) }()
@@ -188,18 +198,18 @@ func groupDriven(t testing.TB, n int) (*ClientGroup, func()) {
 		select {
 		case d := <-g.add:
 			g.begin(d)
-		case b := <-g.in.Batches():
-			g.received(b)
-			g.in.Release(b)
+		case sb := <-g.in:
+			g.received(sb.s, sb.b)
+			sb.s.in.Release(sb.b)
 		case <-tick.C:
 			g.step()
 		case <-done:
 			return g, func() {
 				for {
 					select {
-					case b := <-g.in.Batches():
-						g.received(b)
-						g.in.Release(b)
+					case sb := <-g.in:
+						g.received(sb.s, sb.b)
+						sb.s.in.Release(sb.b)
 						continue
 					default:
 					}
