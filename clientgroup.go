@@ -36,8 +36,9 @@ import (
 // next tick, and the follow-up flush of a no-delay Flush waits for it
 // too.
 type ClientGroup struct {
-	rate   int
+	rate   int // 0 until the first accept, without ClientGroupConfig.TickRate
 	period time.Duration
+	ticker *time.Ticker // owned by run
 	socks  []*groupSock
 	in     chan sockBatch // the sockets' batches, fanned in
 	add    chan *groupDial
@@ -77,7 +78,8 @@ type sockBatch struct {
 type ClientGroupConfig struct {
 	// TickRate is how often the group ticks its clients, in Hz: the tick
 	// rate of the servers they connect to (a client whose server
-	// announces another rate fails to dial). Default DefaultTickRate.
+	// announces another rate fails to dial). Default: the rate the
+	// first server to accept a client announces.
 	TickRate int
 	// Sockets is how many sockets (DSCP-marked, IPv4, ephemeral ports)
 	// the group spreads its clients over, and so how many handshakes it
@@ -126,10 +128,11 @@ func NewClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
 // newClientGroup is NewClientGroup without the goroutines (tests drive
 // it with startReaders, begin, received and step).
 func newClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
-	if cfg.TickRate == 0 {
-		cfg.TickRate = DefaultTickRate
+	period := time.Second / DefaultTickRate // until the first accept says
+	if cfg.TickRate != 0 {
+		period = time.Second / time.Duration(max(cfg.TickRate, 1))
 	}
-	if cfg.TickRate < 1 || cfg.TickRate > 1000 {
+	if cfg.TickRate < 0 || cfg.TickRate > 1000 {
 		return nil, fmt.Errorf("tickwire: ClientGroupConfig.TickRate %d out of range 1..1000", cfg.TickRate)
 	}
 	if cfg.Sockets == 0 {
@@ -140,7 +143,7 @@ func newClientGroup(cfg ClientGroupConfig) (*ClientGroup, error) {
 	}
 	g := &ClientGroup{
 		rate:   cfg.TickRate,
-		period: time.Second / time.Duration(cfg.TickRate),
+		period: period,
 		in:     make(chan sockBatch, 4*cfg.Sockets),
 		add:    make(chan *groupDial),
 		stop:   make(chan struct{}),
@@ -259,8 +262,8 @@ func (g *ClientGroup) dial(ctx context.Context, c *Client) (*Client, error) {
 
 func (g *ClientGroup) run() {
 	defer close(g.done)
-	ticker := time.NewTicker(g.period)
-	defer ticker.Stop()
+	g.ticker = time.NewTicker(g.period)
+	defer g.ticker.Stop()
 	for {
 		select {
 		case d := <-g.add:
@@ -273,7 +276,7 @@ func (g *ClientGroup) run() {
 			}
 			g.received(sb.s, sb.b)
 			sb.s.in.Release(sb.b)
-		case <-ticker.C:
+		case <-g.ticker.C:
 			g.step()
 		case <-g.stop:
 			g.shutdown()
@@ -379,6 +382,12 @@ func (g *ClientGroup) datagram(s *groupSock, pkt []byte, from netip.AddrPort, at
 	switch {
 	case err != nil:
 		g.finishHandshake(s, err)
+	case c.sess != nil && g.rate == 0:
+		g.rate, g.period = c.tickRate, time.Second/time.Duration(c.tickRate)
+		if g.ticker != nil {
+			g.ticker.Reset(g.period)
+		}
+		g.finishHandshake(s, nil)
 	case c.sess != nil && c.tickRate != g.rate:
 		c.sess = nil
 		g.finishHandshake(s, fmt.Errorf("tickwire: the server ticks at %d Hz, the client group at %d Hz", c.tickRate, g.rate))

@@ -138,7 +138,7 @@ func TestClientGroupEcho(t *testing.T) {
 // another tick rate and a silent server each fail the dial with a reason,
 // and the next dial still works.
 func TestClientGroupDialFails(t *testing.T) {
-	g, err := NewClientGroup(ClientGroupConfig{})
+	g, err := NewClientGroup(ClientGroupConfig{TickRate: 60})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +169,20 @@ func TestClientGroupDialFails(t *testing.T) {
 	d = Dialer{Group: g}
 	if _, err := d.Dial(ctx, mintFor(t, key60, addr60, 4)); err != nil {
 		t.Fatalf("Dial after the failures: %v", err)
+	}
+
+	// A group without a tick rate takes the first server's.
+	g30, err := NewClientGroup(ClientGroupConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = Dialer{Group: g30}
+	if _, err := d.Dial(ctx, mintFor(t, key, addr, 5)); err != nil {
+		t.Fatalf("Dial to a 30 Hz server from a group of no set rate: %v", err)
+	}
+	g30.Close()
+	if g30.rate != 30 || g30.period != time.Second/30 {
+		t.Fatalf("group ticks at %d Hz (%v), want the server's 30", g30.rate, g30.period)
 	}
 
 	if _, err := NewClientGroup(ClientGroupConfig{TickRate: -1}); err == nil {
