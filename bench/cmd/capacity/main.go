@@ -337,15 +337,23 @@ func fetchProfile(admin string, d time.Duration) []byte {
 
 // writeProfileTop writes `go tool pprof -top` of the profile to file.
 func writeProfileTop(file, binary string, profile []byte, players int) error {
-	raw := strings.TrimSuffix(file, filepath.Ext(file)) + ".pprof"
-	if err := os.WriteFile(raw, profile, 0o644); err != nil {
+	raw, err := os.CreateTemp("", "tickwire-capacity-*.pprof")
+	if err != nil {
 		return err
 	}
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", binary, raw).Output()
+	defer os.Remove(raw.Name())
+	_, err = raw.Write(profile)
+	if cerr := raw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", binary, raw.Name()).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
-	head := fmt.Sprintf("CPU profile of tickwire-server at %d players (the largest step held); raw profile in %s\n\n", players, filepath.Base(raw))
+	head := fmt.Sprintf("CPU profile of tickwire-server at %d players, the largest step held (go tool pprof -top)\n\n", players)
 	return os.WriteFile(file, append([]byte(head), out...), 0o644)
 }
 
