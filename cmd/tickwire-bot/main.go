@@ -10,6 +10,13 @@
 //	tickwire-server -dev-join -http 127.0.0.1:8080 &
 //	tickwire-bot -server http://127.0.0.1:8080 -n 50 -duration 30s
 //	tickwire-bot -n 50 -via 127.0.0.1:7000     # through tickwire-netem
+//	tickwire-bot -n 500 -headless -verify 10   # cheap load (client groups)
+//
+// With -headless the clients run on tickwire.ClientGroups (-groups, one
+// per core by default): a goroutine, a timer and 16 sockets for many
+// clients, packets sent and read in batches; -verify of them rebuild the
+// state and check the server's checksums, the others only ack it. The
+// summary reports the bot's own CPU per client and tick.
 //
 // With -peer it is instead ONE player of a peer-hosted game (host
 // migration, docs/MIGRATION.md): it takes a seat in the lobby's room of

@@ -115,7 +115,7 @@ func TestDiff(t *testing.T) {
 	b := reading{at: t0.Add(10 * time.Second), buckets: map[float64]float64{0.005: 350, 0.01: 680, 0.02: 700, 1e10: 700}, count: 700,
 		players: 500, bytesOut: 500 * 10 * 1000, bytesIn: 500 * 10 * 250, serverCPU: 16 * time.Second, botCPU: 3 * time.Second,
 		machine: []cpuTimes{{total: 1100, idle: 150}}}
-	r := diff(a, b, 500)
+	r := diff(a, b, 500, 60)
 	if r.p50 != 10*time.Millisecond || r.p99 != 20*time.Millisecond {
 		t.Errorf("p50 %v p99 %v, want 10ms 20ms", r.p50, r.p99)
 	}

@@ -248,7 +248,7 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		r := diff(before, after, n)
+		r := diff(before, after, n, o.tick)
 		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99
 		rows = append(rows, r)
 		logf("step %d players: %s", n, r.summary())
@@ -456,14 +456,15 @@ type row struct {
 	downKbps, upKbps  float64 // per client
 	botUsPerTick      float64 // bot CPU per client and tick
 	desyncs           float64
-	tickRate          float64
+	tickRate          float64 // ticks the server ran per second
 	held              bool
 }
 
 // diff turns two readings into the step's figures: percentiles from the
 // histogram's bucket deltas (upper bound of the bucket holding the
-// percentile).
-func diff(a, b reading, target int) row {
+// percentile). The bots tick at tickRate whether the server keeps up or
+// not: their cost per client-tick is per nominal tick.
+func diff(a, b reading, target, tickRate int) row {
 	r := row{target: target, players: b.players, rssMB: b.rssMB}
 	wall := b.at.Sub(a.at).Seconds()
 	r.serverCPU = (b.serverCPU - a.serverCPU).Seconds() / wall
@@ -475,8 +476,8 @@ func diff(a, b reading, target int) row {
 	r.desyncs = b.desyncs - a.desyncs
 	n := b.count - a.count
 	r.tickRate = n / wall
-	if b.players > 0 && r.tickRate > 0 {
-		r.botUsPerTick = r.botCPU * 1e6 / b.players / r.tickRate
+	if b.players > 0 {
+		r.botUsPerTick = r.botCPU * 1e6 / b.players / float64(tickRate)
 	}
 	for i := range min(len(a.machine), len(b.machine)) {
 		total := b.machine[i].total - a.machine[i].total
