@@ -32,9 +32,10 @@ import (
 // once. Config's HandshakeTimeout starts when a client's turn comes.
 //
 // Dial through a group by setting Dialer.Group (and no Dialer.Conn). The
-// Client's methods are unchanged; its Close returns after the group's
-// next tick, and the follow-up flush of a no-delay Flush waits for it
-// too.
+// Client's methods are unchanged, but what they send leaves with the
+// group's next batch (its next tick, or its answer to the next datagrams
+// read): a no-delay Flush waits for it, and Close returns after the next
+// tick.
 type ClientGroup struct {
 	rate   int // 0 until the first accept, without ClientGroupConfig.TickRate
 	period time.Duration
