@@ -14,6 +14,7 @@ import (
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // dialGroup dials n clients through g at once (client ids 1..n) and
@@ -309,4 +310,47 @@ func TestClientGroupPlaysArena(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestClientGroupHandshakesThroughCopies: 8 clients dial at once through
+// one socket of a group, to a server behind a proxy that doubles every
+// datagram and delays the server's by 5–55 ms. Late copies of a
+// challenge reach the socket when the next handshake is under way (a
+// challenge names no connection); every client still connects, and its
+// echo comes back.
+func TestClientGroupHandshakesThroughCopies(t *testing.T) {
+	h := newEchoHandler()
+	h.gone = make(chan proto.DisconnectReason, 16)
+	_, key, addr := testServer(t, Config{}, h, nil)
+	up, err := netem.Parse("duplicate 100%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down, err := netem.Parse("delay 30ms 25ms duplicate 100%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := netem.ListenProxy("127.0.0.1:0", addr.String(), netem.ProxyConfig{Up: up, Down: down, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	via := netip.MustParseAddrPort(p.Addr().String())
+	g, err := NewClientGroup(ClientGroupConfig{Sockets: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	clients := dialGroup(t, g, key, via, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, c := range clients {
+		if err := c.Send(Reliable, 1, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := c.Receive(ctx)
+		if err != nil || len(m.Data) != 1 || m.Data[0] != byte(i) {
+			t.Fatalf("client %d: echo %v, %v", i, m.Data, err)
+		}
+	}
 }
