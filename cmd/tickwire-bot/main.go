@@ -122,10 +122,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
 	fs.IntVar(&o.verify, "verify", -1, "-headless: how many `clients` rebuild the server's state and check its checksums (desyncs); the others only ack\n"+
-		"the snapshots, the cheapest load (default: all)")
-	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many tickwire.ClientGroups, a load generator's mode: each one goroutine, one timer and one socket\n"+
-		"for its share of the clients, their packets sent and received in batches; 0: each client its own socket, goroutines\n"+
-		"and timer (default: GOMAXPROCS with -headless, else 0)")
+		"the snapshots, the cheapest load (-1: all)")
+	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many tickwire.ClientGroups, a load generator's mode: each one goroutine, one timer and\n"+
+		"16 sockets for its share of the clients, their packets sent and received in batches; 0: each client its own socket,\n"+
+		"goroutines and timer; -1: GOMAXPROCS with -headless, else 0")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
