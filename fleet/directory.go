@@ -68,6 +68,19 @@ type entry struct {
 	// failure may still arrive after it).
 	down   string
 	downAt time.Time
+	// asking is the seats this Directory's Allocate calls are asking
+	// the server for right now: counted as reserved, so that rooms
+	// filling at once spread instead of all choosing the server that
+	// was least loaded before any of them was granted.
+	asking int
+}
+
+// status is e's last announcement with the seats in flight counted as
+// reserved.
+func (e *entry) status() Status {
+	st := e.st
+	st.Reserved += e.asking
+	return st
 }
 
 // Server is one game server as a Directory sees it.
@@ -257,7 +270,7 @@ func (d *Directory) Allocate(ctx context.Context, typ string, gameID uint64, sea
 			break
 		}
 		tried[e.ID] = true
-		a, err := d.ask(ctx, e, req)
+		a, err := d.ask(ctx, e, req, seats)
 		if err == nil {
 			d.allocated.Add(1)
 			return a, nil
@@ -274,30 +287,49 @@ func (d *Directory) Allocate(ctx context.Context, typ string, gameID uint64, sea
 	return nil, fmt.Errorf("%w (%w)", ErrNoServer, errors.Join(errs...))
 }
 
-// best is the candidate Allocate asks next, nil when none is left.
+// best is the candidate Allocate asks next, nil when none is left; its
+// seats count as reserved there until Allocate settles the answer.
 func (d *Directory) best(typ string, seats int, tried map[string]bool) *Status {
 	now := d.cfg.Now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	var best *Status
+	var best *entry
+	var bst Status
 	for _, e := range d.servers {
-		st := &e.st
+		st := e.status()
 		if ok, _ := d.health(e, now); !ok || tried[st.ID] || !st.Runs(typ) || st.Free() < seats {
 			continue
 		}
 		if best == nil || cmp.Or(
-			compareBool(st.Overloaded(), best.Overloaded()),
-			cmp.Compare(st.Load(), best.Load()),
-			cmp.Compare(st.TickP99Ms, best.TickP99Ms),
-			cmp.Compare(st.ID, best.ID)) < 0 {
-			best = st
+			compareBool(st.Overloaded(), bst.Overloaded()),
+			cmp.Compare(st.Load(), bst.Load()),
+			cmp.Compare(st.TickP99Ms, bst.TickP99Ms),
+			cmp.Compare(st.ID, bst.ID)) < 0 {
+			best, bst = e, st
 		}
 	}
 	if best == nil {
 		return nil
 	}
-	c := *best
+	best.asking += seats
+	c := best.st
 	return &c
+}
+
+// settle ends the ask for seats on server id, taking the status its
+// answer carries (nil without one): granted, that status counts them;
+// refused, they were never held.
+func (d *Directory) settle(id string, seats int, st *Status) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e := d.servers[id]
+	if e == nil {
+		return
+	}
+	e.asking = max(0, e.asking-seats)
+	if st != nil && st.Seq > e.st.Seq {
+		e.st = *st
+	}
 }
 
 func compareBool(a, b bool) int {
@@ -310,11 +342,13 @@ func compareBool(a, b bool) int {
 	return -1
 }
 
-// ask sends one reservation request to st's server.
-func (d *Directory) ask(ctx context.Context, st *Status, req []byte) (*Allocation, error) {
+// ask sends one reservation request for seats to st's server.
+func (d *Directory) ask(ctx context.Context, st *Status, req []byte, seats int) (*Allocation, error) {
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.RequestTimeout)
 	defer cancel()
 	msg, err := d.nc.RequestWithContext(rctx, d.cfg.Prefix+".alloc."+st.ID, req)
+	var answered *Status
+	defer func() { d.settle(st.ID, seats, answered) }()
 	if err != nil {
 		if ctx.Err() == nil {
 			// Silent or gone (nats.ErrNoResponders: nobody subscribes
@@ -328,7 +362,7 @@ func (d *Directory) ask(ctx context.Context, st *Status, req []byte) (*Allocatio
 		return nil, fmt.Errorf("bad answer: %w", err)
 	}
 	if g.Status.ID == st.ID && g.Status.check() == nil {
-		d.update(g.Status)
+		answered = &g.Status
 	}
 	if g.Error != "" {
 		return nil, errors.New(g.Error)
@@ -341,16 +375,6 @@ func (d *Directory) ask(ctx context.Context, st *Status, req []byte) (*Allocatio
 		return nil, fmt.Errorf("answer with %d addresses", len(g.Addrs))
 	}
 	return &Allocation{Server: st.Name, ID: st.ID, Addrs: g.Addrs, Key: key}, nil
-}
-
-// update takes the load a server answered a request with, so that the
-// next allocation counts the seats just reserved.
-func (d *Directory) update(st Status) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if e := d.servers[st.ID]; e != nil && st.Seq > e.st.Seq {
-		e.st = st
-	}
 }
 
 func (d *Directory) markDown(id, why string) {
