@@ -22,6 +22,9 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 			View:      arena.View,
+			// The shooter hears how the server judged each of its
+			// hitscan shots (the browser's debug overlay draws it).
+			SendEffects: arena.SendShots,
 		})
 		if err != nil {
 			return nil, err

@@ -153,16 +153,37 @@ func (r *rewindRays) Raycast(shooter uint16, ox, oy, dx, dy, reach int32) (proto
 	self := PlayerID(shooter)
 	var best proto.NetworkID
 	bestT := int64(reach) + 1
+	var at sim.Vec3
 	for i := range bodies {
 		b := &bodies[i]
 		if b.Shape != sim.ShapeSphere || b.ID == self {
 			continue
 		}
 		if d, ok := RayCircle(ox, oy, dx, dy, b.Pos.X, b.Pos.Y, b.Size.X); ok && d < bestT {
-			best, bestT = b.ID, d
+			best, bestT, at = b.ID, d, b.Pos
 		}
 	}
-	return best, bestT <= int64(reach)
+	hit := bestT <= int64(reach)
+	if !hit {
+		best = 0
+		at = sim.Vec3{X: ox + int32(int64(dx)*int64(reach)/trigOne), Y: oy + int32(int64(dy)*int64(reach)/trigOne)}
+	}
+	t.Emit(EffectShot, best, shooter, [4]int32{ox, oy, at.X, at.Y})
+	return best, hit
+}
+
+// EffectShot is the effect (sim.Tick.Emit) of a hitscan shot judged with
+// lag compensation: Player shot from (Data[0], Data[1]); Entity is the
+// body hit (0: a miss) where the shooter's view put it, (Data[2],
+// Data[3]) — for a miss, the end of the ray. A client predicts it with
+// its own view; the server's copy (SendShots) says what the server
+// judged, so the two can be drawn over each other.
+const EffectShot uint16 = 1
+
+// SendShots is a tickwire.GameConfig.SendEffects that sends each shot's
+// effect to its shooter.
+func SendShots(e *sim.Effect) (to uint16, ok bool) {
+	return e.Player, e.Kind == EffectShot
 }
 
 // ViewRadius is the demo's view distance: entities farther from a
