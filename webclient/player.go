@@ -221,7 +221,7 @@ type Overlay struct {
 func (p *Player) Frame(now time.Time) Frame {
 	cs := p.client.Stats()
 	gs := p.gc.Stats()
-	f := Frame{Self: p.slot}
+	f := Frame{Self: p.slot, Bodies: []Sprite{}, Shots: []Shot{}}
 	p.gc.Do(func(eng *sim.Client) {
 		f.Tick = eng.Tick()
 		world, _ := eng.Predicted().(*arena.Game)
