@@ -19,7 +19,10 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
-			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
+			// Avatars are seen wherever they are (the browser's minimap
+			// shows every player); the rest within the view radius.
+			Interest: interest.WorldConfig{CellSize: arena.ViewRadius / 2,
+				Kinds: []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}},
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 			View:      arena.View,
 			// The shooter hears how the server judged each of its

@@ -58,11 +58,13 @@
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
+        if (page.wt) page.wt.recv++;
         onPacket(value);
       }
     })().catch(() => {});
     t.closed.then(() => closed('WebTransport session closed'), (e) => closed('WebTransport: ' + e));
-    return { name: 'webtransport', send: (b) => { writer.write(b).catch(() => {}); } };
+    const st = page.wt = { sent: 0, done: 0, recv: 0, max: t.datagrams.maxDatagramSize, big: 0 };
+    return { name: 'webtransport', send: (b) => { st.sent++; if (b.length > st.max) st.big++; writer.write(b).then(() => st.done++, () => {}); } };
   }
 
   function openWebSocket(cfg, onPacket) {
