@@ -3,11 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"regexp"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -99,24 +95,6 @@ func readPage(t *testing.T, p *browsertest.Tab) overlay {
 	return o
 }
 
-// transportConnections reads tickwire_transport_connections{transport}
-// from the server's /metrics.
-func transportConnections(t *testing.T, admin, transport string) int {
-	t.Helper()
-	resp, err := http.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	m := regexp.MustCompile(`(?m)^tickwire_transport_connections\{transport="` + transport + `"\} (\d+)$`).FindSubmatch(b)
-	if m == nil {
-		t.Fatalf("no tickwire_transport_connections for %s in /metrics", transport)
-	}
-	n, _ := strconv.Atoi(string(m[1]))
-	return n
-}
-
 // TestBrowserPlay: two headless chromium tabs, each its own browser
 // context, open the arena's lobby page, one creates a game and the other
 // joins, both ready; the lobby opens the game in each tab; each player
@@ -196,8 +174,8 @@ func TestBrowserPlay(t *testing.T) {
 					t.Errorf("%s: the overlay shows no loss through netem", p.Name)
 				}
 			}
-			if got := transportConnections(t, a.admin, tc.transport); got != 2 {
-				t.Errorf("/metrics: %d %s connections, want 2", got, tc.transport)
+			if got := metric(t, a.admin, `tickwire_transport_connections{transport="`+tc.transport+`"}`); got != 2 {
+				t.Errorf("/metrics: %v %s connections, want 2", got, tc.transport)
 			}
 		})
 	}
