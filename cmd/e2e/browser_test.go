@@ -180,3 +180,20 @@ func TestBrowserPlay(t *testing.T) {
 		})
 	}
 }
+
+// TestBrowserPlayNow: "Play now in the browser" on the menu seats the
+// player in a game and opens it, with one click.
+func TestBrowserPlayNow(t *testing.T) {
+	dir := webClient(t)
+	_, a := server(t, "-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20")
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	carol := browsertest.NewTab(t, browser, "carol", browsertest.ArtifactDir(t, "browser-play-now"), &n)
+	carol.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
+	carol.Screenshot("menu")
+	carol.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
+		chromedp.WaitVisible(`body[data-state="playing"]`))
+	carol.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	carol.ViewportScreenshot("playing")
+}
