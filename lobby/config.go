@@ -126,6 +126,9 @@ type Config struct {
 	// "Play now" seats the player in a game with one click (see
 	// doc.go). Empty: the page shows the assignment only.
 	PlayURL string
+	// DemoURL, when set, is a page where a visitor watches a game
+	// without joining (tickwire-server's -demo); the menu links it.
+	DemoURL string
 
 	// OnAssigned, when set, is called once for every game the lobby
 	// assigns, after the players were sent their tokens, from the

@@ -50,11 +50,12 @@ type menuPage struct {
 	Title   string
 	Types   []TypeInfo
 	PlayURL string
+	DemoURL string
 }
 
 func (l *Lobby) serveMenu(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
-	p := menuPage{Title: "Choose a game", PlayURL: l.cfg.PlayURL}
+	p := menuPage{Title: "Choose a game", PlayURL: l.cfg.PlayURL, DemoURL: l.cfg.DemoURL}
 	for _, t := range l.order {
 		p.Types = append(p.Types, l.typeInfo(t))
 	}

@@ -197,3 +197,27 @@ func TestBrowserPlayNow(t *testing.T) {
 		chromedp.WithPollingTimeout(10*time.Second)))
 	carol.ViewportScreenshot("playing")
 }
+
+// TestBrowserDemo: with -demo, the menu's "Watch" opens a spectator view
+// of a game the server's bots play: the page shows them moving, with no
+// avatar of its own.
+func TestBrowserDemo(t *testing.T) {
+	dir := webClient(t)
+	_, a := server(t, "-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20", "-demo", "3")
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	dave := browsertest.NewTab(t, browser, "dave", browsertest.ArtifactDir(t, "browser-demo"), &n)
+	dave.DoWithin(60*time.Second, "watch the demo", chromedp.Navigate("http://"+a.http+"/"), chromedp.Click(`#watch`),
+		chromedp.WaitVisible(`body[data-state="playing"]`))
+	dave.DoWithin(30*time.Second, "see three bots and a bot move", chromedp.Poll[chromedp.Void](`(() => {
+		const f = window.tickwirePage.frame;
+		if (!f || f.bodies.some((b) => b.own)) return false;
+		const bots = f.bodies.filter((b) => b.kind === 'player');
+		if (bots.length !== 3) return false;
+		if (!window.__first) { window.__first = bots[0]; return false; }
+		const b = bots.find((b) => b.player === window.__first.player);
+		return b && Math.hypot(b.x - window.__first.x, b.y - window.__first.y) > 2;
+	})()`, chromedp.WithPollingTimeout(25*time.Second)))
+	dave.Do("show the overlay", chromedp.KeyEvent("`"), chromedp.WaitVisible(`#overlay`))
+	dave.ViewportScreenshot("watching")
+}

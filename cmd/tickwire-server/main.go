@@ -104,6 +104,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			}
 			defer web.close()
 			reg.MustRegister(newTransportCollector(srv, web.gate))
+			if o.demo > 0 {
+				web.demo = newDemo(o, key, log)
+			}
 		}
 	} else {
 		log.Info("no game server in this process (-listen is empty): the lobby only")
@@ -133,6 +136,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		if web != nil {
 			cfg.PlayURL = "/play"
+			if web.demo != nil {
+				cfg.DemoURL = "/play?demo=1"
+			}
 		}
 		if game != nil {
 			cfg.Stats = game
@@ -148,6 +154,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			play := web.handler(lb.ClientAddr)
 			mux.Handle("/play", play)
 			mux.Handle("/play/", play)
+			if web.demo != nil {
+				mux.Handle("POST /play/spectate", lb.ProtectCrossOrigin(web.demo.spectate(lb.ClientAddr)))
+			}
 		}
 		if host, _, _ := net.SplitHostPort(o.http); o.tls == nil && len(o.trustedProxies) == 0 && !isLoopback(host) {
 			log.Warn("serving the lobby over plain HTTP: connect tokens travel in clear; in production give -tls-cert and -tls-key, or put a TLS-terminating proxy in front (-trusted-proxies)", "addr", o.http)
@@ -211,6 +220,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			}()
 		}
 		go func() { served <- srv.Serve(bc) }()
+		if web != nil && web.demo != nil {
+			dctx, stop := context.WithCancel(ctx)
+			defer stop()
+			web.demo.run(dctx)
+		}
 	}
 	for _, s := range sites {
 		go func() {

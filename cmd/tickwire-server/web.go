@@ -27,6 +27,7 @@ type webServer struct {
 	wtConn net.PacketConn
 	info   *webpage.WebTransport
 	client *webpage.Client
+	demo   *demo // -demo; nil: none
 	log    *slog.Logger
 }
 
@@ -98,8 +99,13 @@ func certHosts(o *options) []string {
 // handler serves the page, the client and the WebSocket fallback.
 // clientAddr names a request's client for the per-address limit.
 func (w *webServer) handler(clientAddr func(*http.Request) netip.Addr) http.Handler {
+	spectate := ""
+	if w.demo != nil {
+		spectate = "/play/spectate"
+	}
 	return webpage.Handler(webpage.Config{
 		Client:       w.client,
+		Demo:         spectate,
 		WebSocket:    w.gate.WebSocketHandler(clientAddr),
 		WebTransport: w.info,
 	})

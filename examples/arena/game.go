@@ -89,9 +89,17 @@ func (g *Game) ValidateAction(player uint16, tick uint32, action []byte) error {
 	return nil
 }
 
-// OnPlayerJoin puts the player's avatar into the arena.
+// FirstSpectator is the first spectator slot: a player in slot
+// FirstSpectator or above (up to proto.MaxSpawner) watches the arena
+// without an avatar, and its inputs do nothing.
+const FirstSpectator = 4000
+
+// OnPlayerJoin puts the player's avatar into the arena (a spectator's
+// none).
 func (g *Game) OnPlayerJoin(t *sim.Tick, player uint16) error {
-	g.W.AddPlayer(player)
+	if player < FirstSpectator {
+		g.W.AddPlayer(player)
+	}
 	return nil
 }
 
@@ -197,6 +205,9 @@ func View(world sim.Game, player uint16) (pos interest.Vec3, ok bool) {
 	g, isArena := world.(*Game)
 	if !isArena {
 		return interest.Vec3{}, false
+	}
+	if player >= FirstSpectator {
+		return interest.Vec3{X: Size / 2, Y: Size / 2}, true // the middle
 	}
 	e := g.W.Entity(PlayerID(player))
 	if e == nil {

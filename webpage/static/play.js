@@ -128,7 +128,9 @@
     g.fillStyle = '#161a1d';
     g.fillRect(0, 0, w, h);
     const scale = Math.max(8, Math.min(w, h) / 40);
-    const me = f.bodies.find((b) => b.kind === 'player' && b.player === f.self) || { x: 128, y: 128 };
+    // The camera: on the own avatar; a spectator's on the first player.
+    const me = f.bodies.find((b) => b.kind === 'player' && b.player === f.self) ||
+      f.bodies.find((b) => b.kind === 'player') || { x: 128, y: 128 };
     const sx = (x) => w / 2 + (x - me.x) * scale, sy = (y) => h / 2 + (y - me.y) * scale;
     g.strokeStyle = '#223';
     g.lineWidth = 1;
@@ -228,7 +230,12 @@
   async function main() {
     if (params.get('overlay') === '1') { page.overlay = true; $('overlay').hidden = false; }
     const cfg = await (await fetch('/play/config.json', { cache: 'no-store' })).json();
-    const token = takeToken();
+    let token = takeToken();
+    if (!token && cfg.demo) {
+      // No game of one's own: watch the demo game as a spectator.
+      const r = await fetch(cfg.demo, { method: 'POST' });
+      if (r.ok) { token = (await r.json()).token; page.spectator = true; }
+    }
     if (!token) {
       fail('No game to join: this page opens the game the lobby assigned you.', { href: cfg.lobby, text: 'Go to the lobby' });
       return;
@@ -276,7 +283,7 @@
       return;
     }
     page.session = session;
-    state('playing', `playing as P${session.slot}`);
+    state('playing', page.spectator ? 'watching the demo game' : `playing as P${session.slot}`);
     sendInput();
   }
 
