@@ -287,7 +287,7 @@ func FuzzDeliver(f *testing.F) {
 	f.Add([]byte{proto.Magic0, proto.Magic1, proto.Version + 1, 0})
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
 	f.Add([]byte{})
-	c, err := New(nopConn{}, Config{})
+	c, err := New(nopConn{}, Config{IdleTimeout: 24 * time.Hour})
 	if err != nil {
 		f.Fatal(err)
 	}
