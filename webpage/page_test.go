@@ -74,12 +74,20 @@ func TestHandler(t *testing.T) {
 // TestBuildOnDemand: the page hears 503 while the client builds, then
 // the reason when the build failed.
 func TestBuildOnDemand(t *testing.T) {
+	// A go command that fails after the test has looked.
+	goBin := filepath.Join(t.TempDir(), "go")
+	looked := filepath.Join(t.TempDir(), "looked")
+	script := "#!/bin/sh\nwhile [ ! -e " + looked + " ]; do sleep 0.05; done\nexit 1\n"
+	if err := os.WriteFile(goBin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
-	c := BuildOnDemand(filepath.Join(t.TempDir(), "no-go-here"), t.TempDir(), func(err error) { done <- err })
+	c := BuildOnDemand(goBin, t.TempDir(), func(err error) { done <- err })
 	h := Handler(Config{Client: c})
 	if w := get(t, h, "/play/client.wasm"); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Errorf("while building: %d", w.Code)
 	}
+	os.WriteFile(looked, nil, 0o644)
 	select {
 	case err := <-done:
 		if err == nil {
