@@ -80,7 +80,7 @@ func TestWebSocket(t *testing.T) {
 }
 
 func TestWebTransport(t *testing.T) {
-	c := newGate(t, Config{})
+	c := newGate(t, Config{MaxLinksPerAddr: 1})
 	cert, hash, err := NewDevCertificate([]string{"127.0.0.1", "localhost"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +134,16 @@ func TestWebTransport(t *testing.T) {
 	}
 	if st := c.Stats()[WebTransport]; st.Open != 1 || st.PacketsIn != 1 || st.PacketsOut != 1 {
 		t.Errorf("stats %+v", st)
+	}
+
+	// A second QUIC connection from the same address is over the limit.
+	d2 := &webtransport.Transport{TLSClientConfig: d.TLSClientConfig, QUICConfig: d.QUICConfig}
+	defer d2.Close()
+	if _, _, err := d2.Dial(ctx, "https://"+pc.LocalAddr().String()+WebTransportPath, nil); err == nil {
+		t.Error("a second connection from one address was let in")
+	}
+	if st := c.Stats()[WebTransport]; st.Refused != 1 {
+		t.Errorf("refused %d, want 1", st.Refused)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -29,6 +31,12 @@ type WebTransportServer struct {
 	c  *Conn
 	h3 *http3.Server
 	wt *webtransport.Server
+
+	mu     sync.Mutex // guards the QUIC connections' count and the listener
+	quics  map[netip.Addr]int
+	total  int
+	ln     *quic.EarlyListener
+	closed bool
 }
 
 // NewWebTransport returns a WebTransport server for c's links that
@@ -58,17 +66,94 @@ func (c *Conn) NewWebTransport(cert tls.Certificate) *WebTransportServer {
 	return s
 }
 
-// Serve serves on pc (a UDP socket) until Close.
+// Serve serves on pc (a UDP socket) until Close. A client address
+// holds at most Config.MaxLinksPerAddr QUIC connections, and all
+// together at most Config.MaxLinks, sessions or not: more are closed as
+// soon as their handshake is done.
 func (s *WebTransportServer) Serve(pc net.PacketConn) error {
-	err := s.wt.Serve(pc)
-	if errors.Is(err, quic.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) {
+	ln, err := quic.ListenEarly(pc, s.h3.TLSConfig, s.h3.QUICConfig)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		ln.Close()
 		return nil
 	}
-	return err
+	s.ln = ln
+	s.mu.Unlock()
+	defer ln.Close()
+	for {
+		qc, err := ln.Accept(context.Background())
+		if err != nil {
+			if errors.Is(err, quic.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		ip := addrOf(qc.RemoteAddr())
+		if !s.admit(ip) {
+			s.c.stats[WebTransport].refused.Add(1)
+			qc.CloseWithError(quicRefused, "too many connections")
+			continue
+		}
+		go func() {
+			defer s.release(ip)
+			if err := s.wt.ServeQUICConn(qc); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.c.cfg.Logger.Debug("webgate: QUIC connection", "addr", qc.RemoteAddr(), "err", err)
+			}
+			<-qc.Context().Done()
+		}()
+	}
+}
+
+// quicRefused is the QUIC application error a connection over a limit
+// is closed with.
+const quicRefused quic.ApplicationErrorCode = 0x100
+
+func (s *WebTransportServer) admit(ip netip.Addr) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total >= s.c.cfg.MaxLinks || s.quics[ip] >= s.c.cfg.MaxLinksPerAddr {
+		return false
+	}
+	if s.quics == nil {
+		s.quics = map[netip.Addr]int{}
+	}
+	s.quics[ip]++
+	s.total++
+	return true
+}
+
+func (s *WebTransportServer) release(ip netip.Addr) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.quics[ip]--; s.quics[ip] <= 0 {
+		delete(s.quics, ip)
+	}
+	s.total--
+}
+
+func addrOf(a net.Addr) netip.Addr {
+	if u, ok := a.(*net.UDPAddr); ok {
+		return u.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // Close ends every session and stops serving.
-func (s *WebTransportServer) Close() error { return s.wt.Close() }
+func (s *WebTransportServer) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ln := s.ln
+	s.mu.Unlock()
+	err := s.wt.Close()
+	if ln != nil {
+		ln.Close()
+	}
+	return err
+}
 
 func (s *WebTransportServer) serveSession(w http.ResponseWriter, r *http.Request) {
 	c := s.c
