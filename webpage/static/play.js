@@ -222,6 +222,8 @@
       if (page.overlay) $('overlay').textContent = overlayText(f);
       if ((f.ended || page.ended) && document.body.dataset.state !== 'ended') {
         state('ended', 'ended: ' + (f.ended || page.ended));
+        // A spectator tunes in again, with a new spectator token.
+        if (page.spectator) setTimeout(() => location.reload(), 1000);
       }
     }
     requestAnimationFrame(loop);
