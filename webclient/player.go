@@ -19,6 +19,9 @@ const shotTicks = 60
 // rateWindow is the shortest span the overlay's rates are measured over.
 const rateWindow = 500 * time.Millisecond
 
+// Timeout is how long a browser player waits for a silent server.
+const Timeout = 5 * time.Second
+
 // Player is one browser player of the arena.
 type Player struct {
 	client *tickwire.Client
@@ -71,6 +74,10 @@ func Dial(ctx context.Context, token string, pipe *Pipe) (*Player, error) {
 	gc.Handle(p)
 	gc.OnFrame(p.frame)
 	d := tickwire.Dialer{
+		// A browser tab stalls longer than a native client (a busy main
+		// thread, a collection, a throttled timer): it waits longer
+		// before it gives the server up.
+		Config:  tickwire.Config{Timeout: Timeout},
 		Conn:    pipe,
 		Game:    gc,
 		Resolve: func(context.Context, string) (netip.AddrPort, error) { return pipe.Peer(), nil },

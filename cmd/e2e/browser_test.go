@@ -16,6 +16,14 @@ import (
 	"github.com/tickwire/tickwire/webpage"
 )
 
+// browserServer are the flags of the servers of the browser tests: a
+// browser tab on a loaded machine stalls for more than the default 1.5 s
+// session timeout now and then (what -session-timeout is for), the
+// WebTransport socket on loopback, a small arena.
+func browserServer(dir string, more ...string) []string {
+	return append([]string{"-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20", "-session-timeout", "5s"}, more...)
+}
+
 // The browser client, built once for the browser tests.
 var (
 	webClientOnce sync.Once
@@ -114,7 +122,7 @@ func TestBrowserPlay(t *testing.T) {
 		{"webtransport-netem", "webtransport", "delay 50ms 10ms loss 5%"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, a := server(t, "-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20")
+			srv, a := server(t, browserServer(dir)...)
 			wt := srv.await(t, `msg="serving browsers" webtransport=(\S+)`)
 			query := "?transport=" + tc.transport + "&overlay=0"
 			if tc.netem != "" {
@@ -185,7 +193,7 @@ func TestBrowserPlay(t *testing.T) {
 // player in a game and opens it, with one click.
 func TestBrowserPlayNow(t *testing.T) {
 	dir := webClient(t)
-	_, a := server(t, "-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20")
+	_, a := server(t, browserServer(dir)...)
 	browser := browsertest.NewBrowser(t, 1100, 760)
 	n := 0
 	carol := browsertest.NewTab(t, browser, "carol", browsertest.ArtifactDir(t, "browser-play-now"), &n)
@@ -203,7 +211,7 @@ func TestBrowserPlayNow(t *testing.T) {
 // avatar of its own.
 func TestBrowserDemo(t *testing.T) {
 	dir := webClient(t)
-	_, a := server(t, "-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20", "-demo", "3")
+	_, a := server(t, browserServer(dir, "-demo", "3")...)
 	browser := browsertest.NewBrowser(t, 1100, 760)
 	n := 0
 	dave := browsertest.NewTab(t, browser, "dave", browsertest.ArtifactDir(t, "browser-demo"), &n)

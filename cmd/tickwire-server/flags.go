@@ -56,6 +56,8 @@ type options struct {
 	webClient        string // -web-client: a client built beforehand; empty: build on demand
 	demo             int    // -demo: bots in a demo game browsers can watch
 
+	sessionTimeout time.Duration // -session-timeout: a silent client is dropped after this
+
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
 	joinRate   float64
@@ -137,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
 	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
 	fs.StringVar(&o.webClient, "web-client", "", "`directory` holding a browser client built beforehand (client.wasm, wasm_exec.js; see docs/BROWSER.md);\nempty: the server builds it with the go command the first time /play asks for it")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", tickwire.DefaultTimeout, "drop a client silent for this long (100ms..1m); browsers stall longer than native clients\n(a busy or loaded machine, a garbage collection): raise it for them")
 	fs.IntVar(&o.demo, "demo", 0, "run `bots` (0..64) in a demo arena game that /play shows visitors as spectators, without joining\n(needs -web and -game arena)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	if err := fs.Parse(args); err != nil {
@@ -291,6 +294,9 @@ func (o *options) validFleet(tokenFile string) error {
 	}
 	if o.web && (o.listen == "" || o.http == "") {
 		o.web = false // the browser client needs the game server and the lobby's address
+	}
+	if o.sessionTimeout <= tickwire.DefaultHeartbeat || o.sessionTimeout > time.Minute {
+		return fmt.Errorf("-session-timeout %v out of range: more than the heartbeat (%v), at most 1m", o.sessionTimeout, tickwire.DefaultHeartbeat)
 	}
 	if o.demo < 0 || o.demo > 64 {
 		return fmt.Errorf("-demo %d out of range 0..64", o.demo)

@@ -317,6 +317,7 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 	var game *gameHost
 	srv, err := tickwire.NewServer(key, tickwire.Config{
 		TickRate:       o.tick,
+		Timeout:        o.sessionTimeout,
 		MaxConnections: o.maxPlayers,
 		Logger:         log,
 		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
