@@ -28,7 +28,10 @@ type Config struct {
 	Queue int
 	// LinkQueue is how many packets one link may have waiting in each
 	// direction (towards the server: its share of Queue); more are
-	// dropped, as a full socket buffer drops datagrams. Default 64.
+	// dropped, as a full socket buffer drops datagrams. Default 32 (half
+	// a second of a 60 Hz server's packets). The gateway's buffers are
+	// bounded by (Queue + MaxLinks × LinkQueue) × 1472 bytes: 48 MB with
+	// the defaults.
 	LinkQueue int
 	// IdleTimeout closes a link that sent nothing for this long (before
 	// its first packet as well: an opened, silent connection holds
@@ -43,7 +46,7 @@ const (
 	DefaultMaxLinks        = 1024
 	DefaultMaxLinksPerAddr = 8
 	DefaultQueue           = 1024
-	DefaultLinkQueue       = 64
+	DefaultLinkQueue       = 32
 	DefaultIdleTimeout     = 15 * time.Second
 )
 
