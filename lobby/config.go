@@ -123,8 +123,8 @@ type Config struct {
 	// the browser (tickwire-server's /play): once the lobby page hears
 	// its game is assigned, it keeps the player's token in the tab's
 	// sessionStorage (key "tickwire.token") and opens PlayURL; the menu's
-	// "Play now" seats the player in a game with one click (see
-	// doc.go). Empty: the page shows the assignment only.
+	// "Play now" seats the player in a game with one click (see the
+	// package documentation). Empty: the page shows the assignment only.
 	PlayURL string
 	// DemoURL, when set, is a page where a visitor watches a game
 	// without joining (tickwire-server's -demo); the menu links it.
