@@ -43,20 +43,27 @@ func newMsgs(n int) []udp.Message {
 	return m
 }
 
+// readResult is what a ReadBatch returned.
+type readResult struct {
+	n   int
+	err error
+}
+
+// readAsync starts one ReadBatch on its own goroutine.
+func readAsync(c *Conn, msgs []udp.Message) <-chan readResult {
+	got := make(chan readResult, 1)
+	go func() {
+		n, err := c.ReadBatch(msgs)
+		got <- readResult{n, err}
+	}()
+	return got
+}
+
 // readOne reads until a batch arrives or the deadline passes.
 func readOne(t *testing.T, c *Conn, msgs []udp.Message) int {
 	t.Helper()
-	type result struct {
-		n   int
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		n, err := c.ReadBatch(msgs)
-		got <- result{n, err}
-	}()
 	select {
-	case r := <-got:
+	case r := <-readAsync(c, msgs):
 		if r.err != nil {
 			t.Fatalf("ReadBatch: %v", r.err)
 		}
@@ -94,19 +101,11 @@ func TestReadBatchWakesForLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs := newMsgs(8)
-	type result struct {
-		n   int
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		n, err := c.ReadBatch(msgs)
-		got <- result{n, err}
-	}()
+	got := readAsync(c, msgs)
 	// Deliver until the read returns: the first delivery may come before
 	// the reader blocks; either way the read must end.
 	want := packetOf(100, 7)
-	var r result
+	var r readResult
 	deadline := time.After(10 * time.Second)
 wait:
 	for {
