@@ -278,6 +278,34 @@ func TestZeroAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, step); a != 0 {
 		t.Errorf("%v allocations per packet in and out, want 0", a)
 	}
+
+	// A UDP datagram through the gateway, in and out, as well.
+	peer, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	pa := peer.LocalAddr().(*net.UDPAddr).AddrPort()
+	toPeer := []udp.Message{{Buf: pkt, Addr: pa}}
+	buf := make([]byte, 2048)
+	udpStep := func() {
+		if _, err := peer.WriteToUDPAddrPort(pkt, c.LocalAddr()); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.ReadBatch(msgs); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+		if n, err := c.WriteBatch(toPeer); n != 1 || err != nil {
+			t.Fatal(n, err)
+		}
+		if _, _, err := peer.ReadFromUDPAddrPort(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	udpStep()
+	if a := testing.AllocsPerRun(200, udpStep); a != 0 {
+		t.Errorf("%v allocations per UDP datagram in and out through the gateway, want 0", a)
+	}
 }
 
 func FuzzDeliver(f *testing.F) {
