@@ -149,7 +149,7 @@
   // the browser as soon as it is assigned; the token stays in this tab.
   function play(a) {
     const url = document.body.dataset.play;
-    if (!url || a.role !== 'player' || a.hostKey) return false;
+    if (!url || a.hosting !== 'server' || a.role !== 'player') return false;
     sessionStorage.setItem('tickwire.token', a.token);
     // The play page's own options pass through (?transport=websocket).
     const q = new URLSearchParams(location.search), pass = new URLSearchParams();
