@@ -164,6 +164,10 @@ func TestBrowserPlay(t *testing.T) {
 				p.Do("fire and show the overlay", holdKey("Space", " ", 32), chromedp.KeyEvent("`"),
 					chromedp.WaitVisible(`#overlay`))
 			}
+			// Each player's shots come back as the server judged them.
+			judged := chromedp.Poll[chromedp.Void](`window.tickwirePage.frame.shots.some((s) => s.server)`, chromedp.WithPollingTimeout(20*time.Second))
+			alice.DoWithin(25*time.Second, "see the server's view of a shot", judged)
+			bob.DoWithin(25*time.Second, "see the server's view of a shot", judged)
 			if tc.netem != "" {
 				// The overlay shows the loss: 5 % of the client's packets
 				// go unacknowledged.
