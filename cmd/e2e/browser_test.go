@@ -79,17 +79,20 @@ type overlay struct {
 	RTT       float64 `json:"rtt"`
 	Bodies    int     `json:"bodies"`
 	Players   int     `json:"players"`
+	Lead      float64 `json:"lead"`
+	Visible   string  `json:"visible"`
 }
 
 const readOverlay = `(() => {
 	const p = window.tickwirePage, f = p.frame, o = document.getElementById('overlay');
 	return { shown: !o.hidden, text: o.textContent, transport: p.transport,
 		loss: f ? f.net.loss : 0, desyncs: f ? f.net.desyncs : -1, rtt: f ? f.net.rttMs : 0,
-		bodies: f ? f.bodies.length : 0, players: f ? f.bodies.filter((b) => b.kind === 'player').length : 0 };
+		bodies: f ? f.bodies.length : 0, players: f ? f.bodies.filter((b) => b.kind === 'player').length : 0,
+		lead: f ? f.net.leadTicks : 0, visible: document.visibilityState };
 })()`
 
 func (o overlay) String() string {
-	return fmt.Sprintf("%s rtt %.1f ms loss %.1f%% desyncs %d bodies %d players %d", o.Transport, o.RTT, o.Loss*100, o.Desyncs, o.Bodies, o.Players)
+	return fmt.Sprintf("%s rtt %.1f ms loss %.1f%% desyncs %d bodies %d players %d lead %.1f ticks (page %s)", o.Transport, o.RTT, o.Loss*100, o.Desyncs, o.Bodies, o.Players, o.Lead, o.Visible)
 }
 
 func readPage(t *testing.T, p *browsertest.Tab) overlay {
