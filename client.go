@@ -95,6 +95,11 @@ type Dialer struct {
 	// messages.
 	Game ClientLayer
 
+	// Group, if set, runs the client on that ClientGroup's goroutine and
+	// socket, with many others, instead of goroutines and a socket of its
+	// own.
+	Group *ClientGroup
+
 	// frameFilter is a test hook (nil in production): it sees every game
 	// frame before the game does and returns the frame to deliver (the
 	// same slice, a modified copy) or nil to drop it. Tests use it to
@@ -215,7 +220,13 @@ func resolveUDP(ctx context.Context, a string) (netip.AddrPort, error) {
 
 func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, addr netip.AddrPort) (*Client, error) {
 	conn := d.Conn
-	if conn == nil {
+	switch {
+	case d.Group != nil:
+		if conn != nil {
+			return nil, errors.New("tickwire: Dialer.Conn and Dialer.Group: give one (a group's clients share its socket)")
+		}
+		conn = d.Group.clientConn()
+	case conn == nil:
 		network := "udp4"
 		if addr.Addr().Is6() {
 			network = "udp6"
@@ -247,6 +258,9 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	}
 	c.peer = peerOutput{q: &c.out, addr: addr}
 	c.sh.message = c.message
+	if d.Group != nil {
+		return d.Group.dial(ctx, c)
+	}
 	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: now})
 	go c.in.Run()
 	if err := c.handshake(ctx); err != nil {
@@ -715,7 +729,9 @@ func (c *Client) loop() {
 // finish closes the socket and releases the reader.
 func (c *Client) finish() {
 	c.conn.Close()
-	c.in.Drain()
+	if c.in != nil { // nil on a ClientGroup
+		c.in.Drain()
+	}
 	close(c.done)
 }
 

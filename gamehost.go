@@ -103,6 +103,10 @@ type GameHost struct {
 	scratch []byte
 	stats   GameHostStats
 	mig     *hostMigration // nil unless GameConfig.Migration
+	// overflowed counts connections whose backlog overflowed since the
+	// last tick; kicks is the tick's list of them.
+	overflowed int
+	kicks      []*Conn
 }
 
 // GameHostStats count what a GameHost did.
@@ -115,6 +119,11 @@ type GameHostStats struct {
 	Desyncs      uint64 // checksum mismatches clients reported
 	BadFrames    uint64 // frames from clients that did not parse or named another player
 	SnapshotLate uint64 // joins whose full snapshot did not fit the reliable queue
+	// FramesHeld counts game frames (player joins and leaves, effects...)
+	// that waited in a connection's backlog because its reliable queue
+	// was full; BacklogKicks the connections disconnected because their
+	// backlog overflowed (maxBacklog) instead.
+	FramesHeld, BacklogKicks uint64
 	// FullSnapshots counts full snapshots sent (joins and resyncs);
 	// FullEncodes how many were compressed (connections that need the
 	// same state in the same tick share one encoding).
@@ -227,7 +236,29 @@ type gameConn struct {
 	// queued for the connection on the reliable channel, mod 65536, which
 	// every input ack names (proto.InputAckFrame.Frames).
 	frames uint16
+	// fates holds what became of sent packets since the connection's
+	// last packet was built (number<<1, | 1 when lost), in the order
+	// the acks told. The encoder and scheduler learn them when the next
+	// packet is built, on the build worker that owns the connection,
+	// rather than on the loop that received the acks: the same state by
+	// then (baselines only grow; a resync forgets the packets sent
+	// before it either way), with the work spread over the cores.
+	fates []uint64
+	// backlog holds game frames the reliable queue had no room for (a
+	// burst of joins announced to everyone, say), in order: they go
+	// before anything newer, so none is lost or reordered.
+	backlog      [][]byte
+	backlogBytes int
+	overflow     bool // the backlog overflowed: disconnected at the next tick
 }
+
+// maxBacklog bounds a connection's backlog; a client that lets more wait
+// is not acknowledging what it is sent, and is disconnected.
+const maxBacklog = 1 << 20
+
+// maxFates bounds the fates kept for the next build; beyond it they are
+// applied at once (a connection that has not been built for a while).
+const maxFates = 256
 
 // Stats returns the host's counters. Call from the server's loop.
 func (h *GameHost) Stats() GameHostStats {
@@ -431,8 +462,14 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 	if h.mig != nil && !h.mig.tick(now) {
 		return // replaced by a successor: no step, no frame
 	}
+	h.kickOverflowed()
 	fulls := 0
 	for _, g := range h.games {
+		for _, gc := range g.conns {
+			if len(gc.backlog) > 0 {
+				gc.sendBacklog()
+			}
+		}
 		h.expireAwaited(g, now)
 		n := g.eng.Due(now)
 		if g.holds(now) {
@@ -544,14 +581,73 @@ func (gc *gameConn) sendControl(f *proto.ControlFrame) {
 	gc.sendFrame(b)
 }
 
+// kickOverflowed disconnects the connections whose backlog overflowed.
+func (h *GameHost) kickOverflowed() {
+	if h.overflowed == 0 {
+		return
+	}
+	for _, g := range h.games {
+		for _, gc := range g.conns {
+			if gc.overflow {
+				h.kicks = append(h.kicks, gc.c)
+			}
+		}
+	}
+	for _, c := range h.kicks {
+		h.log.Warn("game frames not acknowledged: disconnecting", "conn", c.ID())
+		c.Close(proto.DisconnectTooSlow)
+		h.stats.BacklogKicks++
+	}
+	clear(h.kicks)
+	h.kicks = h.kicks[:0]
+	h.overflowed = 0
+}
+
 // sendFrame queues an encoded game frame on the reliable channel and
-// counts it.
+// counts it, or keeps a copy in the backlog while the queue is full (or
+// older frames wait there).
 func (gc *gameConn) sendFrame(b []byte) error {
+	if len(gc.backlog) == 0 {
+		err := gc.queueFrame(b)
+		if !errors.Is(err, ErrQueueFull) {
+			return err
+		}
+	}
+	if gc.overflow || gc.backlogBytes+len(b) > maxBacklog {
+		// Closed at the next tick, not here: the caller may be walking
+		// the game's connections.
+		if !gc.overflow {
+			gc.overflow = true
+			gc.host.overflowed++
+		}
+		return ErrQueueFull
+	}
+	gc.backlog = append(gc.backlog, slices.Clone(b))
+	gc.backlogBytes += len(b)
+	gc.host.stats.FramesHeld++
+	return nil
+}
+
+// queueFrame queues a game frame on the reliable channel and counts it.
+func (gc *gameConn) queueFrame(b []byte) error {
 	err := gc.c.SendFrame(b)
 	if err == nil {
 		gc.frames++
 	}
 	return err
+}
+
+// sendBacklog queues what the backlog holds, as far as the reliable
+// queue takes it.
+func (gc *gameConn) sendBacklog() {
+	k := 0
+	for ; k < len(gc.backlog); k++ {
+		if gc.queueFrame(gc.backlog[k]) != nil {
+			break
+		}
+		gc.backlogBytes -= len(gc.backlog[k])
+	}
+	gc.backlog = slices.Delete(gc.backlog, 0, k)
 }
 
 // sendFull queues the game's latest state as a compressed full snapshot
@@ -580,7 +676,7 @@ func (gc *gameConn) sendFull(cause proto.SnapshotCause, now time.Time) (encoded 
 		h.stats.FullEncodes++
 		encoded = true
 	}
-	if err := gc.sendFrame(g.full); err != nil {
+	if len(gc.backlog) > 0 || gc.queueFrame(g.full) != nil {
 		h.stats.SnapshotLate++
 		return encoded // still due: try again next tick
 	}
@@ -657,6 +753,7 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	g := gc.game
 	pn := pi.Number
 	gc.now = pi.Time
+	gc.learnFates()
 	for _, p := range gc.c.Players() {
 		if ack, ok := g.eng.InputAck(p); ok {
 			ack.Frames = gc.frames
@@ -704,12 +801,29 @@ func (gc *gameConn) Ticks() Ticks {
 
 // Delivered and Lost promote baselines and re-prioritise what a lost
 // packet carried.
-func (gc *gameConn) Delivered(pn uint64) {
-	gc.enc.Delivered(uint16(pn))
-	gc.sched.Delivered(uint16(pn))
+func (gc *gameConn) Delivered(pn uint64) { gc.fate(pn << 1) }
+
+func (gc *gameConn) Lost(pn uint64) { gc.fate(pn<<1 | 1) }
+
+func (gc *gameConn) fate(f uint64) {
+	if len(gc.fates) == maxFates {
+		gc.learnFates()
+	}
+	gc.fates = append(gc.fates, f)
 }
 
-func (gc *gameConn) Lost(pn uint64) {
-	gc.enc.Lost(uint16(pn))
-	gc.sched.Lost(uint16(pn))
+// learnFates tells the encoder and the scheduler what became of the
+// packets sent.
+func (gc *gameConn) learnFates() {
+	for _, f := range gc.fates {
+		seq := uint16(f >> 1)
+		if f&1 == 0 {
+			gc.enc.Delivered(seq)
+			gc.sched.Delivered(seq)
+		} else {
+			gc.enc.Lost(seq)
+			gc.sched.Lost(seq)
+		}
+	}
+	gc.fates = gc.fates[:0]
 }

@@ -216,10 +216,9 @@ func (e *Encoder) BodySize(i int) int {
 	off := len(e.scratch)
 	kind := uint8(kindFull)
 	var rev uint32
-	var patch []byte
 	if b := e.base[i]; b != 0 {
-		if p, ok := r.Patch(b, i); ok {
-			patch, rev = p, b
+		if _, ok := r.Patch(b, i); ok {
+			rev = b
 			kind = kindExplicit
 			if b == e.defRev {
 				kind = kindDefault
@@ -227,20 +226,16 @@ func (e *Encoder) BodySize(i int) int {
 		}
 	}
 	e.cStamp[i], e.cKind[i], e.cRev[i], e.cOff[i] = e.prepared, kind, rev, int32(off)
-	if kind == kindFull {
-		e.scratch = AppendPatch(e.scratch, r.latest.Record(i))
-	} else {
-		if kind == kindExplicit {
-			e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
-		}
-		e.scratch = AppendPatch(e.scratch, patch)
-		if e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
-			// An all-zero patch (the code ends in 0x00 only then) and
-			// nothing newer in flight: the client holds this state.
-			e.scratch = e.scratch[:off]
-			e.cLen[i] = 0
-			return 0
-		}
+	if kind == kindExplicit {
+		e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
+	}
+	e.scratch = r.appendCode(e.scratch, rev, i)
+	if kind != kindFull && e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
+		// An all-zero patch (the code ends in 0x00 only then) and
+		// nothing newer in flight: the client holds this state.
+		e.scratch = e.scratch[:off]
+		e.cLen[i] = 0
+		return 0
 	}
 	n := len(e.scratch) - off
 	e.cLen[i] = int32(n)

@@ -29,7 +29,9 @@ type RingConfig struct {
 //
 // Revisions number the pushes, starting at 1 (0 means "none"); a revision
 // is the server's state revision of seed 001. A Ring is shared by every
-// client's Encoder and is not safe for concurrent use: push, then encode.
+// client's Encoder: push, then encode. Encoders of different clients may
+// run concurrently between pushes; they share the run-length code of each
+// patch they write (encoded once per entity, baseline and push).
 type Ring struct {
 	size    int
 	rev     uint32
@@ -41,12 +43,14 @@ type Ring struct {
 	remap   idset.Remap // how the last layout change reordered entities
 	spareX  []byte
 	spareP  []uint64
+	full    patchCodes // codes of the latest records, for entities sent in full
 }
 
 type patchSlot struct {
 	rev     uint32 // 0: empty
 	xor     []byte // latest XOR snapshot(rev), aligned to latest
 	present []uint64
+	codes   patchCodes // codes of xor's patches for the latest revision
 }
 
 // NewRing returns an empty ring.
@@ -95,6 +99,17 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 	}
 	rs := r.latest.RecordSize
 	return s.xor[i*rs : (i+1)*rs : (i+1)*rs], true
+}
+
+// appendCode appends the run-length code of entity i's patch against
+// revision rev (which the caller checked with Patch), or of its latest
+// record when rev is 0, to dst.
+func (r *Ring) appendCode(dst []byte, rev uint32, i int) []byte {
+	if rev == 0 {
+		return r.full.appendCode(dst, r.rev, i, r.latest.Record(i))
+	}
+	p, _ := r.Patch(rev, i)
+	return r.slots[rev%uint32(r.size)].codes.appendCode(dst, r.rev, i, p)
 }
 
 // Index returns the index of id in Latest, or -1.
@@ -169,6 +184,10 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	r.latest.RecordSize = rs
 	r.latest.IDs = append(r.latest.IDs[:0], s.IDs...)
 	r.latest.Records = append(r.latest.Records[:0], s.Records...)
+	for k := range r.slots {
+		r.slots[k].codes.resize(n, rs)
+	}
+	r.full.resize(n, rs)
 	newSlot.rev = rev
 	newSlot.xor = resizeBytes(newSlot.xor, len(s.Records))
 	clear(newSlot.xor)

@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -48,6 +49,57 @@ type SchedulerConfig struct {
 	// up to a power of two). A loss reported for a packet older than that
 	// re-prioritises every relevant entity. Default 256.
 	InFlight int
+	// Bands lower the rate at which far entities are considered, as
+	// Tribes and most area-of-interest systems do: an entity at least
+	// Bands[k].From × Radius away from the view takes part only on every
+	// Bands[k].Every-th tick (the farthest band that applies wins). Its
+	// changes in between are kept for its next turn, so none is lost, and
+	// its priority grows only on its turns, as if it ticked at that rate.
+	// Turns are spread over ticks by entity id, so the load is even.
+	// Entities within Bands[0].From × Radius, and always-relevant ones
+	// beyond the radius, take part every tick. Needs Radius > 0; at most
+	// MaxBands bands, in any order. Empty (the default): every relevant
+	// entity every tick.
+	Bands []Band
+}
+
+// Band is a distance band of SchedulerConfig.Bands.
+type Band struct {
+	// From is where the band starts, as a fraction of the radius (0–1).
+	From float32
+	// Every is the band's period in ticks: 2, 4 or 8 (other values are
+	// rounded up to the next of those; 1 or less disables the band).
+	Every int
+}
+
+// MaxBands is the most distance bands a scheduler takes.
+const MaxBands = 3
+
+// bands is a scheduler's distance bands in a form within reads: squared
+// distances where each band starts (ascending) and log2 of its period.
+type bands struct {
+	n     int
+	from2 [MaxBands]float32
+	shift [MaxBands]uint8
+}
+
+func newBands(cfg []Band, radius float32) bands {
+	var b bands
+	if radius <= 0 {
+		return b
+	}
+	sorted := slices.Clone(cfg)
+	slices.SortFunc(sorted, func(x, y Band) int { return cmp.Compare(x.From, y.From) })
+	for _, c := range sorted {
+		if c.Every <= 1 || b.n == MaxBands {
+			continue
+		}
+		shift := uint8(bits.Len(uint(min(c.Every, maxEvery) - 1)))
+		d := max(c.From, 0) * radius
+		b.from2[b.n], b.shift[b.n] = d*d, shift
+		b.n++
+	}
+	return b
 }
 
 // maxPriority caps the doubling so priorities stay finite; entities at the
@@ -81,6 +133,7 @@ type Scheduler struct {
 
 	view   Vec3
 	always []proto.NetworkID
+	bands  bands
 
 	layout  uint64
 	ids     []proto.NetworkID
@@ -89,12 +142,16 @@ type Scheduler struct {
 	rel     []uint64 // relevant this tick
 	prevRel []uint64 // relevant last tick
 	pending []uint64 // prio > 0
+	late    []uint64 // relevant, in a band whose turn this tick is not
+	turn    []uint64 // relevant and taking part this tick: rel &^ late
+	dirty   []uint64 // relevant, changed since their last turn
 	sel     []uint64
 	keys    []uint64
 	out     []int32
 	tmpP    []float32
 	tmpB    []uint64
 	tmpB2   []uint64
+	tmpB3   []uint64
 
 	ticked  bool
 	tick    uint32
@@ -110,7 +167,7 @@ type Scheduler struct {
 
 // NewScheduler returns a scheduler for one player.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
-	s := &Scheduler{radius: cfg.Radius, filter: cfg.Filter, maxSkips: cfg.MaxSkips}
+	s := &Scheduler{radius: cfg.Radius, filter: cfg.Filter, maxSkips: cfg.MaxSkips, bands: newBands(cfg.Bands, cfg.Radius)}
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
@@ -141,6 +198,7 @@ func (s *Scheduler) SetAlwaysRelevant(ids []proto.NetworkID) {
 func (s *Scheduler) Reset() {
 	clear(s.prio)
 	clear(s.pending)
+	clear(s.dirty)
 	clear(s.prevRel)
 	clear(s.rel)
 	s.flights.Clear()
@@ -165,14 +223,19 @@ func (s *Scheduler) align(w *World) {
 	prio := slices.Grow(s.tmpP[:0], n)[:n]
 	pend := idset.ResizeBits(s.tmpB, n)
 	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
+	dirty := idset.ResizeBits(s.tmpB3, n)
 	idset.Move(m, prio, s.prio)
 	m.MoveBits(pend, s.pending)
 	m.MoveBits(prev, s.rel)
+	m.MoveBits(dirty, s.dirty)
 	s.tmpP, s.prio = s.prio, prio
 	s.tmpB, s.pending = s.pending, pend
+	s.tmpB3, s.dirty = s.dirty, dirty
 	// update swaps rel into prevRel: rel carries last tick's relevance.
 	s.tmpB2, s.rel = s.rel, prev
 	s.prevRel = idset.ResizeBits(s.prevRel, n)
+	s.late = idset.ResizeBits(s.late, n)
+	s.turn = idset.ResizeBits(s.turn, n)
 	s.ids = append(s.ids[:0], w.ids...)
 	s.layout = w.layout
 	s.sel = idset.ResizeBits(s.sel, n)
@@ -192,7 +255,8 @@ func (s *Scheduler) update(w *World) {
 	s.ticked, s.tick = true, w.tick
 	n := len(w.ids)
 	s.prevRel, s.rel = s.rel, s.prevRel
-	rel := s.rel
+	rel, late := s.rel, s.late
+	clear(late)
 	if s.radius == 0 {
 		for k := range rel {
 			rel[k] = ^uint64(0)
@@ -202,7 +266,7 @@ func (s *Scheduler) update(w *World) {
 		}
 	} else {
 		clear(rel)
-		w.within(rel, s.view, s.radius, s.filter)
+		w.within(rel, late, s.view, s.radius, &s.bands, s.filter)
 		for k := range rel {
 			rel[k] |= w.alwaysB[k]
 		}
@@ -210,22 +274,28 @@ func (s *Scheduler) update(w *World) {
 	for _, id := range s.always {
 		if i := w.Index(id); i >= 0 {
 			idset.SetBit(rel, i)
+			idset.ClearBit(late, i)
 		}
 	}
 	all := s.all
 	s.all = false
-	for k := range rel {
-		newRel := rel[k] &^ s.prevRel[k]
-		boost := w.changed[k] | newRel
+	for k, r := range rel {
+		turn := r &^ late[k]
+		s.turn[k] = turn
+		// What changed or became relevant since an entity's last turn
+		// boosts it on its turn.
+		dirty := (s.dirty[k] | w.changed[k] | r&^s.prevRel[k]) & r
 		if all {
-			boost = rel[k]
+			dirty = r
 		}
+		boost := dirty & turn
+		s.dirty[k] = dirty &^ turn
 		// Entities no longer relevant forget their priority.
-		for m := s.pending[k] &^ rel[k]; m != 0; m &= m - 1 {
+		for m := s.pending[k] &^ r; m != 0; m &= m - 1 {
 			s.prio[k*64+bits.TrailingZeros64(m)] = 0
 		}
-		s.pending[k] &= rel[k]
-		m := (boost | s.pending[k]) & rel[k]
+		s.pending[k] &= r
+		m := (boost | s.pending[k]) & turn
 		s.pending[k] |= m
 		for ; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
@@ -278,7 +348,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 	// (any subset of a set that fits fits too): take them all.
 	used, prev := 0, -1
 	for k, m := range s.pending {
-		for ; m != 0; m &= m - 1 {
+		for m &= s.turn[k]; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
 			body := sz.BodySize(i)
 			if body == 0 {
@@ -291,13 +361,15 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		}
 	}
 	if used <= room {
-		copy(s.sel, s.pending)
+		for k, m := range s.pending {
+			s.sel[k] = m & s.turn[k]
+		}
 		s.takeSelected()
 		return used
 	}
 	keys := s.keys[:0]
 	for k, m := range s.pending {
-		for ; m != 0; m &= m - 1 {
+		for m &= s.turn[k]; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
 			// Descending priority, then ascending index.
 			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
@@ -427,12 +499,12 @@ func (s *Scheduler) Lost(seq uint16) {
 }
 
 // Pending is the number of relevant entities waiting to be sent (with
-// priority) after the last Schedule: when it is not 0, another packet this
-// tick would carry more.
+// priority) whose turn this tick is, after the last Schedule: when it is
+// not 0, another packet this tick would carry more.
 func (s *Scheduler) Pending() int {
 	n := 0
-	for _, m := range s.pending {
-		n += bits.OnesCount64(m)
+	for k, m := range s.pending {
+		n += bits.OnesCount64(m & s.turn[k])
 	}
 	return n
 }

@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"math"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -101,26 +102,57 @@ func (r *randWorld) fill(w *World, tick uint32, changeP float64) {
 	w.End(changed)
 }
 
+// bruteLate reports whether entity i, relevant at distance d from the
+// view, sits out tick under bands cfg of radius r (the farthest band that
+// starts at or before d decides), and how far d is from that band's
+// start (a float rounding there may go either way).
+func bruteLate(w *World, tick uint32, i int, d, r float32, cfg []Band) (late bool, margin float32) {
+	every, from := 1, float32(-1)
+	for _, bd := range cfg {
+		if d >= bd.From*r && bd.From > from {
+			every, from = bd.Every, bd.From
+		}
+	}
+	phase := tick + uint32(w.ID(i))*0x9E3779B1>>29
+	margin = float32(math.Abs(float64(d - from*r)))
+	if every <= 1 {
+		margin = float32(math.Inf(1))
+	}
+	return every > 1 && phase%uint32(every) != 0, margin
+}
+
 // model is the slow reference: priorities in a map by id, every candidate
 // sorted, each addition sized by recomputing the whole frame.
 type model struct {
 	prio    map[proto.NetworkID]float32
 	prevRel map[proto.NetworkID]bool
 	sent    map[uint16][]proto.NetworkID
+	// dirty: changed or newly relevant since the entity's last turn
+	dirty map[proto.NetworkID]bool
 }
 
-func (m *model) schedule(w *World, rel func(i int) bool, seq uint16, budget, maxSkips int, sz *fakeSizer, newTick bool) []int32 {
+// schedule is the model's Schedule; turn(i) says whether relevant entity
+// i takes part this tick (its distance band's turn).
+func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budget, maxSkips int, sz *fakeSizer, newTick bool) []int32 {
 	if newTick {
 		nowRel := map[proto.NetworkID]bool{}
 		for i := 0; i < w.Len(); i++ {
 			id := w.ID(i)
 			if !rel(i) {
 				delete(m.prio, id)
+				delete(m.dirty, id)
 				continue
 			}
 			nowRel[id] = true
+			boost := m.dirty[id] || w.Changed(i) || !m.prevRel[id]
+			if !turn(i) {
+				if boost {
+					m.dirty[id] = true
+				}
+				continue
+			}
+			delete(m.dirty, id)
 			p := m.prio[id]
-			boost := w.Changed(i) || !m.prevRel[id]
 			if boost || p > 0 {
 				p *= 2
 				if boost {
@@ -140,7 +172,7 @@ func (m *model) schedule(w *World, rel func(i int) bool, seq uint16, budget, max
 	}
 	var cands []cand
 	for i := 0; i < w.Len(); i++ {
-		if p := m.prio[w.ID(i)]; p > 0 {
+		if p := m.prio[w.ID(i)]; p > 0 && turn(i) {
 			if sz.body[i] == 0 { // the player holds it: nothing to send
 				delete(m.prio, w.ID(i))
 				continue
@@ -197,14 +229,21 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 		n := 1 + rng.IntN(300)
 		rw := newRandWorld(rng, n)
 		radius := float32(0)
-		if seed%3 == 1 {
+		var bands []Band
+		switch seed % 3 {
+		case 1:
 			radius = 20 + rng.Float32()*60
+		case 2:
+			// Distance bands: far entities take part every 2nd, 4th
+			// or 8th tick.
+			radius = 20 + rng.Float32()*60
+			bands = []Band{{From: 0.3, Every: 2}, {From: 0.6, Every: 4}, {From: 0.85, Every: 8}}
 		}
 		w := NewWorld(WorldConfig{CellSize: 8 + rng.Float32()*30, Kinds: []Kind{{Weight: 1}, {Weight: 3}, {Weight: 0.5}}})
-		s := NewScheduler(SchedulerConfig{Radius: radius})
+		s := NewScheduler(SchedulerConfig{Radius: radius, Bands: bands})
 		view := Vec3{X: rng.Float32()*100 - 50, Y: rng.Float32()*100 - 50}
 		s.SetView(view)
-		m := &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}}
+		m := &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}, dirty: map[proto.NetworkID]bool{}}
 		sz := &fakeSizer{w: w, fixed: 19}
 		var seq uint16
 		for tick := uint32(0); tick < 60; tick++ {
@@ -221,13 +260,23 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 				dx, dy := p.X-view.X, p.Y-view.Y
 				return dx*dx+dy*dy <= radius*radius
 			}
+			turn := func(i int) bool {
+				p := w.Pos(i)
+				dx, dy := p.X-view.X, p.Y-view.Y
+				d := float32(math.Sqrt(float64(dx*dx + dy*dy)))
+				late, margin := bruteLate(w, tick, i, d, radius, bands)
+				if margin < 1e-3 {
+					t.Fatalf("seed %d puts entity %d on a band's edge, where rounding decides: use another seed", seed, i)
+				}
+				return !late
+			}
 			for k := 0; k < 1+rng.IntN(2); k++ {
 				for i := range sz.body {
 					sz.body[i] = rng.IntN(25)
 				}
 				budget := 19 + rng.IntN(400)
 				got, ok := s.Schedule(seq, time.Time{}, w, budget, sz)
-				want := m.schedule(w, rel, seq, budget, 8, sz, k == 0)
+				want := m.schedule(w, rel, turn, seq, budget, 8, sz, k == 0)
 				if !ok {
 					got = nil
 				}
@@ -254,16 +303,30 @@ func TestRelevanceGridMatchesBruteForce(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 9))
 		rw := newRandWorld(rng, 1+rng.IntN(2000))
 		w := NewWorld(WorldConfig{CellSize: 1 + rng.Float32()*40})
-		rw.fill(w, 0, 0)
+		tick := rng.Uint32()
+		rw.fill(w, tick, 0)
 		c := Vec3{X: rng.Float32()*300 - 150, Y: rng.Float32()*300 - 150}
 		r := rng.Float32() * 120
+		var cfg []Band
+		for range rng.IntN(MaxBands + 1) {
+			cfg = append(cfg, Band{From: rng.Float32(), Every: []int{2, 4, 8}[rng.IntN(3)]})
+		}
+		b := newBands(cfg, r)
 		rel := make([]uint64, (w.Len()+63)/64)
-		w.within(rel, c, r, nil)
+		late := make([]uint64, len(rel))
+		w.within(rel, late, c, r, &b, nil)
 		for i := 0; i < w.Len(); i++ {
 			p := w.Pos(i)
 			dx, dy := p.X-c.X, p.Y-c.Y
-			if want := dx*dx+dy*dy <= r*r; idset.Bit(rel, i) != want {
+			d := float32(math.Sqrt(float64(dx*dx + dy*dy)))
+			want := dx*dx+dy*dy <= r*r
+			if idset.Bit(rel, i) != want {
 				t.Fatalf("seed %d entity %d: relevant %v want %v", seed, i, !want, want)
+			}
+			wantLate, margin := bruteLate(w, tick, i, d, r, cfg)
+			wantLate = wantLate && want
+			if idset.Bit(late, i) != wantLate && margin > 1e-3 {
+				t.Fatalf("seed %d entity %d at %.2f of radius %.2f (bands %v): late %v want %v", seed, i, d, r, cfg, !wantLate, wantLate)
 			}
 		}
 	}
@@ -426,7 +489,7 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 10))
 	rw := newRandWorld(rng, 1000)
 	w := NewWorld(WorldConfig{CellSize: 16})
-	s := NewScheduler(SchedulerConfig{Radius: 60})
+	s := NewScheduler(SchedulerConfig{Radius: 60, Bands: []Band{{From: 0.5, Every: 2}, {From: 0.75, Every: 4}}})
 	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 1000)}
 	for i := range sz.body {
 		sz.body[i] = 1 + rng.IntN(20)
@@ -460,6 +523,111 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 	if a != 0 {
 		t.Fatalf("world update + scheduler step: %v allocs", a)
 	}
+}
+
+// TestSchedulerBands: with room for everything and every entity changing
+// every tick, a near entity goes out every tick and one in a band of
+// period P exactly every P-th tick, on turns spread over the ticks; a far
+// entity that changed only between its turns still goes out at its next
+// turn; an always-relevant id is exempt from its band.
+func TestSchedulerBands(t *testing.T) {
+	const n = 400
+	w := NewWorld(WorldConfig{CellSize: 10})
+	pos := make([]Vec3, n)
+	for i := range pos {
+		// Along the X axis, 0.25 units apart: 0–100 from the view at 0.
+		pos[i] = Vec3{X: float32(i) / 4}
+	}
+	fill := func(tick uint32, changed bool) {
+		w.Begin(tick)
+		for i, p := range pos {
+			w.Add(proto.NetworkID(i+1), p, 0)
+		}
+		bits := make([]uint64, (n+63)/64)
+		if changed {
+			for i := range bits {
+				bits[i] = ^uint64(0)
+			}
+		}
+		w.End(bits)
+	}
+	s := NewScheduler(SchedulerConfig{Radius: 100, Bands: []Band{{From: 0.75, Every: 8}, {From: 0.25, Every: 2}, {From: 0.5, Every: 3}}})
+	s.SetAlwaysRelevant([]proto.NetworkID{n})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, n)}
+	for i := range sz.body {
+		sz.body[i] = 1
+	}
+	sent := make([][]uint32, n) // ticks each entity went out
+	perTick := map[int][]int{}  // period -> entities sent, per tick
+	for tick := uint32(0); tick < 64; tick++ {
+		fill(tick, true)
+		sel, ok := s.Schedule(uint16(tick), time.Time{}, w, 1<<20, sz)
+		if !ok {
+			t.Fatal("no frame")
+		}
+		counts := map[int]int{}
+		for _, i := range sel {
+			sent[i] = append(sent[i], tick)
+			counts[period(int(i), n)]++
+		}
+		for p, c := range counts {
+			perTick[p] = append(perTick[p], c)
+		}
+		s.Delivered(uint16(tick))
+	}
+	for i, ticks := range sent {
+		p := period(i, n)
+		if i == n-1 {
+			p = 1 // always relevant
+		}
+		if len(ticks) != 64/p {
+			t.Fatalf("entity at distance %.2f (period %d) went out %d times in 64 ticks, want %d", pos[i].X, p, len(ticks), 64/p)
+		}
+		for k := 1; k < len(ticks); k++ {
+			if ticks[k]-ticks[k-1] != uint32(p) {
+				t.Fatalf("entity at distance %.2f (period %d) went out at ticks %v", pos[i].X, p, ticks)
+			}
+		}
+	}
+	// Turns are spread: each tick carries about 1/P of a band.
+	for p, counts := range perTick {
+		if p == 1 {
+			continue
+		}
+		lo, hi := slices.Min(counts), slices.Max(counts)
+		if hi > 3*max(lo, 1) {
+			t.Fatalf("period %d: between %d and %d of the band's entities per tick", p, lo, hi)
+		}
+	}
+	// A far entity that changes once, between its turns, still goes out at
+	// its next turn.
+	far := n - 2 // distance 99.5, period 8
+	next := sent[far][len(sent[far])-1] + 8
+	for tick := uint32(64); tick <= next; tick++ {
+		fill(tick, false)
+		if tick == next-5 {
+			idset.SetBit(w.changed, far)
+		}
+		sel, _ := s.Schedule(uint16(tick), time.Time{}, w, 1<<20, sz)
+		if got := slices.Contains(sel, int32(far)); got != (tick == next) {
+			t.Fatalf("tick %d (next turn %d): far entity sent %v", tick, next, got)
+		}
+		s.Delivered(uint16(tick))
+	}
+}
+
+// period is the band period TestSchedulerBands expects for entity i of n
+// spread from distance 0 to 100 (the Every of 3 rounds up to 4).
+func period(i, n int) int {
+	switch d := float32(i) / 4; {
+	case d >= 75:
+		return 8
+	case d >= 50:
+		return 4
+	case d >= 25:
+		return 2
+	}
+	return 1
 }
 
 func TestRelevanceAlwaysAndFilter(t *testing.T) {

@@ -52,8 +52,12 @@ type World struct {
 	kind    []uint8
 	changed []uint64
 	alwaysB []uint64 // entities of always-relevant kinds
-	layout  uint64
-	remap   idset.Remap
+	// turn[j] marks the entities whose turn it is this tick in a band of
+	// period 2^j (j ≥ 1): (tick + a hash of the id) mod 2^j == 0, so
+	// that an entity's turns keep their rhythm whatever the layout.
+	turn   [maxShift + 1][]uint64
+	layout uint64
+	remap  idset.Remap
 
 	// spatial hash grid: entities sorted by bucket (counting sort)
 	cellX, cellY []int32
@@ -121,8 +125,24 @@ func (w *World) End(changed []uint64) {
 			idset.SetBit(w.alwaysB, i)
 		}
 	}
+	for j := 1; j <= maxShift; j++ {
+		w.turn[j] = idset.ResizeBits(w.turn[j], n)
+	}
+	for i, id := range w.ids {
+		// The hash's top bits spread neighbouring ids over the phases.
+		phase := w.tick + uint32(id)*0x9E3779B1>>(32-maxShift)
+		for j := 1; j <= maxShift && phase&(1<<j-1) == 0; j++ {
+			idset.SetBit(w.turn[j], i)
+		}
+	}
 	w.buildGrid()
 }
+
+// maxEvery is the longest band period (2^maxShift ticks).
+const (
+	maxShift = 3
+	maxEvery = 1 << maxShift
+)
 
 // Len is the number of entities.
 func (w *World) Len() int { return len(w.ids) }
@@ -191,8 +211,9 @@ func (w *World) buildGrid() {
 }
 
 // within sets in rel the bit of every entity whose X–Y distance to c is at
-// most r (and passes filter, when given).
-func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int) bool) {
+// most r (and passes filter, when given), and in late the bit of every
+// such entity in one of b's bands whose turn this tick is not.
+func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter func(*World, int) bool) {
 	r2 := r * r
 	x0, x1 := w.cellOf(c.X-r), w.cellOf(c.X+r)
 	y0, y1 := w.cellOf(c.Y-r), w.cellOf(c.Y+r)
@@ -201,22 +222,24 @@ func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int)
 		// The view covers much of the world: scanning beats the grid.
 		for i, p := range w.pos {
 			dx, dy := p.X-c.X, p.Y-c.Y
-			if dx*dx+dy*dy <= r2 {
+			if d2 := dx*dx + dy*dy; d2 <= r2 {
 				idset.SetBit(rel, i)
+				w.band(late, i, d2, b)
 			}
 		}
 	} else {
 		for cy := y0; cy <= y1; cy++ {
 			for cx := x0; cx <= x1; cx++ {
-				b := cellHash(cx, cy) & w.mask
-				for _, i := range w.order[w.start[b]:w.start[b+1]] {
+				bk := cellHash(cx, cy) & w.mask
+				for _, i := range w.order[w.start[bk]:w.start[bk+1]] {
 					if w.cellX[i] != cx || w.cellY[i] != cy {
 						continue
 					}
 					p := w.pos[i]
 					dx, dy := p.X-c.X, p.Y-c.Y
-					if dx*dx+dy*dy <= r2 {
+					if d2 := dx*dx + dy*dy; d2 <= r2 {
 						idset.SetBit(rel, int(i))
+						w.band(late, int(i), d2, b)
 					}
 				}
 			}
@@ -230,6 +253,19 @@ func (w *World) within(rel []uint64, c Vec3, r float32, filter func(*World, int)
 					rel[k] &^= 1 << (i & 63)
 				}
 			}
+		}
+	}
+}
+
+// band sets entity i's late bit when, at squared distance d2, it is in
+// one of b's bands and its turn this tick is not.
+func (w *World) band(late []uint64, i int, d2 float32, b *bands) {
+	for k := b.n - 1; k >= 0; k-- {
+		if d2 >= b.from2[k] {
+			if !idset.Bit(w.turn[b.shift[k]], i) {
+				idset.SetBit(late, i)
+			}
+			return
 		}
 	}
 }

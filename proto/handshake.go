@@ -446,7 +446,7 @@ const (
 	DisconnectKicked      DisconnectReason = 3 // the server removed the client
 	DisconnectShutdown    DisconnectReason = 4 // the server is stopping
 	DisconnectProtocol    DisconnectReason = 5 // the peer broke the protocol
-	DisconnectTooSlow     DisconnectReason = 6 // fell behind the command buffer
+	DisconnectTooSlow     DisconnectReason = 6 // fell behind: the command buffer (commits mode), or left its game frames unacknowledged
 	DisconnectHostMigrate DisconnectReason = 7 // host handed the game over
 	disconnectReasonEnd   DisconnectReason = 8
 )

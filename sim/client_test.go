@@ -23,6 +23,7 @@ func TestClientConfigErrors(t *testing.T) {
 		{Players: []uint16{1}, MaxInterpLag: -time.Millisecond},
 		{Players: []uint16{1}, MaxCorrection: -1},
 		{Players: []uint16{1}, SpawnsPerTick: -2},
+		{Players: []uint16{1}, SkipState: true},
 	}
 	for i, cfg := range bad {
 		_, err := NewClient(&testGame{}, cfg)

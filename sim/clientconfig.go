@@ -47,6 +47,13 @@ type ClientConfig struct {
 	// rollbacks, corrections, effects or interpolation statistics), and
 	// the view reported for lag compensation is the newest state's tick.
 	Headless bool
+	// SkipState, with Headless, does not even rebuild the server's state
+	// (tickwire.GameClient's replica of the snapshot frames): the client
+	// only acks them. It cannot then check the server's checksums (it
+	// detects no desync) nor ask for a resync. For load generators that
+	// verify the state on a few clients and only load the server with
+	// the rest.
+	SkipState bool
 	// Own reports whether an entity is the client's own: shown predicted
 	// and counted in the correction statistics. Default: the game's
 	// EntityOwner if it implements it, else ids whose spawner
@@ -60,6 +67,9 @@ func (c *ClientConfig) defaults() error {
 	}
 	if c.TickRate < 1 || c.TickRate > 1000 {
 		return &ConfigError{"TickRate", "must be 1..1000"}
+	}
+	if c.SkipState && !c.Headless {
+		return &ConfigError{"SkipState", "needs Headless (a client that shows the game needs its state)"}
 	}
 	if len(c.Players) == 0 {
 		return &ConfigError{"Players", "need at least one local player"}

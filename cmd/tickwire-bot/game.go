@@ -34,12 +34,14 @@ type script struct {
 	until uint32
 }
 
-func newBotGame(seed uint64, players []uint16, headless bool) *botGame {
+// newBotGame plays for one bot; a headless one that does not verify only
+// acks the snapshots (sim.ClientConfig.SkipState).
+func newBotGame(seed uint64, players []uint16, headless, verify bool) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless})
+	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
 	}

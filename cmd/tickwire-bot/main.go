@@ -10,6 +10,13 @@
 //	tickwire-server -dev-join -http 127.0.0.1:8080 &
 //	tickwire-bot -server http://127.0.0.1:8080 -n 50 -duration 30s
 //	tickwire-bot -n 50 -via 127.0.0.1:7000     # through tickwire-netem
+//	tickwire-bot -n 500 -headless -verify 10   # cheap load (client groups)
+//
+// With -headless the clients run on tickwire.ClientGroups (-groups, one
+// per core by default): a goroutine, a timer and 16 sockets for many
+// clients, packets sent and read in batches; -verify of them rebuild the
+// state and check the server's checksums, the others only ack it. The
+// summary reports the bot's own CPU per client and tick.
 //
 // With -peer it is instead ONE player of a peer-hosted game (host
 // migration, docs/MIGRATION.md): it takes a seat in the lobby's room of
@@ -37,6 +44,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -58,6 +66,8 @@ type options struct {
 	echoEvery time.Duration
 	seed      uint64
 	headless  bool
+	groups    int // ClientGroups the clients run on (0: a loop each)
+	verify    int // -headless: clients that rebuild the state and check checksums
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
@@ -111,6 +121,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
+	fs.IntVar(&o.verify, "verify", -1, "-headless: how many `clients` rebuild the server's state and check its checksums (desyncs); the others only ack\n"+
+		"the snapshots, the cheapest load (-1: all)")
+	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many tickwire.ClientGroups, a load generator's mode: each one goroutine, one timer and\n"+
+		"16 sockets for its share of the clients, their packets sent and received in batches; 0: each client its own socket,\n"+
+		"goroutines and timer; -1: GOMAXPROCS with -headless, else 0")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -183,6 +198,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.echoEvery < time.Millisecond {
 		return nil, fmt.Errorf("-echo-every %v too short", o.echoEvery)
 	}
+	if o.verify == -1 {
+		o.verify = o.n
+	}
+	if o.verify < 0 || o.verify > o.n {
+		return nil, fmt.Errorf("-verify %d out of range 0..-n (%d)", o.verify, o.n)
+	}
+	if o.verify < o.n && !o.headless {
+		return nil, errors.New("-verify applies to -headless clients (the others need the state to show the game)")
+	}
+	if err := o.validGroups(); err != nil {
+		return nil, err
+	}
 	if o.rampUp < 0 {
 		return nil, fmt.Errorf("-ramp-up %v is negative", o.rampUp)
 	}
@@ -254,6 +281,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// validGroups checks -groups and sets its default.
+func (o *options) validGroups() error {
+	if o.groups == -1 {
+		o.groups = 0
+		if o.headless && o.peer == "" && o.game == "arena" {
+			o.groups = runtime.GOMAXPROCS(0)
+		}
+		return nil
+	}
+	switch {
+	case o.groups < 0 || o.groups > 256:
+		return fmt.Errorf("-groups %d out of range 0..256", o.groups)
+	case o.groups > 0 && (o.peer != "" || o.game != "arena"):
+		return errors.New("-groups applies to the arena's clients, not to -peer or -game swarm")
+	}
+	return nil
 }
 
 // validLobby checks the -lobby mode's flags.

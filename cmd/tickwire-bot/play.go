@@ -160,8 +160,21 @@ func play(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (
 	if o.lobby {
 		token = newLobbyRooms(o).token
 	}
+	groups := make([]*tickwire.ClientGroup, o.groups)
+	for i := range groups {
+		g, err := tickwire.NewClientGroup(tickwire.ClientGroupConfig{})
+		if err != nil {
+			return nil, err
+		}
+		groups[i] = g
+		defer g.Close()
+	}
 	connected, err := connectAll(o, log, stderr, func(i int, delay time.Duration) error {
-		return bots[i].connect(ctx, o, delay, token, log)
+		var g *tickwire.ClientGroup
+		if len(groups) > 0 {
+			g = groups[i%len(groups)]
+		}
+		return bots[i].connect(ctx, o, delay, token, g, log)
 	})
 	if err != nil {
 		return nil, err
@@ -224,9 +237,12 @@ loop:
 		b.mu.Lock()
 		b.closed = true
 		b.mu.Unlock()
-		if b.client != nil {
+		if b.client != nil && len(groups) == 0 {
 			b.client.Close()
 		}
+	}
+	for _, g := range groups {
+		g.Close() // ends its clients at once (Client.Close would wait a tick for each)
 	}
 	fill(sum, bots, before, after, elapsed, rtts)
 	if ticks := elapsed.Seconds() * 60; connected > 0 && ticks > 0 {
@@ -273,9 +289,9 @@ func cpuTime() time.Duration {
 }
 
 // connect dials the server after delay with the token that token hands
-// this bot.
+// this bot, on group g if not nil.
 func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
-	token func(context.Context, int) (*tickwire.ConnectToken, error), log *slog.Logger) error {
+	token func(context.Context, int) (*tickwire.ConnectToken, error), g *tickwire.ClientGroup, log *slog.Logger) error {
 	select {
 	case <-time.After(delay):
 	case <-ctx.Done():
@@ -289,10 +305,14 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 	if o.via != "" {
 		tok.ServerAddrs = []string{o.via}
 	}
-	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless)
-	d := tickwire.Dialer{Handler: b}
+	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify)
+	d := tickwire.Dialer{Handler: b, Group: g}
 	b.game.attach(&d)
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	timeout := 10 * time.Second
+	if g != nil {
+		timeout = time.Minute // a group runs its handshakes one at a time: this one may wait its turn
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := d.Dial(dctx, tok)
 	if err != nil {

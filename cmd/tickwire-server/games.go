@@ -16,14 +16,15 @@ import (
 func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, error) {
 	switch o.game {
 	case "arena":
+		world, sched := arena.Interest()
+		// Avatars are seen wherever they are (the browser's minimap
+		// shows every player); the rest within the view radius.
+		world.Kinds = []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}
 		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
-			// Avatars are seen wherever they are (the browser's minimap
-			// shows every player); the rest within the view radius.
-			Interest: interest.WorldConfig{CellSize: arena.ViewRadius / 2,
-				Kinds: []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}},
-			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
+			Interest:  world,
+			Scheduler: sched,
 			View:      arena.View,
 			// The shooter hears how the server judged each of its
 			// hitscan shots (the browser's debug overlay draws it).

@@ -1,18 +1,23 @@
 // Command capacity finds how many players one tickwire-server holds: it
 // starts the server and tickwire-bot processes on loopback, adds players
-// in steps, and after each step measures, over a hold period, the
-// server's tick duration (p50/p99 from its Prometheus histogram), its CPU
-// and memory, bandwidth per client and desyncs. It stops at the first
-// step whose p99 tick duration exceeds the tick budget (16.7 ms at 60 Hz)
-// or that desyncs, and prints the highest count held.
+// in steps and, after each step's warm-up, measures over a hold period
+// the server's tick duration (p50/p99 from its Prometheus histogram), its
+// CPU and memory, the machine's CPUs, bandwidth per client both ways, the
+// bots' CPU and desyncs. It stops at the first step whose p99 tick
+// exceeds the tick budget (16.7 ms at 60 Hz), that desyncs or that lost
+// players, and prints a markdown table and the largest count held. It
+// draws the run as an SVG (-svg) and, with -profile, keeps a CPU profile
+// of the server at the largest held step (`go tool pprof -top` lines).
 //
-//	go run ./bench/cmd/capacity                      # 100, 200, ... up to 1000
-//	go run ./bench/cmd/capacity -start 400 -step 50 -hold 30s
+//	go run ./bench/cmd/capacity                                  # 200, 300, ... 1000
+//	go run ./bench/cmd/capacity -start 700 -step 100 -max 1000 -hold 30s
 //
-// On a machine with at least two cores the server is pinned to CPU 0 and
-// the bots to the others (taskset), so the bots cannot take the server's
-// CPU; the table shows the bots' CPU use too, so a run in which the bots
-// saturate their cores is recognisable.
+// The bots are headless tickwire-bot processes (one per step) whose
+// clients run on ClientGroups; -verify of each process's clients rebuild
+// the state and check the server's checksums, the others only ack. By
+// default nothing is pinned: the server builds packets on every core
+// (Config.Workers) and the bots share them; -pin split keeps the old
+// layout (server on CPU 0, bots on the others) for comparison.
 package main
 
 import (
@@ -42,22 +47,85 @@ type options struct {
 	hold, warmup     time.Duration
 	tick             int
 	npcs             int
+	verify           int
+	groups           int
+	pin              string
 	binDir           string
+	svg              string
+	profile          string
+}
+
+// parseFlags reads and checks the flags.
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("capacity", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.start, "start", 200, "players in the first step")
+	fs.IntVar(&o.step, "step", 100, "players added per step")
+	fs.IntVar(&o.max, "max", 1000, "stop after the step with this many players")
+	fs.DurationVar(&o.hold, "hold", 30*time.Second, "measurement window per step: the count must hold this long")
+	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "settling time after adding players, before measuring")
+	fs.IntVar(&o.tick, "tick", 60, "server tick rate (Hz)")
+	fs.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
+	fs.IntVar(&o.verify, "verify", 10, "clients of each bot process that rebuild the state and check the server's checksums (the others only ack)")
+	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
+	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none, or split (server on CPU 0, bots on the others)")
+	fs.StringVar(&o.binDir, "bin", "", "`directory` holding tickwire-server and tickwire-bot (default: build them)")
+	fs.StringVar(&o.svg, "svg", "bench/capacity.svg", "write the curve to this SVG `file` (empty: none)")
+	fs.StringVar(&o.profile, "profile", "", "profile the server during each step and write the largest held step's `go tool pprof -top` to this file (empty: none)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return o, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
+	case o.start < 1:
+		return o, fmt.Errorf("-start %d: need at least 1 player", o.start)
+	case o.step < 1:
+		return o, fmt.Errorf("-step %d: need at least 1 player per step", o.step)
+	case o.max < o.start:
+		return o, fmt.Errorf("-max %d is below -start %d", o.max, o.start)
+	case o.max > 5000:
+		return o, fmt.Errorf("-max %d: at most 5000 players", o.max)
+	case o.hold < time.Second:
+		return o, fmt.Errorf("-hold %v: at least 1s", o.hold)
+	case o.warmup < 0:
+		return o, fmt.Errorf("-warmup %v is negative", o.warmup)
+	case o.tick < 1 || o.tick > 1000:
+		return o, fmt.Errorf("-tick %d out of range 1..1000", o.tick)
+	case o.npcs < 0 || o.npcs > 4000:
+		return o, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)
+	case o.verify < 0:
+		return o, fmt.Errorf("-verify %d is negative", o.verify)
+	case o.groups < 0 || o.groups > 256:
+		return o, fmt.Errorf("-groups %d out of range 0..256", o.groups)
+	case o.pin != "none" && o.pin != "split":
+		return o, fmt.Errorf("-pin %q: want none or split", o.pin)
+	case o.pin == "split" && runtime.NumCPU() < 2:
+		return o, fmt.Errorf("-pin split needs 2 CPUs, this machine has %d", runtime.NumCPU())
+	}
+	if o.pin == "split" {
+		if _, err := exec.LookPath("taskset"); err != nil {
+			return o, errors.New("-pin split needs taskset (util-linux) on the PATH")
+		}
+	}
+	if o.binDir != "" {
+		for _, b := range []string{"tickwire-server", "tickwire-bot"} {
+			if _, err := os.Stat(filepath.Join(o.binDir, b)); err != nil {
+				return o, fmt.Errorf("-bin %s: %w", o.binDir, err)
+			}
+		}
+	}
+	return o, nil
 }
 
 func main() {
-	o := options{}
-	flag.IntVar(&o.start, "start", 100, "players in the first step")
-	flag.IntVar(&o.step, "step", 100, "players added per step")
-	flag.IntVar(&o.max, "max", 1000, "stop after this many players")
-	flag.DurationVar(&o.hold, "hold", 30*time.Second, "measurement window per step (the count must hold this long)")
-	flag.DurationVar(&o.warmup, "warmup", 10*time.Second, "settling time after adding players, before measuring")
-	flag.IntVar(&o.tick, "tick", 60, "server tick rate")
-	flag.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
-	flag.StringVar(&o.binDir, "bin", "", "directory holding tickwire-server and tickwire-bot (default: build them)")
-	flag.Parse()
-	if o.start < 1 || o.step < 1 || o.max < o.start || o.hold < time.Second || o.tick < 1 {
-		fmt.Fprintln(os.Stderr, "capacity: bad flags (need start ≥ 1, step ≥ 1, max ≥ start, hold ≥ 1s)")
+	o, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "capacity:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -68,6 +136,23 @@ func main() {
 	}
 }
 
+// logf prints a progress line on stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "capacity: %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 func run(ctx context.Context, o options) error {
 	if o.binDir == "" {
 		dir, err := os.MkdirTemp("", "tickwire-capacity")
@@ -75,6 +160,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
+		logf("building tickwire-server and tickwire-bot")
 		cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/tickwire-server", "./cmd/tickwire-bot")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
@@ -82,18 +168,20 @@ func run(ctx context.Context, o options) error {
 		}
 		o.binDir = dir
 	}
-	pin := runtime.NumCPU() >= 2
-	if _, err := exec.LookPath("taskset"); err != nil {
-		pin = false
+	serverCPUs, botCPUs := "", ""
+	if o.pin == "split" {
+		serverCPUs, botCPUs = "0", fmt.Sprintf("1-%d", runtime.NumCPU()-1)
 	}
-	botCPUs := fmt.Sprintf("1-%d", runtime.NumCPU()-1)
 	keyFile := filepath.Join(os.TempDir(), fmt.Sprintf("tickwire-capacity-%d.key", os.Getpid()))
 	defer os.Remove(keyFile)
 
-	srv, err := startProc(pin, "0", filepath.Join(o.binDir, "tickwire-server"),
-		"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
+	srvArgs := []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
 		"-dev-join", "-join-rate", "10000", "-join-burst", "10000", // the bots' tokens, all from loopback
-		"-max-players", strconv.Itoa(o.max+o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs))
+		"-max-players", strconv.Itoa(o.max + o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs)}
+	if o.profile != "" {
+		srvArgs = append(srvArgs, "-pprof")
+	}
+	srv, err := startProc(serverCPUs, filepath.Join(o.binDir, "tickwire-server"), srvArgs...)
 	if err != nil {
 		return err
 	}
@@ -106,11 +194,12 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	base, metrics := "http://"+httpAddr, "http://"+adminAddr+"/metrics"
+	base, admin := "http://"+httpAddr, "http://"+adminAddr
 	budget := time.Second / time.Duration(o.tick)
-	fmt.Printf("capacity: server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinned: %v\n",
-		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, runtime.NumCPU(), cpuModel(), pin)
-	fmt.Printf("%8s %9s %9s %9s %10s %9s %11s %11s %8s %8s\n", "players", "tick p50", "tick p99", "tick max", "server CPU", "RSS MB", "down kbit/s", "bot CPU", "desyncs", "held")
+	cpus := runtime.NumCPU()
+	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz; %d × %s; pinning %s", o.npcs, o.tick, cpus, cpuModel(), o.pin)
+	logf("server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinning %s",
+		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, cpus, cpuModel(), o.pin)
 
 	var bots []*proc
 	defer func() {
@@ -118,75 +207,194 @@ func run(ctx context.Context, o options) error {
 			b.stop()
 		}
 	}()
-	held := 0
-	var heldLine string
-	for n := o.start; n <= o.max; {
+	var rows []row
+	var heldProfile []byte
+	for n := o.start; n <= o.max; n += o.step {
 		add := n
 		if len(bots) > 0 {
 			add = o.step
 		}
-		// Headless bots: decoding, predicting and interpolating the
-		// arena for every client (~215 µs a frame with rollbacks) would
-		// make the bots, not the server, what saturates.
-		b, err := startProc(pin, botCPUs, filepath.Join(o.binDir, "tickwire-bot"),
-			"-server", base, "-n", strconv.Itoa(add), "-duration", "24h", "-progress", "0", "-ramp-up", "2s", "-echo-every", "1s", "-headless")
+		logf("step %d players: starting %d bots", n, add)
+		args := []string{"-server", base, "-n", strconv.Itoa(add), "-duration", "24h", "-progress", "0",
+			"-ramp-up", "2s", "-echo-every", "1s", "-headless", "-verify", strconv.Itoa(min(o.verify, add))}
+		if o.groups > 0 {
+			args = append(args, "-groups", strconv.Itoa(o.groups))
+		}
+		b, err := startProc(botCPUs, filepath.Join(o.binDir, "tickwire-bot"), args...)
 		if err != nil {
 			return err
 		}
 		bots = append(bots, b)
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(o.warmup):
+		if err := awaitPlayers(ctx, admin+"/metrics", n, bots, 30*time.Second+o.warmup); err != nil {
+			return err
 		}
-		before, err := sample(metrics, srv, bots)
+		logf("step %d players: all connected, warming up %v", n, o.warmup)
+		if err := sleep(ctx, o.warmup); err != nil {
+			return err
+		}
+		before, err := sample(admin+"/metrics", srv, bots)
 		if err != nil {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(o.hold):
+		logf("step %d players: measuring for %v", n, o.hold)
+		prof := make(chan []byte, 1)
+		if o.profile != "" {
+			go func() { prof <- fetchProfile(admin, min(o.hold, 20*time.Second)) }()
 		}
-		after, err := sample(metrics, srv, bots)
+		if err := sleep(ctx, o.hold); err != nil {
+			return err
+		}
+		after, err := sample(admin+"/metrics", srv, bots)
 		if err != nil {
 			return err
 		}
-		st := diff(before, after)
-		ok := st.p99 <= budget && st.desyncs == 0 && after.players >= float64(n)*0.99
-		line := fmt.Sprintf("%8.0f %9v %9v %9v %9.0f%% %9.0f %11.1f %10.0f%% %8.0f %8v",
-			after.players, st.p50.Round(10*time.Microsecond), st.p99.Round(10*time.Microsecond), st.max.Round(10*time.Microsecond),
-			st.serverCPU*100, after.rssMB, st.downKbps, st.botCPU*100, st.desyncs, ok)
-		fmt.Println(line)
-		if !ok {
+		r := diff(before, after, n, o.tick)
+		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99
+		rows = append(rows, r)
+		logf("step %d players: %s", n, r.summary())
+		if o.profile != "" {
+			if p := <-prof; r.held && p != nil {
+				heldProfile = p
+			}
+		}
+		if !r.held {
 			break
 		}
-		held, heldLine = n, line
-		n += o.step
+	}
+	fmt.Println()
+	fmt.Printf("Capacity run, %s; hold %v after %v warm-up; bots: headless, %d verifying per process\n\n", title, o.hold, o.warmup, o.verify)
+	printTable(os.Stdout, rows, cpus)
+	held := 0
+	for _, r := range rows {
+		if r.held {
+			held = r.target
+		}
 	}
 	if held == 0 {
-		fmt.Printf("capacity: not even %d players held at %d Hz\n", o.start, o.tick)
-		return nil
+		fmt.Printf("\n**Not even %d players held at %d Hz.**\n", o.start, o.tick)
+	} else {
+		fmt.Printf("\n**Held %d players at %d Hz for %v.**\n", held, o.tick, o.hold)
 	}
-	fmt.Printf("capacity: held %d players for %v at %d Hz:\n%s\n", held, o.hold, o.tick, heldLine)
+	if o.svg != "" {
+		if err := writeChart(o.svg, title, rows, budget, cpus); err != nil {
+			return err
+		}
+		logf("wrote %s", o.svg)
+	}
+	if o.profile != "" {
+		if heldProfile == nil {
+			logf("no profile of a held step: %s not written", o.profile)
+		} else if err := writeProfileTop(o.profile, filepath.Join(o.binDir, "tickwire-server"), heldProfile, held); err != nil {
+			return err
+		} else {
+			logf("wrote %s", o.profile)
+		}
+	}
 	return nil
 }
 
-// sample is one reading of the server's metrics and the processes' CPU.
+// awaitPlayers polls the server until it counts want players, or fails
+// after timeout (or when a bot process exited).
+func awaitPlayers(ctx context.Context, metrics string, want int, bots []*proc, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		r, err := sample(metrics, nil, nil)
+		if err != nil {
+			return err
+		}
+		if r.players >= float64(want) {
+			return nil
+		}
+		for _, b := range bots {
+			select {
+			case <-b.done:
+				return fmt.Errorf("a tickwire-bot exited:\n%s", b.output())
+			default:
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%v players of %d after %v", r.players, want, timeout)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// fetchProfile takes a CPU profile of the server over d (nil on failure).
+func fetchProfile(admin string, d time.Duration) []byte {
+	resp, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", admin, int(d.Seconds())))
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	return b
+}
+
+// writeProfileTop writes `go tool pprof -top` of the profile to file.
+func writeProfileTop(file, binary string, profile []byte, players int) error {
+	raw, err := os.CreateTemp("", "tickwire-capacity-*.pprof")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(raw.Name())
+	_, err = raw.Write(profile)
+	if cerr := raw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", binary, raw.Name()).Output()
+	if err != nil {
+		return fmt.Errorf("go tool pprof: %w", err)
+	}
+	head := fmt.Sprintf("CPU profile of tickwire-server at %d players, the largest step held (go tool pprof -top)\n\n", players)
+	return os.WriteFile(file, append([]byte(head), out...), 0o644)
+}
+
+// writeChart draws the rows into an SVG file.
+func writeChart(file, title string, rows []row, budget time.Duration, cpus int) error {
+	pts := make([]point, len(rows))
+	for i, r := range rows {
+		pts[i] = point{players: float64(r.target), p50: ms(r.p50), p99: ms(r.p99), serverCPU: r.serverCPU, botCPU: r.botCPU, held: r.held}
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := writeSVG(f, title, pts, ms(budget), float64(cpus)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// reading is one sample of the server's metrics, the processes' CPU and
+// the machine's CPUs.
 type reading struct {
 	at        time.Time
 	buckets   map[float64]float64 // le → cumulative count
 	count     float64
 	players   float64
 	bytesOut  float64
+	bytesIn   float64
 	desyncs   float64
 	serverCPU time.Duration
 	botCPU    time.Duration
 	rssMB     float64
+	machine   []cpuTimes // per CPU, from /proc/stat
 }
 
 var metricLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
 
+// sample reads the metrics and, for non-nil processes, their CPU.
 func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 	r := reading{at: time.Now(), buckets: map[float64]float64{}}
 	resp, err := http.Get(metrics)
@@ -216,40 +424,67 @@ func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 		case "tickwire_players":
 			r.players = v
 		case "tickwire_bytes_total":
-			if strings.Contains(m[2], `"out"`) {
+			switch {
+			case strings.Contains(m[2], `"out"`):
 				r.bytesOut = v
+			case strings.Contains(m[2], `"in"`):
+				r.bytesIn = v
 			}
 		case "tickwire_desyncs_total":
 			r.desyncs = v
 		}
 	}
-	r.serverCPU = cpuTime(srv.cmd.Process.Pid)
+	if srv != nil {
+		r.serverCPU = cpuTime(srv.cmd.Process.Pid)
+		r.rssMB = rss(srv.cmd.Process.Pid)
+	}
 	for _, b := range bots {
 		r.botCPU += cpuTime(b.cmd.Process.Pid)
 	}
-	r.rssMB = rss(srv.cmd.Process.Pid)
+	r.machine = machineCPU()
 	return r, sc.Err()
 }
 
-type stepStats struct {
+// row is one step's figures.
+type row struct {
+	target            int
+	players           float64
 	p50, p99, max     time.Duration
-	serverCPU, botCPU float64 // cores
-	downKbps, desyncs float64
+	serverCPU, botCPU float64   // cores
+	machineBusy       []float64 // per CPU, share of the time busy (all processes)
+	rssMB             float64
+	downKbps, upKbps  float64 // per client
+	botUsPerTick      float64 // bot CPU per client and tick
+	desyncs           float64
+	tickRate          float64 // ticks the server ran per second
+	held              bool
 }
 
 // diff turns two readings into the step's figures: percentiles from the
 // histogram's bucket deltas (upper bound of the bucket holding the
-// percentile).
-func diff(a, b reading) stepStats {
-	var st stepStats
+// percentile). The bots tick at tickRate whether the server keeps up or
+// not: their cost per client-tick is per nominal tick.
+func diff(a, b reading, target, tickRate int) row {
+	r := row{target: target, players: b.players, rssMB: b.rssMB}
 	wall := b.at.Sub(a.at).Seconds()
-	st.serverCPU = (b.serverCPU - a.serverCPU).Seconds() / wall
-	st.botCPU = (b.botCPU - a.botCPU).Seconds() / wall
+	r.serverCPU = (b.serverCPU - a.serverCPU).Seconds() / wall
+	r.botCPU = (b.botCPU - a.botCPU).Seconds() / wall
 	if b.players > 0 {
-		st.downKbps = (b.bytesOut - a.bytesOut) * 8 / 1000 / wall / b.players
+		r.downKbps = (b.bytesOut - a.bytesOut) * 8 / 1000 / wall / b.players
+		r.upKbps = (b.bytesIn - a.bytesIn) * 8 / 1000 / wall / b.players
 	}
-	st.desyncs = b.desyncs - a.desyncs
+	r.desyncs = b.desyncs - a.desyncs
 	n := b.count - a.count
+	r.tickRate = n / wall
+	if b.players > 0 {
+		r.botUsPerTick = r.botCPU * 1e6 / b.players / float64(tickRate)
+	}
+	for i := range min(len(a.machine), len(b.machine)) {
+		total := b.machine[i].total - a.machine[i].total
+		if total > 0 {
+			r.machineBusy = append(r.machineBusy, 1-(b.machine[i].idle-a.machine[i].idle)/total)
+		}
+	}
 	var les []float64
 	for le := range b.buckets {
 		les = append(les, le)
@@ -266,8 +501,59 @@ func diff(a, b reading) stepStats {
 		}
 		return 0
 	}
-	st.p50, st.p99, st.max = pct(0.5), pct(0.99), pct(1)
-	return st
+	r.p50, r.p99, r.max = pct(0.5), pct(0.99), pct(1)
+	return r
+}
+
+func (r row) summary() string {
+	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores, bots %.2f cores (%.1f µs per client-tick), desyncs %.0f, held %v",
+		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.botCPU, r.botUsPerTick, r.desyncs, r.held)
+}
+
+// printTable writes the rows as a markdown table.
+func printTable(w io.Writer, rows []row, cpus int) {
+	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | desyncs | held |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, r := range rows {
+		busy := make([]string, len(r.machineBusy))
+		for i, b := range r.machineBusy {
+			busy[i] = fmt.Sprintf("%.0f %%", b*100)
+		}
+		held := "no"
+		if r.held {
+			held = "yes"
+		}
+		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %s |\n",
+			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.desyncs, held)
+	}
+}
+
+// cpuTimes are one CPU's jiffies from /proc/stat.
+type cpuTimes struct{ total, idle float64 }
+
+// machineCPU reads every CPU's times (nil where /proc/stat is missing).
+func machineCPU() []cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	var cpus []cpuTimes
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		var t cpuTimes
+		for i, v := range f[1:] {
+			x, _ := strconv.ParseFloat(v, 64)
+			t.total += x
+			if i == 3 || i == 4 { // idle, iowait
+				t.idle += x
+			}
+		}
+		cpus = append(cpus, t)
+	}
+	return cpus
 }
 
 func cpuTime(pid int) time.Duration {
@@ -322,8 +608,9 @@ type proc struct {
 	done chan struct{}
 }
 
-func startProc(pin bool, cpus, path string, args ...string) (*proc, error) {
-	if pin {
+// startProc starts path with args, on cpus (a taskset list) unless empty.
+func startProc(cpus, path string, args ...string) (*proc, error) {
+	if cpus != "" {
 		args = append([]string{"-c", cpus, path}, args...)
 		path = "taskset"
 	}
@@ -345,21 +632,29 @@ func startProc(pin bool, cpus, path string, args ...string) (*proc, error) {
 	return p, nil
 }
 
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// await polls the process's output for re's first group.
 func (p *proc) await(re string, timeout time.Duration) (string, error) {
 	rx := regexp.MustCompile(re)
 	deadline := time.Now().Add(timeout)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
 	for time.Now().Before(deadline) {
-		p.mu.Lock()
-		m := rx.FindStringSubmatch(p.out.String())
-		p.mu.Unlock()
-		if m != nil {
+		if m := rx.FindStringSubmatch(p.output()); m != nil {
 			return m[1], nil
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-p.done:
+			return "", errors.New("tickwire-server exited:\n" + p.output())
+		case <-poll.C:
+		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return "", errors.New("server did not start:\n" + p.out.String())
+	return "", errors.New("server did not start:\n" + p.output())
 }
 
 func (p *proc) stop() {

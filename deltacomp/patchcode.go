@@ -1,0 +1,68 @@
+package deltacomp
+
+import "sync/atomic"
+
+// patchCodes caches the run-length codes of one revision's patches (or of
+// the latest records, for entities sent in full) for the ring's latest
+// revision, so that the clients holding the same baseline share one
+// encoding per entity and tick instead of encoding it each. Encoders of
+// different clients fill it concurrently while the ring stands still: an
+// entity's code is written once, by the encoder that claims it, and read
+// by the others after it is published.
+type patchCodes struct {
+	state []atomic.Uint64 // per entity: stamp<<32 | codeReady or codeBusy | length
+	buf   []byte          // entity i's code at i*max
+	max   int             // longest code of one record
+}
+
+const (
+	codeReady = 1 << 31
+	codeBusy  = 1 << 30
+)
+
+// maxCodeLen is the longest run-length code of a recordSize-byte patch:
+// a token per group of 7 bytes and every byte literal.
+func maxCodeLen(recordSize int) int { return recordSize + (recordSize+rleGroup-1)/rleGroup }
+
+// resize makes room for n entities of recordSize bytes. It runs while no
+// encoder reads (in Push), and forgets nothing that is still valid: codes
+// are stamped with the revision they belong to.
+func (c *patchCodes) resize(n, recordSize int) {
+	c.max = maxCodeLen(recordSize)
+	if cap(c.state) < n {
+		c.state = make([]atomic.Uint64, n, n+n/4)
+		c.buf = make([]byte, cap(c.state)*c.max)
+	}
+	c.state = c.state[:n]
+}
+
+// appendCode appends the code of entity i's patch p, valid for the ring's
+// revision stamp, to dst: the shared copy when there is one, else it
+// encodes p, keeping the result for the others when it is the first.
+func (c *patchCodes) appendCode(dst []byte, stamp uint32, i int, p []byte) []byte {
+	if i >= len(c.state) {
+		return AppendPatch(dst, p)
+	}
+	st := &c.state[i]
+	v := st.Load()
+	if uint32(v>>32) == stamp {
+		if v&codeReady == 0 {
+			// Another encoder is writing it right now: encode our own.
+			return AppendPatch(dst, p)
+		}
+		off := i * c.max
+		return append(dst, c.buf[off:off+int(v&0xffff)]...)
+	}
+	if !st.CompareAndSwap(v, uint64(stamp)<<32|codeBusy) {
+		return AppendPatch(dst, p)
+	}
+	off := i * c.max
+	code := AppendPatch(c.buf[off:off:off+c.max], p)
+	if len(code) > c.max {
+		// Cannot happen (maxCodeLen bounds it); AppendPatch moved it.
+		st.Store(0)
+		return append(dst, code...)
+	}
+	st.Store(uint64(stamp)<<32 | codeReady | uint64(len(code)))
+	return append(dst, code...)
+}

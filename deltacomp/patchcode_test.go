@@ -1,0 +1,108 @@
+package deltacomp
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// TestSharedCodesSameFrames: clients whose encoders run concurrently on
+// one ring (sharing each patch's code) write exactly the frames that the
+// same clients write alone, each on a ring of its own, whatever the
+// baselines (some full, some acknowledged at different revisions).
+func TestSharedCodesSameFrames(t *testing.T) {
+	const clients, entities, rs = 8, 300, 16
+	rng := rand.New(rand.NewPCG(1, 2))
+	snaps := make([]Snapshot, 40)
+	rec := make([]byte, rs)
+	for k := range snaps {
+		snaps[k].Reset(uint32(k), rs)
+		for i := range entities {
+			if k == 0 || rng.IntN(3) == 0 {
+				for j := range rec[:4+rng.IntN(rs-4)] {
+					rec[j] = byte(rng.Uint32())
+				}
+			} else {
+				copy(rec, snaps[k-1].Record(i))
+			}
+			snaps[k].Append(proto.NetworkID(i+1), rec)
+		}
+	}
+	// Which packets each client loses, and which entities it sends.
+	lose := make([][]bool, clients)
+	sel := make([][][]int32, clients)
+	for c := range clients {
+		for range snaps {
+			lose[c] = append(lose[c], rng.IntN(4) == 0)
+			var s []int32
+			for i := range entities {
+				if rng.IntN(8) == 0 { // ~37 entities: one packet's worth
+					s = append(s, int32(i))
+				}
+			}
+			sel[c] = append(sel[c], s)
+		}
+	}
+	run := func(r *Ring, e *Encoder, c, k int) []byte {
+		e.Prepare()
+		for _, i := range sel[c][k] {
+			e.BodySize(int(i))
+		}
+		b, err := e.AppendFrame(nil, uint16(k), sel[c][k])
+		if err != nil {
+			t.Error(err)
+		}
+		if lose[c][k] {
+			e.Lost(uint16(k))
+		} else {
+			e.Delivered(uint16(k))
+		}
+		return b
+	}
+	// Alone: every client on its own ring.
+	want := make([][][]byte, clients)
+	for c := range clients {
+		r := NewRing(RingConfig{Size: 8})
+		e := NewEncoder(r, EncoderConfig{})
+		for k := range snaps {
+			r.Push(&snaps[k])
+			want[c] = append(want[c], run(r, e, c, k))
+		}
+	}
+	// Together: one ring, every client's encoder on its own goroutine.
+	r := NewRing(RingConfig{Size: 8})
+	encs := make([]*Encoder, clients)
+	for c := range encs {
+		encs[c] = NewEncoder(r, EncoderConfig{})
+	}
+	for k := range snaps {
+		r.Push(&snaps[k])
+		got := make([][]byte, clients)
+		var wg sync.WaitGroup
+		for c := range clients {
+			wg.Go(func() { got[c] = run(r, encs[c], c, k) })
+		}
+		wg.Wait()
+		for c := range clients {
+			if !bytes.Equal(got[c], want[c][k]) {
+				t.Fatalf("client %d, revision %d: the frame written beside the others differs from the one written alone", c, k+1)
+			}
+		}
+	}
+}
+
+// TestPatchCodeLimit: the longest code of a record fits the room kept for it.
+func TestPatchCodeLimit(t *testing.T) {
+	for rs := 1; rs <= 64; rs++ {
+		p := make([]byte, rs)
+		for i := range p {
+			p[i] = 0xff
+		}
+		if n := len(AppendPatch(nil, p)); n > maxCodeLen(rs) {
+			t.Fatalf("record of %d bytes: code of %d bytes, room %d", rs, n, maxCodeLen(rs))
+		}
+	}
+}
