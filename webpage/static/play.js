@@ -42,6 +42,8 @@
     return Promise.race([p, new Promise((_, rej) => setTimeout(() => rej(new Error(what + ' timed out')), ms))]);
   }
 
+  const datagramMaxAge = 100; // ms a datagram may wait in the browser's queues
+
   async function openWebTransport(cfg, onPacket) {
     const wt = cfg.webtransport;
     const host = params.get('wt') || wt.addr || `${location.hostname}:${wt.port}`;
@@ -52,6 +54,13 @@
     }
     const t = new WebTransport(`https://${host}${wt.path}`, opts);
     await withTimeout(t.ready, 5000, 'WebTransport');
+    // QUIC congestion-controls datagrams, which UDP does not: under loss
+    // the browser queues them, they arrive late, the clock leads more,
+    // packets grow, and the queue grows with them. A datagram that waited
+    // longer than a few ticks is worth less than the next one (every
+    // packet repeats the unacknowledged inputs): drop it.
+    if ('outgoingMaxAge' in t.datagrams) t.datagrams.outgoingMaxAge = datagramMaxAge;
+    if ('incomingMaxAge' in t.datagrams) t.datagrams.incomingMaxAge = datagramMaxAge;
     const writer = t.datagrams.writable.getWriter();
     const reader = t.datagrams.readable.getReader();
     (async () => {
@@ -63,7 +72,7 @@
       }
     })().catch(() => {});
     t.closed.then(() => closed('WebTransport session closed'), (e) => closed('WebTransport: ' + e));
-    const st = page.wt = { sent: 0, done: 0, recv: 0, max: t.datagrams.maxDatagramSize, big: 0 };
+    const st = page.wt = { sent: 0, done: 0, recv: 0, max: t.datagrams.maxDatagramSize, big: 0, maxAge: t.datagrams.outgoingMaxAge };
     return { name: 'webtransport', send: (b) => { st.sent++; if (b.length > st.max) st.big++; writer.write(b).then(() => st.done++, () => {}); } };
   }
 
