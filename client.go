@@ -83,6 +83,12 @@ type Dialer struct {
 	Conn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Resolve, if set, turns each of the token's server addresses
+	// ("host:port") into the address to send to, instead of a DNS
+	// lookup: a Conn that is no socket (a browser's WebTransport
+	// session, which has one peer) names that peer whatever the token
+	// says.
+	Resolve func(ctx context.Context, addr string) (netip.AddrPort, error)
 	// Game, if set, plays a game on the connection (a *GameClient, or
 	// any other ClientLayer): it is attached once the server accepted,
 	// before Dial returns, and consumes the server's frames beyond
@@ -171,8 +177,12 @@ func (d *Dialer) Dial(ctx context.Context, token *ConnectToken) (*Client, error)
 		return nil, fmt.Errorf("%w: no server address", ErrBadToken)
 	}
 	var errs []error
+	resolve := d.Resolve
+	if resolve == nil {
+		resolve = resolveUDP
+	}
 	for _, a := range token.ServerAddrs {
-		addr, err := resolveUDP(ctx, a)
+		addr, err := resolve(ctx, a)
 		if err != nil {
 			errs = append(errs, err)
 			continue

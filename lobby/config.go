@@ -119,6 +119,17 @@ type Config struct {
 	// prometheus.DefaultGatherer.
 	Gatherer prometheus.Gatherer
 
+	// PlayURL, when set, is the page that plays a server-hosted game in
+	// the browser (tickwire-server's /play): once the lobby page hears
+	// its game is assigned, it keeps the player's token in the tab's
+	// sessionStorage (key "tickwire.token") and opens PlayURL; the menu's
+	// "Play now" seats the player in a game with one click (see the
+	// package documentation). Empty: the page shows the assignment only.
+	PlayURL string
+	// DemoURL, when set, is a page where a visitor watches a game
+	// without joining (tickwire-server's -demo); the menu links it.
+	DemoURL string
+
 	// OnAssigned, when set, is called once for every game the lobby
 	// assigns, after the players were sent their tokens, from the
 	// goroutine that completed the room. It must not block for long.

@@ -24,6 +24,14 @@
 // first time a valid token names its id. Every token's UserData holds the
 // game type's name (GameTypeFromUserData).
 //
+// With Config.PlayURL (tickwire-server's /play) the pages end in play:
+// on its assignment a player of a server-hosted game keeps its token in
+// the tab's sessionStorage ("tickwire.token") and the page opens PlayURL;
+// and the menu's "Play now in the browser" (/games/{type}?quick=1) picks
+// a name if there is none, joins the first open server-hosted game with
+// a free seat or creates one, and readies up — one click from the menu
+// to the game.
+//
 // # Mounting
 //
 // One process by default: the game server serves the lobby on its -http

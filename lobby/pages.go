@@ -47,13 +47,15 @@ func (l *Lobby) render(w http.ResponseWriter, status int, name string, data any)
 }
 
 type menuPage struct {
-	Title string
-	Types []TypeInfo
+	Title   string
+	Types   []TypeInfo
+	PlayURL string
+	DemoURL string
 }
 
 func (l *Lobby) serveMenu(w http.ResponseWriter, r *http.Request) {
 	l.mu.Lock()
-	p := menuPage{Title: "Choose a game"}
+	p := menuPage{Title: "Choose a game", PlayURL: l.cfg.PlayURL, DemoURL: l.cfg.DemoURL}
 	for _, t := range l.order {
 		p.Types = append(p.Types, l.typeInfo(t))
 	}
@@ -67,6 +69,7 @@ type typePage struct {
 	Rooms      []RoomInfo
 	MaxNameLen int
 	MaxChatLen int
+	PlayURL    string
 }
 
 type errorPage struct {
@@ -84,7 +87,7 @@ func (l *Lobby) serveTypePage(w http.ResponseWriter, r *http.Request) {
 	}
 	l.mu.Lock()
 	p := typePage{Title: t.Title, Type: l.typeInfo(t), Rooms: l.roomList(t),
-		MaxNameLen: l.cfg.MaxNameLen, MaxChatLen: l.cfg.MaxChatLen}
+		MaxNameLen: l.cfg.MaxNameLen, MaxChatLen: l.cfg.MaxChatLen, PlayURL: l.cfg.PlayURL}
 	l.unlock()
 	l.render(w, http.StatusOK, "type.html", p)
 }

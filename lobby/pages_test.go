@@ -104,3 +104,23 @@ func TestServerTimeouts(t *testing.T) {
 		t.Fatalf("chat %+v", m)
 	}
 }
+
+// TestPlayPages: with a play page, the menu offers "Play now" and the
+// demo, and the type page tells its script where to play; without, none
+// of that shows.
+func TestPlayPages(t *testing.T) {
+	_, srv := newTestLobby(t, Config{PlayURL: "/play", DemoURL: "/play?demo=1"})
+	menu := httpGet(t, srv.URL+"/")
+	for _, want := range []string{`href="/games/demo?quick=1"`, `id="watch" href="/play?demo=1"`} {
+		if !strings.Contains(menu, want) {
+			t.Errorf("menu lacks %q", want)
+		}
+	}
+	if page := httpGet(t, srv.URL+"/games/demo"); !strings.Contains(page, `data-play="/play"`) {
+		t.Error("the type page does not name the play page")
+	}
+	_, plain := newTestLobby(t, Config{})
+	if menu := httpGet(t, plain.URL+"/"); strings.Contains(menu, "quick=1") || strings.Contains(menu, `id="watch"`) {
+		t.Error("a lobby without a play page offers play")
+	}
+}

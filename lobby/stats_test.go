@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tickwire/tickwire/internal/browsertest"
 )
 
 // fakeGameServer stands in for the game server: it runs every game the
@@ -155,17 +157,17 @@ func TestBrowserDashboard(t *testing.T) {
 	admin := newAdminServer(t, l)
 	startBots(t, srv.URL, 50, 2)
 	shot := 0
-	p := newBrowserPlayer(t, browser, "dashboard", artifactDir(t, "lobby-dashboard"), &shot)
-	p.do("open the dashboard", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(admin.URL+"/dashboard"),
+	p := browsertest.NewTab(t, browser, "dashboard", browsertest.ArtifactDir(t, "lobby-dashboard"), &shot)
+	p.Do("open the dashboard", chromedp.EmulateViewport(1280, 800), chromedp.Navigate(admin.URL+"/dashboard"),
 		chromedp.Poll[chromedp.Void](`document.querySelectorAll('#games tr[data-game]').length === 24 &&
 			document.getElementById('n-players').textContent === '48' &&
 			document.getElementById('n-waiting').textContent === '2' &&
 			document.querySelectorAll('#conns tr[data-client]').length === 48 &&
 			document.querySelector('#conns tr[data-client] polyline').getAttribute('points').split(' ').length >= 4`,
 			chromedp.WithPollingTimeout(10*time.Second)))
-	p.screenshot("50-bots")
-	p.viewportScreenshot("50-bots-top")
-	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	p.Screenshot("50-bots")
+	p.ViewportScreenshot("50-bots-top")
+	ctx, cancel := context.WithTimeout(p.Ctx, 5*time.Second)
 	defer cancel()
 	tick, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('tick-text').textContent`))
 	if err != nil || !strings.Contains(tick, "60 Hz") {

@@ -49,6 +49,15 @@ type options struct {
 	publicURL  string // -public-url: where players reach this lobby
 	name       string // the server's name in the fleet
 
+	// The browser client (web.go).
+	web              bool   // -web: /play, the WebSocket fallback and WebTransport
+	webTransport     string // -webtransport: the QUIC UDP address; empty: off
+	webTransportAddr string // -webtransport-addr: host:port pages open instead
+	webClient        string // -web-client: a client built beforehand; empty: build on demand
+	demo             int    // -demo: bots in a demo game browsers can watch
+
+	sessionTimeout time.Duration // -session-timeout: a silent client is dropped after this
+
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
 	joinRate   float64
@@ -126,6 +135,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	natsTokenFile := fs.String("nats-token-file", "", "`file` holding the NATS token (16+ characters, mode 0600): required by -nats-listen, presented to -nats")
 	fs.StringVar(&o.publicURL, "public-url", "", "the `URL` players reach this lobby at, announced to the fleet so that other lobbies send\n"+
 		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
+	fs.BoolVar(&o.web, "web", true, "serve the browser client on -http: the page /play, the client built to WebAssembly, the WebSocket\nfallback /play/ws and WebTransport on -webtransport (needs -listen and -http)")
+	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
+	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
+	fs.StringVar(&o.webClient, "web-client", "", "`directory` holding a browser client built beforehand (client.wasm, wasm_exec.js; see docs/BROWSER.md);\nempty: the server builds it with the go command the first time /play asks for it")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", tickwire.DefaultTimeout, "drop a client silent for this long (100ms..1m); browsers stall longer than native clients\n(a busy or loaded machine, a garbage collection): raise it for them")
+	fs.IntVar(&o.demo, "demo", 0, "run `bots` (0..64) in a demo arena game that /play shows visitors as spectators, without joining\n(needs -web and -game arena)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -275,6 +290,28 @@ func (o *options) validFleet(tokenFile string) error {
 		}
 		if o.http == "" {
 			return errors.New("-public-url names the lobby, which is off (-http)")
+		}
+	}
+	if o.web && (o.listen == "" || o.http == "") {
+		o.web = false // the browser client needs the game server and the lobby's address
+	}
+	if o.sessionTimeout <= tickwire.DefaultHeartbeat || o.sessionTimeout > time.Minute {
+		return fmt.Errorf("-session-timeout %v out of range: more than the heartbeat (%v), at most 1m", o.sessionTimeout, tickwire.DefaultHeartbeat)
+	}
+	if o.demo < 0 || o.demo > 64 {
+		return fmt.Errorf("-demo %d out of range 0..64", o.demo)
+	}
+	if o.demo > 0 && (!o.web || o.game != "arena") {
+		return errors.New("-demo shows the arena in the browser: it needs -web, -listen, -http and -game arena")
+	}
+	if o.web && o.webTransport != "" {
+		if err := validAddr("-webtransport", o.webTransport); err != nil {
+			return err
+		}
+	}
+	if o.webTransportAddr != "" {
+		if err := validAddr("-webtransport-addr", o.webTransportAddr); err != nil {
+			return err
 		}
 	}
 	if o.devJoin && o.listen == "" {

@@ -7,6 +7,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -16,12 +17,18 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 	switch o.game {
 	case "arena":
 		world, sched := arena.Interest()
+		// Avatars are seen wherever they are (the browser's minimap
+		// shows every player); the rest within the view radius.
+		world.Kinds = []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}
 		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
 			Interest:  world,
 			Scheduler: sched,
 			View:      arena.View,
+			// The shooter hears how the server judged each of its
+			// hitscan shots (the browser's debug overlay draws it).
+			SendEffects: arena.SendShots,
 		})
 		if err != nil {
 			return nil, err

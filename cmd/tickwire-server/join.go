@@ -88,10 +88,7 @@ func joinOff(w http.ResponseWriter, r *http.Request) {
 const maxJoinBody = 1 << 10
 
 func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if wait := j.buckets.take(addrKey(j.client(r))); wait > 0 {
-		secs := int(math.Ceil(wait.Seconds()))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		httpError(w, http.StatusTooManyRequests, lobby.CodeRateLimited, "too many tokens asked for from your address: wait %d s", secs)
+	if j.buckets.refuse(w, j.client(r)) {
 		return
 	}
 	if !j.authorized(r) {
@@ -207,6 +204,19 @@ type addrBuckets struct {
 	mu      sync.Mutex
 	buckets map[netip.Prefix]*rate.Limiter
 	sweepAt int // len(buckets) that makes take forget the full ones
+}
+
+// refuse spends a token of a's bucket, or answers 429 with Retry-After
+// and returns true.
+func (b *addrBuckets) refuse(w http.ResponseWriter, a netip.Addr) bool {
+	wait := b.take(addrKey(a))
+	if wait <= 0 {
+		return false
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	httpError(w, http.StatusTooManyRequests, lobby.CodeRateLimited, "too many tokens asked for from your address: wait %d s", secs)
+	return true
 }
 
 // take spends a token of key's bucket, or returns how long until one is

@@ -72,6 +72,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		conn  *udp.Conn
 		srv   *tickwire.Server
 		game  *gameHost
+		web   *webServer // the browser client's transports, with -web
 		sites []*site
 	)
 	// Until they serve, the game socket and the listeners are closed on
@@ -97,6 +98,16 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		reg.MustRegister(newServerCollector(srv, game))
 		reg.MustRegister(game.tickHist)
+		if o.web {
+			if web, err = startWeb(o, log, conn); err != nil {
+				return err
+			}
+			defer web.close()
+			reg.MustRegister(newTransportCollector(srv, web.gate))
+			if o.demo > 0 {
+				web.demo = newDemo(o, key, log)
+			}
+		}
 	} else {
 		log.Info("no game server in this process (-listen is empty): the lobby only")
 	}
@@ -123,6 +134,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			Logger:         log,
 			TrustedProxies: o.trustedProxies,
 		}
+		if web != nil {
+			cfg.PlayURL = "/play"
+			if web.demo != nil {
+				cfg.DemoURL = "/play?demo=1"
+			}
+		}
 		if game != nil {
 			cfg.Stats = game
 		}
@@ -133,6 +150,14 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		mux := http.NewServeMux()
 		mux.Handle("/", lb)
 		mux.HandleFunc("GET /healthz", health)
+		if web != nil {
+			play := web.handler(lb.ClientAddr)
+			mux.Handle("/play", play)
+			mux.Handle("/play/", play)
+			if web.demo != nil {
+				mux.Handle("POST /play/spectate", lb.ProtectCrossOrigin(web.demo.spectate(lb.ClientAddr)))
+			}
+		}
 		if host, _, _ := net.SplitHostPort(o.http); o.tls == nil && len(o.trustedProxies) == 0 && !isLoopback(host) {
 			log.Warn("serving the lobby over plain HTTP: connect tokens travel in clear; in production give -tls-cert and -tls-key, or put a TLS-terminating proxy in front (-trusted-proxies)", "addr", o.http)
 		}
@@ -185,7 +210,21 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	served := make(chan error, 1+len(sites))
 	serving = true
 	if srv != nil {
-		go func() { served <- srv.Serve(conn) }()
+		var bc udp.BatchConn = conn
+		if web != nil {
+			bc = web.gate // the socket, and the browsers' packets
+			go func() {
+				if err := web.serveWebTransport(); err != nil {
+					served <- fmt.Errorf("webtransport: %w", err)
+				}
+			}()
+		}
+		go func() { served <- srv.Serve(bc) }()
+		if web != nil && web.demo != nil {
+			dctx, stop := context.WithCancel(ctx)
+			defer stop()
+			web.demo.run(dctx)
+		}
 	}
 	for _, s := range sites {
 		go func() {
@@ -278,6 +317,7 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 	var game *gameHost
 	srv, err := tickwire.NewServer(key, tickwire.Config{
 		TickRate:       o.tick,
+		Timeout:        o.sessionTimeout,
 		MaxConnections: o.maxPlayers,
 		Logger:         log,
 		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },

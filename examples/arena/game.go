@@ -89,9 +89,17 @@ func (g *Game) ValidateAction(player uint16, tick uint32, action []byte) error {
 	return nil
 }
 
-// OnPlayerJoin puts the player's avatar into the arena.
+// FirstSpectator is the first spectator slot: a player in slot
+// FirstSpectator or above (up to proto.MaxSpawner) watches the arena
+// without an avatar, and its inputs do nothing.
+const FirstSpectator = 4000
+
+// OnPlayerJoin puts the player's avatar into the arena (a spectator's
+// none).
 func (g *Game) OnPlayerJoin(t *sim.Tick, player uint16) error {
-	g.W.AddPlayer(player)
+	if player < FirstSpectator {
+		g.W.AddPlayer(player)
+	}
 	return nil
 }
 
@@ -153,16 +161,37 @@ func (r *rewindRays) Raycast(shooter uint16, ox, oy, dx, dy, reach int32) (proto
 	self := PlayerID(shooter)
 	var best proto.NetworkID
 	bestT := int64(reach) + 1
+	var at sim.Vec3
 	for i := range bodies {
 		b := &bodies[i]
 		if b.Shape != sim.ShapeSphere || b.ID == self {
 			continue
 		}
 		if d, ok := RayCircle(ox, oy, dx, dy, b.Pos.X, b.Pos.Y, b.Size.X); ok && d < bestT {
-			best, bestT = b.ID, d
+			best, bestT, at = b.ID, d, b.Pos
 		}
 	}
-	return best, bestT <= int64(reach)
+	hit := bestT <= int64(reach)
+	if !hit {
+		best = 0
+		at = sim.Vec3{X: ox + int32(int64(dx)*int64(reach)/trigOne), Y: oy + int32(int64(dy)*int64(reach)/trigOne)}
+	}
+	t.Emit(EffectShot, best, shooter, [4]int32{ox, oy, at.X, at.Y})
+	return best, hit
+}
+
+// EffectShot is the effect (sim.Tick.Emit) of a hitscan shot judged with
+// lag compensation: Player shot from (Data[0], Data[1]); Entity is the
+// body hit (0: a miss) where the shooter's view put it, (Data[2],
+// Data[3]) — for a miss, the end of the ray. A client predicts it with
+// its own view; the server's copy (SendShots) says what the server
+// judged, so the two can be drawn over each other.
+const EffectShot uint16 = 1
+
+// SendShots is a tickwire.GameConfig.SendEffects that sends each shot's
+// effect to its shooter.
+func SendShots(e *sim.Effect) (to uint16, ok bool) {
+	return e.Player, e.Kind == EffectShot
 }
 
 // ViewRadius is the demo's view distance: entities farther from a
@@ -190,6 +219,9 @@ func View(world sim.Game, player uint16) (pos interest.Vec3, ok bool) {
 	g, isArena := world.(*Game)
 	if !isArena {
 		return interest.Vec3{}, false
+	}
+	if player >= FirstSpectator {
+		return interest.Vec3{X: Size / 2, Y: Size / 2}, true // the middle
 	}
 	e := g.W.Entity(PlayerID(player))
 	if e == nil {

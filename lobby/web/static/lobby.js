@@ -76,9 +76,10 @@
 
   function handle(m) {
     switch (m.type) {
-      case 'rooms': renderRooms(m.rooms || []); break;
+      case 'rooms': renderRooms(m.rooms || []); quickPlay(m.rooms || []); break;
       case 'joined':
         me = m.player;
+        if (quick && !quickReady) { quickReady = true; send({ op: 'ready' }); }
         $('chat-log').replaceChildren();
         for (const c of m.chat || []) addChat(c);
         renderRoom(m.room);
@@ -144,7 +145,35 @@
     log.scrollTop = log.scrollHeight;
   }
 
+  // With a play page (Config.PlayURL), a server-hosted game opens in
+  // the browser as soon as it is assigned; the token stays in this tab.
+  function play(a) {
+    const url = document.body.dataset.play;
+    if (!url || a.hosting !== 'server' || a.role !== 'player') return false;
+    sessionStorage.setItem('tickwire.token', a.token);
+    // The play page's own options pass through (?transport=websocket).
+    const q = new URLSearchParams(location.search), pass = new URLSearchParams();
+    for (const k of ['transport', 'wt', 'overlay']) if (q.has(k)) pass.set(k, q.get(k));
+    location.assign(url + (pass.size ? '?' + pass : ''));
+    return true;
+  }
+
+  // "Play now" (?quick=1): a name if there is none, then the first open
+  // server-hosted game with a free seat, or a new one; then ready.
+  const quick = new URLSearchParams(location.search).get('quick') === '1' && document.body.dataset.play;
+  let quickDone = false, quickReady = false;
+  function quickPlay(rooms) {
+    if (!quick || quickDone) return;
+    quickDone = true;
+    if (!$('player').value.trim()) $('player').value = 'player-' + Math.floor(1000 + Math.random() * 9000);
+    const player = $('player').value.trim();
+    const open = rooms.find((r) => r.hosting === 'server' && r.players.length < r.maxPlayers);
+    if (open) send({ op: 'join', room: open.id, player });
+    else send({ op: 'create', player, name: player + "'s game", maxPlayers: 0, hosting: 'server' });
+  }
+
   function renderAssigned(a) {
+    if (play(a)) return;
     $('game-id').textContent = a.gameId;
     $('host').textContent = a.host;
     $('port').textContent = String(a.port);

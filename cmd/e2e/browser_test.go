@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tickwire/tickwire/internal/browsertest"
+	"github.com/tickwire/tickwire/webpage"
+)
+
+// browserServer are the flags of the servers of the browser tests: a
+// browser tab on a loaded machine stalls for more than the default 1.5 s
+// session timeout now and then (what -session-timeout is for), the
+// WebTransport socket on loopback, a small arena.
+func browserServer(dir string, more ...string) []string {
+	return append([]string{"-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20", "-session-timeout", "5s"}, more...)
+}
+
+// The browser client, built once for the browser tests.
+var (
+	webClientOnce sync.Once
+	webClientDir  string
+	webClientErr  error
+)
+
+// webClient builds the browser client (GOOS=js GOARCH=wasm) for the
+// servers the tests start (-web-client).
+func webClient(t *testing.T) string {
+	t.Helper()
+	webClientOnce.Do(func() {
+		webClientDir, webClientErr = os.MkdirTemp("", "tickwire-web-client")
+		if webClientErr == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			_, webClientErr = webpage.Build(ctx, "go", webClientDir)
+		}
+	})
+	if webClientErr != nil {
+		t.Fatal(webClientErr)
+	}
+	return webClientDir
+}
+
+// holdKey presses a key and keeps it down (a player holding "D").
+func holdKey(code, key string, vk int64) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+			Type: input.DispatchKeyEventTypeKeyDown, Code: code, Key: key, WindowsVirtualKeyCode: vk})
+		return err
+	})
+}
+
+// seesOtherMove is true once the page has seen the other player move
+// more than 2 m from where it first saw it.
+const seesOtherMove = `(() => {
+	const f = window.tickwirePage && window.tickwirePage.frame;
+	if (!f) return false;
+	const o = f.bodies.find((b) => b.kind === 'player' && b.player !== f.self);
+	if (!o) return false;
+	if (!window.__first) { window.__first = { x: o.x, y: o.y }; return false; }
+	return Math.hypot(o.x - window.__first.x, o.y - window.__first.y) > 2;
+})()`
+
+// overlay is what the test reads of a page's network overlay.
+type overlay struct {
+	Shown     bool    `json:"shown"`
+	Text      string  `json:"text"`
+	Transport string  `json:"transport"`
+	Loss      float64 `json:"loss"`
+	Desyncs   int     `json:"desyncs"`
+	RTT       float64 `json:"rtt"`
+	Bodies    int     `json:"bodies"`
+	Players   int     `json:"players"`
+	Lead      float64 `json:"lead"`
+	Visible   string  `json:"visible"`
+}
+
+const readOverlay = `(() => {
+	const p = window.tickwirePage, f = p.frame, o = document.getElementById('overlay');
+	return { shown: !o.hidden, text: o.textContent, transport: p.transport,
+		loss: f ? f.net.loss : 0, desyncs: f ? f.net.desyncs : -1, rtt: f ? f.net.rttMs : 0,
+		bodies: f ? f.bodies.length : 0, players: f ? f.bodies.filter((b) => b.kind === 'player').length : 0,
+		lead: f ? f.net.leadTicks : 0, visible: document.visibilityState };
+})()`
+
+func (o overlay) String() string {
+	return fmt.Sprintf("%s rtt %.1f ms loss %.1f%% desyncs %d bodies %d players %d lead %.1f ticks (page %s)", o.Transport, o.RTT, o.Loss*100, o.Desyncs, o.Bodies, o.Players, o.Lead, o.Visible)
+}
+
+func readPage(t *testing.T, p *browsertest.Tab) overlay {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+	defer cancel()
+	o, err := chromedp.Run(ctx, chromedp.Evaluate[overlay](readOverlay))
+	if err != nil {
+		t.Fatalf("%s: read the overlay: %v", p.Name, err)
+	}
+	return o
+}
+
+// TestBrowserPlay: two headless chromium tabs, each its own browser
+// context, open the arena's lobby page, one creates a game and the other
+// joins, both ready; the lobby opens the game in each tab; each player
+// holds a direction key and each page sees the other player move. The
+// overlay is toggled and screenshots of both tabs are kept. The server's
+// metrics count two connections on the transport. Over WebTransport
+// (QUIC datagrams), over the forced WebSocket fallback, and over
+// WebTransport through tickwire-netem at "delay 50ms 10ms loss 5%", where
+// the overlay must show the loss and nothing desyncs.
+func TestBrowserPlay(t *testing.T) {
+	dir := webClient(t)
+	for _, tc := range []struct {
+		name, transport, netem string
+	}{
+		{"webtransport", "webtransport", ""},
+		{"websocket", "websocket", ""},
+		{"webtransport-netem", "webtransport", "delay 50ms 10ms loss 5%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, a := server(t, browserServer(dir)...)
+			wt := srv.await(t, `msg="serving browsers" webtransport=(\S+)`)
+			query := "?transport=" + tc.transport + "&overlay=0"
+			if tc.netem != "" {
+				proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", wt, "-spec", tc.netem, "-seed", "7", "-stats-interval", "0")
+				query += "&wt=" + proxy.await(t, `listening on (\S+),`)
+			}
+			browser := browsertest.NewBrowser(t, 1100, 760)
+			shots := browsertest.ArtifactDir(t, "browser-play-"+tc.name)
+			n := 0
+			alice := browsertest.NewTab(t, browser, "alice", shots, &n)
+			bob := browsertest.NewTab(t, browser, "bob", shots, &n)
+			lobby := "http://" + a.http + "/games/arena" + query
+			live := chromedp.WaitVisible(`#conn[data-state="live"]`)
+
+			alice.Do("create a game", chromedp.Navigate(lobby), live,
+				chromedp.SetValue(`#player`, "Alice"),
+				chromedp.SetValue(`#game-name`, "Duel"),
+				chromedp.SetValue(`#max-players`, "2"),
+				chromedp.Click(`#create`),
+				chromedp.WaitVisible(`#players li[data-player="Alice"]`))
+			bob.Do("join it", chromedp.Navigate(lobby), live,
+				chromedp.SetValue(`#player`, "Bob"),
+				chromedp.Click(`#rooms li[data-name="Duel"] button.join`),
+				chromedp.WaitVisible(`#players li[data-player="Alice"]`))
+			alice.Do("ready", chromedp.WaitVisible(`#players li[data-player="Bob"]`), chromedp.Click(`#ready`),
+				chromedp.WaitVisible(`#players li.ready[data-player="Alice"]`))
+			bob.Do("ready", chromedp.WaitVisible(`#players li.ready[data-player="Alice"]`), chromedp.Click(`#ready`))
+
+			playing := chromedp.WaitVisible(`body[data-state="playing"]`)
+			alice.DoWithin(60*time.Second, "enter the game", playing)
+			bob.DoWithin(60*time.Second, "enter the game", playing)
+			alice.Do("hold D", holdKey("KeyD", "d", 68))
+			bob.Do("hold S", holdKey("KeyS", "s", 83))
+			moved := chromedp.Poll[chromedp.Void](seesOtherMove, chromedp.WithPollingTimeout(40*time.Second))
+			alice.DoWithin(45*time.Second, "see Bob move", moved)
+			bob.DoWithin(45*time.Second, "see Alice move", moved)
+
+			for _, p := range []*browsertest.Tab{alice, bob} {
+				p.Do("fire and show the overlay", holdKey("Space", " ", 32), chromedp.KeyEvent("`"),
+					chromedp.WaitVisible(`#overlay`))
+			}
+			// Each player's shots come back as the server judged them.
+			judged := chromedp.Poll[chromedp.Void](`window.tickwirePage.frame.shots.some((s) => s.server)`, chromedp.WithPollingTimeout(20*time.Second))
+			alice.DoWithin(25*time.Second, "see the server's view of a shot", judged)
+			bob.DoWithin(25*time.Second, "see the server's view of a shot", judged)
+			if tc.netem != "" {
+				// The overlay shows the loss: 5 % of the client's packets
+				// go unacknowledged.
+				lossy := chromedp.Poll[chromedp.Void](`window.tickwirePage.frame.net.loss > 0`, chromedp.WithPollingTimeout(40*time.Second))
+				alice.DoWithin(45*time.Second, "see the loss", lossy)
+				bob.DoWithin(45*time.Second, "see the loss", lossy)
+			}
+			for _, p := range []*browsertest.Tab{alice, bob} {
+				p.ViewportScreenshot("playing")
+				o := readPage(t, p)
+				t.Logf("%s: %v\n%s", p.Name, o, o.Text)
+				if !o.Shown || o.Transport != tc.transport || o.Players != 2 || o.Desyncs != 0 || o.RTT <= 0 {
+					t.Errorf("%s: %v (overlay shown %v)", p.Name, o, o.Shown)
+				}
+				if tc.netem != "" && o.Loss <= 0 {
+					t.Errorf("%s: the overlay shows no loss through netem", p.Name)
+				}
+			}
+			if got := metric(t, a.admin, `tickwire_transport_connections{transport="`+tc.transport+`"}`); got != 2 {
+				t.Errorf("/metrics: %v %s connections, want 2", got, tc.transport)
+			}
+		})
+	}
+}
+
+// TestBrowserPlayNow: "Play now in the browser" on the menu seats the
+// player in a game and opens it, with one click.
+func TestBrowserPlayNow(t *testing.T) {
+	dir := webClient(t)
+	_, a := server(t, browserServer(dir)...)
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	carol := browsertest.NewTab(t, browser, "carol", browsertest.ArtifactDir(t, "browser-play-now"), &n)
+	carol.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
+	carol.Screenshot("menu")
+	carol.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
+		chromedp.WaitVisible(`body[data-state="playing"]`))
+	carol.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	carol.ViewportScreenshot("playing")
+}
+
+// TestBrowserDemo: with -demo, the menu's "Watch" opens a spectator view
+// of a game the server's bots play: the page shows them moving, with no
+// avatar of its own.
+func TestBrowserDemo(t *testing.T) {
+	dir := webClient(t)
+	_, a := server(t, browserServer(dir, "-demo", "3")...)
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	dave := browsertest.NewTab(t, browser, "dave", browsertest.ArtifactDir(t, "browser-demo"), &n)
+	dave.DoWithin(60*time.Second, "watch the demo", chromedp.Navigate("http://"+a.http+"/"), chromedp.Click(`#watch`),
+		chromedp.WaitVisible(`body[data-state="playing"]`))
+	dave.DoWithin(30*time.Second, "see three bots and a bot move", chromedp.Poll[chromedp.Void](`(() => {
+		const f = window.tickwirePage.frame;
+		if (!f || f.bodies.some((b) => b.own)) return false;
+		const bots = f.bodies.filter((b) => b.kind === 'player');
+		if (bots.length !== 3) return false;
+		if (!window.__first) { window.__first = bots[0]; return false; }
+		const b = bots.find((b) => b.player === window.__first.player);
+		return b && Math.hypot(b.x - window.__first.x, b.y - window.__first.y) > 2;
+	})()`, chromedp.WithPollingTimeout(25*time.Second)))
+	dave.Do("show the overlay", chromedp.KeyEvent("`"), chromedp.WaitVisible(`#overlay`))
+	dave.ViewportScreenshot("watching")
+}

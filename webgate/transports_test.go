@@ -1,0 +1,172 @@
+package webgate
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
+
+	"github.com/tickwire/tickwire/udp"
+)
+
+// echoOne reads one packet from the gateway and sends it back to where
+// it came from, and returns it.
+func echoOne(t *testing.T, c *Conn) udp.Message {
+	t.Helper()
+	msgs := newMsgs(4)
+	if n := readOne(t, c, msgs); n != 1 {
+		t.Fatalf("read %d packets, want 1", n)
+	}
+	m := msgs[0]
+	if n, err := c.WriteBatch([]udp.Message{{Buf: m.Buf[:m.N], Addr: m.Addr}}); n != 1 || err != nil {
+		t.Fatal(n, err)
+	}
+	return m
+}
+
+func TestWebSocket(t *testing.T) {
+	c := newGate(t, Config{MaxLinksPerAddr: 1})
+	hs := httptest.NewServer(c.WebSocketHandler(nil))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	ctx := t.Context()
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	want := packetOf(1200, 9)
+	if err := ws.Write(ctx, websocket.MessageBinary, want); err != nil {
+		t.Fatal(err)
+	}
+	m := echoOne(t, c)
+	if TransportOf(m.Addr) != WebSocket || !bytes.Equal(m.Buf[:m.N], want) {
+		t.Fatalf("server got %d bytes from %v", m.N, m.Addr)
+	}
+	typ, got, err := ws.Read(ctx)
+	if err != nil || typ != websocket.MessageBinary || !bytes.Equal(got, want) {
+		t.Fatalf("browser got %v %d bytes, %v", typ, len(got), err)
+	}
+
+	// A second socket from the same address is over the limit.
+	if _, resp, err := websocket.Dial(ctx, url, nil); err == nil || resp == nil || resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("second socket: %v %v", resp, err)
+	}
+	// A text message ends the connection.
+	if err := ws.Write(ctx, websocket.MessageText, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.Read(ctx); err == nil {
+		t.Error("the socket stayed open after a text message")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for c.Stats()[WebSocket].Open != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the link stayed open")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestWebTransport(t *testing.T) {
+	c := newGate(t, Config{MaxLinksPerAddr: 1})
+	cert, hash, err := NewDevCertificate([]string{"127.0.0.1", "localhost"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.NewWebTransport(cert)
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(pc) }()
+	defer func() {
+		s.Close()
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+
+	d := &webtransport.Transport{
+		TLSClientConfig: &tls.Config{
+			InsecureSkipVerify: true, // checked against the hash, as a browser does
+			VerifyConnection: func(st tls.ConnectionState) error {
+				if len(st.PeerCertificates) == 0 || sha256.Sum256(st.PeerCertificates[0].Raw) != hash {
+					return errors.New("certificate hash mismatch")
+				}
+				return nil
+			},
+		},
+		QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true},
+	}
+	defer d.Close()
+	ctx := t.Context()
+	resp, sess, err := d.Dial(ctx, "https://"+pc.LocalAddr().String()+WebTransportPath, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	want := packetOf(1200, 5)
+	if err := sess.SendDatagram(want); err != nil {
+		t.Fatal(err)
+	}
+	m := echoOne(t, c)
+	if TransportOf(m.Addr) != WebTransport || !bytes.Equal(m.Buf[:m.N], want) {
+		t.Fatalf("server got %d bytes from %v", m.N, m.Addr)
+	}
+	got, err := sess.ReceiveDatagram(ctx)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("browser got %d bytes, %v", len(got), err)
+	}
+	if st := c.Stats()[WebTransport]; st.Open != 1 || st.PacketsIn != 1 || st.PacketsOut != 1 {
+		t.Errorf("stats %+v", st)
+	}
+
+	// A second QUIC connection from the same address is over the limit.
+	d2 := &webtransport.Transport{TLSClientConfig: d.TLSClientConfig, QUICConfig: d.QUICConfig}
+	defer d2.Close()
+	if _, _, err := d2.Dial(ctx, "https://"+pc.LocalAddr().String()+WebTransportPath, nil); err == nil {
+		t.Error("a second connection from one address was let in")
+	}
+	if st := c.Stats()[WebTransport]; st.Refused != 1 {
+		t.Errorf("refused %d, want 1", st.Refused)
+	}
+}
+
+func TestDevCertificate(t *testing.T) {
+	now := time.Now()
+	cert, hash, err := NewDevCertificate([]string{"127.0.0.1", "localhost"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha256.Sum256(cert.Certificate[0]) != hash {
+		t.Error("hash is not the certificate's")
+	}
+	if life := x.NotAfter.Sub(x.NotBefore); life > 14*24*time.Hour {
+		t.Errorf("valid for %v: serverCertificateHashes allows 14 days at most", life)
+	}
+	if err := x.VerifyHostname("localhost"); err != nil {
+		t.Error(err)
+	}
+	if err := x.VerifyHostname("127.0.0.1"); err != nil {
+		t.Error(err)
+	}
+}
