@@ -149,8 +149,8 @@ func (c *Client) interpolate(now time.Time) {
 	// rewind clamps instead. (The cover for lost packets gives way to
 	// the bound.)
 	margin := max(c.clock.target-p, 0)
-	lo := c.clock.tick - (c.clock.ageEMA-margin+c.cfg.MaxInterpLag.Seconds())/p
-	lo = min(lo, float64(c.histNewest)-k.base()/p)
+	bound := c.clock.tick - (c.clock.ageEMA-margin+c.cfg.MaxInterpLag.Seconds())/p
+	lo := min(bound, float64(c.histNewest)-k.base()/p)
 	if k.time < lo {
 		k.time = lo
 		c.stats.InterpClamps++
@@ -159,6 +159,11 @@ func (c *Client) interpolate(now time.Time) {
 	c.stats.InterpFrames++
 	if k.time > float64(c.histNewest) {
 		c.stats.InterpStalls++
+		if bound > float64(c.histNewest)-k.target()/p {
+			// The bound left less delay than the target: lag
+			// compensation won over smoothness.
+			c.stats.InterpStallsBounded++
+		}
 	}
 	c.view = c.viewAt(k.time)
 	from, _ := c.hist.Get(c.view.From)

@@ -17,6 +17,7 @@ type gameStats struct {
 	inputsSent, lateInputs uint64
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
+	stallsBounded          uint64                             // stalls the lag-compensation bound won
 	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
 	resyncCauses           [proto.NumResyncReasons]uint64     // by proto.ResyncReason
 }
@@ -85,10 +86,11 @@ func (b *botGame) stats() gameStats {
 		rollbacks:   st.Engine.Rollbacks,
 		// Frames that showed remote entities, and those whose
 		// interpolation time had run past the newest snapshot.
-		interpFrames: st.Engine.InterpFrames,
-		stalls:       st.Engine.InterpStalls,
-		events:       st.Events,
-		resyncCauses: st.ResyncCauses,
+		interpFrames:  st.Engine.InterpFrames,
+		stalls:        st.Engine.InterpStalls,
+		stallsBounded: st.Engine.InterpStallsBounded,
+		events:        st.Events,
+		resyncCauses:  st.ResyncCauses,
 	}
 }
 
