@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
@@ -18,6 +19,7 @@ type gameStats struct {
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
 	stallsBounded          uint64                             // stalls the lag-compensation bound won
+	settled                interpCounts                       // the same since tickwire.ConvergeTime
 	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
 	resyncCauses           [proto.NumResyncReasons]uint64     // by proto.ResyncReason
 }
@@ -35,12 +37,12 @@ type script struct {
 	until uint32
 }
 
-func newBotGame(seed uint64, players []uint16, headless bool) *botGame {
+func newBotGame(seed uint64, players []uint16, headless bool, interpLag time.Duration) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless})
+	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, MaxInterpLag: interpLag})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
 	}
@@ -89,6 +91,7 @@ func (b *botGame) stats() gameStats {
 		interpFrames:  st.Engine.InterpFrames,
 		stalls:        st.Engine.InterpStalls,
 		stallsBounded: st.Engine.InterpStallsBounded,
+		settled:       settledInterp(st),
 		events:        st.Events,
 		resyncCauses:  st.ResyncCauses,
 	}
@@ -119,7 +122,25 @@ func gameProgress(bots []*bot) string {
 			g.lateInputs += s.lateInputs
 			g.desyncs += s.desyncs
 			g.resyncs += s.resyncs
+			g.interpFrames += s.interpFrames
+			g.stalls += s.stalls
+			g.stallsBounded += s.stallsBounded
 		}
 	}
-	return fmt.Sprintf("inputs %d (late %d), resyncs %d, desyncs %d", g.inputsSent, g.lateInputs, g.resyncs, g.desyncs)
+	return fmt.Sprintf("inputs %d (late %d), resyncs %d, desyncs %d, interpolation stalls %d of %d frames (%d bounded)",
+		g.inputsSent, g.lateInputs, g.resyncs, g.desyncs, g.stalls, g.interpFrames, g.stallsBounded)
+}
+
+// interpCounts are interpolated frames, stalls and the stalls the
+// lag-compensation bound won.
+type interpCounts struct{ frames, stalls, bounded uint64 }
+
+// settledInterp is what interpolation did once the client had played
+// tickwire.ConvergeTime (nothing before).
+func settledInterp(st tickwire.GameClientStats) interpCounts {
+	if st.Settled.InterpFrames == 0 {
+		return interpCounts{}
+	}
+	e, s := &st.Engine, &st.Settled
+	return interpCounts{e.InterpFrames - s.InterpFrames, e.InterpStalls - s.InterpStalls, e.InterpStallsBounded - s.InterpStallsBounded}
 }

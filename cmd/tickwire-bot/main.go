@@ -58,6 +58,9 @@ type options struct {
 	echoEvery time.Duration
 	seed      uint64
 	headless  bool
+	// interpLag bounds the bots' interpolation delay
+	// (sim.ClientConfig.MaxInterpLag; 0: the engine's default).
+	interpLag time.Duration
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
@@ -111,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
+	fs.DurationVar(&o.interpLag, "max-interp-lag", 0, "how far the shown moment may trail the moment an input reaches the server (0: the engine's 200 ms;\nat most 1s); match the server's -max-rewind")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -147,6 +151,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-join-secret-file: %w", err)
 		}
 		o.secret = strings.TrimSpace(string(b))
+	}
+	if o.interpLag < 0 || o.interpLag > time.Second {
+		return nil, fmt.Errorf("-max-interp-lag %v out of range 0..1s", o.interpLag)
 	}
 	if o.n < 1 || o.n > 5000 {
 		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)

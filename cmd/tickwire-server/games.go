@@ -22,6 +22,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			Interest:  interest.WorldConfig{CellSize: arena.ViewRadius / 2},
 			Scheduler: interest.SchedulerConfig{Radius: arena.ViewRadius},
 			View:      arena.View,
+			Sim:       sim.ServerConfig{MaxRewind: o.maxRewind},
 		})
 		if err != nil {
 			return nil, err

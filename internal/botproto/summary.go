@@ -22,14 +22,19 @@ type Summary struct {
 	InterpStalls      uint64            `json:"interp_stalls"`
 	// InterpStallsBounded are the stalls the lag-compensation bound won
 	// (sim.ClientStats.InterpStallsBounded).
-	InterpStallsBounded uint64  `json:"interp_stalls_bounded"`
-	InterpFrames        uint64  `json:"interp_frames"`
-	ReliableSent        uint64  `json:"reliable_sent"`
-	ReliableReceived    uint64  `json:"reliable_received"`
-	ReliableDuplicates  uint64  `json:"reliable_duplicates"`
-	ReliableOutOfOrder  uint64  `json:"reliable_out_of_order"`
-	ReliableLost        uint64  `json:"reliable_lost"`
-	DurationSeconds     float64 `json:"duration_s"`
+	InterpStallsBounded uint64 `json:"interp_stalls_bounded"`
+	// The interpolated frames, stalls and stalls the bound won once the
+	// clients had played tickwire.ConvergeTime (GameClientStats.Settled).
+	InterpFramesSettled        uint64  `json:"interp_frames_settled"`
+	InterpStallsSettled        uint64  `json:"interp_stalls_settled"`
+	InterpStallsBoundedSettled uint64  `json:"interp_stalls_bounded_settled"`
+	InterpFrames               uint64  `json:"interp_frames"`
+	ReliableSent               uint64  `json:"reliable_sent"`
+	ReliableReceived           uint64  `json:"reliable_received"`
+	ReliableDuplicates         uint64  `json:"reliable_duplicates"`
+	ReliableOutOfOrder         uint64  `json:"reliable_out_of_order"`
+	ReliableLost               uint64  `json:"reliable_lost"`
+	DurationSeconds            float64 `json:"duration_s"`
 	// BotCPUPerClientTick is the bot process's own CPU time (user +
 	// system) over the run, per client and per 60 Hz tick, in
 	// microseconds: what load generation costs beside the server.
