@@ -9,6 +9,34 @@ import (
 	"github.com/tickwire/tickwire/udp/netem"
 )
 
+// playLossy starts a game rig over a link of latency with spec each way
+// (every socket's egress impaired) and connects players bots playing
+// random inputs;
+// stop closes them and the rig.
+func playLossy(t *testing.T, latency time.Duration, spec string, players int) (*gameRig, []*GameClient, func()) {
+	t.Helper()
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newGameRigLink(t, GameConfig{}, latency, func(pc net.PacketConn, seed uint64) net.PacketConn {
+		return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
+	})
+	var cs []*Client
+	var gcs []*GameClient
+	for i := range players {
+		c, gc := r.dial(uint64(i+1), uint16(i+1), nil)
+		cs = append(cs, c)
+		gcs = append(gcs, gc)
+	}
+	return r, gcs, func() {
+		for _, c := range cs {
+			c.Close()
+		}
+		r.close()
+	}
+}
+
 // TestNoResyncUnderLossAndReordering: eight players for 25 s over a
 // 30 ms link with "delay 60ms 30ms loss 12% duplicate 3% reorder 8%" each
 // way need no resync and never desync. Loss and reordering alone must not
@@ -18,20 +46,8 @@ import (
 // missing baselines of late frames.
 func TestNoResyncUnderLossAndReordering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 60ms 30ms loss 12% duplicate 3% reorder 8%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := newGameRigLink(t, GameConfig{}, 30*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
-			return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
-		})
-		defer r.close()
-		var gcs []*GameClient
-		for i := range 8 {
-			c, gc := r.dial(uint64(i+1), uint16(i+1), nil)
-			defer c.Close()
-			gcs = append(gcs, gc)
-		}
+		r, gcs, stop := playLossy(t, 30*time.Millisecond, "delay 60ms 30ms loss 12% duplicate 3% reorder 8%", 8)
+		defer stop()
 		time.Sleep(25 * time.Second)
 		r.waitSynced("after 25 s of loss and reordering", checksummed(10), gcs...)
 		for i, gc := range gcs {
@@ -65,20 +81,8 @@ func TestInterpStallsUnderLossVirtual(t *testing.T) {
 	} {
 		t.Run(p.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				sp, err := netem.Parse(p.spec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				r := newGameRigLink(t, GameConfig{}, 0, func(pc net.PacketConn, seed uint64) net.PacketConn {
-					return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
-				})
-				defer r.close()
-				var gcs []*GameClient
-				for i := range 8 {
-					c, gc := r.dial(uint64(i+1), uint16(i+1), nil)
-					defer c.Close()
-					gcs = append(gcs, gc)
-				}
+				_, gcs, stop := playLossy(t, 0, p.spec, 8)
+				defer stop()
 				time.Sleep(25 * time.Second)
 				var frames, stalls, bounded uint64
 				for i, gc := range gcs {
