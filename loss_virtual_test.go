@@ -11,8 +11,7 @@ import (
 
 // playLossy starts a game rig over a link of latency with spec each way
 // (every socket's egress impaired) and connects players bots playing
-// random inputs;
-// stop closes them and the rig.
+// random inputs; stop closes them and the rig.
 func playLossy(t *testing.T, latency time.Duration, spec string, players int) (*gameRig, []*GameClient, func()) {
 	t.Helper()
 	sp, err := netem.Parse(spec)
