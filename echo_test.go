@@ -165,8 +165,8 @@ func TestEchoLatencyVirtual(t *testing.T) {
 // new data still lose all four in 0.16 % of sends per direction, and the
 // messages behind such a segment wait for its retransmission, so the
 // retransmission is copied too, copies go out from the first 32 measured
-// packets, a burst of them is not cut, and the first copy leaves in the
-// same tick (see copies.go): p99 209 ms (289 ms before the last three).
+// packets, and a burst of them is not cut (see copies.go): p99 216 ms
+// (289 ms before the last two).
 func TestEchoLatencyVirtual20(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
