@@ -29,7 +29,7 @@ func (d *discardConn) Close() error              { return nil }
 type clientEnd struct {
 	received int
 	out      [][]byte
-	buf      []byte
+	bufs     [][]byte // one per packet of a tick (a tick may send copies after its packet)
 }
 
 func (c *clientEnd) Message(*Message, *PacketInfo)                      { c.received++ }
@@ -37,7 +37,7 @@ func (c *clientEnd) Frame(proto.FrameType, []byte, *PacketInfo) error   { return
 func (c *clientEnd) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte { return b }
 func (c *clientEnd) Delivered(uint64)                                   {}
 func (c *clientEnd) Lost(uint64)                                        {}
-func (c *clientEnd) Buffer() []byte                                     { return c.buf[:0] }
+func (c *clientEnd) Buffer() []byte                                     { return c.bufs[len(c.out)][:0] }
 func (c *clientEnd) Emit(b []byte)                                      { c.out = append(c.out, b) }
 
 // loopPair is a server with one connection and the client's session,
@@ -71,7 +71,10 @@ func newLoopPair(t testing.TB) *loopPair {
 		t.Fatal(err)
 	}
 	p := &loopPair{srv: s, conn: dc, sc: sc, addr: addr, now: now}
-	p.end.buf = make([]byte, 0, proto.MaxPacketSizeLimit)
+	p.end.bufs = make([][]byte, 8)
+	for i := range p.end.bufs {
+		p.end.bufs[i] = make([]byte, 0, proto.MaxPacketSizeLimit)
+	}
 	p.client, err = session.New(session.Config{ID: sc.id, MaxPacket: s.cfg.MaxPacketSize,
 		TxKey: &priv.ClientToServerKey, RxKey: &priv.ServerToClientKey,
 		Heartbeat: s.cfg.Heartbeat, Timeout: s.cfg.Timeout, Handler: &p.end}, now)

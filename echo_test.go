@@ -89,11 +89,11 @@ func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.D
 	}
 	slices.Sort(rtts)
 	st := c.Stats()
-	t.Logf("client: loss %.3f, repeats %d, packets out %d", st.Loss, st.ReliableRepeats, st.PacketsOut)
+	t.Logf("client: loss %.3f, repeats %d, packets out %d, bytes out %d", st.Loss, st.ReliableRepeats, st.PacketsOut, st.BytesOut)
 	srv.Do(func() {
 		srv.Each(func(sc *Conn) {
 			st := sc.Stats()
-			t.Logf("server: loss %.3f, repeats %d, packets out %d", st.Loss, st.ReliableRepeats, st.PacketsOut)
+			t.Logf("server: loss %.3f, repeats %d, packets out %d, bytes out %d", st.Loss, st.ReliableRepeats, st.PacketsOut, st.BytesOut)
 		})
 	})
 	return rtts
@@ -161,19 +161,20 @@ func TestEchoLatencyVirtual(t *testing.T) {
 
 // TestEchoLatencyVirtual20 is the reliable tail at 20 % loss, in virtual
 // time: 3,000 echoes through "delay 50ms 10ms loss 20% duplicate 5%
-// reorder 5%" each way. Four copies of new data still lose all four in
-// 0.16 % of sends per direction, and the messages behind such a segment
-// wait for its retransmission; with the retransmission copied too, p99
-// stays under 350 ms (260–293 ms measured; 285–523 ms when only new data
-// was copied).
+// reorder 5%" each way, the issue's target p99 of 250 ms. Four copies of
+// new data still lose all four in 0.16 % of sends per direction, and the
+// messages behind such a segment wait for its retransmission, so the
+// retransmission is copied too, copies go out from the first 32 measured
+// packets, and a burst of them is not cut (see copies.go): p99 216 ms
+// (289 ms before the last two).
 func TestEchoLatencyVirtual20(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
 		rtts := virtualEchoRTTs(t, "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", n, false)
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("virtual echo RTT over 50±10 ms, 20%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
-		if p99 > 350*time.Millisecond {
-			t.Errorf("p99 %v, want <= 350 ms", p99)
+		if p99 > 250*time.Millisecond {
+			t.Errorf("p99 %v, want <= 250 ms", p99)
 		}
 	})
 }

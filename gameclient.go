@@ -70,6 +70,7 @@ type GameClient struct {
 	resyncAt  time.Time
 	checkIdx  []int32
 	connected time.Time
+	settled   bool // stats.Settled was taken
 	stats     GameClientStats
 
 	// worldInput replaces input (InputFrom); onFrame runs after each frame
@@ -109,6 +110,12 @@ type GameClientStats struct {
 	// LateInputs counts inputs the server reported missing or late once
 	// the clock had ConvergeTime to converge.
 	LateInputs uint64
+	// Settled is Engine as it stood once the session had lasted
+	// ConvergeTime (zero before): Engine minus Settled is what happened
+	// since, such as the interpolation stalls of a settled client. The
+	// first seconds' stalls are the estimators (jitter, input age, RTT
+	// variation) learning the path.
+	Settled sim.ClientStats
 	// BadInputs counts inputs the InputFunc returned with another size
 	// than the game's Schema.InputSize (played as idle inputs).
 	BadInputs uint64
@@ -178,7 +185,8 @@ func (g *GameClient) Attach(c *Client, a Accepted) (FrameHandler, error) {
 	}
 	g.c, g.eng = c, eng
 	g.cur.Store(c)
-	g.connected = a.Time
+	g.connected, g.settled = a.Time, false
+	g.stats.Settled = sim.ClientStats{}
 	schema := g.game.Schema()
 	g.ev = gameEvents{newest: make([]uint32, len(cfg.Players)), inputSize: schema.InputSize,
 		actionLen: schema.ActionBytes, newestTick: a.ServerTick}
@@ -211,6 +219,10 @@ type gameFrames GameClient
 func (f *gameFrames) Tick(now time.Time, _ uint32) {
 	g := (*GameClient)(f)
 	g.eng.Advance(now, g.sampleFn)
+	if !g.settled && now.Sub(g.connected) > ConvergeTime {
+		g.settled = true
+		g.stats.Settled = g.eng.Stats()
+	}
 	if g.onFrame != nil {
 		g.onFrame(g.eng)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp/netem"
 	"github.com/tickwire/tickwire/udp/udptest"
 )
@@ -139,6 +140,34 @@ func TestGamePredictionVirtual(t *testing.T) {
 		}
 		if e.Corrections != start.Corrections || e.Visible != 0 {
 			t.Errorf("own bodies corrected %d times after convergence (largest so far %.2f), visible now %.2f", e.Corrections-start.Corrections, e.CorrectionMax, e.Visible)
+		}
+	})
+}
+
+// TestGameClientSettledStats: GameClientStats.Settled stays zero until
+// the session has lasted ConvergeTime, then holds the engine's counters
+// of that moment, so that Engine minus Settled counts what a settled
+// client saw.
+func TestGameClientSettledStats(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newLossyRig(t)
+		defer r.close()
+		c, gc := r.dial(1, 3, nil)
+		defer c.Close()
+		time.Sleep(ConvergeTime - 500*time.Millisecond)
+		if st := gc.Stats(); st.Settled != (sim.ClientStats{}) || st.Engine.InterpFrames == 0 {
+			t.Fatalf("before ConvergeTime: settled %+v, %d frames", st.Settled, st.Engine.InterpFrames)
+		}
+		time.Sleep(time.Second)
+		first := gc.Stats()
+		time.Sleep(2 * time.Second)
+		st := gc.Stats()
+		if st.Settled != first.Settled {
+			t.Fatalf("Settled moved: %+v then %+v", first.Settled, st.Settled)
+		}
+		s, e := st.Settled, st.Engine
+		if s.InterpFrames == 0 || s.InterpFrames >= e.InterpFrames || s.InputsSampled >= e.InputsSampled {
+			t.Fatalf("settled %d frames %d inputs, engine %d frames %d inputs", s.InterpFrames, s.InputsSampled, e.InterpFrames, e.InputsSampled)
 		}
 	})
 }

@@ -9,6 +9,33 @@ import (
 	"github.com/tickwire/tickwire/udp/netem"
 )
 
+// playLossy starts a game rig over a link of latency with spec each way
+// (every socket's egress impaired) and connects players bots playing
+// random inputs; stop closes them and the rig.
+func playLossy(t *testing.T, latency time.Duration, spec string, players int) (*gameRig, []*GameClient, func()) {
+	t.Helper()
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newGameRigLink(t, GameConfig{}, latency, func(pc net.PacketConn, seed uint64) net.PacketConn {
+		return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
+	})
+	var cs []*Client
+	var gcs []*GameClient
+	for i := range players {
+		c, gc := r.dial(uint64(i+1), uint16(i+1), nil)
+		cs = append(cs, c)
+		gcs = append(gcs, gc)
+	}
+	return r, gcs, func() {
+		for _, c := range cs {
+			c.Close()
+		}
+		r.close()
+	}
+}
+
 // TestNoResyncUnderLossAndReordering: eight players for 25 s over a
 // 30 ms link with "delay 60ms 30ms loss 12% duplicate 3% reorder 8%" each
 // way need no resync and never desync. Loss and reordering alone must not
@@ -18,20 +45,8 @@ import (
 // missing baselines of late frames.
 func TestNoResyncUnderLossAndReordering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sp, err := netem.Parse("delay 60ms 30ms loss 12% duplicate 3% reorder 8%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := newGameRigLink(t, GameConfig{}, 30*time.Millisecond, func(pc net.PacketConn, seed uint64) net.PacketConn {
-			return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
-		})
-		defer r.close()
-		var gcs []*GameClient
-		for i := range 8 {
-			c, gc := r.dial(uint64(i+1), uint16(i+1), nil)
-			defer c.Close()
-			gcs = append(gcs, gc)
-		}
+		r, gcs, stop := playLossy(t, 30*time.Millisecond, "delay 60ms 30ms loss 12% duplicate 3% reorder 8%", 8)
+		defer stop()
 		time.Sleep(25 * time.Second)
 		r.waitSynced("after 25 s of loss and reordering", checksummed(10), gcs...)
 		for i, gc := range gcs {
@@ -43,4 +58,47 @@ func TestNoResyncUnderLossAndReordering(t *testing.T) {
 			t.Errorf("host %+v", st)
 		}
 	})
+}
+
+// TestInterpStallsUnderLossVirtual: eight players for 25 s, counted from
+// their connection, on each lossy profile of the loss suite (cmd/e2e),
+// the same impairment each way: interpolation runs out of snapshots in
+// at most 0.2 % of frames, with the default lag-compensation bound, and
+// nobody resyncs or desyncs. (Real processes on a busy machine add their
+// own scheduling gaps; the loss suite reports those.)
+func TestInterpStallsUnderLossVirtual(t *testing.T) {
+	if testing.Short() {
+		t.Skip("25 s of virtual time per profile")
+	}
+	for _, p := range []struct{ name, spec string }{
+		{"Wi-Fi", "delay 5ms 1ms loss 2% reorder 2%"},
+		{"4G", "delay 50ms 10ms loss 4%"},
+		{"3G", "delay 180ms 15ms loss 7%"},
+		{"terrible", "delay 100ms 20ms loss 20% reorder 4% duplicate 2%"},
+		{"burst-loss", "loss gemodel 1% 30% 100% 0%"},
+		{"awful", "delay 90ms 30ms loss 12% duplicate 3% reorder 8%"},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				_, gcs, stop := playLossy(t, 0, p.spec, 8)
+				defer stop()
+				time.Sleep(25 * time.Second)
+				var frames, stalls, bounded uint64
+				for i, gc := range gcs {
+					st := gc.Stats()
+					frames += st.Engine.InterpFrames
+					stalls += st.Engine.InterpStalls
+					bounded += st.Engine.InterpStallsBounded
+					if st.Resyncs != 0 || st.Desyncs != 0 {
+						t.Errorf("client %d: %d resyncs %v, %d desyncs", i+1, st.Resyncs, st.ResyncCauses, st.Desyncs)
+					}
+				}
+				t.Logf("%s: %d of %d frames stalled (%.3f %%), %d of them while the lag-compensation bound cut the delay",
+					p.name, stalls, frames, 100*float64(stalls)/float64(frames), bounded)
+				if frames < 8*20*60 || stalls*500 > frames {
+					t.Errorf("%d of %d frames stalled, want at most 0.2 %%", stalls, frames)
+				}
+			})
+		})
+	}
 }

@@ -38,7 +38,7 @@ var echoProfiles = []struct {
 }
 
 type echoResult struct {
-	rtts       []time.Duration
+	rtts       []time.Duration // in the order the echoes arrived
 	elapsed    time.Duration
 	p50, p99   time.Duration
 	maxRTT     time.Duration
@@ -47,13 +47,13 @@ type echoResult struct {
 }
 
 func summarize(rtts []time.Duration, elapsed time.Duration) echoResult {
-	slices.Sort(rtts)
-	n := len(rtts)
-	return echoResult{rtts: rtts, elapsed: elapsed, p50: rtts[n/2], p99: rtts[n*99/100], maxRTT: rtts[n-1],
+	sorted := slices.Sorted(slices.Values(rtts))
+	n := len(sorted)
+	return echoResult{rtts: rtts, elapsed: elapsed, p50: sorted[n/2], p99: sorted[n*99/100], maxRTT: sorted[n-1],
 		msgsPerSec: float64(n) / elapsed.Seconds()}
 }
 
-func proxy(b *testing.B, upstream, impairment string) string {
+func proxy(b testing.TB, upstream, impairment string) string {
 	spec, err := netem.Parse(impairment)
 	if err != nil {
 		b.Fatal(err)
@@ -67,7 +67,7 @@ func proxy(b *testing.B, upstream, impairment string) string {
 }
 
 // echoTickwire runs the echo over a tickwire Server and Client.
-func echoTickwire(b *testing.B, impairment string, noDelay bool) echoResult {
+func echoTickwire(b testing.TB, impairment string, noDelay bool) echoResult {
 	key, _ := tickwire.GenerateKey()
 	s, err := tickwire.NewServer(key, tickwire.Config{})
 	if err != nil {
@@ -119,7 +119,7 @@ func (h echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
 func (echoHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
 // echoKCP runs the echo over kcp-go sessions in fast mode.
-func echoKCP(b *testing.B, impairment string) echoResult {
+func echoKCP(b testing.TB, impairment string) echoResult {
 	ln, err := kcp.ListenWithOptions("127.0.0.1:0", nil, 0, 0)
 	if err != nil {
 		b.Fatal(err)
@@ -168,7 +168,7 @@ func echoKCP(b *testing.B, impairment string) echoResult {
 }
 
 // runEcho sends echoCount numbered messages at 60/s and times each echo.
-func runEcho(b *testing.B, send func([]byte) error, recv func() (int, error)) echoResult {
+func runEcho(b testing.TB, send func([]byte) error, recv func() (int, error)) echoResult {
 	sent := make([]time.Time, echoCount)
 	rtts := make([]time.Duration, 0, echoCount)
 	got := make(chan int, echoCount)

@@ -52,6 +52,12 @@ type ClientStats struct {
 	// interpolation time was pulled up to MaxInterpLag; InterpSnaps resets
 	// of an interpolation delay far off its target.
 	InterpFrames, InterpStalls, InterpClamps, InterpSnaps uint64
+	// InterpStallsBounded counts the stalls during which MaxInterpLag
+	// held the interpolation delay below its target (the cover for lost
+	// packets included): those the lag-compensation bound won over
+	// smoothness. The other stalls are packets later than the target
+	// covered.
+	InterpStallsBounded uint64
 	// InterpDelay is the smoothed delay of the interpolation time behind
 	// the newest snapshot, InterpTarget what it is steered to (packet
 	// interval + 2 × jitter), InterpDilation the interpolation clock's

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp/netem"
 )
 
 func TestViewAtGaps(t *testing.T) {
@@ -42,12 +43,13 @@ func TestViewAtGaps(t *testing.T) {
 // The client shows remote state exactly as the server's lag-compensation
 // history interpolates it for the view the client reports, the delay
 // settles at packet interval + 2 × jitter, and the view stays within
-// MaxInterpLag.
+// MaxInterpLag. The jitter starts at initialJitter and decays over about
+// two seconds per e-fold: the delay has settled after 5 s.
 func TestClientInterpolation(t *testing.T) {
 	h, c := lossless(t, 30*time.Millisecond, ClientConfig{}, 1, 2)
 	c.input = func(player uint16, tick uint32, dst []byte) []byte { return append(dst, tgInputBytes(3, 0, 0, 0)...) }
 	c.frame = 7 * time.Millisecond // not a multiple of the tick
-	h.Run(2 * time.Second)
+	h.Run(5 * time.Second)
 	before := c.Client.Stats()
 	checked := 0
 	for range 2000 {
@@ -93,5 +95,33 @@ func TestClientInterpolation(t *testing.T) {
 	lo = min(lo, float64(cli.histNewest)-cli.interp.base()/cli.period.Seconds())
 	if cli.InterpTime() < lo-1e-9 {
 		t.Errorf("interp time %v, more than the bound behind (%v)", cli.InterpTime(), lo)
+	}
+}
+
+// TestInterpStallsBounded: on a 100 ms path losing 20 % of packets each
+// way the default MaxInterpLag (200 ms) leaves the interpolation delay
+// no room for the cover of lost packets, and the stalls that follow are
+// counted as the bound's (InterpStallsBounded); with a bound of a second
+// the cover is whole and no stall is the bound's.
+func TestInterpStallsBounded(t *testing.T) {
+	path, err := netem.Parse("delay 100ms 10ms loss 20%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lag := range []time.Duration{0, time.Second} {
+		h := NewHarness(t, &testGame{}, 1)
+		c := h.Connect(1, path, 5, ClientConfig{MaxInterpLag: lag}, nil)
+		h.Run(30 * time.Second)
+		st := c.Client.Stats()
+		t.Logf("MaxInterpLag %v: frames %d, stalls %d (bounded %d), clamps %d, delay %v, target %v",
+			lag, st.InterpFrames, st.InterpStalls, st.InterpStallsBounded, st.InterpClamps, st.InterpDelay, st.InterpTarget)
+		switch {
+		case st.InterpFrames < 3000:
+			t.Errorf("%d frames", st.InterpFrames)
+		case lag == 0 && (st.InterpStallsBounded == 0 || 2*st.InterpStallsBounded < st.InterpStalls):
+			t.Errorf("default bound: %d stalls, %d of them the bound's; want most", st.InterpStalls, st.InterpStallsBounded)
+		case lag != 0 && (st.InterpStallsBounded != 0 || st.InterpStalls*1000 > st.InterpFrames):
+			t.Errorf("bound %v: %d stalls, %d of them the bound's; want none the bound's and at most 0.1 %%", lag, st.InterpStalls, st.InterpStallsBounded)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"time"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
@@ -17,6 +18,8 @@ type gameStats struct {
 	inputsSent, lateInputs uint64
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
+	stallsBounded          uint64                             // stalls the lag-compensation bound won
+	settled                interpCounts                       // the same since tickwire.ConvergeTime
 	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
 	resyncCauses           [proto.NumResyncReasons]uint64     // by proto.ResyncReason
 }
@@ -35,13 +38,14 @@ type script struct {
 }
 
 // newBotGame plays for one bot; a headless one that does not verify only
-// acks the snapshots (sim.ClientConfig.SkipState).
-func newBotGame(seed uint64, players []uint16, headless, verify bool) *botGame {
+// acks the snapshots (sim.ClientConfig.SkipState). interpLag bounds the
+// interpolation delay (0: the engine's default).
+func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag time.Duration) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify})
+	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify, MaxInterpLag: interpLag})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
 	}
@@ -87,10 +91,12 @@ func (b *botGame) stats() gameStats {
 		rollbacks:   st.Engine.Rollbacks,
 		// Frames that showed remote entities, and those whose
 		// interpolation time had run past the newest snapshot.
-		interpFrames: st.Engine.InterpFrames,
-		stalls:       st.Engine.InterpStalls,
-		events:       st.Events,
-		resyncCauses: st.ResyncCauses,
+		interpFrames:  st.Engine.InterpFrames,
+		stalls:        st.Engine.InterpStalls,
+		stallsBounded: st.Engine.InterpStallsBounded,
+		settled:       settledInterp(st),
+		events:        st.Events,
+		resyncCauses:  st.ResyncCauses,
 	}
 }
 
@@ -119,7 +125,25 @@ func gameProgress(bots []*bot) string {
 			g.lateInputs += s.lateInputs
 			g.desyncs += s.desyncs
 			g.resyncs += s.resyncs
+			g.interpFrames += s.interpFrames
+			g.stalls += s.stalls
+			g.stallsBounded += s.stallsBounded
 		}
 	}
-	return fmt.Sprintf("inputs %d (late %d), resyncs %d, desyncs %d", g.inputsSent, g.lateInputs, g.resyncs, g.desyncs)
+	return fmt.Sprintf("inputs %d (late %d), resyncs %d, desyncs %d, interpolation stalls %d of %d frames (%d bounded)",
+		g.inputsSent, g.lateInputs, g.resyncs, g.desyncs, g.stalls, g.interpFrames, g.stallsBounded)
+}
+
+// interpCounts are interpolated frames, stalls and the stalls the
+// lag-compensation bound won.
+type interpCounts struct{ frames, stalls, bounded uint64 }
+
+// settledInterp is what interpolation did once the client had played
+// tickwire.ConvergeTime (nothing before).
+func settledInterp(st tickwire.GameClientStats) interpCounts {
+	if st.Settled.InterpFrames == 0 {
+		return interpCounts{}
+	}
+	e, s := &st.Engine, &st.Settled
+	return interpCounts{e.InterpFrames - s.InterpFrames, e.InterpStalls - s.InterpStalls, e.InterpStallsBounded - s.InterpStallsBounded}
 }

@@ -68,6 +68,9 @@ type options struct {
 	headless  bool
 	groups    int // ClientGroups the clients run on (0: a loop each)
 	verify    int // -headless: clients that rebuild the state and check checksums
+	// interpLag bounds the bots' interpolation delay
+	// (sim.ClientConfig.MaxInterpLag; 0: the engine's default).
+	interpLag time.Duration
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
@@ -126,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.groups, "groups", -1, "run the clients on this many tickwire.ClientGroups, a load generator's mode: each one goroutine, one timer and\n"+
 		"16 sockets for its share of the clients, their packets sent and received in batches; 0: each client its own socket,\n"+
 		"goroutines and timer; -1: GOMAXPROCS with -headless, else 0")
+	fs.DurationVar(&o.interpLag, "max-interp-lag", 0, "how far the shown moment may trail the moment an input reaches the server (0: the engine's 200 ms;\nat most 1s); match the server's -max-rewind")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -162,6 +166,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("-join-secret-file: %w", err)
 		}
 		o.secret = strings.TrimSpace(string(b))
+	}
+	if o.interpLag < 0 || o.interpLag > time.Second {
+		return nil, fmt.Errorf("-max-interp-lag %v out of range 0..1s", o.interpLag)
 	}
 	if o.n < 1 || o.n > 5000 {
 		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)

@@ -305,7 +305,7 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 	if o.via != "" {
 		tok.ServerAddrs = []string{o.via}
 	}
-	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify)
+	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify, o.interpLag)
 	d := tickwire.Dialer{Handler: b, Group: g}
 	b.game.attach(&d)
 	timeout := 10 * time.Second
@@ -402,6 +402,10 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 			s.Rollbacks += g.rollbacks
 			s.InterpFrames += g.interpFrames
 			s.InterpStalls += g.stalls
+			s.InterpStallsBounded += g.stallsBounded
+			s.InterpFramesSettled += g.settled.frames
+			s.InterpStallsSettled += g.settled.stalls
+			s.InterpStallsBoundedSettled += g.settled.bounded
 			for k, n := range g.events {
 				events[k] += n
 			}
@@ -437,8 +441,9 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 		fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
 		fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
 			s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
-		fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled\n",
-			s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls)
+		fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled (%d while the lag-compensation bound cut the delay); after the first %v: %d frames, %d stalled (%d)\n",
+			s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls, s.InterpStallsBounded,
+			tickwire.ConvergeTime, s.InterpFramesSettled, s.InterpStallsSettled, s.InterpStallsBoundedSettled)
 		e := &s.Events
 		fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
 			e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)

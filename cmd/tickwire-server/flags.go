@@ -36,6 +36,9 @@ type options struct {
 	tokenTTL        time.Duration
 	npcs            int
 	units           int
+	// maxRewind is the arena's lag-compensation window
+	// (sim.ServerConfig.MaxRewind; 0: the engine's default).
+	maxRewind time.Duration
 
 	maxConns        int
 	maxConnsPerAddr int
@@ -127,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.publicAddr, "public-addr", "", "UDP `host:port` put in tokens (default: the -listen address, with 127.0.0.1 for an empty host)")
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
+	fs.DurationVar(&o.maxRewind, "max-rewind", 0, "arena: how far back lag compensation rewinds a shot (0: the engine's 200 ms; at most 1s); players whose\nround trip plus interpolation delay exceed it must lead their targets, and their view is cut to it (see the bots' -max-interp-lag)")
 	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
 	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
 		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
@@ -207,6 +211,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.tick < 1 || o.tick > 240 {
 		return nil, fmt.Errorf("-tick %d out of range 1..240", o.tick)
+	}
+	if o.maxRewind < 0 || o.maxRewind > time.Second {
+		return nil, fmt.Errorf("-max-rewind %v out of range 0..1s", o.maxRewind)
 	}
 	if o.maxPlayers < 1 || o.maxPlayers > 4096 {
 		return nil, fmt.Errorf("-max-players %d out of range 1..4096", o.maxPlayers)

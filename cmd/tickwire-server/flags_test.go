@@ -81,6 +81,8 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-game", "chess"}, "not embedded"},
 		{[]string{"-tick", "0"}, "-tick"},
 		{[]string{"-tick", "1000"}, "-tick"},
+		{[]string{"-max-rewind", "2s"}, "-max-rewind"},
+		{[]string{"-max-rewind", "-1ms"}, "-max-rewind"},
 		{[]string{"-max-players", "0"}, "-max-players"},
 		{[]string{"-log-level", "loud"}, "-log-level"},
 		{[]string{"-key-file", ""}, "-key-file"},

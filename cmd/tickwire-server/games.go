@@ -29,6 +29,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			// The shooter hears how the server judged each of its
 			// hitscan shots (the browser's debug overlay draws it).
 			SendEffects: arena.SendShots,
+			Sim:         sim.ServerConfig{MaxRewind: o.maxRewind},
 		})
 		if err != nil {
 			return nil, err

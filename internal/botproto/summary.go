@@ -10,23 +10,31 @@ type Summary struct {
 	Resyncs     uint64 `json:"resyncs"`
 	// ResyncCauses counts the resyncs started by cause (the
 	// proto.ResyncReason's name); absent causes are left out.
-	ResyncCauses       map[string]uint64 `json:"resync_causes,omitempty"`
-	InputsSent         uint64            `json:"inputs_sent"`
-	LateInputs         uint64            `json:"late_inputs"`
-	RTTms              Percentiles       `json:"rtt_ms"`
-	EchoMs             Percentiles       `json:"echo_ms"`
-	DownKbpsPerClient  float64           `json:"down_kbps_per_client"`
-	UpKbpsPerClient    float64           `json:"up_kbps_per_client"`
-	Rollbacks          uint64            `json:"rollbacks"`
-	Corrections        uint64            `json:"corrections"`
-	InterpStalls       uint64            `json:"interp_stalls"`
-	InterpFrames       uint64            `json:"interp_frames"`
-	ReliableSent       uint64            `json:"reliable_sent"`
-	ReliableReceived   uint64            `json:"reliable_received"`
-	ReliableDuplicates uint64            `json:"reliable_duplicates"`
-	ReliableOutOfOrder uint64            `json:"reliable_out_of_order"`
-	ReliableLost       uint64            `json:"reliable_lost"`
-	DurationSeconds    float64           `json:"duration_s"`
+	ResyncCauses      map[string]uint64 `json:"resync_causes,omitempty"`
+	InputsSent        uint64            `json:"inputs_sent"`
+	LateInputs        uint64            `json:"late_inputs"`
+	RTTms             Percentiles       `json:"rtt_ms"`
+	EchoMs            Percentiles       `json:"echo_ms"`
+	DownKbpsPerClient float64           `json:"down_kbps_per_client"`
+	UpKbpsPerClient   float64           `json:"up_kbps_per_client"`
+	Rollbacks         uint64            `json:"rollbacks"`
+	Corrections       uint64            `json:"corrections"`
+	InterpStalls      uint64            `json:"interp_stalls"`
+	// InterpStallsBounded are the stalls the lag-compensation bound won
+	// (sim.ClientStats.InterpStallsBounded).
+	InterpStallsBounded uint64 `json:"interp_stalls_bounded"`
+	// The interpolated frames, stalls and stalls the bound won once the
+	// clients had played tickwire.ConvergeTime (GameClientStats.Settled).
+	InterpFramesSettled        uint64  `json:"interp_frames_settled"`
+	InterpStallsSettled        uint64  `json:"interp_stalls_settled"`
+	InterpStallsBoundedSettled uint64  `json:"interp_stalls_bounded_settled"`
+	InterpFrames               uint64  `json:"interp_frames"`
+	ReliableSent               uint64  `json:"reliable_sent"`
+	ReliableReceived           uint64  `json:"reliable_received"`
+	ReliableDuplicates         uint64  `json:"reliable_duplicates"`
+	ReliableOutOfOrder         uint64  `json:"reliable_out_of_order"`
+	ReliableLost               uint64  `json:"reliable_lost"`
+	DurationSeconds            float64 `json:"duration_s"`
 	// BotCPUPerClientTick is the bot process's own CPU time (user +
 	// system) over the run, per client and per 60 Hz tick, in
 	// microseconds: what load generation costs beside the server.

@@ -94,3 +94,33 @@ func TestRedundantReliableDelivery(t *testing.T) {
 		}
 	})
 }
+
+// TestCopiesBurstKeepsFirstFrames: a tick whose new reliable frames
+// exceed the copy budget still gets copies of its first frames (the ones
+// the rest wait for in order), whole frames only, within the budget.
+func TestCopiesBurstKeepsFirstFrames(t *testing.T) {
+	var burst []byte
+	for i := range 10 {
+		f := proto.ReliableFrame{Data: make([]byte, 1000+i)}
+		burst, _ = f.Append(burst)
+	}
+	frameLen := func(b []byte) int {
+		_, k, err := proto.SkipFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	limit := 3500
+	owed := appendWhole([]byte{}, burst, limit)
+	want := 0
+	for n := 0; n < 3; n++ {
+		want += frameLen(burst[want:])
+	}
+	if len(owed) != want || string(owed) != string(burst[:want]) {
+		t.Fatalf("owed %d bytes, want the first 3 frames (%d bytes)", len(owed), want)
+	}
+	if more := appendWhole(owed, burst, limit); len(more) != len(owed) {
+		t.Fatalf("a full budget took %d more bytes", len(more)-len(owed))
+	}
+}
