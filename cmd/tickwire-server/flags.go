@@ -39,6 +39,9 @@ type options struct {
 	// maxRewind is the arena's lag-compensation window
 	// (sim.ServerConfig.MaxRewind; 0: the engine's default).
 	maxRewind time.Duration
+	// allAvatars makes every arena player see every avatar, wherever it
+	// is (the browser's minimap); costs players² entity updates.
+	allAvatars bool
 
 	maxConns        int
 	maxConnsPerAddr int
@@ -131,6 +134,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	fs.DurationVar(&o.maxRewind, "max-rewind", 0, "arena: how far back lag compensation rewinds a shot (0: the engine's 200 ms; at most 1s); players whose\nround trip plus interpolation delay exceed it must lead their targets, and their view is cut to it (see the bots' -max-interp-lag)")
+	fs.BoolVar(&o.allAvatars, "all-avatars", false, "arena: every player sees every avatar wherever it is (the browser's minimap shows them all); off, avatars\n"+
+		"beyond the view radius are not sent, like everything else. Each avatar then goes to every player: players² updates,\n"+
+		"so the default is on only with -max-players up to 256")
 	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
 	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
 		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
@@ -148,6 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if !isSet(fs, "all-avatars") {
+		o.allAvatars = o.maxPlayers <= 256
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
@@ -348,6 +357,13 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// isSet reports whether flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // validJoin checks the -dev-join flags and reads -join-secret-file.

@@ -19,6 +19,28 @@ func TestFlagsDefaults(t *testing.T) {
 	}
 }
 
+// -all-avatars follows -max-players unless given: players² avatar
+// updates are fine for a browser game of a few, not for 1,000.
+func TestFlagsAllAvatars(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"-max-players", "1000"}, false},
+		{[]string{"-max-players", "1000", "-all-avatars"}, true},
+		{[]string{"-all-avatars=false"}, false},
+	} {
+		o, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.allAvatars != c.want {
+			t.Errorf("%q: all avatars %v, want %v", c.args, o.allAvatars, c.want)
+		}
+	}
+}
+
 func TestFlagsTrustedProxies(t *testing.T) {
 	o, err := parseFlags([]string{"-trusted-proxies", "10.1.2.3/8, 192.0.2.1,::1"}, io.Discard)
 	if err != nil {

@@ -17,9 +17,12 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 	switch o.game {
 	case "arena":
 		world, sched := arena.Interest()
-		// Avatars are seen wherever they are (the browser's minimap
-		// shows every player); the rest within the view radius.
-		world.Kinds = []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}
+		if o.allAvatars {
+			// Avatars are seen wherever they are (the browser's
+			// minimap shows every player); the rest within the view
+			// radius.
+			world.Kinds = []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}
+		}
 		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
 			return arena.NewGame(o.npcs), nil
 		}, tickwire.GameConfig{
