@@ -138,7 +138,10 @@ func (a *Agones) run() {
 			return
 		case <-t.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), a.cfg.HealthEvery)
+		// A sidecar's answer may take longer than a short ping period
+		// on a busy machine: a call given up on after it arrived would
+		// be counted failed and repeated.
+		ctx, cancel := context.WithTimeout(context.Background(), max(a.cfg.HealthEvery, time.Second))
 		if err := a.call(ctx, http.MethodPost, "/health", "{}"); err != nil {
 			a.cfg.Logger.Warn("agones: health", "err", err)
 		}
