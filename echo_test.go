@@ -143,9 +143,10 @@ func virtualEchoRTTs(t *testing.T, spec string, n int, noDelay bool) []time.Dura
 // TestEchoLatencyVirtual is the same scenario in virtual time over the
 // in-memory network, long enough (3,000 messages, 50 s) for a stable
 // tail: the target is p99 at most 110 ms over the 50 ms base
-// round trip. New reliable data goes out in as many consecutive ticks as
-// the measured loss calls for (3 copies at 5 %), so a message waits for a
-// retransmission timeout only when every copy was lost.
+// round trip. New reliable data goes out as many times as the measured
+// loss calls for (3 copies at 5 %: twice in its tick, once in the next),
+// so a message waits for a retransmission timeout only when every copy
+// was lost.
 func TestEchoLatencyVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
@@ -165,8 +166,8 @@ func TestEchoLatencyVirtual(t *testing.T) {
 // new data still lose all four in 0.16 % of sends per direction, and the
 // messages behind such a segment wait for its retransmission, so the
 // retransmission is copied too, copies go out from the first 32 measured
-// packets, and a burst of them is not cut (see copies.go): p99 216 ms
-// (289 ms before the last two).
+// packets, a burst of them is not cut, and the first copy leaves in the
+// same tick (see copies.go): p99 209 ms (289 ms before the last three).
 func TestEchoLatencyVirtual20(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
@@ -183,7 +184,7 @@ func TestEchoLatencyVirtual20(t *testing.T) {
 // no-delay send), an echo over "delay 25ms 5ms loss 5%" each way no
 // longer waits for the next tick on either side: the median is the 50 ms
 // path plus at most the reliable channel's 10 ms flush interval, where
-// the tick-aligned echo's is about 71 ms.
+// the tick-aligned echo's is about 68 ms.
 func TestEchoNoDelayVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000

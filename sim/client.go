@@ -27,7 +27,8 @@ type ClientStats struct {
 	Snapshots, StaleSnapshots uint64
 	// RejectedActions counts actions the server rejected.
 	RejectedActions uint64
-	// ClockJumps counts jumps of a far-behind predicted clock.
+	// ClockJumps counts jumps of a far-behind predicted clock (and their
+	// top-ups, see predClock.ack).
 	ClockJumps uint64
 	// PredictionCapped counts frames that sampled nothing because the
 	// predicted tick had reached the prediction limit (three quarters of

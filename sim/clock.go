@@ -43,6 +43,17 @@ type predClock struct {
 	target   float64 // seconds
 	dilation float64
 	jumpWait time.Time
+	// After a jump, stale holds until an ack for staleBefore arrives: the
+	// acks for earlier ticks are for inputs sampled before the jump (or
+	// before its last top-up) and describe the clock that was too far
+	// behind, not this one, so they do not steer it. Those for ticks
+	// before jumpFrom, the inputs sampled before the jump, tell how far
+	// behind that clock really was; covered is how many ticks of that
+	// the jump made up (see ack).
+	stale       bool
+	staleBefore uint32
+	jumpFrom    uint32
+	covered     float64
 	// extra is the ticks dilation added in total; hist samples it at
 	// recent frames so that the part the server has not seen yet in the
 	// ages it reports can be told (see inFlight).
@@ -87,6 +98,7 @@ func (k *predClock) start(now time.Time, serverTick uint32, rtt time.Duration) {
 	k.tick = float64(serverTick) + (max(rtt, 0).Seconds()+k.target)/p + 1
 	k.last = now
 	k.jumpWait = time.Time{}
+	k.stale = false
 }
 
 // advance moves the clock to now.
@@ -114,25 +126,48 @@ func (k *predClock) advance(now time.Time) {
 // before serverTick means the clock is far behind (a longer path, a bad
 // start, a stall): the clock jumps ahead by what is missing plus the
 // target rather than creeping up at 10 %, and does not jump again until
-// acks describing the new clock can have arrived (one lead later).
+// acks describing the new clock can have arrived (one lead later). The
+// first such ack comes early in a lengthening of the path, before the
+// gap has grown to its full size, and the target may be swollen by the
+// round-trip variation the lengthening itself caused: the acks for the
+// inputs sampled before the jump, still on their way, then tell how far
+// behind the old clock really was: the jump is topped up to that if it
+// fell short (2 ticks after a 100 ms step on a steady path, inputs late
+// for a second; TestClientClockStepUp). Those acks do not steer the new
+// clock: taken for its own missing inputs they sped it up at full
+// dilation past a jump that was already long enough (after
+// TestGameClockVirtual's 150 ms step the jump landed 4.4 ticks past the
+// settled lead, and they took the clock to 7).
 func (k *predClock) ack(now time.Time, age int16, newest, serverTick uint32, rttVar time.Duration) (late, jumped bool) {
 	p := k.period.Seconds()
 	k.target = p + 2*max(rttVar, 0).Seconds()
 	sample := -p // a missing input counts as a tick late
 	if age == proto.InputAgeMissing {
 		late = true
-		if behind := int32(serverTick - newest); behind > 2 && !now.Before(k.jumpWait) {
-			k.tick += float64(behind) + k.target/p
-			k.ageEMA = k.target
-			k.dilation = 0
-			lead := k.tick - float64(serverTick)
-			k.jumpWait = now.Add(time.Duration((lead + 4) * float64(k.period)))
+		behind := int32(serverTick - newest)
+		switch {
+		case k.stale && int32(serverTick-k.jumpFrom) < 0 && float64(behind) > k.covered:
+			// An input sampled before the jump, further behind than the
+			// jump made up: top the jump up to that.
+			k.jump(now, serverTick, float64(behind)-k.covered)
+			k.covered = float64(behind)
+			return late, true
+		case behind > 2 && !now.Before(k.jumpWait):
+			k.jumpFrom = uint32(int64(k.tick)) + 1
+			k.covered = float64(behind) + k.target/p
+			k.jump(now, serverTick, k.covered)
 			return late, true
 		}
 	} else {
 		d, _ := AgeDuration(age)
 		sample = d.Seconds()
 		late = age < 0
+	}
+	if k.stale {
+		if int32(serverTick-k.staleBefore) < 0 {
+			return late, false
+		}
+		k.stale = false
 	}
 	k.ageEMA += emaWeight * (sample - k.ageEMA)
 	// Too old: we run too far ahead, slow down; too young: speed up. The
@@ -143,4 +178,15 @@ func (k *predClock) ack(now time.Time, age int16, newest, serverTick uint32, rtt
 	steer := k.ageEMA + k.inFlight(now, span)*p
 	k.dilation = -maxDilation * clamp1((steer-k.target)/(fullDilationError*p))
 	return late, false
+}
+
+// jump moves the clock ticks ahead at once, for the ack of serverTick,
+// and takes the acks for the ticks sampled so far as stale.
+func (k *predClock) jump(now time.Time, serverTick uint32, ticks float64) {
+	k.stale, k.staleBefore = true, uint32(int64(k.tick))+1
+	k.tick += ticks
+	k.ageEMA = k.target
+	k.dilation = 0
+	lead := k.tick - float64(serverTick)
+	k.jumpWait = now.Add(time.Duration((lead + 4) * float64(k.period)))
 }

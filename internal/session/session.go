@@ -663,9 +663,11 @@ func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
 func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
 
 // repeatReliable sends the copies owed that did not fit the tick's first
-// packet in packets of their own.
+// packet, and the first copy of this tick's new reliable frames, in
+// packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
 	room := s.payloadRoom()
+	s.copies.owedNow(room)
 	for {
 		body := s.copies.next(room)
 		if body == nil {
