@@ -23,6 +23,8 @@ type fleetServer struct {
 	Why      string   `json:"why"`
 	Players  int      `json:"players"`
 	Reserved int      `json:"reserved"`
+	TickP99  float64  `json:"tickP99Ms"`
+	Budget   float64  `json:"tickBudgetMs"`
 }
 
 // lobbyView is what a lobby's operator page shows of the fleet.
@@ -35,16 +37,58 @@ type lobbyView struct {
 
 func viewOf(t *testing.T, admin string) lobbyView {
 	t.Helper()
-	resp, err := http.Get("http://" + admin + "/api/stats")
+	v, err := fetchView(admin)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	var v lobbyView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		t.Fatal(err)
-	}
 	return v
+}
+
+func fetchView(admin string) (lobbyView, error) {
+	var v lobbyView
+	resp, err := http.Get("http://" + admin + "/api/stats")
+	if err != nil {
+		return v, err
+	}
+	defer resp.Body.Close()
+	return v, json.NewDecoder(resp.Body).Decode(&v)
+}
+
+// overloaded names the servers seen over their tick budget.
+func overloaded(worst map[string]fleetServer) []string {
+	var over []string
+	for name, s := range worst {
+		if s.Budget > 0 && s.TickP99 > s.Budget {
+			over = append(over, fmt.Sprintf("%s (p99 %.1f of %.1f ms)", name, s.TickP99, s.Budget))
+		}
+	}
+	return over
+}
+
+// watchOverload polls the lobby's view until stop is closed and returns,
+// by server, the worst tick p99 it saw against the budget: a server
+// whose p99 exceeds its budget is chosen last, whatever its load.
+func watchOverload(admin string, stop <-chan struct{}) <-chan map[string]fleetServer {
+	out := make(chan map[string]fleetServer, 1)
+	go func() {
+		worst := map[string]fleetServer{}
+		for {
+			if v, err := fetchView(admin); err == nil {
+				for _, s := range v.Fleet {
+					if s.TickP99 > worst[s.Name].TickP99 {
+						worst[s.Name] = s
+					}
+				}
+			}
+			select {
+			case <-stop:
+				out <- worst
+				return
+			case <-time.After(50 * time.Millisecond): // polling the operator page
+			}
+		}
+	}()
+	return out
 }
 
 // servers are the view's fleet by name.
@@ -112,7 +156,11 @@ func TestFleet(t *testing.T) {
 		name := "s" + strconv.Itoa(i)
 		p := start(t, "tickwire-server", "-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-name", name,
 			"-nats", natsURL, "-nats-token-file", tokenFile, "-key-file", filepath.Join(dir, name+".key"),
-			"-npcs", "20", "-max-players", "64")
+			// 20 Hz: the test is about placement, and a 50 ms budget
+			// keeps a machine busy with other tests from making the
+			// servers' tick p99 exceed it (an overloaded server is
+			// chosen last, whatever its load).
+			"-npcs", "20", "-max-players", "64", "-tick", "20")
 		servers[name] = p
 		udp[name] = p.await(t, `msg="serving game traffic" udp=(\S+)`)
 	}
@@ -121,17 +169,32 @@ func TestFleet(t *testing.T) {
 	})
 
 	// 60 bots in rooms of 4: 15 games over three equal servers.
+	stop := make(chan struct{})
+	overload := watchOverload(lobbyAdmin, stop)
 	sum, code := bots(t, "-server", "http://"+lobbyHTTP, "-lobby", "-room-size", "4", "-source-ips", "8",
 		"-n", "60", "-duration", "3s", "-seed", "1")
+	close(stop)
+	ticks := <-overload
+	for name, s := range ticks {
+		t.Logf("%s: worst tick p99 the lobby saw %.1f ms of %.1f", name, s.TickP99, s.Budget)
+	}
 	if code != 0 || sum.Connected != 60 || sum.Desyncs != 0 {
 		t.Fatalf("bots through the lobby: exit %d, %d of 60 connected, %d desyncs", code, sum.Connected, sum.Desyncs)
 	}
 	t.Logf("60 bots by server: s1 %d, s2 %d, s3 %d", sum.Servers[udp["s1"]], sum.Servers[udp["s2"]], sum.Servers[udp["s3"]])
-	for name, addr := range udp {
-		// Least loaded first gives 20 each; concurrent rooms may tip a
-		// game or two, never most of them.
-		if n := sum.Servers[addr]; n < 12 || n > 28 {
-			t.Errorf("%s got %d of the 60 bots, want 12..28 (spread by load): %v", name, n, sum.Servers)
+	if over := overloaded(ticks); len(over) > 0 {
+		// A server whose tick p99 exceeded its budget is rightly chosen
+		// last: on a machine starved by other work the spread then says
+		// nothing of the load policy (fleet's own tests check it with
+		// steady loads).
+		t.Logf("spread by load not asserted: the lobby saw %v over their tick budget", over)
+	} else {
+		for name, addr := range udp {
+			// Least loaded first gives 20 each; concurrent rooms may
+			// tip a game or two, never most of them.
+			if n := sum.Servers[addr]; n < 12 || n > 28 {
+				t.Errorf("%s got %d of the 60 bots, want 12..28 (spread by load): %v", name, n, sum.Servers)
+			}
 		}
 	}
 
