@@ -99,22 +99,10 @@ func (c *copies) gather(room int) {
 // owedNow adds the first copy of this tick's frames to what is owed, to
 // go in packets of their own right after the tick's. A lost packet then
 // costs no tick at all when its copy arrives; the later copies still come
-// a tick apart, for losses that last. In virtual time
-// (TestEchoLatencyVirtual*, 3,000 echoes each way) this took the p99 at
-// "delay 25ms 5ms loss 5%" from 92.4 to 76.1 ms for 3 % fewer bytes, at
-// "delay 50ms 10ms loss 20% duplicate 5% reorder 5%" from 216 to 209 ms
-// (p99.9 286 to 259), and under burst loss ("delay 50ms 10ms loss
-// gemodel 5% 30% 100% 0%") from 268-283 to 265-267 ms over four runs
-// (p50 124 to 113 ms) for 1 % fewer bytes. Part of the 5 % gain is
-// netem's independent jitter per packet (the copy can overtake its
-// original); without jitter ("delay 25ms loss 5%") it is one tick, 83
-// to 67 ms. A Flush does not add it (several may share a tick):
-// no-delay data gets its copies in the following ticks. The no-delay
-// echo (TestEchoNoDelayVirtual) still sent 6 % more, 6,898 to 7,320
-// bytes a message, for a p99 of 72-73 ms instead of 78-83 (not broken
-// down; presumably what its ticks send themselves, retransmissions and
-// messages the reliable channel's flush interval held back, gets the
-// first copy at once).
+// a tick apart, for losses that last. A Flush does not add it (several
+// may share a tick): no-delay data gets its copies in the following
+// ticks. What it gained and cost in virtual and real echoes is in
+// bench/README.md (issue 20's tables).
 func (c *copies) owedNow(room int) {
 	cur := &c.hist[c.cur]
 	if cur.left == 0 {
