@@ -49,7 +49,7 @@
 // Per outgoing datagram (once per tick, plus extra ones while reliable
 // data is pending or when acks.AcksPending() nears AckBitsLen):
 //
-//	rel.Update(now)                                   // once per tick, before the first packet
+//	rel.Update(now)                                   // once per tick, before the first packet (rel.Flush for a no-delay send)
 //	payload, _ = rel.AppendFrame(payload, room)       // room = MaxPacketSize − HeaderSize − SealOverhead − used
 //	payload = other frames (inputs, snapshot deltas, sequenced messages via seq.Stamp) ...
 //	h := proto.Header{Type: proto.PacketData, ConnID: id, Tick: ...}

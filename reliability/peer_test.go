@@ -19,7 +19,8 @@ type testPeer struct {
 	filter SequenceFilter
 
 	maxPacket    int
-	packetsPerTk int // max packets per tick while reliable data is pending
+	packetsPerTk int  // max packets per tick while reliable data is pending
+	flushAlways  bool // call Flush every tick instead of Update
 
 	// received reliable messages, in order
 	onMessage func(now time.Time, msg []byte) error
@@ -116,7 +117,11 @@ func (p *testPeer) receive(now time.Time, pkt []byte) {
 // sendTick builds and sends this tick's packets: always one (acks + a
 // sequenced message), more while reliable segments are pending.
 func (p *testPeer) sendTick(now time.Time, link *netem.Impairment) {
-	p.rel.Update(now)
+	if p.flushAlways {
+		p.rel.Flush(now)
+	} else {
+		p.rel.Update(now)
+	}
 	room := p.maxPacket - proto.HeaderSize - proto.SealOverhead
 	for i := 0; i < p.packetsPerTk; i++ {
 		if i > 0 && p.rel.Pending() == 0 {

@@ -43,8 +43,9 @@ type ReliableConfig struct {
 	// Interval is how often KCP's Update flushes (acks, retransmissions
 	// on timeout); it also floors KCP's retransmission timeout. Default
 	// 10 ms; KCP rounds to milliseconds and clamps to [10 ms, 5 s]. Call
-	// Update at least this often (once per tick is fine when the tick is
-	// longer: Update then flushes on every call).
+	// Update once per tick: it flushes only when messages wait or a
+	// retransmission is due (see flushTimer), so that Flush finds KCP
+	// ready between ticks.
 	Interval time.Duration
 	// FastResend retransmits a segment once this many later segments
 	// were acknowledged. Default 2; negative disables fast resend.
@@ -184,10 +185,14 @@ type Reliable struct {
 	snMask  uint32
 	scratch []byte // one frame's segments
 
-	// held: messages were sent that KCP has not flushed yet (it flushes
-	// at most once per Interval); lastFlush is when it last did.
-	held      bool
+	// queued counts the data segments Send gave KCP (a message is
+	// fragments(len, mss) of them); the ones the timer has not seen sent
+	// wait for KCP's next flush (at most one per Interval). lastFlush is
+	// when it last flushed; now is the time of the call KCP is in.
+	queued    uint32
 	lastFlush time.Time
+	now       time.Time
+	timer     flushTimer
 
 	stats ReliableStats
 }
@@ -215,13 +220,11 @@ func NewReliable(conv uint32, cfg ReliableConfig) (*Reliable, error) {
 	// acks of a full receive window twice over.
 	r.data = newSegmentQueue((cfg.Window+1)*r.mtu, r.mtu)
 	r.ctrl = newSegmentQueue(2*(cfg.Window+1)*segOverhead+r.mtu, r.mtu)
-	n := 1
-	for n < 2*cfg.Window {
-		n <<= 1
-	}
+	n := pow2AtLeast(2 * cfg.Window)
 	r.snIndex = make([]snSlot, n)
 	r.snMask = uint32(n - 1)
 	r.scratch = make([]byte, 0, proto.MaxPacketSizeLimit)
+	r.timer = newFlushTimer(time.Now(), cfg.Window, cfg.Interval)
 
 	k := kcp.NewKCP(conv, r.output)
 	k.SetMtu(r.mtu)
@@ -258,6 +261,7 @@ func (r *Reliable) queue(seg []byte) {
 		return
 	}
 	sn := le.Uint32(seg[segOffSN:])
+	r.timer.sent(r.now, sn, le.Uint32(seg[segOffTS:]))
 	slot := &r.snIndex[sn&r.snMask]
 	if slot.pos != 0 && slot.sn == sn {
 		if pos := slot.pos - 1; pos >= r.data.headPos() {
@@ -289,7 +293,7 @@ func (r *Reliable) Send(msg []byte) error {
 		return ErrMessageTooLarge
 	}
 	r.stats.MessagesSent++
-	r.held = true
+	r.queued += uint32(fragments(len(msg), r.mss))
 	return nil
 }
 
@@ -322,7 +326,6 @@ func (r *Reliable) PeekSize() int { return r.kcp.PeekSize() }
 // whole with a *SegmentError. now must be the clock KCP reads (see the
 // type's documentation).
 func (r *Reliable) Input(now time.Time, data []byte) error {
-	_ = now
 	if len(data) == 0 {
 		r.stats.FramesRejected++
 		return errSegEmpty
@@ -345,34 +348,71 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 		b = b[n:]
 		segs++
 	}
+	r.timerInput(now, data)
 	// ackNoDelay: acks go to the pending queue at once; they leave with
 	// the next packet either way, and the ack clock then runs without
 	// waiting for Update.
+	r.now = now
 	r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
 	r.stats.SegmentsIn += uint64(segs)
 	return nil
 }
 
-// Update runs KCP's timers: it flushes pending acks, new segments and
-// retransmissions into the pending output once per Interval. Call it
-// before building each outgoing packet (and at least every Interval).
-func (r *Reliable) Update(now time.Time) {
-	before := r.data.len()
-	r.kcp.Update()
-	grew := r.data.len() > before
-	if grew || now.Sub(r.lastFlush) >= r.cfg.Interval {
-		r.lastFlush = now // KCP flushed (its clock is in milliseconds)
+// timerInput shows the flush timer the segments of a valid frame as KCP
+// reads them: its RTT sample is the last acknowledgement's timestamp.
+func (r *Reliable) timerInput(now time.Time, data []byte) {
+	acks := false
+	var latest, maxAck uint32
+	for b := data; len(b) > 0; {
+		s, n, _ := parseSegment(b, r.mss)
+		b = b[n:]
+		r.timer.received(&s)
+		if s.Cmd == cmdAck {
+			if !acks || snBefore(maxAck, s.SN) {
+				maxAck = s.SN
+			}
+			latest, acks = s.TS, true
+		}
 	}
-	if grew {
-		r.held = false // (a window-full send stays held, retried every Interval)
+	if acks {
+		r.timer.ackedThrough(now, latest, maxAck)
 	}
 }
 
+// Update runs KCP's timers when they have work: it flushes the messages
+// sent since the last flush, and retransmissions that are due, into the
+// pending output (KCP flushes at most once per Interval). Acks need no
+// Update: Input queues them at once. Call it before building each
+// outgoing packet (and at least every Interval while messages wait).
+// When it has nothing to do KCP is left alone, so that a no-delay send
+// (Flush) between two ticks finds it ready to flush.
+func (r *Reliable) Update(now time.Time) {
+	if r.held() || r.timer.due(now) || r.timer.inFlight() && now.Sub(r.lastFlush) >= idleFlush {
+		r.Flush(now)
+	}
+}
+
+// Flush has KCP flush now if its interval allows: the messages sent
+// since the last flush leave, with any retransmission due.
+func (r *Reliable) Flush(now time.Time) {
+	r.now = now
+	before := r.data.len()
+	r.kcp.Update()
+	if r.data.len() > before || now.Sub(r.lastFlush) >= r.cfg.Interval {
+		r.lastFlush = now // KCP flushed (its clock is in milliseconds)
+		r.timer.flushed()
+	}
+}
+
+// held reports whether messages wait for KCP's next flush (or for room
+// in the window).
+func (r *Reliable) held() bool { return r.queued != r.timer.nxt }
+
 // FlushDue reports whether messages wait for KCP's next flush (it
 // flushes at most once per Interval) and when that is: a sender that
-// wants them out at once (a no-delay send) calls Update then.
+// wants them out at once (a no-delay send) calls Flush then.
 func (r *Reliable) FlushDue() (time.Time, bool) {
-	if !r.held {
+	if !r.held() {
 		return time.Time{}, false
 	}
 	return r.lastFlush.Add(r.cfg.Interval + 100*time.Microsecond), true

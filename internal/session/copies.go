@@ -9,23 +9,30 @@ import (
 )
 
 // copies sends new reliable data more than once on lossy links: the
-// first copy right after the tick's packets, the others in the following
-// ticks (see copiesFor). hist holds the reliable frames with new data of
-// the last ticks (hist[cur] collects this tick's) and how many more
-// times each goes out. At every tick the ones still owed a copy are
-// gathered in owed and go out once more, in the first packet if they
-// fit, else in packets of their own.
+// first copy right after the packets that carried it (the tick's, or a
+// Flush's), the others in the following ticks (see copiesFor). hist
+// holds the reliable frames with new data of the last ticks (hist[cur]
+// collects this tick's) and how many more times each goes out. At every
+// tick the ones still owed a copy are gathered in owed and go out once
+// more, in the first packet if they fit, else in packets of their own.
 type copies struct {
 	hist [maxCopies - 1]tickFrames
 	cur  int
 	owed []byte
+	// flushing: the frames being sent come from a Flush; flushMark is
+	// where that Flush's frames start in hist[cur].flushed.
+	flushing  bool
+	flushMark int
 }
 
 // tickFrames is one tick's new reliable frames and the copies they are
-// still owed.
+// still owed: the tick's own, and those that no-delay Flushes sent
+// between this tick and the next (their first copy already went out).
 type tickFrames struct {
-	frames []byte
-	left   int
+	frames      []byte
+	left        int
+	flushed     []byte
+	flushedLeft int
 }
 
 // maxCopies bounds how many times new reliable data goes out.
@@ -85,24 +92,26 @@ func (c *copies) gather(room int) {
 	limit := maxRepeat * room
 	for i := range len(c.hist) {
 		r := &c.hist[(c.cur+1+i)%len(c.hist)]
-		if r.left == 0 {
-			continue
+		if r.left > 0 {
+			r.left--
+			c.owed = appendWhole(c.owed, r.frames, limit)
 		}
-		r.left--
-		c.owed = appendWhole(c.owed, r.frames, limit)
+		if r.flushedLeft > 0 {
+			r.flushedLeft--
+			c.owed = appendWhole(c.owed, r.flushed, limit)
+		}
 	}
 	c.cur = (c.cur + 1) % len(c.hist)
 	cur := &c.hist[c.cur]
 	cur.frames, cur.left = cur.frames[:0], 0
+	cur.flushed, cur.flushedLeft = cur.flushed[:0], 0
 }
 
 // owedNow adds the first copy of this tick's frames to what is owed, to
 // go in packets of their own right after the tick's. A lost packet then
 // costs no tick at all when its copy arrives; the later copies still come
-// a tick apart, for losses that last. A Flush does not add it (several
-// may share a tick): no-delay data gets its copies in the following
-// ticks. What it gained and cost in virtual and real echoes is in
-// bench/README.md (issue 20's tables).
+// a tick apart, for losses that last. What it gained and cost in virtual
+// and real echoes is in bench/README.md (issue 20's tables).
 func (c *copies) owedNow(room int) {
 	cur := &c.hist[c.cur]
 	if cur.left == 0 {
@@ -110,6 +119,21 @@ func (c *copies) owedNow(room int) {
 	}
 	cur.left--
 	c.owed = appendWhole(c.owed, cur.frames, maxRepeat*room)
+}
+
+// beginFlush marks the frames a Flush is about to send as no-delay ones.
+func (c *copies) beginFlush() {
+	c.flushing = true
+	c.flushMark = len(c.hist[c.cur].flushed)
+}
+
+// endFlush adds the first copy of the frames the Flush sent to what is
+// owed, to go right after its packets: as for a tick's frames, a lost
+// packet then costs nothing when its copy arrives (measured in
+// bench/README.md, issue 20's no-delay rows).
+func (c *copies) endFlush() {
+	c.flushing = false
+	c.owed = append(c.owed[:0], c.hist[c.cur].flushed[c.flushMark:]...)
 }
 
 // appendWhole appends to owed the whole frames at the start of frames
@@ -159,9 +183,18 @@ func (c *copies) appendOwed(b []byte, room, maxFrames int, st *Stats) ([]byte, i
 // behind it in order wait for it, so its retransmission gets copies too
 // (at 20 % loss this takes the echo's p99 from 285–523 ms to 260–293 ms
 // over 3,000 messages, for 4 % more packets).
+//
+// A Flush's frames are kept apart from the tick's: their first copy
+// leaves with the Flush (endFlush), so they are owed one copy fewer in
+// the following ticks, and a Flush does not renew the copies of the
+// tick's frames.
 func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) {
 	cur := &c.hist[c.cur]
-	if len(frame) == 0 || len(cur.frames)+len(frame) > maxRepeat*room {
+	frames, left := &cur.frames, &cur.left
+	if c.flushing {
+		frames, left = &cur.flushed, &cur.flushedLeft
+	}
+	if len(frame) == 0 || len(*frames)+len(frame) > maxRepeat*room {
 		return
 	}
 	n := copiesFor(acks.Stats())
@@ -169,8 +202,11 @@ func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) 
 		return
 	}
 	if framePushes(frame) {
-		cur.frames = append(cur.frames, frame...)
-		cur.left = n - 1
+		*frames = append(*frames, frame...)
+		*left = n - 1
+		if c.flushing {
+			*left = n - 2
+		}
 	}
 }
 

@@ -124,3 +124,89 @@ func TestCopiesBurstKeepsFirstFrames(t *testing.T) {
 		t.Fatalf("a full budget took %d more bytes", len(more)-len(owed))
 	}
 }
+
+// countingLink counts the large packets (a 1 KB message's) it carries.
+type countingLink struct {
+	link
+	big int
+}
+
+func (l *countingLink) Emit(p []byte) {
+	if len(p) > 1000 {
+		l.big++
+	}
+	l.link.Emit(p)
+}
+
+// TestFlushCopies: on a lossy link a no-delay message (Send then Flush
+// between two ticks) gets its first copy right after its packet, as a
+// tick's message does after the tick's, and then one copy fewer in the
+// following ticks; a Flush does not renew the copies of the tick's own
+// messages.
+func TestFlushCopies(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var k1, k2 [32]byte
+		k1[0], k2[0] = 1, 2
+		now := time.Now()
+		spec, err := netem.Parse("delay 33ms loss 5%")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab := &countingLink{link: link{q: netem.NewImpairment(spec, 1)}}
+		ba := &link{q: netem.NewImpairment(spec, 2)}
+		tick := 0
+		nop := &tickSink{at: map[int]int{}, tick: &tick}
+		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		step := func(send, flush bool) {
+			time.Sleep(time.Second / 60)
+			now := time.Now()
+			ab.now, ba.now = now, now
+			if send {
+				a.Send(Reliable, 1, false, 0, make([]byte, 1024))
+				if flush {
+					a.Flush(now, Ticks{}, ab)
+					return
+				}
+			}
+			a.Tick(now, Ticks{}, true, ab)
+			b.Tick(now, Ticks{}, true, ba)
+			ab.deliver(b, now)
+			ba.deliver(a, now)
+		}
+		for range 600 { // the loss rate is measured: 3 copies at 5 %
+			step(false, false)
+		}
+		if n := copiesFor(a.acks.Stats()); n != 3 {
+			t.Fatalf("copiesFor = %d at %.3f loss, want 3", n, a.acks.Stats().Loss)
+		}
+		for range 20 {
+			step(false, false) // everything acknowledged
+		}
+		count := func(what string, want int, steps ...[2]bool) {
+			t.Helper()
+			ab.big = 0
+			var per []int
+			for _, s := range steps {
+				before := ab.big
+				step(s[0], s[1])
+				per = append(per, ab.big-before)
+			}
+			if per[0] != 2 || ab.big != want {
+				t.Errorf("%s: large packets per step %v, want 2 at once and %d in all", what, per, want)
+			}
+		}
+		onTick, flushed, idle := [2]bool{true, false}, [2]bool{true, true}, [2]bool{false, false}
+		count("a tick's message", 3, onTick, idle, idle, idle)
+		for range 20 {
+			step(false, false)
+		}
+		count("a flushed message", 3, flushed, idle, idle, idle)
+		for range 20 {
+			step(false, false)
+		}
+		// A tick's message, then a flushed one before the next tick: each
+		// is sent 3 times.
+		count("a tick's and a flushed message", 6, onTick, flushed, idle, idle, idle)
+	})
+}

@@ -648,13 +648,16 @@ func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) 
 // Flush sends what is queued now instead of with the next tick: the
 // reliable channel's segments (as soon as kcp's 10 ms flush interval
 // allows) and the queued unreliable messages, in data packets without
-// the handler's frames, which stay tick-aligned. New reliable data still
-// gets its copies in the following ticks.
+// the handler's frames, which stay tick-aligned. New reliable data gets
+// its first copy right after them and the others in the following ticks.
 func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
-	s.rel.Update(now)
+	s.rel.Flush(now)
+	s.copies.beginFlush()
 	for i := 0; i < maxPacketsPerTick && s.wantsData(); i++ {
 		out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketData, ticks, fillData, nil))
 	}
+	s.copies.endFlush()
+	s.sendCopies(now, ticks, out)
 }
 
 // FlushDue reports whether reliable messages wait for the reliable
@@ -666,8 +669,13 @@ func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
 // packet, and the first copy of this tick's new reliable frames, in
 // packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
+	s.copies.owedNow(s.payloadRoom())
+	s.sendCopies(now, ticks, out)
+}
+
+// sendCopies sends the owed copies in packets of their own.
+func (s *Session) sendCopies(now time.Time, ticks Ticks, out Output) {
 	room := s.payloadRoom()
-	s.copies.owedNow(room)
 	for {
 		body := s.copies.next(room)
 		if body == nil {
