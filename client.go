@@ -366,7 +366,7 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 			if !hs.Challenged() {
 				continue
 			}
-			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh})
+			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, FEC: c.cfg.ReliableFEC})
 			if !ok {
 				c.dropped[drop]++
 				continue

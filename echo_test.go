@@ -31,18 +31,21 @@ func echoRTTs(t testing.TB, spec string, n int) []time.Duration {
 		seed++
 		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
 	}
-	return echoRTTsOver(t, listen, n, 0, false)
+	return echoRTTsOver(t, listen, n, 0, echoOpts{})
 }
 
+// echoOpts: with noDelay both ends flush every message at once (Flush)
+// instead of sending it with the next tick; with fec both ends protect
+// reliable data with parity instead of copies (Config.ReliableFEC).
+type echoOpts struct{ noDelay, fec bool }
+
 // echoRTTsOver is echoRTTs over sockets from listen (the server's first).
-// The first message goes phase after the client connected. With noDelay
-// both ends flush every message at once (Flush) instead of sending it
-// with the next tick.
-func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.Duration, noDelay bool) []time.Duration {
+// The first message goes phase after the client connected.
+func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.Duration, o echoOpts) []time.Duration {
 	h := newEchoHandler()
-	h.noDelay = noDelay
-	srv, key, addr := testServer(t, Config{}, h, listen())
-	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen()})
+	h.noDelay = o.noDelay
+	srv, key, addr := testServer(t, Config{ReliableFEC: o.fec}, h, listen())
+	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen(), Config: Config{ReliableFEC: o.fec}})
 	sent := make([]time.Time, n)
 	rtts := make([]time.Duration, 0, n)
 	msg := make([]byte, 1024)
@@ -72,7 +75,7 @@ func echoRTTsOver(t testing.TB, listen func() udp.BatchConn, n int, phase time.D
 				if err := c.Send(Reliable, 1, msg); err != nil {
 					t.Fatal(err)
 				}
-				if noDelay {
+				if o.noDelay {
 					c.Flush()
 				}
 				next++
@@ -118,7 +121,7 @@ func TestEchoLatency(t *testing.T) {
 
 // virtualEchoRTTs is echoRTTsOver inside a synctest bubble, over the
 // in-memory network with spec each way (seeded), n messages.
-func virtualEchoRTTs(t *testing.T, spec string, n int, noDelay bool) []time.Duration {
+func virtualEchoRTTs(t *testing.T, spec string, n int, o echoOpts) []time.Duration {
 	sp, err := netem.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +140,7 @@ func virtualEchoRTTs(t *testing.T, spec string, n int, noDelay bool) []time.Dura
 	// ticker started with it would: send half a tick later, so which
 	// goroutine runs first at a shared instant cannot decide whether a
 	// message waits a tick.
-	return echoRTTsOver(t, listen, n, time.Second/120, noDelay)
+	return echoRTTsOver(t, listen, n, time.Second/120, o)
 }
 
 // TestEchoLatencyVirtual is the same scenario in virtual time over the
@@ -150,7 +153,7 @@ func virtualEchoRTTs(t *testing.T, spec string, n int, noDelay bool) []time.Dura
 func TestEchoLatencyVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
-		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, false)
+		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, echoOpts{})
 		p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
 		t.Logf("virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], pmax)
 		// p50: the 50 ms base plus waiting for the next tick on each side.
@@ -171,7 +174,7 @@ func TestEchoLatencyVirtual(t *testing.T) {
 func TestEchoLatencyVirtual20(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
-		rtts := virtualEchoRTTs(t, "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", n, false)
+		rtts := virtualEchoRTTs(t, "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", n, echoOpts{})
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("virtual echo RTT over 50±10 ms, 20%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
 		if p99 > 250*time.Millisecond {
@@ -188,11 +191,35 @@ func TestEchoLatencyVirtual20(t *testing.T) {
 func TestEchoNoDelayVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 3000
-		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, true)
+		rtts := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, echoOpts{noDelay: true})
 		p50, p99 := rtts[n/2], rtts[n*99/100]
 		t.Logf("no-delay virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v", p50, p99, rtts[n*999/1000], rtts[n-1])
 		if p50 > 60*time.Millisecond || p99 > 110*time.Millisecond {
 			t.Errorf("p50 %v p99 %v, want p50 <= 60 ms, p99 <= 110 ms", p50, p99)
 		}
 	})
+}
+
+// TestEchoFECVirtual: with Config.ReliableFEC on both ends, parity over
+// groups of packets replaces the copies; the echo's tail grows by about
+// the tick a group waits for its parity, for fewer bytes (bench/README.md,
+// issue 20's FEC table), and stays bounded at both loss profiles.
+func TestEchoFECVirtual(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		p99  time.Duration
+	}{
+		{"delay 25ms 5ms loss 5%", 130 * time.Millisecond},
+		{"delay 50ms 10ms loss 20% duplicate 5% reorder 5%", 300 * time.Millisecond},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			const n = 3000
+			rtts := virtualEchoRTTs(t, c.spec, n, echoOpts{fec: true})
+			p50, p99 := rtts[n/2], rtts[n*99/100]
+			t.Logf("FEC virtual echo RTT over %s each way: p50 %v p99 %v p99.9 %v max %v", c.spec, p50, p99, rtts[n*999/1000], rtts[n-1])
+			if p99 > c.p99 {
+				t.Errorf("p99 %v, want <= %v", p99, c.p99)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"slices"
 	"testing"
@@ -27,14 +28,17 @@ const (
 
 // echoProfiles are the impairments the comparison runs at, each way;
 // noDelay makes tickwire flush every message at once (Send then Flush)
-// instead of sending it with the next tick.
+// instead of sending it with the next tick; fec has both ends protect
+// reliable data with parity instead of copies (Config.ReliableFEC).
 var echoProfiles = []struct {
-	name, spec string
-	noDelay    bool
+	name, spec   string
+	noDelay, fec bool
 }{
-	{"loss=5%", "delay 25ms 5ms loss 5%", false},
-	{"loss=5%/nodelay", "delay 25ms 5ms loss 5%", true},
-	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false},
+	{"loss=5%", "delay 25ms 5ms loss 5%", false, false},
+	{"loss=5%/nodelay", "delay 25ms 5ms loss 5%", true, false},
+	{"loss=5%/fec", "delay 25ms 5ms loss 5%", false, true},
+	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false, false},
+	{"loss=20%/fec", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false, true},
 }
 
 type echoResult struct {
@@ -67,9 +71,9 @@ func proxy(b testing.TB, upstream, impairment string) string {
 }
 
 // echoTickwire runs the echo over a tickwire Server and Client.
-func echoTickwire(b testing.TB, impairment string, noDelay bool) echoResult {
+func echoTickwire(b testing.TB, impairment string, noDelay, fec bool) echoResult {
 	key, _ := tickwire.GenerateKey()
-	s, err := tickwire.NewServer(key, tickwire.Config{})
+	s, err := tickwire.NewServer(key, tickwire.Config{ReliableFEC: fec})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +88,8 @@ func echoTickwire(b testing.TB, impairment string, noDelay bool) echoResult {
 	tok, _ := tickwire.MintToken(key, tickwire.TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{via}}, time.Now())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := tickwire.Dial(ctx, tok)
+	d := tickwire.Dialer{Config: tickwire.Config{ReliableFEC: fec}}
+	c, err := d.Dial(ctx, tok)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -118,9 +123,10 @@ func (h echoHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
 }
 func (echoHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
-// echoKCP runs the echo over kcp-go sessions in fast mode.
-func echoKCP(b testing.TB, impairment string) echoResult {
-	ln, err := kcp.ListenWithOptions("127.0.0.1:0", nil, 0, 0)
+// echoKCP runs the echo over kcp-go sessions in fast mode, with its
+// Reed–Solomon FEC when dataShards and parityShards are not zero.
+func echoKCP(b testing.TB, impairment string, dataShards, parityShards int) echoResult {
+	ln, err := kcp.ListenWithOptions("127.0.0.1:0", nil, dataShards, parityShards)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -149,7 +155,7 @@ func echoKCP(b testing.TB, impairment string) echoResult {
 		}
 	}()
 	via := proxy(b, ln.Addr().String(), impairment)
-	c, err := kcp.DialWithOptions(via, nil, 0, 0)
+	c, err := kcp.DialWithOptions(via, nil, dataShards, parityShards)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,8 +228,8 @@ func BenchmarkReliableEcho(b *testing.B) {
 	for _, p := range echoProfiles {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
-				tw := echoTickwire(b, p.spec, p.noDelay)
-				kc := echoKCP(b, p.spec)
+				tw := echoTickwire(b, p.spec, p.noDelay, p.fec)
+				kc := echoKCP(b, p.spec, 0, 0)
 				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 				b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")
 				b.ReportMetric(ms(tw.p99), "tickwire-p99-ms")
@@ -238,5 +244,31 @@ func BenchmarkReliableEcho(b *testing.B) {
 				b.ReportMetric(ms(tw.p99)/ms(kc.p99), "p99-ratio")
 			}
 		})
+	}
+}
+
+// BenchmarkReliableEchoFEC measures forward error correction against
+// copies on the echo: kcp-go with its Reed–Solomon FEC (data+parity
+// shards per group, klauspost/reedsolomon) at both loss profiles, for
+// p99 and bytes per message beside tickwire's copies
+// (BenchmarkReliableEcho). Run it with -benchtime=1x.
+func BenchmarkReliableEchoFEC(b *testing.B) {
+	for _, p := range echoProfiles {
+		if p.noDelay || p.fec {
+			continue
+		}
+		for _, fec := range [][2]int{{1, 1}, {2, 1}, {3, 2}, {10, 3}, {1, 3}, {2, 3}, {4, 4}} {
+			b.Run(fmt.Sprintf("%s/fec=%d+%d", p.name, fec[0], fec[1]), func(b *testing.B) {
+				for b.Loop() {
+					kc := echoKCP(b, p.spec, fec[0], fec[1])
+					ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+					b.ReportMetric(ms(kc.p50), "kcp-p50-ms")
+					b.ReportMetric(ms(kc.p99), "kcp-p99-ms")
+					b.ReportMetric(ms(kc.maxRTT), "kcp-max-ms")
+					b.ReportMetric(kc.msgsPerSec, "kcp-msg/s")
+					b.ReportMetric(float64(kc.bytesOut)/echoCount, "kcp-bytes/msg")
+				}
+			})
+		}
 	}
 }

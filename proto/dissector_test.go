@@ -314,6 +314,19 @@ func expectFrame(f fields, fr frame) {
 			f.add("tickwire.mesh_report.peer", p.Peer)
 			f.add("tickwire.mesh_report.rtt_us", p.RTTMicros)
 		}
+	case *ParityFrame:
+		f.add("tickwire.frame.type", uint8(FrameParity))
+		f.add("tickwire.parity.first", v.First)
+		f.add("tickwire.parity.members", v.Members())
+		f.add("tickwire.parity.shards", v.Shards)
+		f.add("tickwire.parity.index", v.Index)
+		for _, g := range v.Gaps {
+			f.add("tickwire.parity.gap", g)
+		}
+		for i := range v.Members() {
+			f.add("tickwire.parity.len", v.MemberLen(i))
+		}
+		f.bytes("tickwire.parity.shard", v.Shard)
 	default:
 		panic(fmt.Sprintf("no expectation for %T", fr))
 	}

@@ -29,7 +29,8 @@ const (
 	FrameCommitSums    FrameType = 0x17 // commits mode: a client's committed-state checksums
 	FramePeerIntro     FrameType = 0x18 // commits mode mesh: a client's hello, the server's introductions of peers
 	FrameMeshReport    FrameType = 0x19 // commits mode mesh: how fast a client reaches its peers
-	frameTypeEnd       FrameType = 0x1a
+	FrameParity        FrameType = 0x1a // a Reed–Solomon parity shard over earlier packets' reliable frames
+	frameTypeEnd       FrameType = 0x1b
 )
 
 var frameNames = [...]string{
@@ -58,6 +59,7 @@ var frameNames = [...]string{
 	FrameCommitSums:    "commit sums",
 	FramePeerIntro:     "peer intro",
 	FrameMeshReport:    "mesh report",
+	FrameParity:        "parity",
 }
 
 func (t FrameType) String() string {
@@ -147,6 +149,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = parsePeerIntro(b, false)
 	case FrameMeshReport:
 		_, n, err = scanMeshReport(b)
+	case FrameParity:
+		_, n, err = ParseParityFrame(b)
 	}
 	return t, n, err
 }

@@ -165,6 +165,21 @@ func (g *gen) frame(t FrameType) frame {
 			copy(f.RecvKey[:], g.bytes(KeySize))
 		}
 		return f
+	case FrameParity:
+		k := 1 + g.r.IntN(MaxParityMembers)
+		f := &ParityFrame{First: g.r.Uint32(), Shards: uint8(1 + g.r.IntN(MaxParityShards))}
+		f.Index = uint8(g.r.IntN(int(f.Shards)))
+		longest := 0
+		for i := range k {
+			if i > 0 {
+				f.Gaps = append(f.Gaps, byte(1+g.r.IntN(255)))
+			}
+			n := 1 + g.r.IntN(64)
+			longest = max(longest, n)
+			f.Lens = le.AppendUint16(f.Lens, uint16(n))
+		}
+		f.Shard = g.bytes(longest)
+		return f
 	case FrameMeshReport:
 		f := &MeshReportFrame{}
 		if n := g.r.IntN(MaxMeshReport + 1); n > 0 {

@@ -87,6 +87,9 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 		var f MeshReportFrame
 		n, err := ParseMeshReportFrame(b, &f)
 		return &f, n, err
+	case FrameParity:
+		f, n, err := ParseParityFrame(b)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }
@@ -529,6 +532,11 @@ func TestFrameRejects(t *testing.T) {
 		&StandbyStepFrame{InputSize: 2, Messages: make([]StandbyMessage, MaxStandbyMessages+1)},
 		&RosterFrame{Members: make([]RosterMember, MaxRosterMembers+1)},
 		&RosterFrame{Members: []RosterMember{{Addr: make([]byte, MaxRosterAddr+1)}}},
+		&ParityFrame{Shards: 1, Lens: []byte{3, 0}, Shard: make([]byte, 2)},                        // shard not the longest member
+		&ParityFrame{Shards: 1, Index: 1, Lens: []byte{3, 0}, Shard: make([]byte, 3)},              // index beyond the shards
+		&ParityFrame{Shards: 1, Gaps: []byte{0}, Lens: []byte{3, 0, 3, 0}, Shard: make([]byte, 3)}, // a zero gap
+		&ParityFrame{Shards: 1, Lens: []byte{0, 0}},                                                // an empty member
+		&ParityFrame{Shards: 1, Gaps: make([]byte, MaxParityMembers), Lens: make([]byte, 2*MaxParityMembers+2)},
 	}
 	for _, f := range bad {
 		if _, err := f.Append(nil); err == nil {

@@ -153,6 +153,7 @@ type Stats struct {
 	BadFrames             uint64 // frames dropped as malformed or refused by the handler
 	UnreliableDropped     uint64 // queued unreliable messages never sent
 	ReliableRepeats       uint64 // reliable frames sent again as a copy (see copies.go)
+	ReliableRebuilt       uint64 // reliable frames rebuilt from parity (see fec.go)
 	ReliableQueue         int    // reliable segments waiting to be sent or acknowledged
 	RTT                   time.Duration
 	RTTVar                time.Duration
@@ -170,6 +171,9 @@ type Config struct {
 	// Timeout: the peer is gone after this long without an authenticated
 	// packet.
 	Timeout time.Duration
+	// FEC: new reliable data on lossy links gets Reed–Solomon parity
+	// over groups of packets instead of copies (see fec.go).
+	FEC     bool
 	Handler Handler
 }
 
@@ -195,6 +199,9 @@ type Session struct {
 	// packet that goes anyway, so two idle peers do not ping-pong acks.
 	ackOwed bool
 	copies  copies
+	fecTx   fecSender
+	fecRx   *fecReceiver // allocated at the peer's first parity frame
+	ticks   uint64       // Tick calls, for the age of a parity group
 	path    path
 	stats   Stats
 }
@@ -347,6 +354,7 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 	s.stats.BytesIn += uint64(size)
 	s.info = PacketInfo{Header: *h, Number: pn, Time: now, RTT: s.acks.RTT(), RTTVar: s.acks.RTTVar(), Loss: s.acks.Loss()}
 	var ackDelay time.Duration
+	var relData []byte // the packet's last reliable frame, for parity
 	r = proto.FrameReader{Payload: payload}
 	for r.Next() {
 		if r.Type() != proto.FrameAckOnly {
@@ -362,10 +370,18 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 			f, _, err := proto.ParseReliableFrame(r.Frame())
 			if err == nil {
 				err = s.rel.Input(now, f.Data)
+				relData = f.Data
 			}
 			if err != nil {
 				s.stats.BadFrames++
 			}
+		case proto.FrameParity:
+			f, _, err := proto.ParseParityFrame(r.Frame())
+			if err != nil {
+				s.stats.BadFrames++
+				continue
+			}
+			s.parity(now, pn, &f)
 		case proto.FramePathChallenge:
 			f, _, err := proto.ParsePathChallengeFrame(r.Frame())
 			if err != nil {
@@ -397,6 +413,9 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 		default:
 			s.frame(r.Type(), r.Frame())
 		}
+	}
+	if s.fecRx != nil {
+		s.fecRx.store(pn, relData)
 	}
 	s.acks.OnReceive(now, h, pn, size, ackDelay)
 	for {
@@ -523,7 +542,7 @@ func (s *Session) fillData(b []byte, now time.Time, first bool) []byte {
 	if s.rel.Pending() > 0 {
 		at := len(b)
 		b, _ = s.rel.AppendFrame(b, left())
-		s.copies.noteSent(b[at:], room, s.acks)
+		s.protect(b[at:], room)
 		frames++
 	}
 	if !first {
@@ -617,6 +636,7 @@ func (s *Session) wantsData() bool {
 // makes the first data packet go even with nothing queued (a game sends
 // every tick).
 func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) {
+	s.ticks++
 	s.checkPath(now)
 	s.probePath(now, ticks, out)
 	s.rel.Update(now)
@@ -657,6 +677,9 @@ func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
 		out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketData, ticks, fillData, nil))
 	}
 	s.copies.endFlush()
+	if s.fecTx.n > 0 {
+		s.closeGroup()
+	}
 	s.sendCopies(now, ticks, out)
 }
 
@@ -670,6 +693,9 @@ func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
 // packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
 	s.copies.owedNow(s.payloadRoom())
+	if s.fecTx.due(s.ticks) {
+		s.closeGroup()
+	}
 	s.sendCopies(now, ticks, out)
 }
 

@@ -47,6 +47,7 @@ local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
 local MAX_COMMIT_SUMS = 64
 local MAX_MESH_REPORT = 64
+local MAX_PARITY_MEMBERS, MAX_PARITY_SHARDS = 16, 8
 local MAX_PLAYERS = 4
 local KCP_OVERHEAD = 24
 local PATH_DATA_SIZE = 8
@@ -68,7 +69,7 @@ local frame_names = {
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
     [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
     [0x14] = "Effect", [0x15] = "Command", [0x16] = "Commit item", [0x17] = "Commit sums",
-    [0x18] = "Peer intro", [0x19] = "Mesh report",
+    [0x18] = "Peer intro", [0x19] = "Mesh report", [0x1a] = "Parity",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -230,6 +231,13 @@ f.pi_keys    = ProtoField.bytes("tickwire.peer_intro.keys", "Pair keys")
 f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Peers")
 f.mr_peer    = ProtoField.uint32("tickwire.mesh_report.peer", "Peer connection")
 f.mr_rtt     = ProtoField.uint32("tickwire.mesh_report.rtt_us", "RTT (µs, 0 unreachable)")
+f.par_first  = ProtoField.uint32("tickwire.parity.first", "First member (packet number, low 32 bits)")
+f.par_members = ProtoField.uint8("tickwire.parity.members", "Members")
+f.par_shards = ProtoField.uint8("tickwire.parity.shards", "Parity shards")
+f.par_index  = ProtoField.uint8("tickwire.parity.index", "Shard index")
+f.par_gap    = ProtoField.uint8("tickwire.parity.gap", "Gap to next member")
+f.par_len    = ProtoField.uint16("tickwire.parity.len", "Member length")
+f.par_shard  = ProtoField.bytes("tickwire.parity.shard", "Parity shard")
 
 local peer_ack_kinds = { [1] = "player's messages run (and held by the standby)", [2] = "host's messages received by the player",
     [3] = "to the standby: player's messages run", [4] = "to the standby: host's messages received by the player" }
@@ -785,6 +793,36 @@ local function frame_mesh_report(buf, off, tree)
     return off + 8 * n
 end
 
+local function frame_parity(buf, off, tree)
+    local trunc = "truncated parity frame"
+    if not have(buf, off, 7) then return bad(tree, trunc) end
+    local k, m, idx = buf(off + 4, 1):uint(), buf(off + 5, 1):uint(), buf(off + 6, 1):uint()
+    if k < 1 or k > MAX_PARITY_MEMBERS then return bad(tree, "parity frame: bad members") end
+    if m < 1 or m > MAX_PARITY_SHARDS or idx >= m then return bad(tree, "parity frame: bad shards") end
+    tree:add_le(f.par_first, buf(off, 4))
+    tree:add(f.par_members, buf(off + 4, 1))
+    tree:add(f.par_shards, buf(off + 5, 1))
+    tree:add(f.par_index, buf(off + 6, 1))
+    off = off + 7
+    if not have(buf, off, 3 * k - 1) then return bad(tree, trunc) end
+    for i = 0, k - 2 do
+        if buf(off + i, 1):uint() == 0 then return bad(tree, "parity frame: bad gap") end
+        tree:add(f.par_gap, buf(off + i, 1))
+    end
+    off = off + k - 1
+    local longest = 0
+    for i = 0, k - 1 do
+        local n = buf(off + 2 * i, 2):le_uint()
+        if n < 1 or n > MAX_PACKET then return bad(tree, "parity frame: bad member length") end
+        if n > longest then longest = n end
+        tree:add_le(f.par_len, buf(off + 2 * i, 2))
+    end
+    off = off + 2 * k
+    if not have(buf, off, longest) then return bad(tree, trunc) end
+    tree:add(f.par_shard, buf(off, longest))
+    return off + longest
+end
+
 local function frame_standby_state(buf, off, tree)
     local trunc = "truncated standby state frame"
     if not have(buf, off, 17) then return bad(tree, trunc) end
@@ -838,7 +876,7 @@ local frame_parsers = {
     [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
     [0x13] = frame_peer_ack, [0x14] = frame_effect, [0x15] = frame_command,
     [0x16] = frame_commit_item, [0x17] = frame_commit_sums, [0x18] = frame_peer_intro,
-    [0x19] = frame_mesh_report,
+    [0x19] = frame_mesh_report, [0x1a] = frame_parity,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
