@@ -193,6 +193,10 @@ type Reliable struct {
 	lastFlush time.Time
 	now       time.Time
 	timer     flushTimer
+	// urgent: an Input produced what the peer is waiting for, a fast
+	// retransmission or the ack of a segment that came past a gap; see
+	// Urgent. inInput: KCP's output comes from Input.
+	urgent, inInput bool
 
 	stats ReliableStats
 }
@@ -257,10 +261,16 @@ func (r *Reliable) output(buf []byte, size int) {
 
 func (r *Reliable) queue(seg []byte) {
 	if seg[segOffCmd] != cmdPush {
+		if r.inInput && seg[segOffCmd] == cmdAck && snBefore(le.Uint32(seg[segOffUna:]), le.Uint32(seg[segOffSN:])) {
+			r.urgent = true // a segment arrived past a gap: the sender's fast retransmission waits for this ack
+		}
 		r.ctrl.push(seg)
 		return
 	}
 	sn := le.Uint32(seg[segOffSN:])
+	if r.inInput && r.timer.active && snBefore(sn, r.timer.nxt) {
+		r.urgent = true // a fast retransmission: the peer's messages wait for it
+	}
 	r.timer.sent(r.now, sn, le.Uint32(seg[segOffTS:]))
 	slot := &r.snIndex[sn&r.snMask]
 	if slot.pos != 0 && slot.sn == sn {
@@ -353,7 +363,9 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 	// the next packet either way, and the ack clock then runs without
 	// waiting for Update.
 	r.now = now
+	r.inInput = true
 	r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
+	r.inInput = false
 	r.stats.SegmentsIn += uint64(segs)
 	return nil
 }
@@ -416,6 +428,19 @@ func (r *Reliable) FlushDue() (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return r.lastFlush.Add(r.cfg.Interval + 100*time.Microsecond), true
+}
+
+// Urgent reports, once, whether an Input since the last call produced
+// segments the peer is waiting for: a fast retransmission (the peer's
+// messages behind the lost segment wait for it), or the ack of a segment
+// that arrived past a gap (the peer's fast retransmission waits for it).
+// A connection sends its pending segments at once then instead of with
+// the next tick: on a lossy link this takes about a tick off each
+// message whose every copy was lost.
+func (r *Reliable) Urgent() bool {
+	u := r.urgent
+	r.urgent = false
+	return u
 }
 
 // Pending returns the bytes of segments waiting for AppendFrame.

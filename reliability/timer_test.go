@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp/netem"
 )
 
@@ -151,4 +152,63 @@ func TestFlushTimerEstimator(t *testing.T) {
 	if ft.rto != kcpMinRTO*time.Millisecond {
 		t.Fatalf("rto %v on a 5 ms path, want the 30 ms floor", ft.rto)
 	}
+}
+
+// TestUrgent: an Input that acknowledges a segment which came past a gap,
+// or that makes KCP retransmit at once, is urgent; in-order traffic is
+// not.
+func TestUrgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a, _ := NewReliable(3, ReliableConfig{})
+		b, _ := NewReliable(3, ReliableConfig{})
+		frames := func(r *Reliable) [][]byte {
+			var out [][]byte
+			for r.Pending() > 0 {
+				fb, _ := r.AppendFrame(nil, 1<<12)
+				f, _, err := proto.ParseReliableFrame(fb)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, f.Data)
+			}
+			return out
+		}
+		send := func(msg string) [][]byte {
+			if err := a.Send([]byte(msg)); err != nil {
+				t.Fatal(err)
+			}
+			a.Flush(time.Now())
+			return frames(a)
+		}
+		in := func(r *Reliable, fs [][]byte) {
+			for _, f := range fs {
+				if err := r.Input(time.Now(), f); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		in(b, send("one"))
+		if b.Urgent() {
+			t.Fatal("an in-order segment is urgent")
+		}
+		in(a, frames(b))
+		time.Sleep(11 * time.Millisecond) // past KCP's interval, within its 30 ms minimum timeout
+		send("two")                       // lost
+		time.Sleep(11 * time.Millisecond) // past KCP's interval, within its 30 ms minimum timeout
+		in(b, send("three"))
+		if !b.Urgent() {
+			t.Fatal("the ack of a segment past a gap is not urgent")
+		}
+		if b.Urgent() {
+			t.Fatal("Urgent reported twice")
+		}
+		in(a, frames(b))                  // one ack past sn 1: fastack 1
+		time.Sleep(11 * time.Millisecond) // past KCP's interval, within its 30 ms minimum timeout
+		in(b, send("four"))
+		b.Urgent()
+		in(a, frames(b)) // the second: KCP retransmits "two" from Input
+		if !a.Urgent() {
+			t.Fatal("a fast retransmission is not urgent")
+		}
+	})
 }

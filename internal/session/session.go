@@ -255,9 +255,13 @@ func (s *Session) TimedOut(now time.Time) bool { return now.Sub(s.lastRecv) > s.
 // NextPacketNumber is the number the next packet sent will carry.
 func (s *Session) NextPacketNumber() uint64 { return s.acks.NextPacketNumber() }
 
-// AckDue reports whether enough packets arrived since our last one that
-// an ack-only packet should go now (AckOnlyThreshold).
-func (s *Session) AckDue() bool { return s.acks.AcksPending() >= AckOnlyThreshold }
+// AckDue reports whether a packet should go now rather than with the
+// next tick: enough packets arrived since our last one (AckOnlyThreshold),
+// or the reliable channel holds segments the peer is waiting for (a fast
+// retransmission, the ack of a segment past a gap: Reliable.Urgent).
+func (s *Session) AckDue() bool {
+	return s.rel.Urgent() || s.acks.AcksPending() >= AckOnlyThreshold
+}
 
 // ReliableQueued is how many reliable segments wait to be sent or
 // acknowledged.
