@@ -257,8 +257,8 @@ func (s *Session) NextPacketNumber() uint64 { return s.acks.NextPacketNumber() }
 
 // AckDue reports whether a packet should go now rather than with the
 // next tick: enough packets arrived since our last one (AckOnlyThreshold),
-// or the reliable channel holds segments the peer is waiting for (a fast
-// retransmission, the ack of a segment past a gap: Reliable.Urgent).
+// or the reliable channel holds the ack of a segment that came past a
+// gap, which the peer's fast retransmission waits for (Reliable.Urgent).
 func (s *Session) AckDue() bool {
 	return s.rel.Urgent() || s.acks.AcksPending() >= AckOnlyThreshold
 }
