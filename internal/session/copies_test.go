@@ -52,47 +52,11 @@ func (l *link) deliver(s *Session, now time.Time) {
 // messages arrive within one tick of the base delay (the rest wait behind
 // a message whose both copies were lost).
 func TestRedundantReliableDelivery(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var k1, k2 [32]byte
-		k1[0], k2[0] = 1, 2
-		now := time.Now()
-		spec, err := netem.Parse("delay 33ms loss 5%") // 2 ticks
-		if err != nil {
-			t.Fatal(err)
-		}
-		ab, ba := &link{q: netem.NewImpairment(spec, 1)}, &link{q: netem.NewImpairment(spec, 2)}
-		tick := 0
-		got := &tickSink{at: map[int]int{}, tick: &tick}
-		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
-		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: got}, now)
-		for tick = 0; tick < 3000; tick++ {
-			time.Sleep(time.Second / 60)
-			now := time.Now()
-			if tick < 2900 {
-				msg := make([]byte, 1024)
-				msg[0], msg[1] = byte(tick), byte(tick>>8)
-				a.Send(Reliable, 1, false, 0, msg)
-			}
-			ab.now, ba.now = now, now
-			a.Tick(now, Ticks{}, false, ab)
-			b.Tick(now, Ticks{}, false, ba)
-			ab.deliver(b, now)
-			ba.deliver(a, now)
-		}
-		hist := map[int]int{}
-		for i := range 2900 {
-			d, ok := got.at[i]
-			if !ok {
-				t.Fatalf("message %d never arrived", i)
-			}
-			hist[d-i]++
-		}
-		t.Logf("delivery delay in ticks: %v; repeats %d", hist, a.Stats().ReliableRepeats)
-		if fast := hist[2] + hist[3]; fast < 2900*98/100 {
-			t.Fatalf("%d of 2900 messages within 3 ticks, want 98 %%: %v", fast, hist)
-		}
-	})
+	hist, _, _ := redundancyRun(t, "delay 33ms loss 5%", false) // 2 ticks
+	t.Logf("delivery delay in ticks: %v", hist)
+	if fast := hist[2] + hist[3]; fast < 2900*98/100 {
+		t.Fatalf("%d of 2900 messages within 3 ticks, want 98 %%: %v", fast, hist)
+	}
 }
 
 // TestCopiesBurstKeepsFirstFrames: a tick whose new reliable frames
