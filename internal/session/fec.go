@@ -299,8 +299,8 @@ func (r *fecReceiver) parity(pn uint64, f *proto.ParityFrame) [][]byte {
 }
 
 // group finds the group that starts at first, or starts one in the
-// oldest slot. A group whose shape differs from an earlier shard's is
-// refused.
+// oldest slot. A shard whose group differs from an earlier shard's
+// (members, lengths, shard count) is refused.
 func (r *fecReceiver) group(first uint64, k, m int, f *proto.ParityFrame) *parityGroup {
 	for i := range r.groups {
 		g := &r.groups[i]
@@ -308,8 +308,12 @@ func (r *fecReceiver) group(first uint64, k, m int, f *proto.ParityFrame) *parit
 			if g.k != k || g.m != m {
 				return nil
 			}
+			pn := first
 			for j := range k {
-				if g.lens[j] != f.MemberLen(j) {
+				if j > 0 {
+					pn += uint64(f.Gaps[j-1])
+				}
+				if g.pns[j] != pn || g.lens[j] != f.MemberLen(j) {
 					return nil
 				}
 			}
