@@ -56,6 +56,7 @@ type Encoder struct {
 	log     idset.Log
 	idxLog  idset.Log // the written entities' indices (flight.idx)
 	tmpIDs  []proto.NetworkID
+	tmpIdx  []int32
 	tmpU32  []uint32
 	tmpU32b []uint32
 }
@@ -360,6 +361,14 @@ func (e *Encoder) Delivered(seq uint16) {
 				e.base[i] = fl.rev
 			}
 		}
+	} else if idx, ok := e.remapped(fl, nEnt); ok {
+		// A few layouts later (entities came and went since): the
+		// indices of the time, through the ring's layout changes.
+		for _, i := range idx {
+			if i >= 0 && e.base[i] < fl.rev {
+				e.base[i] = fl.rev
+			}
+		}
 	} else {
 		lo := 0 // the ids ascend: each search starts where the last ended
 		for k := 0; k < nEnt; k++ {
@@ -390,6 +399,29 @@ func (e *Encoder) Delivered(seq uint16) {
 	if fl.rev > e.lastAcked {
 		e.lastAcked = fl.rev
 	}
+}
+
+// remapped returns the indices a flight's entities have in the current
+// layout (−1: gone since), from the indices recorded when it was written
+// and the ring's layout changes since, or ok = false when the ring no
+// longer holds them all (then search by id).
+func (e *Encoder) remapped(fl *flight, n int) (idx []int32, ok bool) {
+	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > remapHistory || e.layout != e.ring.layout {
+		return nil, false
+	}
+	idx = e.tmpIdx[:0]
+	for k := 0; k < n; k++ {
+		idx = append(idx, int32(e.idxLog.At(fl.idx, k)))
+	}
+	e.tmpIdx = idx
+	for l := fl.layout + 1; l <= e.layout; l++ {
+		m, held := e.ring.layoutChange(l)
+		if !held {
+			return nil, false
+		}
+		m.MapAscending(idx)
+	}
+	return idx, true
 }
 
 // Lost tells the encoder the packet with sequence seq is lost. Its

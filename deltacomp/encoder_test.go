@@ -1,6 +1,7 @@
 package deltacomp
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/tickwire/tickwire/proto"
@@ -94,5 +95,92 @@ func TestRemovalsSentUntilAcknowledged(t *testing.T) {
 	e.Prepare()
 	if e.PendingRemovals() != 0 {
 		t.Fatalf("removal of a never-sent entity pending")
+	}
+}
+
+// TestDeliveredAcrossLayouts: a packet acknowledged some layouts after it
+// was written (entities came and went meanwhile) makes its entities'
+// baselines its revision, found through the ring's layout history
+// (within remapHistory changes) or by id (beyond): the baselines match a
+// model kept by id.
+func TestDeliveredAcrossLayouts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 2))
+	r := NewRing(RingConfig{})
+	e := NewEncoder(r, EncoderConfig{})
+	ids := []proto.NetworkID{}
+	next := proto.NetworkID(1)
+	for range 40 {
+		ids = append(ids, next)
+		next++
+	}
+	model := map[proto.NetworkID]uint32{}
+	type sentFrame struct {
+		seq    uint16
+		rev    uint32
+		ids    []proto.NetworkID
+		at, by int
+	}
+	var inFlight []sentFrame
+	var seq uint16
+	farAcks := 0
+	for tick := range 400 {
+		// Churn: remove a few entities and add a few (ids never reused).
+		if rng.IntN(3) > 0 {
+			for k := rng.IntN(3); k > 0 && len(ids) > 5; k-- {
+				j := rng.IntN(len(ids))
+				ids = append(ids[:j], ids[j+1:]...)
+			}
+			for k := rng.IntN(3); k > 0; k-- {
+				ids = append(ids, next)
+				next++
+			}
+		}
+		s := Snapshot{Tick: uint32(tick), RecordSize: 4, IDs: ids, Records: make([]byte, 4*len(ids))}
+		for i := range s.Records {
+			s.Records[i] = byte(rng.IntN(3))
+		}
+		if _, err := r.Push(&s); err != nil {
+			t.Fatal(err)
+		}
+		e.Prepare()
+		var sel []int32
+		var carried []proto.NetworkID
+		for i := range ids {
+			if rng.IntN(4) == 0 && e.BodySize(i) > 0 {
+				sel = append(sel, int32(i))
+				carried = append(carried, ids[i])
+			}
+		}
+		if _, err := e.AppendFrame(nil, seq, sel); err != nil {
+			t.Fatal(err)
+		}
+		// Acknowledged 1 to 14 ticks later: up to 14 layouts, beyond the
+		// ring's history of remapHistory (then found by id), in any order.
+		inFlight = append(inFlight, sentFrame{seq, r.Revision(), carried, tick, tick + 1 + rng.IntN(14)})
+		seq++
+		kept := inFlight[:0]
+		for _, f := range inFlight {
+			if tick < f.by {
+				kept = append(kept, f)
+				continue
+			}
+			if tick-f.at > remapHistory {
+				farAcks++
+			}
+			e.Delivered(f.seq)
+			for _, id := range f.ids {
+				model[id] = max(model[id], f.rev)
+			}
+		}
+		inFlight = kept
+		e.align()
+		for i, id := range e.ids {
+			if e.base[i] != model[id] {
+				t.Fatalf("tick %d: entity %d's baseline %d, want %d", tick, id, e.base[i], model[id])
+			}
+		}
+	}
+	if farAcks == 0 {
+		t.Fatal("no frame acknowledged beyond the layout history")
 	}
 }

@@ -41,6 +41,10 @@ type Ring struct {
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
 	remap   idset.Remap // how the last layout change reordered entities
+	// history keeps the last layout changes: history[l % len] took
+	// layout l−1 to l (layouts[l % len] == l while it is held).
+	history [remapHistory]idset.Remap
+	layouts [remapHistory]uint64
 	spareX  []byte
 	spareP  []uint64
 	full    patchCodes // codes of the latest records, for entities sent in full
@@ -51,6 +55,30 @@ type patchSlot struct {
 	xor     []byte // latest XOR snapshot(rev), aligned to latest
 	present []uint64
 	codes   patchCodes // codes of xor's patches for the latest revision
+}
+
+// remapHistory is how many layout changes a ring keeps, for encoders
+// that learn a packet's fate a few layouts after they wrote it.
+const remapHistory = 8
+
+// layoutChange returns the remap that took layout l−1 to l, if the ring
+// still holds it.
+func (r *Ring) layoutChange(l uint64) (*idset.Remap, bool) {
+	k := l % remapHistory
+	if r.layouts[k] != l {
+		return nil, false
+	}
+	return &r.history[k], true
+}
+
+// keepRemap records r.remap as the change to layout r.layout.
+func (r *Ring) keepRemap() {
+	k := r.layout % remapHistory
+	h := &r.history[k]
+	h.Runs = append(h.Runs[:0], r.remap.Runs...)
+	h.Removed = append(h.Removed[:0], r.remap.Removed...)
+	h.OldLen = r.remap.OldLen
+	r.layouts[k] = r.layout
 }
 
 // NewRing returns an empty ring.
@@ -160,6 +188,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	case r.rev == 0:
 		r.layout++
 		r.remap.Build(nil, s.IDs)
+		r.keepRemap()
 		for i := 0; i < n; i++ {
 			idset.SetBit(r.changed, i)
 		}
@@ -179,6 +208,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	default:
 		r.layout++
 		r.realign(s)
+		r.keepRemap()
 	}
 	r.latest.Tick = s.Tick
 	r.latest.RecordSize = rs

@@ -59,3 +59,23 @@ func (m *Remap) MoveBits(dst, src []uint64) {
 		OrBits(dst, int(r.New), src, int(r.Old), int(r.N))
 	}
 }
+
+// MapAscending maps the old indices idx (ascending; −1 entries are
+// skipped) to their new indices in place; an entity no longer present
+// becomes −1. One pass over idx and the runs.
+func (m *Remap) MapAscending(idx []int32) {
+	k := 0
+	for j, i := range idx {
+		if i < 0 {
+			continue
+		}
+		for k < len(m.Runs) && m.Runs[k].Old+m.Runs[k].N <= i {
+			k++
+		}
+		if k < len(m.Runs) && m.Runs[k].Old <= i {
+			idx[j] = m.Runs[k].New + i - m.Runs[k].Old
+		} else {
+			idx[j] = -1
+		}
+	}
+}
