@@ -52,13 +52,14 @@ type Encoder struct {
 	cRev     []uint32
 	scratch  []byte
 
-	flights idset.Flights[flight]
-	log     idset.Log
-	idxLog  idset.Log // the written entities' indices (flight.idx)
-	tmpIDs  []proto.NetworkID
-	tmpIdx  []int32
-	tmpU32  []uint32
-	tmpU32b []uint32
+	flights  idset.Flights[flight]
+	log      idset.Log
+	idxLog   idset.Log // the written entities' indices (flight.idx)
+	tmpIDs   []proto.NetworkID
+	tmpIdx   []int32
+	tmpAdded []proto.NetworkID
+	tmpU32   []uint32
+	tmpU32b  []uint32
 }
 
 type flight struct {
@@ -129,18 +130,33 @@ func (e *Encoder) align() {
 			gone = append(gone, e.ids[o])
 		}
 	}
-	e.finishAlign(base, sent, gone)
+	e.finishAlign(m, base, sent, gone)
 }
 
-// finishAlign installs the realigned state and updates pending removals.
-func (e *Encoder) finishAlign(base, sent []uint32, gone []proto.NetworkID) {
+// finishAlign installs the realigned state (m took the old layout to the
+// new) and updates pending removals.
+func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.NetworkID) {
 	r := e.ring
 	newIDs := r.latest.IDs
 	// Pending removals of ids that exist again are dropped: the new
-	// entity goes in full and replaces whatever the client holds.
+	// entity goes in full and replaces whatever the client holds. Such an
+	// id is one of the layout's new entities (those outside m's runs,
+	// usually a few): both lists ascend, so one merge finds them.
+	added := e.tmpAdded[:0]
+	next := 0
+	for _, ru := range m.Runs {
+		added = append(added, newIDs[next:ru.New]...)
+		next = int(ru.New + ru.N)
+	}
+	added = append(added, newIDs[next:]...)
+	e.tmpAdded = added
 	rem := e.removals[:0]
+	k := 0
 	for _, id := range e.removals {
-		if _, ok := slices.BinarySearch(newIDs, id); !ok {
+		for k < len(added) && added[k] < id {
+			k++
+		}
+		if k == len(added) || added[k] != id {
 			rem = append(rem, id)
 		}
 	}

@@ -98,6 +98,49 @@ func TestRemovalsSentUntilAcknowledged(t *testing.T) {
 	}
 }
 
+// TestRemovalDroppedWhenBack: an entity that comes back (the same id)
+// while its removal is still unacknowledged is no longer announced as
+// removed, over one layout change or several at once.
+func TestRemovalDroppedWhenBack(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		r := NewRing(RingConfig{})
+		e := NewEncoder(r, EncoderConfig{})
+		push := func(ids ...proto.NetworkID) {
+			var s Snapshot
+			s.Reset(r.Revision()+1, 4)
+			for _, id := range ids {
+				s.Append(id, []byte{byte(id), 1, 1, 1})
+			}
+			if _, err := r.Push(&s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		push(1, 2, 3, 4)
+		e.Prepare()
+		if _, err := e.AppendFrame(nil, 0, []int32{0, 1, 2, 3}); err != nil {
+			t.Fatal(err)
+		}
+		e.Delivered(0)
+		push(1, 3) // 2 and 4 go: removals pending
+		e.Prepare()
+		if e.PendingRemovals() != 2 {
+			t.Fatalf("pending removals %d, want 2", e.PendingRemovals())
+		}
+		if skip {
+			push(1, 3, 5) // a layout the encoder does not see on its own
+		}
+		push(1, 2, 3, 5) // 2 is back, 4 is still gone
+		e.Prepare()
+		b, err := e.AppendFrame(nil, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := removedIn(t, b); len(got) != 1 || got[0] != 4 {
+			t.Fatalf("skip %v: removals %v, want [4]", skip, got)
+		}
+	}
+}
+
 // TestDeliveredAcrossLayouts: a packet acknowledged some layouts after it
 // was written (entities came and went meanwhile) makes its entities'
 // baselines its revision, found through the ring's layout history
@@ -154,9 +197,9 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 		if _, err := e.AppendFrame(nil, seq, sel); err != nil {
 			t.Fatal(err)
 		}
-		// Acknowledged 1 to 14 ticks later: up to 14 layouts, beyond the
+		// Acknowledged 1 to 30 ticks later: up to 30 layouts, beyond the
 		// ring's history of remapHistory (then found by id), in any order.
-		inFlight = append(inFlight, sentFrame{seq, r.Revision(), carried, tick, tick + 1 + rng.IntN(14)})
+		inFlight = append(inFlight, sentFrame{seq, r.Revision(), carried, tick, tick + 1 + rng.IntN(30)})
 		seq++
 		kept := inFlight[:0]
 		for _, f := range inFlight {
@@ -164,7 +207,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 				kept = append(kept, f)
 				continue
 			}
-			if tick-f.at > remapHistory {
+			if tick-f.at > remapHistory+remapHistory/2 {
 				farAcks++
 			}
 			e.Delivered(f.seq)

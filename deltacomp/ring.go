@@ -59,7 +59,7 @@ type patchSlot struct {
 
 // remapHistory is how many layout changes a ring keeps, for encoders
 // that learn a packet's fate a few layouts after they wrote it.
-const remapHistory = 8
+const remapHistory = 16
 
 // layoutChange returns the remap that took layout l−1 to l, if the ring
 // still holds it.
