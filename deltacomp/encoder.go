@@ -58,8 +58,6 @@ type Encoder struct {
 	tmpIDs   []proto.NetworkID
 	tmpIdx   []int32
 	tmpAdded []proto.NetworkID
-	tmpU32   []uint32
-	tmpU32b  []uint32
 }
 
 type flight struct {
@@ -119,17 +117,15 @@ func (e *Encoder) align() {
 		e.remap.Build(e.ids, r.latest.IDs)
 		m = &e.remap
 	}
-	n := len(r.latest.IDs)
-	base := slices.Grow(e.tmpU32[:0], n)[:n]
-	sent := slices.Grow(e.tmpU32b[:0], n)[:n]
-	idset.Move(m, base, e.base)
-	idset.Move(m, sent, e.sent)
 	gone := e.tmpIDs[:0]
 	for _, o := range m.Removed {
 		if e.base[o] != 0 || e.sent[o] != 0 {
 			gone = append(gone, e.ids[o])
 		}
 	}
+	n := len(r.latest.IDs)
+	base := idset.MoveInPlace(m, e.base, n)
+	sent := idset.MoveInPlace(m, e.sent, n)
 	e.finishAlign(m, base, sent, gone)
 }
 
@@ -166,8 +162,7 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 		rem = slices.Compact(rem)
 	}
 	e.removals = rem
-	e.tmpU32, e.base = e.base, base
-	e.tmpU32b, e.sent = e.sent, sent
+	e.base, e.sent = base, sent
 	e.tmpIDs = gone[:0]
 	e.ids = append(e.ids[:0], newIDs...)
 	e.layout = r.layout

@@ -148,7 +148,6 @@ type Scheduler struct {
 	sel     []uint64
 	keys    []uint64
 	out     []int32
-	tmpP    []float32
 	tmpB    []uint64
 	tmpB2   []uint64
 	tmpB3   []uint64
@@ -220,15 +219,13 @@ func (s *Scheduler) align(w *World) {
 		m = &s.remap
 	}
 	n := len(w.ids)
-	prio := slices.Grow(s.tmpP[:0], n)[:n]
 	pend := idset.ResizeBits(s.tmpB, n)
 	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
 	dirty := idset.ResizeBits(s.tmpB3, n)
-	idset.Move(m, prio, s.prio)
+	s.prio = idset.MoveInPlace(m, s.prio, n)
 	m.MoveBits(pend, s.pending)
 	m.MoveBits(prev, s.rel)
 	m.MoveBits(dirty, s.dirty)
-	s.tmpP, s.prio = s.prio, prio
 	s.tmpB, s.pending = s.pending, pend
 	s.tmpB3, s.dirty = s.dirty, dirty
 	// update swaps rel into prevRel: rel carries last tick's relevance.

@@ -1,6 +1,10 @@
 package idset
 
-import "github.com/tickwire/tickwire/proto"
+import (
+	"slices"
+
+	"github.com/tickwire/tickwire/proto"
+)
 
 // Remap says how the entity order changed from one layout (a sorted set of
 // ids) to the next: runs of entities kept in order, and the old indices
@@ -48,6 +52,38 @@ func Move[T any](m *Remap, dst, src []T) {
 	for _, r := range m.Runs {
 		copy(dst[r.New:r.New+r.N], src[r.Old:r.Old+r.N])
 	}
+}
+
+// MoveInPlace is Move within one slice: s, indexed like the old layout,
+// comes back indexed like the new one (n entries, grown if it must be).
+// Entities that kept their index are not touched, so a change at the end
+// of the layout (entities with the newest ids coming and going) moves
+// only what lies behind it. Runs moving left go first, in ascending
+// order, then runs moving right, in descending order: the runs keep
+// their order, so no run overwrites another's entries before they moved.
+func MoveInPlace[T any](m *Remap, s []T, n int) []T {
+	if cap(s) < n {
+		s = slices.Grow(s, n-len(s))
+	}
+	s = s[:max(len(s), n)]
+	for _, r := range m.Runs {
+		if r.New < r.Old {
+			copy(s[r.New:r.New+r.N], s[r.Old:r.Old+r.N])
+		}
+	}
+	for k := len(m.Runs) - 1; k >= 0; k-- {
+		if r := m.Runs[k]; r.New > r.Old {
+			copy(s[r.New:r.New+r.N], s[r.Old:r.Old+r.N])
+		}
+	}
+	// New entities start from the zero value.
+	next := int32(0)
+	for _, r := range m.Runs {
+		clear(s[next:r.New])
+		next = r.New + r.N
+	}
+	clear(s[next:n])
+	return s[:n]
 }
 
 // MoveBits is Move for bitsets: dst, with room for the new layout, gets

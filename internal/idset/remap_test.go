@@ -93,7 +93,11 @@ func TestRemapAgainstIDLookup(t *testing.T) {
 		dstBits := slices.Repeat([]uint64{^uint64(0)}, (len(newIDs)+63)/64)
 		Move(&m, dst, src)
 		m.MoveBits(dstBits, srcBits)
+		inPlace := MoveInPlace(&m, slices.Clone(src), len(newIDs))
 		for i, j := range from {
+			if inPlace[i] != dst[i] {
+				t.Fatalf("entity %d (old %d): moved in place %d, want %d", i, j, inPlace[i], dst[i])
+			}
 			want, wantBit := uint32(0), false
 			if j >= 0 {
 				want, wantBit = src[j], Bit(srcBits, j)
@@ -122,6 +126,7 @@ func TestRemapZeroAlloc(t *testing.T) {
 		m.Build(a, b)
 		Move(&m, dst, src)
 		m.MoveBits(dstB, srcB)
+		MoveInPlace(&m, dst, len(b))
 	}); n != 0 {
 		t.Fatalf("Build, Move, MoveBits: %v allocs", n)
 	}
