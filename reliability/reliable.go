@@ -333,12 +333,20 @@ func (r *Reliable) PeekSize() int { return r.kcp.PeekSize() }
 // MaxMessageSize message has: both peers must use the same config); a bad frame is rejected
 // whole with a *SegmentError. now must be the clock KCP reads (see the
 // type's documentation).
+//
+// The same pass shows the flush timer the segments as KCP will read them
+// (their una, the acks); its RTT sample, the last ack's timestamp, is
+// taken only once the frame proved valid. A frame rejected part-way may
+// have shown it its first segments: that only makes the timer flush a
+// hostile or broken peer's own retransmissions later (at most idleFlush).
 func (r *Reliable) Input(now time.Time, data []byte) error {
 	if len(data) == 0 {
 		r.stats.FramesRejected++
 		return errSegEmpty
 	}
 	segs := 0
+	acks := false
+	var latest, maxAck uint32
 	for b := data; len(b) > 0; {
 		s, n, err := parseSegment(b, r.mss)
 		if err != nil {
@@ -353,10 +361,19 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 			r.stats.FramesRejected++
 			return errSegFrg
 		}
+		r.timer.received(&s)
+		if s.Cmd == cmdAck {
+			if !acks || snBefore(maxAck, s.SN) {
+				maxAck = s.SN
+			}
+			latest, acks = s.TS, true
+		}
 		b = b[n:]
 		segs++
 	}
-	r.timerInput(now, data)
+	if acks {
+		r.timer.ackedThrough(now, latest, maxAck)
+	}
 	// ackNoDelay: acks go to the pending queue at once; they leave with
 	// the next packet either way, and the ack clock then runs without
 	// waiting for Update.
@@ -366,27 +383,6 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 	r.inInput = false
 	r.stats.SegmentsIn += uint64(segs)
 	return nil
-}
-
-// timerInput shows the flush timer the segments of a valid frame as KCP
-// reads them: its RTT sample is the last acknowledgement's timestamp.
-func (r *Reliable) timerInput(now time.Time, data []byte) {
-	acks := false
-	var latest, maxAck uint32
-	for b := data; len(b) > 0; {
-		s, n, _ := parseSegment(b, r.mss)
-		b = b[n:]
-		r.timer.received(&s)
-		if s.Cmd == cmdAck {
-			if !acks || snBefore(maxAck, s.SN) {
-				maxAck = s.SN
-			}
-			latest, acks = s.TS, true
-		}
-	}
-	if acks {
-		r.timer.ackedThrough(now, latest, maxAck)
-	}
 }
 
 // Update runs KCP's timers when they have work: it flushes the messages
