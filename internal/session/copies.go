@@ -29,11 +29,26 @@ type copies struct {
 // still owed: the tick's own, and those that no-delay Flushes sent
 // between this tick and the next (their first copy already went out).
 type tickFrames struct {
-	frames      []byte
-	left        int
-	flushed     []byte
-	flushedLeft int
+	tick, flushed owedRun
 }
+
+// owedRun is reliable frames and how many more copies of them go out.
+type owedRun struct {
+	frames []byte
+	left   int
+}
+
+// take appends one more copy of the run's whole frames that fit within
+// limit bytes of owed, if it is still owed one.
+func (o *owedRun) take(owed []byte, limit int) []byte {
+	if o.left == 0 {
+		return owed
+	}
+	o.left--
+	return appendWhole(owed, o.frames, limit)
+}
+
+func (o *owedRun) reset() { o.frames, o.left = o.frames[:0], 0 }
 
 // maxCopies bounds how many times new reliable data goes out.
 const maxCopies = 4
@@ -92,19 +107,12 @@ func (c *copies) gather(room int) {
 	limit := maxRepeat * room
 	for i := range len(c.hist) {
 		r := &c.hist[(c.cur+1+i)%len(c.hist)]
-		if r.left > 0 {
-			r.left--
-			c.owed = appendWhole(c.owed, r.frames, limit)
-		}
-		if r.flushedLeft > 0 {
-			r.flushedLeft--
-			c.owed = appendWhole(c.owed, r.flushed, limit)
-		}
+		c.owed = r.tick.take(c.owed, limit)
+		c.owed = r.flushed.take(c.owed, limit)
 	}
 	c.cur = (c.cur + 1) % len(c.hist)
-	cur := &c.hist[c.cur]
-	cur.frames, cur.left = cur.frames[:0], 0
-	cur.flushed, cur.flushedLeft = cur.flushed[:0], 0
+	c.hist[c.cur].tick.reset()
+	c.hist[c.cur].flushed.reset()
 }
 
 // owedNow adds the first copy of this tick's frames to what is owed, to
@@ -113,18 +121,13 @@ func (c *copies) gather(room int) {
 // a tick apart, for losses that last. What it gained and cost in virtual
 // and real echoes is in bench/README.md (issue 20's tables).
 func (c *copies) owedNow(room int) {
-	cur := &c.hist[c.cur]
-	if cur.left == 0 {
-		return
-	}
-	cur.left--
-	c.owed = appendWhole(c.owed, cur.frames, maxRepeat*room)
+	c.owed = c.hist[c.cur].tick.take(c.owed, maxRepeat*room)
 }
 
 // beginFlush marks the frames a Flush is about to send as no-delay ones.
 func (c *copies) beginFlush() {
 	c.flushing = true
-	c.flushMark = len(c.hist[c.cur].flushed)
+	c.flushMark = len(c.hist[c.cur].flushed.frames)
 }
 
 // endFlush adds the first copy of the frames the Flush sent to what is
@@ -133,7 +136,7 @@ func (c *copies) beginFlush() {
 // bench/README.md, issue 20's no-delay rows).
 func (c *copies) endFlush() {
 	c.flushing = false
-	c.owed = append(c.owed[:0], c.hist[c.cur].flushed[c.flushMark:]...)
+	c.owed = append(c.owed[:0], c.hist[c.cur].flushed.frames[c.flushMark:]...)
 }
 
 // appendWhole appends to owed the whole frames at the start of frames
@@ -176,38 +179,28 @@ func (c *copies) appendOwed(b []byte, room, maxFrames int, st *Stats) ([]byte, i
 	return b, n
 }
 
-// noteSent records the reliable frame just written (frame, possibly
-// empty) for its copies when it carries data, KCP's retransmissions
-// included: a segment whose copies were all lost is retransmitted only
-// once a loss is detected (about a round trip later), and the messages
-// behind it in order wait for it, so its retransmission gets copies too
-// (at 20 % loss this takes the echo's p99 from 285–523 ms to 260–293 ms
-// over 3,000 messages, for 4 % more packets).
+// noteSent records the reliable frame just written, which carries data
+// (KCP's retransmissions included), for its n − 1 copies: a segment
+// whose copies were all lost is retransmitted only once a loss is
+// detected (about a round trip later), and the messages behind it in
+// order wait for it, so its retransmission gets copies too (at 20 % loss
+// this takes the echo's p99 from 285–523 ms to 260–293 ms over 3,000
+// messages, for 4 % more packets).
 //
 // A Flush's frames are kept apart from the tick's: their first copy
 // leaves with the Flush (endFlush), so they are owed one copy fewer in
 // the following ticks, and a Flush does not renew the copies of the
 // tick's frames.
-func (c *copies) noteSent(frame []byte, room int, acks *reliability.PacketAcks) {
-	cur := &c.hist[c.cur]
-	frames, left := &cur.frames, &cur.left
+func (c *copies) noteSent(frame []byte, room, n int) {
+	run, left := &c.hist[c.cur].tick, n-1
 	if c.flushing {
-		frames, left = &cur.flushed, &cur.flushedLeft
+		run, left = &c.hist[c.cur].flushed, n-2
 	}
-	if len(frame) == 0 || len(*frames)+len(frame) > maxRepeat*room {
+	if len(run.frames)+len(frame) > maxRepeat*room {
 		return
 	}
-	n := copiesFor(acks.Stats())
-	if n <= 1 {
-		return
-	}
-	if framePushes(frame) {
-		*frames = append(*frames, frame...)
-		*left = n - 1
-		if c.flushing {
-			*left = n - 2
-		}
-	}
+	run.frames = append(run.frames, frame...)
+	run.left = left
 }
 
 // next returns the next run of whole owed frames that fits one packet's
@@ -231,14 +224,9 @@ func (c *copies) next(room int) []byte {
 	return body
 }
 
-// framePushes reports whether a reliable frame holds a KCP data segment
-// (not only acknowledgements).
-func framePushes(frame []byte) bool {
-	f, _, err := proto.ParseReliableFrame(frame)
-	if err != nil {
-		return false
-	}
-	d := f.Data
+// pushes reports whether a reliable frame's data (KCP segments) holds a
+// data segment, not only acknowledgements.
+func pushes(d []byte) bool {
 	for off := 0; off+kcpHeaderSize <= len(d); {
 		if d[off+4] == kcpCmdPush {
 			return true

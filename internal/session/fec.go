@@ -59,35 +59,23 @@ func binomial(n, k int) float64 {
 	return r
 }
 
-// encoders caches a Reed–Solomon codec per group shape (they are safe
-// for concurrent use).
+// encoders caches a Reed–Solomon codec per group shape, made on first
+// use (codecs are safe for concurrent use).
 var encoders struct {
 	sync.Mutex
-	byShape [fecMembers + 1][proto.MaxParityShards + 1]reedsolomon.Encoder
-	big     map[[2]int]reedsolomon.Encoder
+	byShape [proto.MaxParityMembers + 1][proto.MaxParityShards + 1]reedsolomon.Encoder
 }
 
 func encoder(k, m int) reedsolomon.Encoder {
 	encoders.Lock()
 	defer encoders.Unlock()
-	if k <= fecMembers {
-		if e := encoders.byShape[k][m]; e != nil {
-			return e
+	e := encoders.byShape[k][m]
+	if e == nil {
+		var err error
+		if e, err = reedsolomon.New(k, m); err != nil {
+			panic(err) // 1 ≤ k ≤ 16, 1 ≤ m ≤ 8 always make a codec
 		}
-	} else if e := encoders.big[[2]int{k, m}]; e != nil {
-		return e
-	}
-	e, err := reedsolomon.New(k, m)
-	if err != nil {
-		panic(err) // 1 ≤ k ≤ 16, 1 ≤ m ≤ 8 always make a codec
-	}
-	if k <= fecMembers {
 		encoders.byShape[k][m] = e
-	} else {
-		if encoders.big == nil {
-			encoders.big = map[[2]int]reedsolomon.Encoder{}
-		}
-		encoders.big[[2]int{k, m}] = e
 	}
 	return e
 }
@@ -193,15 +181,14 @@ type ringFrame struct {
 
 // parityGroup is one group's parity shards received so far.
 type parityGroup struct {
-	first    uint64
-	k, m     int
-	done     bool
-	pns      [proto.MaxParityMembers]uint64
-	lens     [proto.MaxParityMembers]int
-	longest  int
-	have     [proto.MaxParityShards]bool
-	shards   [proto.MaxParityShards][proto.MaxPacketSizeLimit]byte
-	received int
+	first   uint64
+	k, m    int
+	done    bool
+	pns     [proto.MaxParityMembers]uint64
+	lens    [proto.MaxParityMembers]int
+	longest int
+	have    [proto.MaxParityShards]bool
+	shards  [proto.MaxParityShards][proto.MaxPacketSizeLimit]byte
 }
 
 // store keeps packet pn's reliable frame data (nil: it had none).
@@ -244,7 +231,6 @@ func (r *fecReceiver) parity(pn uint64, f *proto.ParityFrame) [][]byte {
 	}
 	g.have[f.Index] = true
 	copy(g.shards[f.Index][:], f.Shard)
-	g.received++
 	missing := 0
 	for i := range k {
 		d, ok := r.held(g.pns[i])
@@ -259,7 +245,13 @@ func (r *fecReceiver) parity(pn uint64, f *proto.ParityFrame) [][]byte {
 		g.done = true
 		return nil
 	}
-	if missing > g.received {
+	received := 0
+	for _, h := range g.have[:g.m] {
+		if h {
+			received++
+		}
+	}
+	if missing > received {
 		return nil
 	}
 	if len(r.shards) < proto.MaxParityMembers+proto.MaxParityShards {
@@ -336,14 +328,22 @@ func (r *fecReceiver) group(first uint64, k, m int, f *proto.ParityFrame) *parit
 
 // protect gives the reliable frame just written into the packet being
 // built its redundancy: a place in the parity group, or copies.
+// Only frames with new data (or retransmissions) get any, and only on a
+// link that calls for more than one copy (copiesFor).
 func (s *Session) protect(frame []byte, room int) {
-	if s.cfg.FEC && len(frame) > 0 && copiesFor(s.acks.Stats()) > 1 && framePushes(frame) {
-		if f, _, err := proto.ParseReliableFrame(frame); err == nil && s.fecTx.fits(len(f.Data), room) {
-			s.fecTx.add(s.acks.NextPacketNumber(), f.Data, s.ticks, s.closeGroup)
-			return
-		}
+	f, _, err := proto.ParseReliableFrame(frame)
+	if err != nil || !pushes(f.Data) {
+		return // nothing written, or acks only
 	}
-	s.copies.noteSent(frame, room, s.acks)
+	n := copiesFor(s.acks.Stats())
+	if n <= 1 {
+		return
+	}
+	if s.cfg.FEC && s.fecTx.fits(len(f.Data), room) {
+		s.fecTx.add(s.acks.NextPacketNumber(), f.Data, s.tickCount, s.closeGroup)
+		return
+	}
+	s.copies.noteSent(frame, room, n)
 }
 
 // closeGroup closes the parity group: its parity frames join the owed

@@ -197,13 +197,13 @@ type Session struct {
 	// ackOwed: a packet with more than acks arrived since we last sent
 	// one. Ack-only packets and keep-alives are acknowledged by the next
 	// packet that goes anyway, so two idle peers do not ping-pong acks.
-	ackOwed bool
-	copies  copies
-	fecTx   fecSender
-	fecRx   *fecReceiver // allocated at the peer's first parity frame
-	ticks   uint64       // Tick calls, for the age of a parity group
-	path    path
-	stats   Stats
+	ackOwed   bool
+	copies    copies
+	fecTx     fecSender
+	fecRx     *fecReceiver // allocated at the peer's first parity frame
+	tickCount uint64       // Tick calls, for the age of a parity group
+	path      path
+	stats     Stats
 }
 
 // New creates a session at now.
@@ -640,7 +640,7 @@ func (s *Session) wantsData() bool {
 // makes the first data packet go even with nothing queued (a game sends
 // every tick).
 func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) {
-	s.ticks++
+	s.tickCount++
 	s.checkPath(now)
 	s.probePath(now, ticks, out)
 	s.rel.Update(now)
@@ -697,7 +697,7 @@ func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
 // packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
 	s.copies.owedNow(s.payloadRoom())
-	if s.fecTx.due(s.ticks) {
+	if s.fecTx.due(s.tickCount) {
 		s.closeGroup()
 	}
 	s.sendCopies(now, ticks, out)
