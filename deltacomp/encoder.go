@@ -112,7 +112,7 @@ func (e *Encoder) align() {
 	}
 	// One layout change since the last alignment: use the ring's remap
 	// (computed once for all clients); after several, merge ids.
-	m := &r.remap
+	m := r.lastRemap()
 	if e.layout+1 != r.layout || m.OldLen != len(e.ids) {
 		e.remap.Build(e.ids, r.latest.IDs)
 		m = &e.remap
@@ -124,8 +124,8 @@ func (e *Encoder) align() {
 		}
 	}
 	n := len(r.latest.IDs)
-	base := idset.MoveInPlace(m, e.base, n)
-	sent := idset.MoveInPlace(m, e.sent, n)
+	base := idset.Move(m, e.base, n)
+	sent := idset.Move(m, e.sent, n)
 	e.finishAlign(m, base, sent, gone)
 }
 
@@ -415,9 +415,10 @@ func (e *Encoder) Delivered(seq uint16) {
 // remapped returns the indices a flight's entities have in the current
 // layout (−1: gone since), from the indices recorded when it was written
 // and the ring's layout changes since, or ok = false when the ring no
-// longer holds them all (then search by id).
+// longer holds them all (then search by id). The encoder is aligned with
+// the ring (Delivered aligns it first).
 func (e *Encoder) remapped(fl *flight, n int) (idx []int32, ok bool) {
-	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > remapHistory || e.layout != e.ring.layout {
+	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > remapHistory {
 		return nil, false
 	}
 	idx = e.tmpIdx[:0]

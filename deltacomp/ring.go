@@ -40,9 +40,9 @@ type Ring struct {
 	changed []uint64
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
-	remap   idset.Remap // how the last layout change reordered entities
-	// history keeps the last layout changes: history[l % len] took
-	// layout l−1 to l (layouts[l % len] == l while it is held).
+	// history keeps the last layout changes, the latest included:
+	// history[l % len] took layout l−1 to l (layouts[l % len] == l while
+	// it is held).
 	history [remapHistory]idset.Remap
 	layouts [remapHistory]uint64
 	spareX  []byte
@@ -71,15 +71,17 @@ func (r *Ring) layoutChange(l uint64) (*idset.Remap, bool) {
 	return &r.history[k], true
 }
 
-// keepRemap records r.remap as the change to layout r.layout.
-func (r *Ring) keepRemap() {
+// newLayout starts the next layout and returns the remap to build for
+// it, from the previous one (computed once for all clients).
+func (r *Ring) newLayout() *idset.Remap {
+	r.layout++
 	k := r.layout % remapHistory
-	h := &r.history[k]
-	h.Runs = append(h.Runs[:0], r.remap.Runs...)
-	h.Removed = append(h.Removed[:0], r.remap.Removed...)
-	h.OldLen = r.remap.OldLen
 	r.layouts[k] = r.layout
+	return &r.history[k]
 }
+
+// lastRemap is how the latest layout change reordered entities.
+func (r *Ring) lastRemap() *idset.Remap { return &r.history[r.layout%remapHistory] }
 
 // NewRing returns an empty ring.
 func NewRing(cfg RingConfig) *Ring {
@@ -186,9 +188,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	r.changed = idset.ResizeBits(r.changed, n)
 	switch {
 	case r.rev == 0:
-		r.layout++
-		r.remap.Build(nil, s.IDs)
-		r.keepRemap()
+		r.newLayout().Build(nil, s.IDs)
 		for i := 0; i < n; i++ {
 			idset.SetBit(r.changed, i)
 		}
@@ -206,9 +206,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 			}
 		}
 	default:
-		r.layout++
-		r.realign(s)
-		r.keepRemap()
+		r.realign(s, r.newLayout())
 	}
 	r.latest.Tick = s.Tick
 	r.latest.RecordSize = rs
@@ -229,14 +227,14 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	return rev, nil
 }
 
-// realign rebuilds every patch for the entity set of s (before latest is
-// replaced by s). Entities kept in order form runs, so each patch is
-// rebuilt with one XOR per run rather than per entity.
-func (r *Ring) realign(s *Snapshot) {
+// realign builds m, the remap from latest's entity set to s's, and
+// rebuilds every patch for s's set (before latest is replaced by s).
+// Entities kept in order form runs, so each patch is rebuilt with one
+// XOR per run rather than per entity.
+func (r *Ring) realign(s *Snapshot, m *idset.Remap) {
 	rs := s.RecordSize
 	n := s.Len()
 	old := &r.latest
-	m := &r.remap
 	m.Build(old.IDs, s.IDs)
 	// delta = new XOR old for kept entities; new entities are changed.
 	r.delta = resizeBytes(r.delta, n*rs)

@@ -222,7 +222,7 @@ func (s *Scheduler) align(w *World) {
 	pend := idset.ResizeBits(s.tmpB, n)
 	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
 	dirty := idset.ResizeBits(s.tmpB3, n)
-	s.prio = idset.MoveInPlace(m, s.prio, n)
+	s.prio = idset.Move(m, s.prio, n)
 	m.MoveBits(pend, s.pending)
 	m.MoveBits(prev, s.rel)
 	m.MoveBits(dirty, s.dirty)

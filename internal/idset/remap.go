@@ -44,24 +44,15 @@ func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
 	}
 }
 
-// Move fills dst, indexed like the new layout, from src, indexed like the
-// old one: a kept entity's entry moves to its new index, a new entity's
-// entry is the zero value.
-func Move[T any](m *Remap, dst, src []T) {
-	clear(dst)
-	for _, r := range m.Runs {
-		copy(dst[r.New:r.New+r.N], src[r.Old:r.Old+r.N])
-	}
-}
-
-// MoveInPlace is Move within one slice: s, indexed like the old layout,
-// comes back indexed like the new one (n entries, grown if it must be).
-// Entities that kept their index are not touched, so a change at the end
-// of the layout (entities with the newest ids coming and going) moves
-// only what lies behind it. Runs moving left go first, in ascending
-// order, then runs moving right, in descending order: the runs keep
-// their order, so no run overwrites another's entries before they moved.
-func MoveInPlace[T any](m *Remap, s []T, n int) []T {
+// Move realigns s, indexed like the old layout, to the new one (n
+// entries, grown if it must be) in place: a kept entity's entry moves to
+// its new index, a new entity's entry is the zero value. Entities that
+// kept their index are not touched, so a change at the end of the layout
+// (entities with the newest ids coming and going) moves only what lies
+// behind it. Runs moving left go first, in ascending order, then runs
+// moving right, in descending order: the runs keep their order, so no run
+// overwrites another's entries before they moved.
+func Move[T any](m *Remap, s []T, n int) []T {
 	if cap(s) < n {
 		s = slices.Grow(s, n-len(s))
 	}
@@ -86,9 +77,9 @@ func MoveInPlace[T any](m *Remap, s []T, n int) []T {
 	return s[:n]
 }
 
-// MoveBits is Move for bitsets: dst, with room for the new layout, gets
-// each kept entity's bit of src at its new index and clear bits for new
-// entities.
+// MoveBits is Move for bitsets, from src into dst: dst, with room for
+// the new layout, gets each kept entity's bit of src at its new index and
+// clear bits for new entities.
 func (m *Remap) MoveBits(dst, src []uint64) {
 	clear(dst)
 	for _, r := range m.Runs {
