@@ -5,7 +5,11 @@ import (
 	"fmt"
 	"github.com/tickwire/tickwire/udp"
 	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -303,13 +307,43 @@ func BenchmarkServerTickWorkers(b *testing.B) {
 			r := newTickRig(b, 1000, w)
 			r.warm(b)
 			b.ReportAllocs()
+			stop := profileSteady(b)
 			timer := newCPUTimer(b)
 			for range b.N {
 				r.step(b, timer)
 			}
 			timer.report()
+			stop()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/player")
 		})
+	}
+}
+
+// profileSteady writes a CPU profile of the steady state (after the
+// joins of warm, which a -cpuprofile of the whole benchmark mostly
+// shows) to the file $TICKWIRE_TICK_PROFILE names, when it is set; the
+// name gets the benchmark's name (slashes and '=' as '-') before its
+// extension. The clients' part of each tick is in it too: focus on
+// Server.tick, Server.receiveDatagram and outQueue.flush.
+func profileSteady(b *testing.B) (stop func()) {
+	path := os.Getenv("TICKWIRE_TICK_PROFILE")
+	if path == "" {
+		return func() {}
+	}
+	ext := filepath.Ext(path)
+	name := strings.NewReplacer("/", "-", "=", "-").Replace(b.Name())
+	f, err := os.Create(strings.TrimSuffix(path, ext) + "-" + name + ext)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Error(err)
+		}
 	}
 }
 

@@ -42,15 +42,14 @@ type Encoder struct {
 	remap       idset.Remap // when the ring's does not apply
 
 	// per Prepare
-	prepared uint32
-	defRev   uint32
-	fixed    int
-	cStamp   []uint32
-	cOff     []int32
-	cLen     []int32
-	cKind    []uint8
-	cRev     []uint32
-	scratch  []byte
+	defRev  uint32
+	fixed   int
+	sized   []uint64 // bit i: entity i is sized for this packet
+	cOff    []int32
+	cLen    []int32
+	cKind   []uint8
+	cRev    []uint32
+	scratch []byte
 
 	flights  idset.Flights[flight]
 	log      idset.Log
@@ -173,20 +172,15 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 func (e *Encoder) Prepare() {
 	e.align()
 	r := e.ring
-	e.prepared++
-	if e.prepared == 0 {
-		clear(e.cStamp)
-		e.prepared = 1
-	}
 	n := len(e.ids)
-	if cap(e.cStamp) < n {
-		e.cStamp = make([]uint32, n, n+n/4)
+	e.sized = idset.ResizeBits(e.sized, n)
+	if cap(e.cOff) < n {
 		e.cOff = make([]int32, n, n+n/4)
 		e.cLen = make([]int32, n, n+n/4)
 		e.cKind = make([]uint8, n, n+n/4)
 		e.cRev = make([]uint32, n, n+n/4)
 	}
-	e.cStamp, e.cOff, e.cLen, e.cKind, e.cRev = e.cStamp[:n], e.cOff[:n], e.cLen[:n], e.cKind[:n], e.cRev[:n]
+	e.cOff, e.cLen, e.cKind, e.cRev = e.cOff[:n], e.cLen[:n], e.cKind[:n], e.cRev[:n]
 	e.scratch = e.scratch[:0]
 	e.defRev = 0
 	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
@@ -221,27 +215,29 @@ func (e *Encoder) FixedSize() int { return e.fixed }
 // Valid after Prepare; the patch is encoded once and cached for
 // AppendFrame.
 func (e *Encoder) BodySize(i int) int {
-	if e.cStamp[i] == e.prepared {
+	if idset.Bit(e.sized, i) {
 		return int(e.cLen[i])
 	}
 	r := e.ring
 	off := len(e.scratch)
 	kind := uint8(kindFull)
 	var rev uint32
+	var patch []byte
 	if b := e.base[i]; b != 0 {
-		if _, ok := r.Patch(b, i); ok {
-			rev = b
+		if p, ok := r.Patch(b, i); ok {
+			rev, patch = b, p
 			kind = kindExplicit
 			if b == e.defRev {
 				kind = kindDefault
 			}
 		}
 	}
-	e.cStamp[i], e.cKind[i], e.cRev[i], e.cOff[i] = e.prepared, kind, rev, int32(off)
+	idset.SetBit(e.sized, i)
+	e.cKind[i], e.cRev[i], e.cOff[i] = kind, rev, int32(off)
 	if kind == kindExplicit {
 		e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
 	}
-	e.scratch = r.appendCode(e.scratch, rev, i)
+	e.scratch = r.appendCode(e.scratch, rev, i, patch)
 	if kind != kindFull && e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
@@ -261,7 +257,7 @@ func (e *Encoder) LinkSize(prev, i int) int {
 	if prev >= 0 {
 		p = e.ids[prev]
 	}
-	if e.cStamp[i] != e.prepared {
+	if !idset.Bit(e.sized, i) {
 		e.BodySize(i)
 	}
 	return entryHeaderLen(p, e.ids[i], e.cKind[i])
@@ -289,7 +285,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 			return b, errSelection
 		}
 		last = i
-		if e.cStamp[i] != e.prepared {
+		if !idset.Bit(e.sized, int(i)) {
 			e.BodySize(int(i))
 		}
 		if e.cLen[i] > 0 && e.cKind[i] != kindFull && e.cRev[i] < baseRev {

@@ -131,14 +131,13 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 	return s.xor[i*rs : (i+1)*rs : (i+1)*rs], true
 }
 
-// appendCode appends the run-length code of entity i's patch against
-// revision rev (which the caller checked with Patch), or of its latest
-// record when rev is 0, to dst.
-func (r *Ring) appendCode(dst []byte, rev uint32, i int) []byte {
+// appendCode appends the run-length code of entity i's patch p against
+// revision rev (as Patch returned it), or of its latest record when rev
+// is 0, to dst.
+func (r *Ring) appendCode(dst []byte, rev uint32, i int, p []byte) []byte {
 	if rev == 0 {
 		return r.full.appendCode(dst, r.rev, i, r.latest.Record(i))
 	}
-	p, _ := r.Patch(rev, i)
 	return r.slots[rev%uint32(r.size)].codes.appendCode(dst, r.rev, i, p)
 }
 

@@ -75,16 +75,19 @@ type Band struct {
 // MaxBands is the most distance bands a scheduler takes.
 const MaxBands = 3
 
-// bands is a scheduler's distance bands in a form within reads: squared
-// distances where each band starts (ascending) and log2 of its period.
+// bands is a scheduler's distance bands in a form within reads without
+// a branch: the squared distances where bands 1..n start (ascending; +Inf
+// past n), so that the band of an entity at squared distance d2 is the
+// number of them d2 reaches, and log2 of each band's period (band 0, the
+// nearest, has period 1).
 type bands struct {
 	n     int
 	from2 [MaxBands]float32
-	shift [MaxBands]uint8
+	shift [MaxBands + 1]uint8
 }
 
 func newBands(cfg []Band, radius float32) bands {
-	var b bands
+	b := bands{from2: [MaxBands]float32{float32(math.Inf(1)), float32(math.Inf(1)), float32(math.Inf(1))}}
 	if radius <= 0 {
 		return b
 	}
@@ -96,7 +99,7 @@ func newBands(cfg []Band, radius float32) bands {
 		}
 		shift := uint8(bits.Len(uint(min(c.Every, maxEvery) - 1)))
 		d := max(c.From, 0) * radius
-		b.from2[b.n], b.shift[b.n] = d*d, shift
+		b.from2[b.n], b.shift[b.n+1] = d*d, shift
 		b.n++
 	}
 	return b

@@ -53,18 +53,26 @@ type World struct {
 	changed []uint64
 	alwaysB []uint64 // entities of always-relevant kinds
 	// turn[j] marks the entities whose turn it is this tick in a band of
-	// period 2^j (j ≥ 1): (tick + a hash of the id) mod 2^j == 0, so
-	// that an entity's turns keep their rhythm whatever the layout.
+	// period 2^j: (tick + a hash of the id) mod 2^j == 0, so that an
+	// entity's turns keep their rhythm whatever the layout (turn[0]: all).
 	turn   [maxShift + 1][]uint64
 	layout uint64
 	remap  idset.Remap
 
-	// spatial hash grid: entities sorted by bucket (counting sort)
-	cellX, cellY []int32
-	bucketOf     []uint32
-	start        []int32 // bucket -> first index into order; len buckets+1
-	order        []int32
-	mask         uint32
+	// spatial hash grid: entities sorted by bucket (counting sort), each
+	// with what within reads of it, so that a bucket is read in one pass
+	grid     []gridEntry
+	bucketOf []uint32
+	start    []int32 // bucket -> first index into grid; len buckets+1
+	mask     uint32
+}
+
+// gridEntry is an entity in the grid: its position on the plane, its
+// cell and its index.
+type gridEntry struct {
+	x, y   float32
+	cx, cy int32
+	i      int32
 }
 
 // NewWorld returns an empty world.
@@ -125,8 +133,11 @@ func (w *World) End(changed []uint64) {
 			idset.SetBit(w.alwaysB, i)
 		}
 	}
-	for j := 1; j <= maxShift; j++ {
+	for j := range w.turn {
 		w.turn[j] = idset.ResizeBits(w.turn[j], n)
+	}
+	for k := range w.turn[0] {
+		w.turn[0][k] = ^uint64(0)
 	}
 	for i, id := range w.ids {
 		// The hash's top bits spread neighbouring ids over the phases.
@@ -184,16 +195,13 @@ func (w *World) buildGrid() {
 		buckets <<= 1
 	}
 	w.mask = uint32(buckets - 1)
-	w.cellX = slices.Grow(w.cellX[:0], n)[:n]
-	w.cellY = slices.Grow(w.cellY[:0], n)[:n]
 	w.bucketOf = slices.Grow(w.bucketOf[:0], n)[:n]
-	w.order = slices.Grow(w.order[:0], n)[:n]
+	w.grid = slices.Grow(w.grid[:0], n)[:n]
 	w.start = slices.Grow(w.start[:0], buckets+1)[:buckets+1]
 	clear(w.start)
 	for i, p := range w.pos {
-		cx, cy := w.cellOf(p.X), w.cellOf(p.Y)
-		b := cellHash(cx, cy) & w.mask
-		w.cellX[i], w.cellY[i], w.bucketOf[i] = cx, cy, b
+		b := cellHash(w.cellOf(p.X), w.cellOf(p.Y)) & w.mask
+		w.bucketOf[i] = b
 		w.start[b+1]++
 	}
 	for b := 1; b <= buckets; b++ {
@@ -201,7 +209,8 @@ func (w *World) buildGrid() {
 	}
 	// place entities; start[b] is used as a cursor and restored after
 	for i, b := range w.bucketOf {
-		w.order[w.start[b]] = int32(i)
+		p := w.pos[i]
+		w.grid[w.start[b]] = gridEntry{x: p.X, y: p.Y, cx: w.cellOf(p.X), cy: w.cellOf(p.Y), i: int32(i)}
 		w.start[b]++
 	}
 	for b := buckets; b > 0; b-- {
@@ -220,28 +229,16 @@ func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter f
 	cells := (int64(x1) - int64(x0) + 1) * (int64(y1) - int64(y0) + 1)
 	if cells*4 > int64(len(w.ids)) {
 		// The view covers much of the world: scanning beats the grid.
-		for i, p := range w.pos {
-			dx, dy := p.X-c.X, p.Y-c.Y
-			if d2 := dx*dx + dy*dy; d2 <= r2 {
-				idset.SetBit(rel, i)
-				w.band(late, i, d2, b)
-			}
-		}
+		w.mark(rel, late, w.grid, 0, 0, true, c, r2, b)
 	} else {
 		for cy := y0; cy <= y1; cy++ {
+			gy := w.gap(c.Y, cy)
 			for cx := x0; cx <= x1; cx++ {
-				bk := cellHash(cx, cy) & w.mask
-				for _, i := range w.order[w.start[bk]:w.start[bk+1]] {
-					if w.cellX[i] != cx || w.cellY[i] != cy {
-						continue
-					}
-					p := w.pos[i]
-					dx, dy := p.X-c.X, p.Y-c.Y
-					if d2 := dx*dx + dy*dy; d2 <= r2 {
-						idset.SetBit(rel, int(i))
-						w.band(late, int(i), d2, b)
-					}
+				if gx := w.gap(c.X, cx); gx*gx+gy*gy > r2 {
+					continue // the cell's nearest point is out of range
 				}
+				bk := cellHash(cx, cy) & w.mask
+				w.mark(rel, late, w.grid[w.start[bk]:w.start[bk+1]], cx, cy, false, c, r2, b)
 			}
 		}
 	}
@@ -257,15 +254,39 @@ func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter f
 	}
 }
 
-// band sets entity i's late bit when, at squared distance d2, it is in
-// one of b's bands and its turn this tick is not.
-func (w *World) band(late []uint64, i int, d2 float32, b *bands) {
-	for k := b.n - 1; k >= 0; k-- {
-		if d2 >= b.from2[k] {
-			if !idset.Bit(w.turn[b.shift[k]], i) {
-				idset.SetBit(late, i)
-			}
-			return
+// gap is the distance from v to cell c along one axis (0 inside it),
+// a little short, so that rounding never makes it exceed the distance to
+// an entity the cell holds.
+func (w *World) gap(v float32, c int32) float32 {
+	lo := float32(c) * w.cellSize
+	hi := lo + w.cellSize
+	return max(lo-v, v-hi, 0) * (1 - 1e-4)
+}
+
+// mark sets in rel the bit of every entity of grid (all of them, or
+// those in cell cx, cy: a bucket may hold other cells too) within the
+// squared radius r2 of c, and in late too when it is in one of b's bands
+// whose turn this tick is not. Without a branch per entity: which side of
+// the radius and which band are not predictable.
+func (w *World) mark(rel, late []uint64, grid []gridEntry, cx, cy int32, all bool, c Vec3, r2 float32, b *bands) {
+	for _, g := range grid {
+		if !all && (g.cx != cx || g.cy != cy) {
+			continue
 		}
+		dx, dy := g.x-c.X, g.y-c.Y
+		d2 := dx*dx + dy*dy
+		in := b2u(d2 <= r2)
+		band := b2u(d2 >= b.from2[0]) + b2u(d2 >= b.from2[1]) + b2u(d2 >= b.from2[2])
+		k, bit := g.i>>6, uint(g.i&63)
+		rel[k] |= in << bit
+		late[k] |= in &^ (w.turn[b.shift[band]][k] >> bit) << bit
 	}
+}
+
+// b2u is 1 for true, 0 for false.
+func b2u(v bool) uint64 {
+	if v {
+		return 1
+	}
+	return 0
 }
