@@ -38,6 +38,12 @@ type tickRig struct {
 	// flood makes the first player ask for a resync in 63 frames of
 	// every packet (a hostile client).
 	flood bool
+	// fire makes every player fire as tickwire-bot's do: a ray or a
+	// projectile each in one tick of 40 on average. Projectiles live up
+	// to 90 ticks and come and go every tick, so the entity set changes
+	// every tick (every client's state realigns), as in a real game; hits
+	// and kills send game events on the reliable channel.
+	fire bool
 }
 
 // rigClient is one player's client session.
@@ -234,6 +240,14 @@ func (r *tickRig) step(t testing.TB, timer rigTimer) {
 	serverTick := r.s.tickNum
 	for i, c := range r.clients {
 		in := arena.Input{MoveX: int8(r.tick*7 + uint32(i)), MoveY: int8(r.tick*3 - uint32(i)), Aim: uint16(r.tick * 300)}
+		if r.fire {
+			switch (r.tick*2654435761 + uint32(i)*40503) >> 8 % 40 {
+			case 0:
+				in.Buttons = arena.FireRay
+			case 1:
+				in.Buttons = arena.FireProjectile
+			}
+		}
 		c.input = arena.AppendInput(c.input[:0], in)
 		f := proto.InputFrame{Player: uint16(i + 1), Tick: serverTick + 2, Count: 1, Size: arena.InputSize, Data: c.input}
 		c.frame, _ = f.Append(c.frame[:0])
@@ -301,10 +315,20 @@ func BenchmarkServerTick(b *testing.B) {
 // BenchmarkServerTickWorkers is BenchmarkServerTick's 1,000 players
 // built by one worker and by two (Config.Workers): the speed-up of
 // building the connections' packets on both cores.
-func BenchmarkServerTickWorkers(b *testing.B) {
+func BenchmarkServerTickWorkers(b *testing.B) { benchWorkers(b, false) }
+
+// BenchmarkServerTickFire is BenchmarkServerTickWorkers with every player
+// firing as tickwire-bot's do (tickRig.fire), as in the capacity run:
+// some 340 projectiles besides the 1,300 avatars and NPCs, a new entity
+// set every tick, and game events on the reliable channel (whose ARQ
+// core, kcp-go, allocates per segment: allocs/op is not 0 here).
+func BenchmarkServerTickFire(b *testing.B) { benchWorkers(b, true) }
+
+func benchWorkers(b *testing.B, fire bool) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
 			r := newTickRig(b, 1000, w)
+			r.fire = fire
 			r.warm(b)
 			b.ReportAllocs()
 			stop := profileSteady(b)

@@ -163,7 +163,7 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 	e.removals = rem
 	e.base, e.sent = base, sent
 	e.tmpIDs = gone[:0]
-	e.ids = append(e.ids[:0], newIDs...)
+	e.ids = m.MoveIDs(e.ids, newIDs)
 	e.layout = r.layout
 }
 

@@ -236,7 +236,7 @@ func (s *Scheduler) align(w *World) {
 	s.prevRel = idset.ResizeBits(s.prevRel, n)
 	s.late = idset.ResizeBits(s.late, n)
 	s.turn = idset.ResizeBits(s.turn, n)
-	s.ids = append(s.ids[:0], w.ids...)
+	s.ids = m.MoveIDs(s.ids, w.ids)
 	s.layout = w.layout
 	s.sel = idset.ResizeBits(s.sel, n)
 }

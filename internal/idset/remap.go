@@ -77,6 +77,21 @@ func Move[T any](m *Remap, s []T, n int) []T {
 	return s[:n]
 }
 
+// MoveIDs is Move for the layout itself: ids, the old layout, becomes
+// newIDs, the new one m leads to, in place. Like Move it touches only
+// what lies behind the first change; the new entities' ids are copied
+// from newIDs.
+func (m *Remap) MoveIDs(ids, newIDs []proto.NetworkID) []proto.NetworkID {
+	ids = Move(m, ids, len(newIDs))
+	next := int32(0)
+	for _, r := range m.Runs {
+		copy(ids[next:r.New], newIDs[next:r.New])
+		next = r.New + r.N
+	}
+	copy(ids[next:], newIDs[next:])
+	return ids
+}
+
 // MoveBits is Move for bitsets, from src into dst: dst, with room for
 // the new layout, gets each kept entity's bit of src at its new index and
 // clear bits for new entities.

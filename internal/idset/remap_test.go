@@ -90,6 +90,9 @@ func TestRemapAgainstIDLookup(t *testing.T) {
 			}
 		}
 		dstBits := slices.Repeat([]uint64{^uint64(0)}, (len(newIDs)+63)/64)
+		if got := m.MoveIDs(slices.Clone(oldIDs), newIDs); !slices.Equal(got, newIDs) {
+			t.Fatalf("MoveIDs of %v gave %v, want %v", oldIDs, got, newIDs)
+		}
 		dst := Move(&m, slices.Clone(src), len(newIDs))
 		m.MoveBits(dstBits, srcBits)
 		for i, j := range from {
