@@ -45,10 +45,8 @@ type Encoder struct {
 	defRev  uint32
 	fixed   int
 	sized   []uint64 // bit i: entity i is sized for this packet
-	cOff    []int32
-	cLen    []int32
-	cKind   []uint8
-	cRev    []uint32
+	sizeAt  []int32  // entity i's place in sizes, when sized
+	sizes   []sizing // this packet's sized entities, in the order sized
 	scratch []byte
 
 	flights  idset.Flights[flight]
@@ -57,6 +55,16 @@ type Encoder struct {
 	tmpIDs   []proto.NetworkID
 	tmpIdx   []int32
 	tmpAdded []proto.NetworkID
+}
+
+// sizing is how an entity goes in the packet being built. The sizings
+// of a packet sit together, in the order sized, rather than in arrays
+// over every entity: a client's packet touches only a few of the world's
+// entities, and the per-entity index to them is all it reads elsewhere.
+type sizing struct {
+	off, n int32  // the code in scratch (n = 0: nothing to send)
+	rev    uint32 // the baseline revision (0: in full)
+	kind   uint8
 }
 
 type flight struct {
@@ -174,13 +182,11 @@ func (e *Encoder) Prepare() {
 	r := e.ring
 	n := len(e.ids)
 	e.sized = idset.ResizeBits(e.sized, n)
-	if cap(e.cOff) < n {
-		e.cOff = make([]int32, n, n+n/4)
-		e.cLen = make([]int32, n, n+n/4)
-		e.cKind = make([]uint8, n, n+n/4)
-		e.cRev = make([]uint32, n, n+n/4)
+	if cap(e.sizeAt) < n {
+		e.sizeAt = make([]int32, n, n+n/4)
 	}
-	e.cOff, e.cLen, e.cKind, e.cRev = e.cOff[:n], e.cLen[:n], e.cKind[:n], e.cRev[:n]
+	e.sizeAt = e.sizeAt[:n]
+	e.sizes = e.sizes[:0]
 	e.scratch = e.scratch[:0]
 	e.defRev = 0
 	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
@@ -216,7 +222,7 @@ func (e *Encoder) FixedSize() int { return e.fixed }
 // AppendFrame.
 func (e *Encoder) BodySize(i int) int {
 	if idset.Bit(e.sized, i) {
-		return int(e.cLen[i])
+		return int(e.sizes[e.sizeAt[i]].n)
 	}
 	r := e.ring
 	off := len(e.scratch)
@@ -233,7 +239,7 @@ func (e *Encoder) BodySize(i int) int {
 		}
 	}
 	idset.SetBit(e.sized, i)
-	e.cKind[i], e.cRev[i], e.cOff[i] = kind, rev, int32(off)
+	e.sizeAt[i] = int32(len(e.sizes))
 	if kind == kindExplicit {
 		e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
 	}
@@ -242,11 +248,11 @@ func (e *Encoder) BodySize(i int) int {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
 		e.scratch = e.scratch[:off]
-		e.cLen[i] = 0
+		e.sizes = append(e.sizes, sizing{off: int32(off), rev: rev, kind: kind})
 		return 0
 	}
 	n := len(e.scratch) - off
-	e.cLen[i] = int32(n)
+	e.sizes = append(e.sizes, sizing{off: int32(off), n: int32(n), rev: rev, kind: kind})
 	return n
 }
 
@@ -260,7 +266,7 @@ func (e *Encoder) LinkSize(prev, i int) int {
 	if !idset.Bit(e.sized, i) {
 		e.BodySize(i)
 	}
-	return entryHeaderLen(p, e.ids[i], e.cKind[i])
+	return entryHeaderLen(p, e.ids[i], e.sizes[e.sizeAt[i]].kind)
 }
 
 var (
@@ -288,8 +294,8 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		if !idset.Bit(e.sized, int(i)) {
 			e.BodySize(int(i))
 		}
-		if e.cLen[i] > 0 && e.cKind[i] != kindFull && e.cRev[i] < baseRev {
-			baseRev = e.cRev[i]
+		if sz := &e.sizes[e.sizeAt[i]]; sz.n > 0 && sz.kind != kindFull && sz.rev < baseRev {
+			baseRev = sz.rev
 		}
 	}
 	start := len(b)
@@ -308,7 +314,8 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	count := 0
 	k := 0
 	for _, i := range sel {
-		if e.cLen[i] == 0 {
+		sz := &e.sizes[e.sizeAt[i]]
+		if sz.n == 0 {
 			continue
 		}
 		id := e.ids[i]
@@ -318,8 +325,8 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 			k++
 			count++
 		}
-		b = appendVarint(b, entryHeader(uint32(id-prev-1), e.cKind[i]))
-		b = append(b, e.scratch[e.cOff[i]:e.cOff[i]+e.cLen[i]]...)
+		b = appendVarint(b, entryHeader(uint32(id-prev-1), sz.kind))
+		b = append(b, e.scratch[sz.off:sz.off+sz.n]...)
 		prev = id
 		e.log.Append(&fl.ids, id)
 		e.idxLog.Append(&fl.idx, proto.NetworkID(i))
