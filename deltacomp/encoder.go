@@ -49,12 +49,12 @@ type Encoder struct {
 	sizes   []sizing // this packet's sized entities, in the order sized
 	scratch []byte
 
-	flights  idset.Flights[flight]
-	log      idset.Log
-	idxLog   idset.Log // the written entities' indices (flight.idx)
-	tmpIDs   []proto.NetworkID
-	tmpIdx   []int32
-	tmpAdded []proto.NetworkID
+	flights idset.Flights[flight]
+	log     idset.Log
+	idxLog  idset.Log // the written entities' indices (flight.idx)
+	tmpIDs  []proto.NetworkID
+	tmpIdx  []int32
+	tmpRem  []proto.NetworkID
 }
 
 // sizing is how an entity goes in the packet being built. The sizings
@@ -143,32 +143,30 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 	newIDs := r.latest.IDs
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
-	// id is one of the layout's new entities (those outside m's runs,
-	// usually a few): both lists ascend, so one merge finds them.
-	added := e.tmpAdded[:0]
-	next := 0
-	for _, ru := range m.Runs {
-		added = append(added, newIDs[next:ru.New]...)
-		next = int(ru.New + ru.N)
-	}
-	added = append(added, newIDs[next:]...)
-	e.tmpAdded = added
-	rem := e.removals[:0]
-	k := 0
+	// id is one of the layout's new entities (m.Added, usually a few).
+	// The entities gone in this change join the pending removals. All
+	// three lists ascend: one merge.
+	added := m.Added
+	rem := e.tmpRem[:0]
+	k, g := 0, 0
 	for _, id := range e.removals {
 		for k < len(added) && added[k] < id {
 			k++
 		}
-		if k == len(added) || added[k] != id {
-			rem = append(rem, id)
+		if k < len(added) && added[k] == id {
+			continue
 		}
+		for g < len(gone) && gone[g] < id {
+			rem = append(rem, gone[g])
+			g++
+		}
+		if g < len(gone) && gone[g] == id {
+			g++
+		}
+		rem = append(rem, id)
 	}
-	if len(gone) > 0 {
-		rem = append(rem, gone...)
-		slices.Sort(rem)
-		rem = slices.Compact(rem)
-	}
-	e.removals = rem
+	rem = append(rem, gone[g:]...)
+	e.tmpRem, e.removals = e.removals[:0], rem
 	e.base, e.sent = base, sent
 	e.tmpIDs = gone[:0]
 	e.ids = m.MoveIDs(e.ids, newIDs)

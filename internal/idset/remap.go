@@ -12,9 +12,10 @@ import (
 // World) builds it once per change; every client's state realigns with it
 // instead of merging ids again. The zero value is an empty remap.
 type Remap struct {
-	Runs    []Run   // the kept entities, ascending
-	Removed []int32 // old indices no longer present, ascending
-	OldLen  int     // length of the old layout
+	Runs    []Run             // the kept entities, ascending
+	Removed []int32           // old indices no longer present, ascending
+	Added   []proto.NetworkID // ids new to the layout, ascending
+	OldLen  int               // length of the old layout
 }
 
 // Run is a stretch of entities kept in order: new[New:New+N] are
@@ -23,7 +24,7 @@ type Run struct{ New, Old, N int32 }
 
 // Build computes the remap from oldIDs to newIDs, both strictly ascending.
 func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
-	m.Runs, m.Removed, m.OldLen = m.Runs[:0], m.Removed[:0], len(oldIDs)
+	m.Runs, m.Removed, m.Added, m.OldLen = m.Runs[:0], m.Removed[:0], m.Added[:0], len(oldIDs)
 	j := 0
 	for i, id := range newIDs {
 		for j < len(oldIDs) && oldIDs[j] < id {
@@ -37,6 +38,8 @@ func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
 				m.Runs = append(m.Runs, Run{int32(i), int32(j), 1})
 			}
 			j++
+		} else {
+			m.Added = append(m.Added, id)
 		}
 	}
 	for ; j < len(oldIDs); j++ {

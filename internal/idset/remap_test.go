@@ -77,6 +77,15 @@ func TestRemapAgainstIDLookup(t *testing.T) {
 				removed = append(removed, int32(j))
 			}
 		}
+		var added []proto.NetworkID
+		for _, id := range newIDs {
+			if _, ok := slices.BinarySearch(oldIDs, id); !ok {
+				added = append(added, id)
+			}
+		}
+		if !slices.Equal(m.Added, added) {
+			t.Fatalf("old %v new %v: added %v want %v", oldIDs, newIDs, m.Added, added)
+		}
 		if !slices.Equal(m.Removed, removed) {
 			t.Fatalf("old %v new %v: removed %v want %v", oldIDs, newIDs, m.Removed, removed)
 		}
