@@ -115,6 +115,61 @@ type World struct {
 	Entities []Entity
 
 	spawned []Entity // scratch: projectiles fired this tick
+	targets targetGrid
+	// bruteHits makes projectiles test every entity instead of the
+	// grid's (tests compare the two).
+	bruteHits bool
+}
+
+// targetGrid holds the entities a projectile can hit by cell of a
+// uniform grid over the arena, rebuilt each step once the avatars and NPCs
+// have moved: a projectile tests the few entities of the cells under it
+// instead of every entity.
+type targetGrid struct {
+	start []int32 // cell -> first position in idx; len cells+1
+	idx   []int32 // entity indices by cell, ascending within a cell
+	cell  []int32 // scratch: each entity's cell, -1 for projectiles
+}
+
+const (
+	targetShift = 10 // 4 m cells: wider than any target's diameter
+	targetSide  = maxCoord>>targetShift + 1
+	maxTargetR  = max(NPCR, PlayerR) // a projectile's reach
+)
+
+func targetCell(v int32) int32 { return max(0, min(v>>targetShift, targetSide-1)) }
+
+// build sorts the world's avatars and NPCs into cells (a counting sort).
+func (g *targetGrid) build(es []Entity) {
+	g.start = slices.Grow(g.start[:0], targetSide*targetSide+1)[:targetSide*targetSide+1]
+	clear(g.start)
+	g.cell = slices.Grow(g.cell[:0], len(es))[:len(es)]
+	for i := range es {
+		e := &es[i]
+		if e.Kind == KindProjectile {
+			g.cell[i] = -1
+			continue
+		}
+		c := targetCell(e.Y)*targetSide + targetCell(e.X)
+		g.cell[i] = c
+		g.start[c+1]++
+	}
+	for c := 1; c < len(g.start); c++ {
+		g.start[c] += g.start[c-1]
+	}
+	g.idx = slices.Grow(g.idx[:0], int(g.start[len(g.start)-1]))[:g.start[len(g.start)-1]]
+	// Place in ascending index order; start[c] is the cursor, restored
+	// after.
+	for i, c := range g.cell {
+		if c >= 0 {
+			g.idx[g.start[c]] = int32(i)
+			g.start[c]++
+		}
+	}
+	for c := len(g.start) - 1; c > 0; c-- {
+		g.start[c] = g.start[c-1]
+	}
+	g.start[0] = 0
 }
 
 // NewWorld returns an arena with npcs wandering NPCs.
@@ -208,6 +263,9 @@ func (w *World) Step(input func(slot uint16) Input, rays RayTester) {
 		case KindNPC:
 			w.stepNPC(e)
 		}
+	}
+	if !w.bruteHits {
+		w.targets.build(w.Entities)
 	}
 	for i := range w.Entities {
 		if e := &w.Entities[i]; e.Kind == KindProjectile {
@@ -307,17 +365,47 @@ func (w *World) stepProjectile(e *Entity) {
 		e.Timer = 0
 		return
 	}
-	for i := range w.Entities {
-		t := &w.Entities[i]
-		if t.HP == 0 || t.Kind == KindProjectile || (t.Kind == KindPlayer && t.Owner == e.Owner) {
-			continue
+	if w.bruteHits {
+		for i := range w.Entities {
+			if w.hits(e, i) {
+				w.hit(&w.Entities[i], projDamage, e.Owner)
+				e.Timer = 0
+				return
+			}
 		}
-		if dist2(e.X-t.X, e.Y-t.Y) <= int64(radius(t.Kind))*int64(radius(t.Kind)) {
-			w.hit(t, projDamage, e.Owner)
-			e.Timer = 0
-			return
+		return
+	}
+	// The first entity in id order that the projectile touches, from
+	// the cells its reach (the largest target radius) overlaps.
+	first := int32(-1)
+	g := &w.targets
+	for cy := targetCell(e.Y - maxTargetR); cy <= targetCell(e.Y+maxTargetR); cy++ {
+		for cx := targetCell(e.X - maxTargetR); cx <= targetCell(e.X+maxTargetR); cx++ {
+			c := cy*targetSide + cx
+			for _, i := range g.idx[g.start[c]:g.start[c+1]] {
+				if first >= 0 && i >= first {
+					break // ascending within the cell
+				}
+				if w.hits(e, int(i)) {
+					first = i
+				}
+			}
 		}
 	}
+	if first >= 0 {
+		w.hit(&w.Entities[first], projDamage, e.Owner)
+		e.Timer = 0
+	}
+}
+
+// hits reports whether projectile e touches entity i, a live avatar or NPC
+// other than the shooter's own avatar.
+func (w *World) hits(e *Entity, i int) bool {
+	t := &w.Entities[i]
+	if t.HP == 0 || t.Kind == KindProjectile || (t.Kind == KindPlayer && t.Owner == e.Owner) {
+		return false
+	}
+	return dist2(e.X-t.X, e.Y-t.Y) <= int64(radius(t.Kind))*int64(radius(t.Kind))
 }
 
 // damage applies a hit to the entity id (if it still exists).
