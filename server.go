@@ -163,7 +163,7 @@ func (s *Server) Serve(conn udp.BatchConn) error {
 	}
 	s.conn = conn
 	s.out.conn = conn
-	s.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: s.now})
+	s.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Batches: readBatches, Now: s.now})
 	s.mu.Unlock()
 	go s.in.Run()
 	return s.loop()
@@ -267,6 +267,7 @@ func (s *Server) loop() error {
 				return nil
 			}
 			start := s.now()
+			s.receivePending()
 			s.tick(start)
 			s.out.flush()
 			s.stats.Ticks++
@@ -285,6 +286,32 @@ func (s *Server) loop() error {
 				return fmt.Errorf("tickwire: server read: %w", readErr)
 			}
 			return nil
+		}
+	}
+}
+
+// readBatches is how many batches of datagrams the read loop holds for
+// the server's loop.
+const readBatches = 16
+
+// receivePending handles the batches of datagrams already read, so that
+// a tick sees the inputs and acknowledgements that arrived before it.
+// Without it, when ticks take most of the loop's time, select picks the
+// ready tick or a ready batch at random: about one batch is handled per
+// tick, the read loop's batches fill, the socket drops datagrams, and the
+// losses (acks missing, inputs resent in ever larger packets, baselines
+// aging) add work until the server cannot recover even when its load
+// would fit. At most twice the read loop's batches are taken, so a flood
+// cannot hold a tick off. On the loop, with mu held.
+// The tick's packets carry the acknowledgements the datagrams are owed.
+func (s *Server) receivePending() {
+	for range 2 * readBatches {
+		select {
+		case b := <-s.in.Batches():
+			s.receive(b)
+			s.in.Release(b)
+		default:
+			return
 		}
 	}
 }

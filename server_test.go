@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -256,6 +257,67 @@ func TestClientReceiveQueueBounded(t *testing.T) {
 		t.Logf("received %d, queued %d, dropped %d; client err %v, stats %+v, dropped %v; server %+v", st.MessagesIn, queued, st.MessagesDropped, c.Err(), st, c.Dropped(), s.Stats())
 		if queued > maxReceiveQueue || st.MessagesDropped == 0 || st.MessagesIn != uint64(queued)+st.MessagesDropped {
 			t.Fatalf("received %d, queued %d (limit %d), dropped %d", st.MessagesIn, queued, maxReceiveQueue, st.MessagesDropped)
+		}
+	})
+}
+
+// slowTicker makes one tick take 30 ms (when slow is set) and reports
+// how many datagrams the server had received when the tick after it
+// began.
+type slowTicker struct {
+	nopHandler
+	srv     *Server
+	slow    atomic.Bool
+	started chan struct{} // closed as the slow tick begins
+	report  chan uint64
+	after   bool
+}
+
+func (h *slowTicker) Tick(time.Time, uint32) {
+	if h.after {
+		h.after = false
+		h.report <- h.srv.stats.PacketsIn
+	}
+	if h.slow.CompareAndSwap(true, false) {
+		close(h.started)
+		time.Sleep(30 * time.Millisecond)
+		h.after = true
+	}
+}
+
+// TestTickTakesWhatArrivedFirst: datagrams that arrive while a tick runs
+// long are all handled before the next tick, not one batch per tick as
+// select's random choice between the ready ticker and the ready batches
+// would have it (then, under load, the read loop's batches fill and the
+// socket drops what follows).
+func TestTickTakesWhatArrivedFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nw := udptest.NewNetwork(udptest.Config{})
+		listen := func(addr string) udp.BatchConn {
+			pc, err := nw.Listen(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return udp.FromPacketConn(pc)
+		}
+		h := &slowTicker{started: make(chan struct{}), report: make(chan uint64, 1)}
+		s, _, addr := testServer(t, Config{}, h, listen("10.0.0.1:7777"))
+		h.srv = s
+		time.Sleep(100 * time.Millisecond)
+		h.slow.Store(true)
+		<-h.started
+		time.Sleep(5 * time.Millisecond)
+		from := listen("10.0.1.1:5000")
+		const n = readBatches // one datagram per batch here: the read loop holds them all
+		msgs := make([]udp.Message, n)
+		for i := range msgs {
+			msgs[i] = udp.Message{Buf: []byte{0xff, byte(i)}, Addr: addr}
+		}
+		if _, err := from.WriteBatch(msgs); err != nil {
+			t.Fatal(err)
+		}
+		if got := <-h.report; got != n {
+			t.Fatalf("the tick after the slow one began with %d of the %d datagrams that arrived during it handled", got, n)
 		}
 	})
 }
