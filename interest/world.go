@@ -255,12 +255,14 @@ func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter f
 }
 
 // gap is the distance from v to cell c along one axis (0 inside it),
-// a little short, so that rounding never makes it exceed the distance to
-// an entity the cell holds.
+// short by far more than the float32 rounding of positions and of their
+// cells (cellOf) can err, so that it never exceeds the distance to an
+// entity the cell holds, wherever the world lies.
 func (w *World) gap(v float32, c int32) float32 {
-	lo := float32(c) * w.cellSize
-	hi := lo + w.cellSize
-	return max(lo-v, v-hi, 0) * (1 - 1e-4)
+	lo := float64(c) * float64(w.cellSize)
+	hi := lo + float64(w.cellSize)
+	g := max(lo-float64(v), float64(v)-hi, 0)
+	return float32(max(g-(math.Abs(lo)+math.Abs(hi))*1e-5, 0))
 }
 
 // mark sets in rel the bit of every entity of grid (all of them, or
