@@ -161,6 +161,13 @@ func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 // Info reports how the socket was set up.
 func (c *Conn) Info() SocketInfo { return c.info }
 
+// SocketDrops is how many datagrams the kernel dropped for this socket
+// so far — most of them because its receive buffer was full: the reader
+// fell behind. ok is false where the platform does not tell (it reads
+// /proc on Linux, so it costs a file read; call it at scrape time, not per
+// datagram).
+func (c *Conn) SocketDrops() (n uint64, ok bool) { return socketDrops(c.raw) }
+
 // Stats returns the counters so far.
 func (c *Conn) Stats() Stats {
 	return Stats{Read: c.rx.snapshot(), Write: c.tx.snapshot()}

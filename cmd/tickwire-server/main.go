@@ -96,7 +96,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		if key, srv, conn, game, err = startGame(o, log); err != nil {
 			return err
 		}
-		reg.MustRegister(newServerCollector(srv, game))
+		reg.MustRegister(newServerCollector(srv, game, conn.SocketDrops))
 		reg.MustRegister(game.tickHist)
 		if o.web {
 			if web, err = startWeb(o, log, conn); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +89,9 @@ func TestServerEndToEnd(t *testing.T) {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(m, "tickwire_socket_drops_total 0") {
+		t.Errorf("/metrics lacks the socket's drops (0 on a quiet loopback)")
 	}
 	if menu := get(t, base+"/"); !strings.Contains(menu, "Arena") {
 		t.Errorf("lobby menu does not offer the arena")

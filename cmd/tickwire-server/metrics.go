@@ -11,6 +11,9 @@ import (
 type serverCollector struct {
 	srv  *tickwire.Server
 	host *gameHost
+	// socketDrops reads the kernel's drops on the game socket (nil
+	// where the platform does not tell).
+	socketDrops func() (uint64, bool)
 
 	connections, players, games  *prometheus.Desc
 	packets, bytes               *prometheus.Desc
@@ -18,15 +21,17 @@ type serverCollector struct {
 	accepted, denied, challenges *prometheus.Desc
 	ticks                        *prometheus.Desc
 	resyncs, desyncs             *prometheus.Desc
+	sockDrops                    *prometheus.Desc
 }
 
-func newServerCollector(srv *tickwire.Server, host *gameHost) *serverCollector {
+func newServerCollector(srv *tickwire.Server, host *gameHost, socketDrops func() (uint64, bool)) *serverCollector {
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("tickwire_"+name, help, labels, nil)
 	}
 	return &serverCollector{
 		srv:         srv,
 		host:        host,
+		socketDrops: socketDrops,
 		connections: d("connections", "Open client connections."),
 		players:     d("players", "Player slots carried by open connections."),
 		games:       d("games", "Games with at least one connection."),
@@ -40,6 +45,7 @@ func newServerCollector(srv *tickwire.Server, host *gameHost) *serverCollector {
 		ticks:       d("ticks_total", "Ticks run."),
 		resyncs:     d("resyncs_total", "Full-state resyncs sent to clients."),
 		desyncs:     d("desyncs_total", "Checksum mismatches clients reported."),
+		sockDrops:   d("socket_drops_total", "Datagrams the kernel dropped for the game socket, nearly all because its receive buffer was full: the server fell behind reading (absent where the platform does not tell)."),
 	}
 }
 
@@ -89,4 +95,9 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.ticks, st.Ticks)
 	counter(c.resyncs, resyncs)
 	counter(c.desyncs, desyncs)
+	if c.socketDrops != nil {
+		if n, ok := c.socketDrops(); ok {
+			counter(c.sockDrops, n)
+		}
+	}
 }

@@ -110,10 +110,10 @@ func TestParseFlags(t *testing.T) {
 func TestDiff(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	a := reading{at: t0, buckets: map[float64]float64{0.005: 100, 0.01: 100, 0.02: 100, 1e10: 100}, count: 100,
-		bytesOut: 0, bytesIn: 0, serverCPU: time.Second, botCPU: 0,
+		bytesOut: 0, bytesIn: 0, sockDrops: 40, serverCPU: time.Second, botCPU: 0,
 		machine: []cpuTimes{{total: 100, idle: 50}}}
 	b := reading{at: t0.Add(10 * time.Second), buckets: map[float64]float64{0.005: 350, 0.01: 680, 0.02: 700, 1e10: 700}, count: 700,
-		players: 500, bytesOut: 500 * 10 * 1000, bytesIn: 500 * 10 * 250, serverCPU: 16 * time.Second, botCPU: 3 * time.Second,
+		players: 500, bytesOut: 500 * 10 * 1000, bytesIn: 500 * 10 * 250, sockDrops: 240, serverCPU: 16 * time.Second, botCPU: 3 * time.Second,
 		machine: []cpuTimes{{total: 1100, idle: 150}}}
 	r := diff(a, b, 500, 60)
 	if r.p50 != 10*time.Millisecond || r.p99 != 20*time.Millisecond {
@@ -124,6 +124,9 @@ func TestDiff(t *testing.T) {
 	}
 	if r.tickRate != 60 || r.botUsPerTick != 10 {
 		t.Errorf("tick rate %.1f, bot %.2f µs per client-tick; want 60, 10", r.tickRate, r.botUsPerTick)
+	}
+	if r.sockDrops != 20 {
+		t.Errorf("socket drops %.1f/s, want 20", r.sockDrops)
 	}
 	if len(r.machineBusy) != 1 || r.machineBusy[0] != 0.9 {
 		t.Errorf("machine busy %v, want [0.9]", r.machineBusy)

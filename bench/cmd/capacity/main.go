@@ -386,6 +386,7 @@ type reading struct {
 	bytesOut  float64
 	bytesIn   float64
 	desyncs   float64
+	sockDrops float64 // the kernel's drops on the server's socket
 	serverCPU time.Duration
 	botCPU    time.Duration
 	rssMB     float64
@@ -432,6 +433,8 @@ func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 			}
 		case "tickwire_desyncs_total":
 			r.desyncs = v
+		case "tickwire_socket_drops_total":
+			r.sockDrops = v
 		}
 	}
 	if srv != nil {
@@ -456,6 +459,7 @@ type row struct {
 	downKbps, upKbps  float64 // per client
 	botUsPerTick      float64 // bot CPU per client and tick
 	desyncs           float64
+	sockDrops         float64 // datagrams the server's socket dropped per second
 	tickRate          float64 // ticks the server ran per second
 	held              bool
 }
@@ -474,6 +478,7 @@ func diff(a, b reading, target, tickRate int) row {
 		r.upKbps = (b.bytesIn - a.bytesIn) * 8 / 1000 / wall / b.players
 	}
 	r.desyncs = b.desyncs - a.desyncs
+	r.sockDrops = (b.sockDrops - a.sockDrops) / wall
 	n := b.count - a.count
 	r.tickRate = n / wall
 	if b.players > 0 {
@@ -506,14 +511,14 @@ func diff(a, b reading, target, tickRate int) row {
 }
 
 func (r row) summary() string {
-	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores, bots %.2f cores (%.1f µs per client-tick), desyncs %.0f, held %v",
-		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.botCPU, r.botUsPerTick, r.desyncs, r.held)
+	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores, bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
+		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
 }
 
 // printTable writes the rows as a markdown table.
 func printTable(w io.Writer, rows []row, cpus int) {
-	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | desyncs | held |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		busy := make([]string, len(r.machineBusy))
 		for i, b := range r.machineBusy {
@@ -523,8 +528,8 @@ func printTable(w io.Writer, rows []row, cpus int) {
 		if r.held {
 			held = "yes"
 		}
-		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %s |\n",
-			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.desyncs, held)
+		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
+			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
 	}
 }
 
