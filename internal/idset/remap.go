@@ -109,8 +109,17 @@ func (m *Remap) MoveBits(dst, src []uint64) {
 // skipped) to their new indices in place; an entity no longer present
 // becomes −1. One pass over idx and the runs.
 func (m *Remap) MapAscending(idx []int32) {
-	k := 0
-	for j, i := range idx {
+	k, j := 0, 0
+	if len(m.Runs) > 0 && m.Runs[0].Old == 0 && m.Runs[0].New == 0 {
+		// The entities before the layout's first change keep their
+		// index (and −1 stays −1): pass them with one comparison each.
+		for j < len(idx) && idx[j] < m.Runs[0].N {
+			j++
+		}
+		k = 1
+	}
+	for ; j < len(idx); j++ {
+		i := idx[j]
 		if i < 0 {
 			continue
 		}
