@@ -122,9 +122,9 @@ type World struct {
 }
 
 // targetGrid holds the entities a projectile can hit by cell of a
-// uniform grid over the arena, rebuilt each step once the avatars and NPCs
-// have moved: a projectile tests the few entities of the cells under it
-// instead of every entity.
+// uniform grid over the arena, rebuilt in each step that has projectiles
+// once the avatars and NPCs have moved: a projectile tests the few
+// entities of the cells under it instead of every entity.
 type targetGrid struct {
 	start []int32 // cell -> first position in idx; len cells+1
 	idx   []int32 // entity indices by cell, ascending within a cell
@@ -264,11 +264,13 @@ func (w *World) Step(input func(slot uint16) Input, rays RayTester) {
 			w.stepNPC(e)
 		}
 	}
-	if !w.bruteHits {
-		w.targets.build(w.Entities)
-	}
+	built := w.bruteHits // the grid is built at the first projectile
 	for i := range w.Entities {
 		if e := &w.Entities[i]; e.Kind == KindProjectile {
+			if !built {
+				w.targets.build(w.Entities)
+				built = true
+			}
 			w.stepProjectile(e)
 		}
 	}
