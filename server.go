@@ -266,8 +266,8 @@ func (s *Server) loop() error {
 				s.mu.Unlock()
 				return nil
 			}
-			start := s.now()
 			s.receivePending()
+			start := s.now() // the tick's duration leaves the datagrams out
 			s.tick(start)
 			s.out.flush()
 			s.stats.Ticks++

@@ -303,7 +303,6 @@ func TestTickTakesWhatArrivedFirst(t *testing.T) {
 		h := &slowTicker{started: make(chan struct{}), report: make(chan uint64, 1)}
 		s, _, addr := testServer(t, Config{}, h, listen("10.0.0.1:7777"))
 		h.srv = s
-		time.Sleep(100 * time.Millisecond)
 		h.slow.Store(true)
 		<-h.started
 		time.Sleep(5 * time.Millisecond)
