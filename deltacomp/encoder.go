@@ -242,14 +242,12 @@ func (e *Encoder) BodySize(i int) int {
 		e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
 	}
 	e.scratch = r.appendCode(e.scratch, rev, i, patch)
+	n := len(e.scratch) - off
 	if kind != kindFull && e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
-		e.scratch = e.scratch[:off]
-		e.sizes = append(e.sizes, sizing{off: int32(off), rev: rev, kind: kind})
-		return 0
+		e.scratch, n = e.scratch[:off], 0
 	}
-	n := len(e.scratch) - off
 	e.sizes = append(e.sizes, sizing{off: int32(off), n: int32(n), rev: rev, kind: kind})
 	return n
 }

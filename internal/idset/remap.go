@@ -71,13 +71,23 @@ func Move[T any](m *Remap, s []T, n int) []T {
 		}
 	}
 	// New entities start from the zero value.
+	m.gaps(int32(n), func(lo, hi int32) { clear(s[lo:hi]) })
+	return s[:n]
+}
+
+// gaps calls f with each stretch [lo, hi) of the new layout's first n
+// indices that no run covers: the new entities.
+func (m *Remap) gaps(n int32, f func(lo, hi int32)) {
 	next := int32(0)
 	for _, r := range m.Runs {
-		clear(s[next:r.New])
+		if next < r.New {
+			f(next, r.New)
+		}
 		next = r.New + r.N
 	}
-	clear(s[next:n])
-	return s[:n]
+	if next < n {
+		f(next, n)
+	}
 }
 
 // MoveIDs is Move for the layout itself: ids, the old layout, becomes
@@ -86,12 +96,7 @@ func Move[T any](m *Remap, s []T, n int) []T {
 // from newIDs.
 func (m *Remap) MoveIDs(ids, newIDs []proto.NetworkID) []proto.NetworkID {
 	ids = Move(m, ids, len(newIDs))
-	next := int32(0)
-	for _, r := range m.Runs {
-		copy(ids[next:r.New], newIDs[next:r.New])
-		next = r.New + r.N
-	}
-	copy(ids[next:], newIDs[next:])
+	m.gaps(int32(len(newIDs)), func(lo, hi int32) { copy(ids[lo:hi], newIDs[lo:hi]) })
 	return ids
 }
 

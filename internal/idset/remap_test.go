@@ -147,13 +147,15 @@ func TestRemapZeroAlloc(t *testing.T) {
 	m.Build(b, a)
 	src, dst := make([]float32, len(a)), make([]float32, len(b))
 	srcB, dstB := make([]uint64, 16), make([]uint64, 16)
+	ids := make([]proto.NetworkID, 0, len(b))
 	if n := testing.AllocsPerRun(100, func() {
 		m.Build(a, b)
 		copy(dst, src)
 		Move(&m, dst, len(b))
+		ids = m.MoveIDs(ids, b)
 		m.MoveBits(dstB, srcB)
 	}); n != 0 {
-		t.Fatalf("Build, Move, MoveBits: %v allocs", n)
+		t.Fatalf("Build, Move, MoveIDs, MoveBits: %v allocs", n)
 	}
 }
 
