@@ -581,9 +581,10 @@ func parseRate(tok string) (uint64, error) {
 			return 0, fmt.Errorf("unknown rate unit %q (want bit, kbit, mbit, gbit or bps, kbps, mbps, gbps)", unit)
 		}
 	}
+	// In bits it must fit a uint64 too: String prints it in bits.
 	bytes := v * scale / 8
-	if bytes < 1 || bytes > math.MaxUint64/2 {
-		return 0, fmt.Errorf("rate must be at least 8bit and finite")
+	if bytes < 1 || bytes >= math.MaxUint64/8 {
+		return 0, fmt.Errorf("rate must be at least 8bit and below 2^64 bit")
 	}
 	return uint64(bytes), nil
 }
