@@ -222,15 +222,21 @@ func (p *Peer) startHost(key Key, previous []Key, mc MigrationConfig) (*GameHost
 
 // stepDown closes this peer's host, replaced by a successor: every
 // player still connected is told so.
+//
+// The peer gives the host up on the server's loop, with the connections'
+// closing, so that no player message reaches the handler in between
+// (its Reply would find no host).
 func (p *Peer) stepDown(srv *Server, why string) {
-	p.mu.Lock()
-	if p.srv == srv {
-		p.srv, p.host = nil, nil
-		p.stats.Hosting, p.stats.SteppedDown = false, true
-	}
-	p.mu.Unlock()
+	srv.Do(func() {
+		p.mu.Lock()
+		if p.srv == srv {
+			p.srv, p.host = nil, nil
+			p.stats.Hosting, p.stats.SteppedDown = false, true
+		}
+		p.mu.Unlock()
+		srv.CloseAll(proto.DisconnectHostMigrate)
+	})
 	p.event(PeerEvent{Kind: PeerSteppedDown, Text: why})
-	srv.Do(func() { srv.CloseAll(proto.DisconnectHostMigrate) })
 	srv.Close()
 }
 
