@@ -58,16 +58,51 @@ func holdKey(code, key string, vk int64) chromedp.Action[chromedp.Void] {
 	})
 }
 
-// seesOtherMove is true once the page has seen the other player move
-// more than 2 m from where it first saw it.
-const seesOtherMove = `(() => {
+// seesOther is true once the page sees the other player, whose place
+// it keeps as where seesOtherMove measures from.
+const seesOther = `(() => {
 	const f = window.tickwirePage && window.tickwirePage.frame;
 	if (!f) return false;
 	const o = f.bodies.find((b) => b.kind === 'player' && b.player !== f.self);
 	if (!o) return false;
-	if (!window.__first) { window.__first = { x: o.x, y: o.y }; return false; }
-	return Math.hypot(o.x - window.__first.x, o.y - window.__first.y) > 2;
+	window.__first = { x: o.x, y: o.y };
+	return true;
 })()`
+
+// seesOtherMove is true once the page sees the other player more than
+// 2 m from where seesOther first saw it.
+const seesOtherMove = `(() => {
+	const f = window.tickwirePage.frame;
+	const o = f.bodies.find((b) => b.kind === 'player' && b.player !== f.self);
+	return !!o && Math.hypot(o.x - window.__first.x, o.y - window.__first.y) > 2;
+})()`
+
+// holdTowardMiddle holds the key that walks p's avatar toward the
+// arena's middle (128 m) along x (horizontal) or y. A spawn point can be
+// 1.5 m short of a wall, where walking into the wall would stop the
+// avatar before the 2 m that seesOtherMove waits for; toward the middle
+// it has at least 126 m, 21 s at 6 m/s.
+func holdTowardMiddle(t *testing.T, p *browsertest.Tab, horizontal bool) {
+	t.Helper()
+	const own = `window.tickwirePage.frame && window.tickwirePage.frame.bodies.find((b) => b.own)`
+	p.Do("see its avatar", chromedp.Poll[chromedp.Void](own+` !== undefined`, chromedp.WithPollingTimeout(10*time.Second)))
+	ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+	defer cancel()
+	pos, err := chromedp.Run(ctx, chromedp.Evaluate[struct{ X, Y float64 }](own))
+	if err != nil {
+		t.Fatalf("%s: read its avatar's place: %v", p.Name, err)
+	}
+	code, key, vk := "KeyD", "d", int64(68) // +x
+	switch {
+	case horizontal && pos.X >= 128:
+		code, key, vk = "KeyA", "a", 65
+	case !horizontal && pos.Y < 128:
+		code, key, vk = "KeyS", "s", 83 // +y
+	case !horizontal:
+		code, key, vk = "KeyW", "w", 87
+	}
+	p.Do(fmt.Sprintf("hold %s at (%.1f, %.1f)", code, pos.X, pos.Y), holdKey(code, key, vk))
+}
 
 // overlay is what the test reads of a page's network overlay.
 type overlay struct {
@@ -97,24 +132,46 @@ func (o overlay) String() string {
 
 func readPage(t *testing.T, p *browsertest.Tab) overlay {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
-	defer cancel()
-	o, err := chromedp.Run(ctx, chromedp.Evaluate[overlay](readOverlay))
+	o, err := tryReadPage(p)
 	if err != nil {
 		t.Fatalf("%s: read the overlay: %v", p.Name, err)
 	}
 	return o
 }
 
+func tryReadPage(p *browsertest.Tab) (overlay, error) {
+	ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[overlay](readOverlay))
+}
+
+// logPagesOnFailure logs what the pages' overlays show if the test
+// fails: a page starved of CPU shows it in its lead, RTT and frames.
+func logPagesOnFailure(t *testing.T, pages ...*browsertest.Tab) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, p := range pages {
+			if o, err := tryReadPage(p); err != nil {
+				t.Logf("%s: read the overlay: %v", p.Name, err)
+			} else {
+				t.Logf("%s: %v\n%s", p.Name, o, o.Text)
+			}
+		}
+	})
+}
+
 // TestBrowserPlay: two headless chromium tabs, each its own browser
 // context, open the arena's lobby page, one creates a game and the other
 // joins, both ready; the lobby opens the game in each tab; each player
-// holds a direction key and each page sees the other player move. The
-// overlay is toggled and screenshots of both tabs are kept. The server's
-// metrics count two connections on the transport. Over WebTransport
-// (QUIC datagrams), over the forced WebSocket fallback, and over
-// WebTransport through tickwire-netem at "delay 50ms 10ms loss 5%", where
-// the overlay must show the loss and nothing desyncs.
+// holds a direction key toward the middle and each page sees the other
+// player move. The overlay is toggled and screenshots of both tabs are
+// kept. The server's metrics count two connections on the transport.
+// Over WebTransport (QUIC datagrams), over the forced WebSocket
+// fallback, and over WebTransport through tickwire-netem at "delay 50ms
+// 10ms loss 5%", where the overlay must show the loss and nothing
+// desyncs.
 func TestBrowserPlay(t *testing.T) {
 	dir := webClient(t)
 	for _, tc := range []struct {
@@ -137,6 +194,7 @@ func TestBrowserPlay(t *testing.T) {
 			n := 0
 			alice := browsertest.NewTab(t, browser, "alice", shots, &n)
 			bob := browsertest.NewTab(t, browser, "bob", shots, &n)
+			logPagesOnFailure(t, alice, bob)
 			lobby := "http://" + a.http + "/games/arena" + query
 			live := chromedp.WaitVisible(`#conn[data-state="live"]`)
 
@@ -157,8 +215,11 @@ func TestBrowserPlay(t *testing.T) {
 			playing := chromedp.WaitVisible(`body[data-state="playing"]`)
 			alice.DoWithin(60*time.Second, "enter the game", playing)
 			bob.DoWithin(60*time.Second, "enter the game", playing)
-			alice.Do("hold D", holdKey("KeyD", "d", 68))
-			bob.Do("hold S", holdKey("KeyS", "s", 83))
+			seen := chromedp.Poll[chromedp.Void](seesOther, chromedp.WithPollingTimeout(10*time.Second))
+			alice.Do("see Bob", seen)
+			bob.Do("see Alice", seen)
+			holdTowardMiddle(t, alice, true)
+			holdTowardMiddle(t, bob, false)
 			moved := chromedp.Poll[chromedp.Void](seesOtherMove, chromedp.WithPollingTimeout(40*time.Second))
 			alice.DoWithin(45*time.Second, "see Bob move", moved)
 			bob.DoWithin(45*time.Second, "see Alice move", moved)
