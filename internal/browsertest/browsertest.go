@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -86,6 +88,10 @@ type Tab struct {
 	Ctx  context.Context // has run once; actions use deadline-bound children
 	dir  string
 	shot *int
+
+	mu      sync.Mutex
+	errors  []string // the first maxErrors exceptions and console errors
+	dropped int      // errors after those
 }
 
 // NewTab opens a tab named name in a new browser context of browser;
@@ -98,7 +104,63 @@ func NewTab(t *testing.T, browser context.Context, name, dir string, shot *int) 
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab for %s: %v", name, err)
 	}
-	return &Tab{T: t, Name: name, Ctx: ctx, dir: dir, shot: shot}
+	p := &Tab{T: t, Name: name, Ctx: ctx, dir: dir, shot: shot}
+	if err := chromedp.Listen(ctx, p.keepError); err != nil {
+		t.Fatalf("listen to the tab of %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, e := range p.errors {
+			t.Logf("%s: page error: %s", name, e)
+		}
+		if p.dropped > 0 {
+			t.Logf("%s: %d more page errors", name, p.dropped)
+		}
+	})
+	return p
+}
+
+// maxErrors is how many of a page's errors a Tab keeps to log.
+const maxErrors = 20
+
+// keepError keeps the page's uncaught exceptions and console errors, to
+// log if the test fails (a page that stopped drawing says why).
+func (p *Tab) keepError(ev any) {
+	var e string
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		if d := ev.ExceptionDetails; d != nil {
+			e = d.Text
+			if d.Exception != nil && d.Exception.Description != "" {
+				e += " " + d.Exception.Description
+			}
+		}
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type != runtime.ConsoleAPICalledTypeError && ev.Type != runtime.ConsoleAPICalledTypeWarning {
+			return
+		}
+		e = "console." + string(ev.Type) + ":"
+		for _, a := range ev.Args {
+			if a.Description != "" {
+				e += " " + a.Description
+			} else {
+				e += " " + string(a.Value)
+			}
+		}
+	default:
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.errors) < maxErrors {
+		p.errors = append(p.errors, e)
+	} else {
+		p.dropped++
+	}
 }
 
 // Do runs steps with a deadline of 15 s, failing the test with what was

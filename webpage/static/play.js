@@ -223,6 +223,8 @@
   }
 
   function loop() {
+    // Armed first: a frame that throws must not stop the page drawing.
+    requestAnimationFrame(loop);
     const s = page.session;
     if (s && s.frame) {
       const f = JSON.parse(s.frame());
@@ -235,7 +237,6 @@
         if (page.spectator) setTimeout(() => location.reload(), 1000);
       }
     }
-    requestAnimationFrame(loop);
   }
 
   async function main() {
