@@ -114,13 +114,14 @@ func (e *Encoder) Reset() {
 // align realigns per-entity state with the ring's latest entity set.
 func (e *Encoder) align() {
 	r := e.ring
-	if e.layout == r.layout {
+	layout := r.Layout()
+	if e.layout == layout {
 		return
 	}
 	// One layout change since the last alignment: use the ring's remap
 	// (computed once for all clients); after several, merge ids.
-	m := r.lastRemap()
-	if e.layout+1 != r.layout || m.OldLen != len(e.ids) {
+	m, ok := r.layouts.At(layout)
+	if e.layout+1 != layout || !ok || m.OldLen != len(e.ids) {
 		e.remap.Build(e.ids, r.latest.IDs)
 		m = &e.remap
 	}
@@ -170,7 +171,7 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 	e.base, e.sent = base, sent
 	e.tmpIDs = gone[:0]
 	e.ids = m.MoveIDs(e.ids, newIDs)
-	e.layout = r.layout
+	e.layout = r.Layout()
 }
 
 // Prepare readies the encoder for the ring's latest revision; call it once
@@ -417,7 +418,7 @@ func (e *Encoder) Delivered(seq uint16) {
 // longer holds them all (then search by id). The encoder is aligned with
 // the ring (Delivered aligns it first).
 func (e *Encoder) remapped(fl *flight, n int) (idx []int32, ok bool) {
-	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > remapHistory {
+	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > idset.HistoryLen {
 		return nil, false
 	}
 	idx = e.tmpIdx[:0]
@@ -426,7 +427,7 @@ func (e *Encoder) remapped(fl *flight, n int) (idx []int32, ok bool) {
 	}
 	e.tmpIdx = idx
 	for l := fl.layout + 1; l <= e.layout; l++ {
-		m, held := e.ring.layoutChange(l)
+		m, held := e.ring.layouts.At(l)
 		if !held {
 			return nil, false
 		}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -144,7 +145,7 @@ func TestRemovalDroppedWhenBack(t *testing.T) {
 // TestDeliveredAcrossLayouts: a packet acknowledged some layouts after it
 // was written (entities came and went meanwhile) makes its entities'
 // baselines its revision, found through the ring's layout history
-// (within remapHistory changes) or by id (beyond): the baselines match a
+// (within idset.HistoryLen changes) or by id (beyond): the baselines match a
 // model kept by id.
 func TestDeliveredAcrossLayouts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
@@ -198,7 +199,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Acknowledged 1 to 30 ticks later: up to 30 layouts, beyond the
-		// ring's history of remapHistory (then found by id), in any order.
+		// ring's history of idset.HistoryLen (then found by id), in any order.
 		inFlight = append(inFlight, sentFrame{seq, r.Revision(), carried, tick, tick + 1 + rng.IntN(30)})
 		seq++
 		kept := inFlight[:0]
@@ -207,7 +208,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 				kept = append(kept, f)
 				continue
 			}
-			if tick-f.at > remapHistory+remapHistory/2 {
+			if tick-f.at > idset.HistoryLen+idset.HistoryLen/2 {
 				farAcks++
 			}
 			e.Delivered(f.seq)

@@ -35,16 +35,11 @@ type RingConfig struct {
 type Ring struct {
 	size    int
 	rev     uint32
-	layout  uint64
+	layouts idset.History // the entity sets' changes
 	latest  Snapshot
 	changed []uint64
 	slots   []patchSlot // slot of revision r is r % size
 	delta   []byte
-	// history keeps the last layout changes, the latest included:
-	// history[l % len] took layout l−1 to l (layouts[l % len] == l while
-	// it is held).
-	history [remapHistory]idset.Remap
-	layouts [remapHistory]uint64
 	spareX  []byte
 	spareP  []uint64
 	full    patchCodes // codes of the latest records, for entities sent in full
@@ -56,32 +51,6 @@ type patchSlot struct {
 	present []uint64
 	codes   patchCodes // codes of xor's patches for the latest revision
 }
-
-// remapHistory is how many layout changes a ring keeps, for encoders
-// that learn a packet's fate a few layouts after they wrote it.
-const remapHistory = 16
-
-// layoutChange returns the remap that took layout l−1 to l, if the ring
-// still holds it.
-func (r *Ring) layoutChange(l uint64) (*idset.Remap, bool) {
-	k := l % remapHistory
-	if r.layouts[k] != l {
-		return nil, false
-	}
-	return &r.history[k], true
-}
-
-// newLayout starts the next layout and returns the remap to build for
-// it, from the previous one (computed once for all clients).
-func (r *Ring) newLayout() *idset.Remap {
-	r.layout++
-	k := r.layout % remapHistory
-	r.layouts[k] = r.layout
-	return &r.history[k]
-}
-
-// lastRemap is how the latest layout change reordered entities.
-func (r *Ring) lastRemap() *idset.Remap { return &r.history[r.layout%remapHistory] }
 
 // NewRing returns an empty ring.
 func NewRing(cfg RingConfig) *Ring {
@@ -105,7 +74,7 @@ func (r *Ring) Latest() *Snapshot { return &r.latest }
 
 // Layout changes whenever the latest snapshot's entity set differs from
 // the previous one; per-client state indexed like Latest realigns then.
-func (r *Ring) Layout() uint64 { return r.layout }
+func (r *Ring) Layout() uint64 { return r.layouts.Layout() }
 
 // Changed is a bitset over Latest's entities: bit i is set when entity i
 // changed in the last Push or did not exist before it. Owned by the ring.
@@ -187,7 +156,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	r.changed = idset.ResizeBits(r.changed, n)
 	switch {
 	case r.rev == 0:
-		r.newLayout().Build(nil, s.IDs)
+		r.layouts.Next().Build(nil, s.IDs)
 		for i := 0; i < n; i++ {
 			idset.SetBit(r.changed, i)
 		}
@@ -205,7 +174,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 			}
 		}
 	default:
-		r.realign(s, r.newLayout())
+		r.realign(s, r.layouts.Next())
 	}
 	r.latest.Tick = s.Tick
 	r.latest.RecordSize = rs

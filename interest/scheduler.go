@@ -124,9 +124,16 @@ const DefaultBudget = 1200 - 26 - 16
 // bandwidth cap.
 //
 // Per tick and player: SetView if the player moved, then Schedule once per
-// packet (or Update when the player gets no packet this tick). Wire the player's packet notifications to Delivered and Lost. A
-// Scheduler is not safe for concurrent use; different players' schedulers
-// may run in parallel over one World.
+// packet (or Update when the player gets no packet this tick). Wire the
+// player's packet notifications to Delivered and Lost. A Scheduler is not
+// safe for concurrent use; different players' schedulers may run in
+// parallel over one World.
+//
+// A scheduler's per-entity state is indexed like the World's entities
+// and keeps no copy of their ids: it follows the World's layout changes
+// through the World's remaps (idset.History), and starts over (every
+// relevant entity re-prioritised) if it fell more than idset.HistoryLen
+// changes behind.
 type Scheduler struct {
 	radius   float32
 	filter   func(*World, int) bool
@@ -138,9 +145,8 @@ type Scheduler struct {
 	always []proto.NetworkID
 	bands  bands
 
-	layout  uint64
-	ids     []proto.NetworkID
-	remap   idset.Remap // when the World's does not apply
+	layout  uint64 // the World's layout the state below is indexed by
+	n       int    // its number of entities
 	prio    []float32
 	rel     []uint64 // relevant this tick
 	prevRel []uint64 // relevant last tick
@@ -160,6 +166,7 @@ type Scheduler struct {
 	all     bool                      // re-prioritise every relevant entity next tick
 	flights idset.Flights[idset.Span] // the ids each packet carried
 	log     idset.Log
+	lost    []idset.Span // the ids of packets lost since the last update
 	newest  uint16
 	sentAny bool
 
@@ -204,6 +211,7 @@ func (s *Scheduler) Reset() {
 	clear(s.prevRel)
 	clear(s.rel)
 	s.flights.Clear()
+	s.lost = s.lost[:0]
 	s.ticked = false
 }
 
@@ -211,17 +219,29 @@ func (s *Scheduler) Reset() {
 func (s *Scheduler) Priority(i int) float32 { return s.prio[i] }
 
 func (s *Scheduler) align(w *World) {
-	if s.layout == w.layout && len(s.ids) == len(w.ids) {
+	layout := w.layouts.Layout()
+	if s.layout == layout && s.n == len(w.ids) {
 		return
 	}
-	// One layout change since the last tick: use the World's remap; after
-	// several, merge ids.
-	m := &w.remap
-	if s.layout+1 != w.layout || m.OldLen != len(s.ids) {
-		s.remap.Build(s.ids, w.ids)
-		m = &s.remap
+	// Usually one layout change since the last tick: follow the World's
+	// remaps (built once for all players).
+	for s.layout != layout {
+		m, ok := w.layouts.At(s.layout + 1)
+		if !ok || m.OldLen != s.n {
+			s.restart(w)
+			return
+		}
+		s.move(m)
+		s.layout++
 	}
-	n := len(w.ids)
+	if s.n != len(w.ids) {
+		s.restart(w)
+	}
+}
+
+// move realigns the per-entity state from one layout to the next, m.
+func (s *Scheduler) move(m *idset.Remap) {
+	n := m.NewLen
 	pend := idset.ResizeBits(s.tmpB, n)
 	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
 	dirty := idset.ResizeBits(s.tmpB3, n)
@@ -233,12 +253,31 @@ func (s *Scheduler) align(w *World) {
 	s.tmpB3, s.dirty = s.dirty, dirty
 	// update swaps rel into prevRel: rel carries last tick's relevance.
 	s.tmpB2, s.rel = s.rel, prev
+	s.resize(n)
+}
+
+// restart sizes the per-entity state for w's entities and forgets it:
+// every relevant entity is re-prioritised (the scheduler fell behind
+// more layout changes than the World keeps, or never saw one).
+func (s *Scheduler) restart(w *World) {
+	n := len(w.ids)
+	s.prio = slices.Grow(s.prio[:0], n)[:n]
+	clear(s.prio)
+	s.pending = idset.ResizeBits(s.pending, n)
+	s.rel = idset.ResizeBits(s.rel, n)
+	s.dirty = idset.ResizeBits(s.dirty, n)
+	s.resize(n)
+	s.layout = w.layouts.Layout()
+	s.all = true
+}
+
+// resize sizes the bitsets rebuilt every tick for n entities.
+func (s *Scheduler) resize(n int) {
 	s.prevRel = idset.ResizeBits(s.prevRel, n)
 	s.late = idset.ResizeBits(s.late, n)
 	s.turn = idset.ResizeBits(s.turn, n)
-	s.ids = m.MoveIDs(s.ids, w.ids)
-	s.layout = w.layout
 	s.sel = idset.ResizeBits(s.sel, n)
+	s.n = n
 }
 
 // Update computes relevance and accumulates priorities for the World's
@@ -249,6 +288,7 @@ func (s *Scheduler) Update(w *World) { s.update(w) }
 
 func (s *Scheduler) update(w *World) {
 	s.align(w)
+	s.takeLost(w)
 	if s.ticked && s.tick == w.tick {
 		return
 	}
@@ -338,7 +378,7 @@ func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz
 	if s.capRate > 0 {
 		s.tokens -= float64(sz.FixedSize() + used)
 	}
-	s.record(seq)
+	s.record(seq, w)
 	return s.out, true
 }
 
@@ -451,11 +491,11 @@ func (s *Scheduler) succ(i int) int {
 	return -1
 }
 
-func (s *Scheduler) record(seq uint16) {
+func (s *Scheduler) record(seq uint16, w *World) {
 	ids := s.flights.Put(seq)
 	*ids = s.log.Begin(len(s.out))
 	for _, i := range s.out {
-		s.log.Append(ids, s.ids[i])
+		s.log.Append(ids, w.ids[i])
 	}
 	if !s.sentAny || int16(seq-s.newest) > 0 {
 		s.newest = seq
@@ -471,7 +511,8 @@ func (s *Scheduler) Delivered(seq uint16) {
 // Lost tells the scheduler the packet seq was lost: the entities it
 // carried regain priority (as if they had changed) and go out again in
 // the next packets. If the packet is too old to be remembered, every
-// relevant entity is re-prioritised at the next tick.
+// relevant entity is re-prioritised at the next tick. The entities are
+// found at the next update, in the World's layout of then.
 func (s *Scheduler) Lost(seq uint16) {
 	f, ok := s.flights.Take(seq)
 	if !ok {
@@ -480,22 +521,32 @@ func (s *Scheduler) Lost(seq uint16) {
 		}
 		return
 	}
-	ids := *f
-	if !s.log.Valid(ids) {
-		s.all = true
-		return
-	}
-	lo := 0 // the ids ascend: each search starts where the last ended
-	for k := 0; k < ids.Len(); k++ {
-		i, ok := slices.BinarySearch(s.ids[lo:], s.log.At(ids, k))
-		i += lo
-		lo = i
-		if !ok {
+	s.lost = append(s.lost, *f)
+}
+
+// takeLost re-prioritises what the packets lost since the last update
+// carried. The ids in the log stay valid until the next record: a
+// packet's loss is learned between ticks, and the log is appended to
+// only in Schedule, after this.
+func (s *Scheduler) takeLost(w *World) {
+	for _, ids := range s.lost {
+		if !s.log.Valid(ids) {
+			s.all = true
 			continue
 		}
-		s.prio[i] = min(s.prio[i]*2+1, maxPriority)
-		idset.SetBit(s.pending, i)
+		lo := 0 // the ids ascend: each search starts where the last ended
+		for k := 0; k < ids.Len(); k++ {
+			i, ok := slices.BinarySearch(w.ids[lo:], s.log.At(ids, k))
+			i += lo
+			lo = i
+			if !ok {
+				continue
+			}
+			s.prio[i] = min(s.prio[i]*2+1, maxPriority)
+			idset.SetBit(s.pending, i)
+		}
 	}
+	s.lost = s.lost[:0]
 }
 
 // Pending is the number of relevant entities waiting to be sent (with

@@ -372,8 +372,7 @@ func TestSchedulerNoStarvation(t *testing.T) {
 }
 
 // A scheduler that missed layout changes realigns its per-entity state
-// by id: with the World's remap after one change, by merging ids after
-// several.
+// by id, through the World's remaps (one per change).
 func TestSchedulerRealignsByID(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 12))
 	rw := newRandWorld(rng, 300)
@@ -397,11 +396,11 @@ func TestSchedulerRealignsByID(t *testing.T) {
 			pending, rel bool
 		}
 		old := map[proto.NetworkID]state{}
-		for i, id := range s.ids {
+		for i, id := range w.ids { // the layout s is aligned with
 			old[id] = state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
 		}
-		layout := w.layout
-		for changes := 1 + rng.IntN(4); w.layout-layout < uint64(changes); {
+		layout := w.layouts.Layout()
+		for changes := 1 + rng.IntN(4); w.layouts.Layout()-layout < uint64(changes); {
 			rw.churn()
 			rw.fill(w, tick, 0.3)
 			tick++
@@ -411,9 +410,40 @@ func TestSchedulerRealignsByID(t *testing.T) {
 			want := old[w.ID(i)]
 			got := state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
 			if got != want {
-				t.Fatalf("round %d, %d layout changes: entity %d: %+v want %+v", round, w.layout-layout, w.ID(i), got, want)
+				t.Fatalf("round %d, %d layout changes: entity %d: %+v want %+v", round, w.layouts.Layout()-layout, w.ID(i), got, want)
 			}
 		}
+	}
+}
+
+// A scheduler more layout changes behind than the World keeps starts
+// over: nothing pending, every relevant entity re-prioritised and sent.
+func TestSchedulerFarBehindStartsOver(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 13))
+	rw := newRandWorld(rng, 300)
+	w := NewWorld(WorldConfig{CellSize: 16})
+	s := NewScheduler(SchedulerConfig{Radius: 1e6})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 4096)}
+	for i := range sz.body {
+		sz.body[i] = 1
+	}
+	rw.fill(w, 0, 0)
+	if sel, _ := s.Schedule(0, time.Time{}, w, 1<<20, sz); len(sel) != w.Len() {
+		t.Fatalf("first packet: %d of %d entities", len(sel), w.Len())
+	}
+	// Nothing changes: the next packet carries nothing.
+	rw.fill(w, 1, 0)
+	if sel, _ := s.Schedule(1, time.Time{}, w, 1<<20, sz); len(sel) != 0 {
+		t.Fatalf("unchanged world: %d entities sent", len(sel))
+	}
+	tick := uint32(2)
+	for layout := w.layouts.Layout(); w.layouts.Layout()-layout <= idset.HistoryLen; tick++ {
+		rw.churn()
+		rw.fill(w, tick, 0)
+	}
+	sel, _ := s.Schedule(2, time.Time{}, w, 1<<20, sz)
+	if len(sel) != w.Len() {
+		t.Fatalf("after %d+ layout changes unseen: %d of %d entities sent, want all", idset.HistoryLen, len(sel), w.Len())
 	}
 }
 

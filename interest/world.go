@@ -55,9 +55,8 @@ type World struct {
 	// turn[j] marks the entities whose turn it is this tick in a band of
 	// period 2^j: (tick + a hash of the id) mod 2^j == 0, so that an
 	// entity's turns keep their rhythm whatever the layout (turn[0]: all).
-	turn   [maxShift + 1][]uint64
-	layout uint64
-	remap  idset.Remap
+	turn    [maxShift + 1][]uint64
+	layouts idset.History // the entity sets' changes
 
 	// spatial hash grid: entities sorted by bucket (counting sort), each
 	// with what within reads of it, so that a bucket is read in one pass
@@ -124,8 +123,7 @@ func (w *World) End(changed []uint64) {
 		w.changed[words-1] &= 1<<(n%64) - 1
 	}
 	if !slices.Equal(w.ids, w.prevIDs) {
-		w.layout++
-		w.remap.Build(w.prevIDs, w.ids)
+		w.layouts.Next().Build(w.prevIDs, w.ids)
 	}
 	w.alwaysB = idset.ResizeBits(w.alwaysB, n)
 	for i, k := range w.kind {

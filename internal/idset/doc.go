@@ -6,6 +6,8 @@
 //     layout's owner (deltacomp's Ring, interest's World), so that each
 //     client's per-entity state moves with Move and MoveBits instead of
 //     merging ids again;
+//   - History: the owner's layout numbers and its last HistoryLen
+//     remaps, for state a few changes behind;
 //   - bitsets over a layout's entities: Bit, SetBit, ClearBit, ResizeBits,
 //     OrBits;
 //   - Flights: a record per in-flight packet, by sequence number, until

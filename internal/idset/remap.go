@@ -16,6 +16,7 @@ type Remap struct {
 	Removed []int32           // old indices no longer present, ascending
 	Added   []proto.NetworkID // ids new to the layout, ascending
 	OldLen  int               // length of the old layout
+	NewLen  int               // length of the new layout
 }
 
 // Run is a stretch of entities kept in order: new[New:New+N] are
@@ -24,7 +25,7 @@ type Run struct{ New, Old, N int32 }
 
 // Build computes the remap from oldIDs to newIDs, both strictly ascending.
 func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
-	m.Runs, m.Removed, m.Added, m.OldLen = m.Runs[:0], m.Removed[:0], m.Added[:0], len(oldIDs)
+	m.Runs, m.Removed, m.Added, m.OldLen, m.NewLen = m.Runs[:0], m.Removed[:0], m.Added[:0], len(oldIDs), len(newIDs)
 	j := 0
 	for i, id := range newIDs {
 		for j < len(oldIDs) && oldIDs[j] < id {
