@@ -132,6 +132,11 @@ type GameHostStats struct {
 	// connection's last full snapshot was due, in flight or in its
 	// cooldown (a client repeats its request while it still needs one).
 	ResyncsIgnored uint64
+	// StaleResyncs counts full snapshots sent unasked because a
+	// connection's delta encoder fell more layout changes behind than
+	// the ring keeps (deltacomp.Encoder.Stale): it got no packet for as
+	// many ticks with entities coming and going.
+	StaleResyncs uint64
 	// ResumedMissing counts, in the first second of a game adopted after
 	// a host migration (Adopt), the inputs of the players who came back
 	// that its engine ran without: inputs the old host may have run
@@ -524,6 +529,10 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 				gc.fullSent = false
 				gc.enc.FullDelivered(gc.fullRev, gc.fullIDs)
 			}
+			if gc.enc.Stale() && gc.fullDue == 0 && !gc.fullSent {
+				h.stats.StaleResyncs++
+				gc.fullDue = proto.CauseResync
+			}
 			if gc.fullDue != 0 && fulls < maxFullsPerTick {
 				if gc.sendFull(gc.fullDue, now) {
 					fulls++
@@ -767,11 +776,13 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 		reserve = (&proto.ChecksumFrame{}).Len()
 	}
 	left := room - (len(b) - start) - reserve
+	// Prepared (aligned with the ring) every tick, even with no room for
+	// a snapshot delta, so that it never falls far behind.
+	gc.enc.Prepare()
 	if left < proto.SnapshotDeltaHeaderSize+8 {
 		gc.sched.Update(g.world)
 		return b
 	}
-	gc.enc.Prepare()
 	sel, ok := gc.sched.Schedule(uint16(pn), gc.now, g.world, left, gc.enc)
 	if !ok {
 		return b

@@ -30,16 +30,23 @@ type EncoderConfig struct {
 // (BodySize, LinkSize, FixedSize: the encoder is an interest.Sizer), then
 // AppendFrame with the chosen entities. Wire the client's packet
 // notifications to Delivered and Lost. Not safe for concurrent use.
+//
+// The per-entity state is indexed like the ring's Latest and keeps no
+// copy of its ids: it follows the ring's layout changes through the
+// ring's remaps. Prepare (or Delivered, Lost's bookkeeping aside) at
+// least once per idset.HistoryLen layout changes; an encoder further
+// behind no longer knows which entities the client holds that are gone
+// since, and says so with Stale until Reset (a resync).
 type Encoder struct {
 	ring        *Ring
 	maxRemovals int
-	layout      uint64
-	ids         []proto.NetworkID // the layout base and sent are aligned with
+	layout      uint64            // the ring's layout base and sent are indexed by
+	n           int               // its number of entities
 	base        []uint32          // newest acknowledged revision holding the entity, 0 none
 	sent        []uint32          // newest revision the entity was written in
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
-	remap       idset.Remap // when the ring's does not apply
+	stale       bool // lost track of what the client holds: it needs a resync
 
 	// per Prepare
 	defRev  uint32
@@ -109,39 +116,46 @@ func (e *Encoder) Reset() {
 	e.removals = e.removals[:0]
 	e.lastAcked = 0
 	e.flights.Clear()
+	e.stale = false
 }
 
-// align realigns per-entity state with the ring's latest entity set.
+// Stale reports that the encoder fell more than idset.HistoryLen layout
+// changes behind the ring: the client may hold entities gone since whose
+// removal it will not be told. Resync the client (Reset and a full
+// snapshot).
+func (e *Encoder) Stale() bool { return e.stale }
+
+// align realigns per-entity state with the ring's latest entity set,
+// through each layout change since the last alignment (usually one; the
+// ring computes each change's remap once, for all clients).
 func (e *Encoder) align() {
 	r := e.ring
 	layout := r.Layout()
-	if e.layout == layout {
-		return
-	}
-	// One layout change since the last alignment: use the ring's remap
-	// (computed once for all clients); after several, merge ids.
-	m, ok := r.layouts.At(layout)
-	if e.layout+1 != layout || !ok || m.OldLen != len(e.ids) {
-		e.remap.Build(e.ids, r.latest.IDs)
-		m = &e.remap
-	}
-	gone := e.tmpIDs[:0]
-	for _, o := range m.Removed {
-		if e.base[o] != 0 || e.sent[o] != 0 {
-			gone = append(gone, e.ids[o])
+	for e.layout != layout {
+		m, ok := r.layouts.At(e.layout + 1)
+		if !ok || m.OldLen != e.n {
+			e.restart()
+			return
 		}
+		e.move(m)
+		e.layout++
 	}
-	n := len(r.latest.IDs)
-	base := idset.Move(m, e.base, n)
-	sent := idset.Move(m, e.sent, n)
-	e.finishAlign(m, base, sent, gone)
+	if e.n != len(r.latest.IDs) {
+		e.restart()
+	}
 }
 
-// finishAlign installs the realigned state (m took the old layout to the
-// new) and updates pending removals.
-func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.NetworkID) {
-	r := e.ring
-	newIDs := r.latest.IDs
+// move realigns the per-entity state through one layout change, m.
+func (e *Encoder) move(m *idset.Remap) {
+	gone := e.tmpIDs[:0]
+	for k, o := range m.Removed {
+		if e.base[o] != 0 || e.sent[o] != 0 {
+			gone = append(gone, m.Gone[k])
+		}
+	}
+	e.base = idset.Move(m, e.base, m.NewLen)
+	e.sent = idset.Move(m, e.sent, m.NewLen)
+	e.n = m.NewLen
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
 	// id is one of the layout's new entities (m.Added, usually a few).
@@ -168,9 +182,30 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 	}
 	rem = append(rem, gone[g:]...)
 	e.tmpRem, e.removals = e.removals[:0], rem
-	e.base, e.sent = base, sent
 	e.tmpIDs = gone[:0]
-	e.ids = m.MoveIDs(e.ids, newIDs)
+}
+
+// restart indexes the state by the ring's latest entity set when the
+// changes since the last alignment are no longer held (or there were
+// none to follow: a new encoder). The baselines are forgotten and every
+// entity counts as possibly held, as Reset does; an encoder that had
+// state is stale: entities gone in the changes it missed may still be
+// held by the client.
+func (e *Encoder) restart() {
+	r := e.ring
+	n := len(r.latest.IDs)
+	e.stale = e.stale || e.n > 0 || e.layout > 0
+	e.base = slices.Grow(e.base[:0], n)[:n]
+	clear(e.base)
+	e.sent = slices.Grow(e.sent[:0], n)[:n]
+	v := uint32(0)
+	if e.stale {
+		v = max(r.rev, 1)
+	}
+	for i := range e.sent {
+		e.sent[i] = v
+	}
+	e.n = n
 	e.layout = r.Layout()
 }
 
@@ -179,7 +214,7 @@ func (e *Encoder) finishAlign(m *idset.Remap, base, sent []uint32, gone []proto.
 func (e *Encoder) Prepare() {
 	e.align()
 	r := e.ring
-	n := len(e.ids)
+	n := e.n
 	e.sized = idset.ResizeBits(e.sized, n)
 	if cap(e.sizeAt) < n {
 		e.sizeAt = make([]int32, n, n+n/4)
@@ -256,14 +291,15 @@ func (e *Encoder) BodySize(i int) int {
 // LinkSize is the size of entity i's id header when the entity written
 // before it in the frame is prev (−1: none). Call BodySize(i) first.
 func (e *Encoder) LinkSize(prev, i int) int {
+	ids := e.ring.latest.IDs
 	var p proto.NetworkID
 	if prev >= 0 {
-		p = e.ids[prev]
+		p = ids[prev]
 	}
 	if !idset.Bit(e.sized, i) {
 		e.BodySize(i)
 	}
-	return entryHeaderLen(p, e.ids[i], e.sizes[e.sizeAt[i]].kind)
+	return entryHeaderLen(p, ids[i], e.sizes[e.sizeAt[i]].kind)
 }
 
 var (
@@ -280,7 +316,8 @@ var (
 // with BodySize 0 are skipped).
 func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error) {
 	r := e.ring
-	n := len(e.ids)
+	ids := r.latest.IDs
+	n := e.n
 	baseRev := r.rev
 	last := int32(-1)
 	for _, i := range sel {
@@ -315,7 +352,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		if sz.n == 0 {
 			continue
 		}
-		id := e.ids[i]
+		id := ids[i]
 		for k < len(rem) && rem[k] < id {
 			b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
 			prev = rem[k]
@@ -384,7 +421,7 @@ func (e *Encoder) Delivered(seq uint16) {
 		lo := 0 // the ids ascend: each search starts where the last ended
 		for k := 0; k < nEnt; k++ {
 			id := e.log.At(fl.ids, k)
-			i, ok := slices.BinarySearch(e.ids[lo:], id)
+			i, ok := slices.BinarySearch(e.ring.latest.IDs[lo:], id)
 			i += lo
 			lo = i
 			if ok && e.base[i] < fl.rev {
@@ -452,7 +489,7 @@ func (e *Encoder) FullDelivered(rev uint32, ids []proto.NetworkID) {
 		return
 	}
 	for _, id := range ids {
-		i, ok := slices.BinarySearch(e.ids, id)
+		i, ok := slices.BinarySearch(e.ring.latest.IDs, id)
 		if !ok {
 			continue
 		}

@@ -2,6 +2,7 @@ package deltacomp
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tickwire/tickwire/internal/idset"
@@ -218,7 +219,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 		}
 		inFlight = kept
 		e.align()
-		for i, id := range e.ids {
+		for i, id := range r.Latest().IDs {
 			if e.base[i] != model[id] {
 				t.Fatalf("tick %d: entity %d's baseline %d, want %d", tick, id, e.base[i], model[id])
 			}
@@ -226,5 +227,74 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 	}
 	if farAcks == 0 {
 		t.Fatal("no frame acknowledged beyond the layout history")
+	}
+}
+
+// An encoder that missed a few layout changes catches up through the
+// ring's remaps and announces exactly the entities gone meanwhile that
+// the client was sent; one that missed more than the ring keeps is
+// Stale (the client may hold entities gone unannounced) until Reset. A
+// new encoder of a ring far into its layouts is not stale.
+func TestEncoderCatchesUpThroughLayouts(t *testing.T) {
+	for _, missed := range []int{1, 5, idset.HistoryLen, idset.HistoryLen + 1} {
+		r := NewRing(RingConfig{})
+		e := NewEncoder(r, EncoderConfig{MaxRemovals: 1000})
+		var s Snapshot
+		push := func(ids []proto.NetworkID) {
+			s.Reset(s.Tick+1, 4)
+			for _, id := range ids {
+				s.Append(id, []byte{byte(id), 1, 2, 3})
+			}
+			if _, err := r.Push(&s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ids []proto.NetworkID
+		for id := proto.NetworkID(1); id <= 100; id++ {
+			ids = append(ids, id)
+		}
+		push(ids)
+		e.Prepare()
+		var sel []int32
+		for i := 0; i < len(ids); i += 2 { // the client gets the odd ids
+			sel = append(sel, int32(i))
+		}
+		if _, err := e.AppendFrame(nil, 0, sel); err != nil {
+			t.Fatal(err)
+		}
+		e.Delivered(0)
+		// Each change removes the first id left and adds a new one.
+		var want []proto.NetworkID
+		next := proto.NetworkID(1000)
+		for range missed {
+			if ids[0]%2 == 1 {
+				want = append(want, ids[0])
+			}
+			ids = append(ids[1:], next)
+			next++
+			push(ids)
+		}
+		e.Prepare()
+		if stale := missed > idset.HistoryLen; e.Stale() != stale {
+			t.Fatalf("%d changes missed: Stale %v, want %v", missed, e.Stale(), stale)
+		}
+		if e.Stale() {
+			e.Reset()
+			if e.Stale() {
+				t.Fatal("stale after Reset")
+			}
+			late := NewEncoder(r, EncoderConfig{})
+			if late.Prepare(); late.Stale() {
+				t.Fatal("a new encoder is stale")
+			}
+			continue
+		}
+		b, err := e.AppendFrame(nil, 1, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := removedIn(t, b); !slices.Equal(got, want) {
+			t.Fatalf("%d changes missed: removals %v, want %v", missed, got, want)
+		}
 	}
 }

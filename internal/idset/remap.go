@@ -14,6 +14,7 @@ import (
 type Remap struct {
 	Runs    []Run             // the kept entities, ascending
 	Removed []int32           // old indices no longer present, ascending
+	Gone    []proto.NetworkID // their ids
 	Added   []proto.NetworkID // ids new to the layout, ascending
 	OldLen  int               // length of the old layout
 	NewLen  int               // length of the new layout
@@ -25,11 +26,13 @@ type Run struct{ New, Old, N int32 }
 
 // Build computes the remap from oldIDs to newIDs, both strictly ascending.
 func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
-	m.Runs, m.Removed, m.Added, m.OldLen, m.NewLen = m.Runs[:0], m.Removed[:0], m.Added[:0], len(oldIDs), len(newIDs)
+	m.Runs, m.Removed, m.Gone, m.Added = m.Runs[:0], m.Removed[:0], m.Gone[:0], m.Added[:0]
+	m.OldLen, m.NewLen = len(oldIDs), len(newIDs)
 	j := 0
 	for i, id := range newIDs {
 		for j < len(oldIDs) && oldIDs[j] < id {
 			m.Removed = append(m.Removed, int32(j))
+			m.Gone = append(m.Gone, oldIDs[j])
 			j++
 		}
 		if j < len(oldIDs) && oldIDs[j] == id {
@@ -45,6 +48,7 @@ func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
 	}
 	for ; j < len(oldIDs); j++ {
 		m.Removed = append(m.Removed, int32(j))
+		m.Gone = append(m.Gone, oldIDs[j])
 	}
 }
 
