@@ -75,34 +75,14 @@ func Move[T any](m *Remap, s []T, n int) []T {
 			copy(s[r.New:r.New+r.N], s[r.Old:r.Old+r.N])
 		}
 	}
-	// New entities start from the zero value.
-	m.gaps(int32(n), func(lo, hi int32) { clear(s[lo:hi]) })
-	return s[:n]
-}
-
-// gaps calls f with each stretch [lo, hi) of the new layout's first n
-// indices that no run covers: the new entities.
-func (m *Remap) gaps(n int32, f func(lo, hi int32)) {
+	// New entities start from the zero value: clear what no run covers.
 	next := int32(0)
 	for _, r := range m.Runs {
-		if next < r.New {
-			f(next, r.New)
-		}
+		clear(s[next:r.New])
 		next = r.New + r.N
 	}
-	if next < n {
-		f(next, n)
-	}
-}
-
-// MoveIDs is Move for the layout itself: ids, the old layout, becomes
-// newIDs, the new one m leads to, in place. Like Move it touches only
-// what lies behind the first change; the new entities' ids are copied
-// from newIDs.
-func (m *Remap) MoveIDs(ids, newIDs []proto.NetworkID) []proto.NetworkID {
-	ids = Move(m, ids, len(newIDs))
-	m.gaps(int32(len(newIDs)), func(lo, hi int32) { copy(ids[lo:hi], newIDs[lo:hi]) })
-	return ids
+	clear(s[next:n])
+	return s[:n]
 }
 
 // MoveBits is Move for bitsets, from src into dst: dst, with room for
