@@ -132,3 +132,15 @@ func TestDiff(t *testing.T) {
 		t.Errorf("machine busy %v, want [0.9]", r.machineBusy)
 	}
 }
+
+func TestRawProfileName(t *testing.T) {
+	for file, want := range map[string]string{
+		"bench/capacity-profile.txt": "bench/capacity-profile.pprof",
+		"top":                        "top.pprof",
+		"p.pprof":                    "p.pprof.pprof",
+	} {
+		if got := rawProfileName(file); got != want {
+			t.Errorf("rawProfileName(%q) = %q, want %q", file, got, want)
+		}
+	}
+}

@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none, or split (server on CPU 0, bots on the others)")
 	fs.StringVar(&o.binDir, "bin", "", "`directory` holding tickwire-server and tickwire-bot (default: build them)")
 	fs.StringVar(&o.svg, "svg", "bench/capacity.svg", "write the curve to this SVG `file` (empty: none)")
-	fs.StringVar(&o.profile, "profile", "", "profile the server during each step and write the largest held step's `go tool pprof -top` to this file (empty: none)")
+	fs.StringVar(&o.profile, "profile", "", "profile the server during each step and write the largest held step's `go tool pprof -top` to this file, and the profile itself beside it as .pprof (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -287,7 +287,7 @@ func run(ctx context.Context, o options) error {
 		} else if err := writeProfileTop(o.profile, filepath.Join(o.binDir, "tickwire-server"), heldProfile, held); err != nil {
 			return err
 		} else {
-			logf("wrote %s", o.profile)
+			logf("wrote %s and the profile itself to %s (go tool pprof -peek, -list...)", o.profile, rawProfileName(o.profile))
 		}
 	}
 	return nil
@@ -335,21 +335,25 @@ func fetchProfile(admin string, d time.Duration) []byte {
 	return b
 }
 
-// writeProfileTop writes `go tool pprof -top` of the profile to file.
+// rawProfileName is where the profile itself goes beside its -top
+// text: file with its extension replaced by .pprof (or .pprof added,
+// when that is file's own extension).
+func rawProfileName(file string) string {
+	if raw := strings.TrimSuffix(file, filepath.Ext(file)) + ".pprof"; raw != file {
+		return raw
+	}
+	return file + ".pprof"
+}
+
+// writeProfileTop writes `go tool pprof -top` of the profile to file, and
+// the profile itself (symbolized by the server, so readable without the
+// binary) beside it, for a closer look.
 func writeProfileTop(file, binary string, profile []byte, players int) error {
-	raw, err := os.CreateTemp("", "tickwire-capacity-*.pprof")
-	if err != nil {
+	raw := rawProfileName(file)
+	if err := os.WriteFile(raw, profile, 0o644); err != nil {
 		return err
 	}
-	defer os.Remove(raw.Name())
-	_, err = raw.Write(profile)
-	if cerr := raw.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", binary, raw.Name()).Output()
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount=30", binary, raw).Output()
 	if err != nil {
 		return fmt.Errorf("go tool pprof: %w", err)
 	}
