@@ -142,7 +142,7 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 			}
 			before := p.end.received
 			allocs := testing.AllocsPerRun(500, func() { p.round(t, msg, tc.reliable) })
-			if allocs > tc.max {
+			if allocs > tc.max && !(raceEnabled && tc.reliable) {
 				t.Fatalf("%.1f allocations per round trip, want at most %v", allocs, tc.max)
 			}
 			want := 500

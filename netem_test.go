@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -75,10 +76,17 @@ func (s *stream) pump(send func(d Delivery, ch uint8, b []byte) error, buf []byt
 	send(Sequenced, 2, c[:])
 }
 
+// fail records the stream's first error and ends it (if it had not
+// finished already: an extra message can come after the last). Called
+// under mu.
 func (s *stream) fail(err error) {
 	if s.err == nil {
 		s.err = err
-		close(s.finished)
+		select {
+		case <-s.finished:
+		default:
+			close(s.finished)
+		}
 	}
 }
 
@@ -119,12 +127,14 @@ type streamServer struct {
 	nopHandler
 	up, down *stream
 	buf      []byte
-	srv      *Server
+	srv      atomic.Pointer[Server] // set once the server runs: it may tick before
 }
 
 func (h *streamServer) Message(c *Conn, m *Message) { h.up.check(m, h.buf) }
 func (h *streamServer) Tick(time.Time, uint32) {
-	h.srv.Each(func(c *Conn) { h.down.pump(c.Send, h.buf) })
+	if s := h.srv.Load(); s != nil {
+		s.Each(func(c *Conn) { h.down.pump(c.Send, h.buf) })
+	}
 }
 
 type streamClient struct {
@@ -166,7 +176,7 @@ func TestReliableOverBadNetwork(t *testing.T) {
 	// This run is about delivery, not liveness: a machine busy enough to
 	// starve a loop for the default 1.5 s must not end the session.
 	s, key, addr := testServer(t, Config{TickRate: 120, Heartbeat: time.Second, Timeout: 30 * time.Second}, h, srvConn)
-	h.srv = s
+	h.srv.Store(s)
 	ch := &streamClient{down: down, buf: make([]byte, 16<<10)}
 	c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen(12), Handler: ch})
 
@@ -178,37 +188,46 @@ func TestReliableOverBadNetwork(t *testing.T) {
 	progress := time.NewTicker(5 * time.Second)
 	defer progress.Stop()
 	start := time.Now()
+	// The streams are checked on the loops of the server and the client:
+	// what the test reads of them it reads under their locks.
+	got := func() string {
+		up.mu.Lock()
+		down.mu.Lock()
+		defer down.mu.Unlock()
+		defer up.mu.Unlock()
+		return fmt.Sprintf("up %d/%d, down %d/%d", up.want, n, down.want, n)
+	}
+	upDone, downDone := up.finished, down.finished
 	for done := 0; done < 2; {
 		select {
 		case <-ctx.Done():
 			var ss []ConnStats
 			s.Do(func() { s.Each(func(sc *Conn) { ss = append(ss, sc.Stats()) }) })
-			t.Fatalf("timed out: up %d/%d, down %d/%d; client err %v, stats %+v, dropped %v; server %+v, conns %+v",
-				up.want, n, down.want, n, c.Err(), c.Stats(), c.Dropped(), s.Stats(), ss)
+			t.Fatalf("timed out: %s; client err %v, stats %+v, dropped %v; server %+v, conns %+v",
+				got(), c.Err(), c.Stats(), c.Dropped(), s.Stats(), ss)
 		case <-c.Done():
-			t.Fatalf("the session ended: %v (up %d/%d, down %d/%d)", c.Err(), up.want, n, down.want, n)
-		case <-up.finished:
-			up.finished = nil
+			t.Fatalf("the session ended: %v (%s)", c.Err(), got())
+		case <-upDone:
+			upDone = nil
 			done++
-		case <-down.finished:
-			down.finished = nil
+		case <-downDone:
+			downDone = nil
 			done++
 		case <-ticker.C:
 			up.pump(c.Send, sendBuf)
 		case <-progress.C:
-			up.mu.Lock()
-			down.mu.Lock()
-			t.Logf("%v: up %d/%d, down %d/%d", time.Since(start).Round(time.Second), up.want, n, down.want, n)
-			down.mu.Unlock()
-			up.mu.Unlock()
+			t.Logf("%v: %s", time.Since(start).Round(time.Second), got())
 		}
 	}
 	for _, st := range []*stream{up, down} {
-		if st.err != nil {
-			t.Fatal(st.err)
+		st.mu.Lock()
+		err, seqGot := st.err, st.seqGot
+		st.mu.Unlock()
+		if err != nil {
+			t.Fatal(err)
 		}
-		if st.seqGot < 100 {
-			t.Fatalf("only %d sequenced messages arrived", st.seqGot)
+		if seqGot < 100 {
+			t.Fatalf("only %d sequenced messages arrived", seqGot)
 		}
 	}
 	t.Logf("transfer done in %v", time.Since(start).Round(time.Millisecond))
@@ -240,7 +259,7 @@ func TestLossEstimateVirtual(t *testing.T) {
 		up.n, down.n = 0, 0 // sequenced messages only
 		h := &streamServer{up: up, down: down, buf: make([]byte, 16)}
 		s, key, addr := testServer(t, Config{}, h, listen("10.0.0.1:7777", 11))
-		h.srv = s
+		h.srv.Store(s)
 		c := dial(t, mintFor(t, key, addr, 1), Dialer{Conn: listen("10.0.1.1:5000", 12), Handler: &streamClient{down: down, buf: make([]byte, 16)}})
 		ticker := time.NewTicker(time.Second / 60)
 		defer ticker.Stop()

@@ -447,7 +447,7 @@ func TestGameJoinRefused(t *testing.T) {
 // most 64 frames, and its session's reliable frame, with the acks that
 // let the server send it the next full snapshot, takes the last), and it
 // ignores what the server sends.
-type resyncFlooder struct{ sent int }
+type resyncFlooder struct{ sent atomic.Int64 } // written on the client's loop
 
 func (f *resyncFlooder) Attach(*Client, Accepted) (FrameHandler, error)   { return f, nil }
 func (f *resyncFlooder) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
@@ -462,7 +462,7 @@ func (f *resyncFlooder) AppendFrames(b []byte, room int, _ *PacketInfo) []byte {
 		}
 		b, _ = req.Append(b)
 		room -= req.Len()
-		f.sent++
+		f.sent.Add(1)
 	}
 	return b
 }
@@ -483,13 +483,13 @@ func TestResyncFlood(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		r.waitSynced("under a resync flood", checksummed(8), gc)
 		st := r.hostStats()
-		t.Logf("flooder sent %d resync requests; host: %+v; honest client: %+v", flood.sent, st, gc.Stats())
-		if flood.sent < 10_000 {
-			t.Fatalf("the flooder sent only %d requests", flood.sent)
+		t.Logf("flooder sent %d resync requests; host: %+v; honest client: %+v", flood.sent.Load(), st, gc.Stats())
+		if flood.sent.Load() < 10_000 {
+			t.Fatalf("the flooder sent only %d requests", flood.sent.Load())
 		}
 		// Two joins, then at most one resync per cooldown for 10 s.
 		if limit := uint64(2 + 10*time.Second/resyncCooldown + 1); st.FullSnapshots > limit || st.FullEncodes > st.FullSnapshots {
-			t.Fatalf("%d full snapshots sent (%d compressed) for %d requests, want at most %d", st.FullSnapshots, st.FullEncodes, flood.sent, limit)
+			t.Fatalf("%d full snapshots sent (%d compressed) for %d requests, want at most %d", st.FullSnapshots, st.FullEncodes, flood.sent.Load(), limit)
 		}
 		if st.ResyncsIgnored == 0 || st.Desyncs != 0 {
 			t.Fatalf("host stats %+v", st)

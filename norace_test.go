@@ -1,0 +1,5 @@
+//go:build !race
+
+package tickwire
+
+const raceEnabled = false
