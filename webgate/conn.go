@@ -336,11 +336,12 @@ func (c *Conn) sendLink(m *udp.Message) {
 		k.sendFull.Add(1)
 		return
 	}
-	p.n = copy(p.buf[:], m.Buf)
+	n := copy(p.buf[:], m.Buf)
+	p.n = n
 	select {
-	case l.out <- p:
+	case l.out <- p: // p is the link's now: Send may already have put it back
 		k.packetsOut.Add(1)
-		k.bytesOut.Add(uint64(p.n))
+		k.bytesOut.Add(uint64(n))
 	default:
 		k.sendFull.Add(1)
 		c.put(p)

@@ -135,8 +135,10 @@ func (l *Link) Send(ctx context.Context, write func(b []byte) error) error {
 func (l *Link) Close() {
 	l.once.Do(func() {
 		c := l.c
-		l.idle.Stop()
 		c.mu.Lock()
+		// Under mu: the idle timer can fire before Open, which holds
+		// mu, has stored it.
+		l.idle.Stop()
 		delete(c.links, l.id)
 		if c.perIP[l.remote]--; c.perIP[l.remote] <= 0 {
 			delete(c.perIP, l.remote)
