@@ -1,0 +1,5 @@
+//go:build !race
+
+package webgate
+
+const raceEnabled = false
