@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every tickwire test on a Debian/Ubuntu machine with Go installed:
 # installs the tools the tests drive (tshark, chromium, tc) with apt-get when they
-# are missing, then runs gofmt, go vet, staticcheck, go test and a short
-# run of every fuzz target.
+# are missing, then runs gofmt, go vet, staticcheck, go test, the race
+# detector over the packages under the server and a short run of every
+# fuzz target.
 #
 #   ./test.sh                  everything (what CI runs)
 #   FUZZTIME=60s ./test.sh     longer fuzzing
@@ -45,6 +46,16 @@ go run "$STATICCHECK" ./...
 
 step "go test"
 go test -count=1 ./...
+
+# The race detector over the packages under the server (about 2 minutes
+# on 2 cores); the root package and the end-to-end tests take longer
+# under it: go test -race . ./cmd/e2e by hand.
+step "go test -race (packages under the server)"
+if [ "$(go env CGO_ENABLED)" = 1 ] && command -v "$(go env CC)" >/dev/null; then
+	go test -race -count=1 ./deltacomp ./interest ./internal/... ./reliability ./sim ./udp/... ./proto ./migrate ./webgate ./lobby ./fleet/...
+else
+	echo "(skipped: -race needs cgo and a C compiler)"
+fi
 
 if [ -z "${SKIP_FUZZ:-}" ]; then
 	step "fuzz ($FUZZTIME per target)"
