@@ -33,6 +33,15 @@ type Config struct {
 	// bounded by (Queue + MaxLinks × LinkQueue) × 1472 bytes: 48 MB with
 	// the defaults.
 	LinkQueue int
+	// MaxPacketAge drops a server packet that waited longer than this
+	// for its link's transport: a game packet that late is worth less
+	// than the next one, and queueing it only delays that one too (over
+	// WebTransport, QUIC's congestion control can hold the link's
+	// datagrams back: queues that only grow would make the round trip
+	// grow with them). A datagram socket drops where this drops.
+	// Default 100 ms, as the browser page's outgoing datagrams; negative:
+	// never drop for age.
+	MaxPacketAge time.Duration
 	// IdleTimeout closes a link that sent nothing for this long (before
 	// its first packet as well: an opened, silent connection holds
 	// nothing long). Default 15 s.
@@ -48,6 +57,7 @@ const (
 	DefaultQueue           = 1024
 	DefaultLinkQueue       = 32
 	DefaultIdleTimeout     = 15 * time.Second
+	DefaultMaxPacketAge    = 100 * time.Millisecond
 )
 
 func (c Config) withDefaults() (Config, error) {
@@ -62,6 +72,9 @@ func (c Config) withDefaults() (Config, error) {
 	def(&c.LinkQueue, DefaultLinkQueue)
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxPacketAge == 0 {
+		c.MaxPacketAge = DefaultMaxPacketAge
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -90,6 +103,7 @@ type Conn struct {
 	inner udp.BatchConn
 	dl    readDeadliner
 	cfg   Config
+	epoch time.Time // the monotonic origin of clock
 
 	ready   chan *packet // browser packets for ReadBatch
 	free    chan *packet // the pool of packet buffers
@@ -111,6 +125,7 @@ type counters struct {
 	packetsIn, packetsOut                atomic.Uint64
 	bytesIn, bytesOut                    atomic.Uint64
 	malformed, queueFull, sendFull, gone atomic.Uint64
+	stale                                atomic.Uint64
 }
 
 // TransportStats are one transport's figures since the gateway started.
@@ -123,8 +138,9 @@ type TransportStats struct {
 	// Malformed counts messages that were no tickwire packet; QueueFull
 	// packets dropped on the way in (the queue to the server was full),
 	// SendFull those dropped on the way out (the link's queue was full),
-	// Gone those sent to a link already closed.
-	Malformed, QueueFull, SendFull, Gone uint64
+	// Gone those sent to a link already closed, Stale those dropped on
+	// the way out for having waited longer than Config.MaxPacketAge.
+	Malformed, QueueFull, SendFull, Gone, Stale uint64
 }
 
 // New wraps the server's UDP socket (which must support read deadlines,
@@ -142,12 +158,17 @@ func New(inner udp.BatchConn, cfg Config) (*Conn, error) {
 		inner: inner,
 		dl:    dl,
 		cfg:   cfg,
+		epoch: time.Now(),
 		ready: make(chan *packet, cfg.Queue),
 		free:  make(chan *packet, cfg.Queue+cfg.MaxLinks*cfg.LinkQueue),
 		links: make(map[uint32]*Link),
 		perIP: make(map[netip.Addr]int),
 	}, nil
 }
+
+// clock is the time since the gateway started (monotonic), for the age
+// of queued packets.
+func (c *Conn) clock() time.Duration { return time.Since(c.epoch) }
 
 // LocalAddr is the UDP socket's address.
 func (c *Conn) LocalAddr() netip.AddrPort { return c.inner.LocalAddr() }
@@ -177,6 +198,7 @@ func (c *Conn) Stats() [NumTransports]TransportStats {
 			PacketsIn: k.packetsIn.Load(), BytesIn: k.bytesIn.Load(),
 			PacketsOut: k.packetsOut.Load(), BytesOut: k.bytesOut.Load(),
 			Malformed: k.malformed.Load(), QueueFull: k.queueFull.Load(), SendFull: k.sendFull.Load(), Gone: k.gone.Load(),
+			Stale: k.stale.Load(),
 		}
 	}
 	return st
@@ -338,6 +360,7 @@ func (c *Conn) sendLink(m *udp.Message) {
 	}
 	n := copy(p.buf[:], m.Buf)
 	p.n = n
+	p.queued = c.clock()
 	select {
 	case l.out <- p: // p is the link's now: Send may already have put it back
 		k.packetsOut.Add(1)

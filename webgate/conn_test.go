@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -252,6 +253,47 @@ func TestIdleTimeout(t *testing.T) {
 	if st := c.Stats(); st[WebSocket].Open != 0 {
 		t.Errorf("open links %d", st[WebSocket].Open)
 	}
+}
+
+// TestStalePacketsDropped: a server packet that waited longer than
+// MaxPacketAge for its link's transport is dropped, not sent late; a
+// fresh one behind it goes out (virtual time).
+func TestStalePacketsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := New(nopConn{}, Config{MaxPacketAge: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.Open(WebTransport, netip.MustParseAddr("192.0.2.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		send := func(b string) {
+			if n, err := c.WriteBatch([]udp.Message{{Buf: []byte(b), Addr: l.Addr()}}); n != 1 || err != nil {
+				t.Fatalf("WriteBatch = %d, %v", n, err)
+			}
+		}
+		send("old")
+		time.Sleep(90 * time.Millisecond)
+		send("recent")
+		time.Sleep(20 * time.Millisecond) // "old" waited 110 ms, "recent" 20
+		send("new")
+		var got []string
+		stop := errors.New("stop")
+		err = l.Send(t.Context(), func(p []byte) error {
+			if got = append(got, string(p)); len(got) == 2 {
+				return stop
+			}
+			return nil
+		})
+		if err != stop || len(got) != 2 || got[0] != "recent" || got[1] != "new" {
+			t.Fatalf("sent %q (%v), want [recent new]", got, err)
+		}
+		if st := c.Stats()[WebTransport]; st.Stale != 1 || st.PacketsOut != 3 {
+			t.Errorf("stale %d, packets out %d; want 1, 3", st.Stale, st.PacketsOut)
+		}
+	})
 }
 
 // TestZeroAllocs: a browser packet into the server, and one out of it,

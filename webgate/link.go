@@ -112,10 +112,17 @@ func (l *Link) Deliver(b []byte) error {
 // Send writes the server's packets for the link with write, one call per
 // packet (b is valid during the call only), until the link closes, ctx
 // ends or write fails; it returns that error (nil when the link closed).
+// A packet that waited longer than Config.MaxPacketAge is dropped
+// instead (TransportStats.Stale).
 func (l *Link) Send(ctx context.Context, write func(b []byte) error) error {
 	for {
 		select {
 		case p := <-l.out:
+			if age := l.c.cfg.MaxPacketAge; age > 0 && l.c.clock()-p.queued > age {
+				l.c.stats[l.transport].stale.Add(1)
+				l.c.put(p)
+				continue
+			}
 			err := write(p.bytes())
 			l.c.put(p)
 			if err != nil {

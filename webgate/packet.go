@@ -2,6 +2,7 @@ package webgate
 
 import (
 	"errors"
+	"time"
 
 	"github.com/tickwire/tickwire/proto"
 )
@@ -9,9 +10,10 @@ import (
 // packet is one datagram in flight between a browser link and the
 // server, in a fixed-size buffer from the Conn's pool.
 type packet struct {
-	buf  [proto.MaxPacketSizeLimit]byte
-	n    int
-	link *Link
+	buf    [proto.MaxPacketSizeLimit]byte
+	n      int
+	link   *Link
+	queued time.Duration // a server packet's Conn.clock when queued for its link
 }
 
 func (p *packet) bytes() []byte { return p.buf[:p.n] }

@@ -185,7 +185,7 @@ func (c *transportCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, r := range []struct {
 			reason string
 			n      uint64
-		}{{"malformed", s.Malformed}, {"queue_full", s.QueueFull}, {"send_full", s.SendFull}, {"link_gone", s.Gone}} {
+		}{{"malformed", s.Malformed}, {"queue_full", s.QueueFull}, {"send_full", s.SendFull}, {"link_gone", s.Gone}, {"stale", s.Stale}} {
 			ch <- prometheus.MustNewConstMetric(c.drops, counter, float64(r.n), name, r.reason)
 		}
 	}
