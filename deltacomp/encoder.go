@@ -41,7 +41,6 @@ type Encoder struct {
 	ring        *Ring
 	maxRemovals int
 	layout      uint64            // the ring's layout base and sent are indexed by
-	n           int               // its number of entities
 	base        []uint32          // newest acknowledged revision holding the entity, 0 none
 	sent        []uint32          // newest revision the entity was written in
 	removals    []proto.NetworkID // ascending; pending until delivered
@@ -107,12 +106,9 @@ func (e *Encoder) PendingRemovals() int { return len(e.removals) }
 // Latest counts as possibly held, so its removal will still be sent.
 func (e *Encoder) Reset() {
 	e.align()
-	clear(e.base)
 	// The client may hold any entity (it is about to get a full snapshot
-	// too): mark all as sent so that their removal is still announced.
-	for i := range e.sent {
-		e.sent[i] = max(e.ring.rev, 1)
-	}
+	// too): all count as sent, so that their removal is still announced.
+	e.forget(true)
 	e.removals = e.removals[:0]
 	e.lastAcked = 0
 	e.flights.Clear()
@@ -130,17 +126,7 @@ func (e *Encoder) Stale() bool { return e.stale }
 // ring computes each change's remap once, for all clients).
 func (e *Encoder) align() {
 	r := e.ring
-	layout := r.Layout()
-	for e.layout != layout {
-		m, ok := r.layouts.At(e.layout + 1)
-		if !ok || m.OldLen != e.n {
-			e.restart()
-			return
-		}
-		e.move(m)
-		e.layout++
-	}
-	if e.n != len(r.latest.IDs) {
+	if !r.layouts.Follow(&e.layout, len(e.base), e.move) || len(e.base) != len(r.latest.IDs) {
 		e.restart()
 	}
 }
@@ -155,7 +141,6 @@ func (e *Encoder) move(m *idset.Remap) {
 	}
 	e.base = idset.Move(m, e.base, m.NewLen)
 	e.sent = idset.Move(m, e.sent, m.NewLen)
-	e.n = m.NewLen
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
 	// id is one of the layout's new entities (m.Added, usually a few).
@@ -194,19 +179,25 @@ func (e *Encoder) move(m *idset.Remap) {
 func (e *Encoder) restart() {
 	r := e.ring
 	n := len(r.latest.IDs)
-	e.stale = e.stale || e.n > 0 || e.layout > 0
+	e.stale = e.stale || len(e.base) > 0 || e.layout > 0
 	e.base = slices.Grow(e.base[:0], n)[:n]
-	clear(e.base)
 	e.sent = slices.Grow(e.sent[:0], n)[:n]
+	e.forget(e.stale)
+	e.layout = r.Layout()
+}
+
+// forget drops every baseline; with held, every entity counts as
+// possibly held by the client (sent at the latest revision: its removal
+// will be announced), else as never sent.
+func (e *Encoder) forget(held bool) {
+	clear(e.base)
 	v := uint32(0)
-	if e.stale {
-		v = max(r.rev, 1)
+	if held {
+		v = max(e.ring.rev, 1)
 	}
 	for i := range e.sent {
 		e.sent[i] = v
 	}
-	e.n = n
-	e.layout = r.Layout()
 }
 
 // Prepare readies the encoder for the ring's latest revision; call it once
@@ -214,7 +205,7 @@ func (e *Encoder) restart() {
 func (e *Encoder) Prepare() {
 	e.align()
 	r := e.ring
-	n := e.n
+	n := len(e.base)
 	e.sized = idset.ResizeBits(e.sized, n)
 	if cap(e.sizeAt) < n {
 		e.sizeAt = make([]int32, n, n+n/4)
@@ -317,7 +308,7 @@ var (
 func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error) {
 	r := e.ring
 	ids := r.latest.IDs
-	n := e.n
+	n := len(e.base)
 	baseRev := r.rev
 	last := int32(-1)
 	for _, i := range sel {

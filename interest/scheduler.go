@@ -146,7 +146,6 @@ type Scheduler struct {
 	bands  bands
 
 	layout  uint64 // the World's layout the state below is indexed by
-	n       int    // its number of entities
 	prio    []float32
 	rel     []uint64 // relevant this tick
 	prevRel []uint64 // relevant last tick
@@ -219,22 +218,9 @@ func (s *Scheduler) Reset() {
 func (s *Scheduler) Priority(i int) float32 { return s.prio[i] }
 
 func (s *Scheduler) align(w *World) {
-	layout := w.layouts.Layout()
-	if s.layout == layout && s.n == len(w.ids) {
-		return
-	}
 	// Usually one layout change since the last tick: follow the World's
 	// remaps (built once for all players).
-	for s.layout != layout {
-		m, ok := w.layouts.At(s.layout + 1)
-		if !ok || m.OldLen != s.n {
-			s.restart(w)
-			return
-		}
-		s.move(m)
-		s.layout++
-	}
-	if s.n != len(w.ids) {
+	if !w.layouts.Follow(&s.layout, len(s.prio), s.move) || len(s.prio) != len(w.ids) {
 		s.restart(w)
 	}
 }
@@ -256,9 +242,10 @@ func (s *Scheduler) move(m *idset.Remap) {
 	s.resize(n)
 }
 
-// restart sizes the per-entity state for w's entities and forgets it:
-// every relevant entity is re-prioritised (the scheduler fell behind
-// more layout changes than the World keeps, or never saw one).
+// restart sizes the per-entity state for w's entities and forgets it
+// (the scheduler fell behind more layout changes than the World keeps,
+// or never saw one): with last tick's relevance cleared, every relevant
+// entity counts as newly relevant and is re-prioritised.
 func (s *Scheduler) restart(w *World) {
 	n := len(w.ids)
 	s.prio = slices.Grow(s.prio[:0], n)[:n]
@@ -268,7 +255,6 @@ func (s *Scheduler) restart(w *World) {
 	s.dirty = idset.ResizeBits(s.dirty, n)
 	s.resize(n)
 	s.layout = w.layouts.Layout()
-	s.all = true
 }
 
 // resize sizes the bitsets rebuilt every tick for n entities.
@@ -277,7 +263,6 @@ func (s *Scheduler) resize(n int) {
 	s.late = idset.ResizeBits(s.late, n)
 	s.turn = idset.ResizeBits(s.turn, n)
 	s.sel = idset.ResizeBits(s.sel, n)
-	s.n = n
 }
 
 // Update computes relevance and accumulates priorities for the World's

@@ -34,3 +34,22 @@ func (h *History) At(l uint64) (*Remap, bool) {
 	}
 	return &h.remaps[k], true
 }
+
+// Follow brings per-client state indexed by layout *at, of n entities,
+// up to the current layout: it calls move with each change's remap in
+// order and advances *at. It reports false, leaving *at at the last
+// layout reached, when a change is no longer held or does not start
+// from the state's length: the caller then rebuilds its state for the
+// current layout.
+func (h *History) Follow(at *uint64, n int, move func(*Remap)) bool {
+	for *at != h.layout {
+		m, ok := h.At(*at + 1)
+		if !ok || m.OldLen != n {
+			return false
+		}
+		move(m)
+		n = m.NewLen
+		*at++
+	}
+	return true
+}
