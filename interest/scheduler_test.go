@@ -371,17 +371,24 @@ func TestSchedulerNoStarvation(t *testing.T) {
 	t.Logf("worst wait %d ticks", worst)
 }
 
+// newChurnRig is what the layout-change tests share: a random world of
+// 300 entities, a scheduler of view radius over it, and a sizer whose
+// entity bodies measure body(rng) bytes.
+func newChurnRig(seed uint64, radius float32, body func(*rand.Rand) int) (*rand.Rand, *randWorld, *World, *Scheduler, *fakeSizer) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	rw := newRandWorld(rng, 300)
+	w := NewWorld(WorldConfig{CellSize: 16})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 4096)}
+	for i := range sz.body {
+		sz.body[i] = body(rng)
+	}
+	return rng, rw, w, NewScheduler(SchedulerConfig{Radius: radius}), sz
+}
+
 // A scheduler that missed layout changes realigns its per-entity state
 // by id, through the World's remaps (one per change).
 func TestSchedulerRealignsByID(t *testing.T) {
-	rng := rand.New(rand.NewPCG(12, 12))
-	rw := newRandWorld(rng, 300)
-	w := NewWorld(WorldConfig{CellSize: 16})
-	s := NewScheduler(SchedulerConfig{Radius: 40})
-	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 4096)}
-	for i := range sz.body {
-		sz.body[i] = 1 + rng.IntN(20)
-	}
+	rng, rw, w, s, sz := newChurnRig(12, 40, func(rng *rand.Rand) int { return 1 + rng.IntN(20) })
 	tick := uint32(0)
 	var seq uint16
 	for round := 0; round < 200; round++ {
@@ -419,14 +426,7 @@ func TestSchedulerRealignsByID(t *testing.T) {
 // A scheduler more layout changes behind than the World keeps starts
 // over: nothing pending, every relevant entity re-prioritised and sent.
 func TestSchedulerFarBehindStartsOver(t *testing.T) {
-	rng := rand.New(rand.NewPCG(13, 13))
-	rw := newRandWorld(rng, 300)
-	w := NewWorld(WorldConfig{CellSize: 16})
-	s := NewScheduler(SchedulerConfig{Radius: 1e6})
-	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 4096)}
-	for i := range sz.body {
-		sz.body[i] = 1
-	}
+	_, rw, w, s, sz := newChurnRig(13, 1e6, func(*rand.Rand) int { return 1 })
 	rw.fill(w, 0, 0)
 	if sel, _ := s.Schedule(0, time.Time{}, w, 1<<20, sz); len(sel) != w.Len() {
 		t.Fatalf("first packet: %d of %d entities", len(sel), w.Len())
