@@ -301,9 +301,9 @@ const readBatches = 16
 // tick, the read loop's batches fill, the socket drops datagrams, and the
 // losses (acks missing, inputs resent in ever larger packets, baselines
 // aging) add work until the server cannot recover even when its load
-// would fit. At most twice the read loop's batches are taken, so a flood
+// would fit. The tick's packets carry the acknowledgements the datagrams
+// are owed. At most twice the read loop's batches are taken, so a flood
 // cannot hold a tick off. On the loop, with mu held.
-// The tick's packets carry the acknowledgements the datagrams are owed.
 func (s *Server) receivePending() {
 	for range 2 * readBatches {
 		select {

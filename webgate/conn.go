@@ -315,6 +315,7 @@ func (c *Conn) interrupt() {
 // the link has closed). It does not allocate.
 func (c *Conn) WriteBatch(msgs []udp.Message) (int, error) {
 	sent := 0
+	var now time.Duration // the batch's time, read at its first link datagram
 	for sent < len(msgs) {
 		j := sent
 		for j < len(msgs) && !isLinkAddr(msgs[j].Addr) {
@@ -328,7 +329,10 @@ func (c *Conn) WriteBatch(msgs []udp.Message) (int, error) {
 			}
 		}
 		for sent < len(msgs) && isLinkAddr(msgs[sent].Addr) {
-			c.sendLink(&msgs[sent])
+			if now == 0 {
+				now = c.clock()
+			}
+			c.sendLink(&msgs[sent], now)
 			sent++
 		}
 	}
@@ -340,8 +344,8 @@ func isLinkAddr(ap netip.AddrPort) bool {
 	return ok
 }
 
-// sendLink queues one datagram for its link.
-func (c *Conn) sendLink(m *udp.Message) {
+// sendLink queues one datagram for its link, at now (Conn.clock).
+func (c *Conn) sendLink(m *udp.Message, now time.Duration) {
 	id, t, _ := parseLinkAddr(m.Addr)
 	k := &c.stats[t]
 	// The read lock is held to the send: a link's Close removes it from
@@ -360,7 +364,7 @@ func (c *Conn) sendLink(m *udp.Message) {
 	}
 	n := copy(p.buf[:], m.Buf)
 	p.n = n
-	p.queued = c.clock()
+	p.queued = now
 	select {
 	case l.out <- p: // p is the link's now: Send may already have put it back
 		k.packetsOut.Add(1)
