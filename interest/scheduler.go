@@ -78,12 +78,12 @@ const MaxBands = 3
 // bands is a scheduler's distance bands in a form within reads without
 // a branch: the squared distances where bands 1..n start (ascending; +Inf
 // past n), so that the band of an entity at squared distance d2 is the
-// number of them d2 reaches, and log2 of each band's period (band 0, the
-// nearest, has period 1).
+// number of them d2 reaches, and each band's period less one (band 0, the
+// nearest, has period 1: mask 0).
 type bands struct {
 	n     int
 	from2 [MaxBands]float32
-	shift [MaxBands + 1]uint8
+	mask  [MaxBands + 1]uint32
 }
 
 func newBands(cfg []Band, radius float32) bands {
@@ -99,7 +99,7 @@ func newBands(cfg []Band, radius float32) bands {
 		}
 		shift := uint8(bits.Len(uint(min(c.Every, maxEvery) - 1)))
 		d := max(c.From, 0) * radius
-		b.from2[b.n], b.shift[b.n+1] = d*d, shift
+		b.from2[b.n], b.mask[b.n+1] = d*d, 1<<shift-1
 		b.n++
 	}
 	return b
@@ -161,7 +161,7 @@ type Scheduler struct {
 	tmpB3   []uint64
 
 	ticked  bool
-	tick    uint32
+	gen     uint64                    // the World update of the last update
 	all     bool                      // re-prioritise every relevant entity next tick
 	flights idset.Flights[idset.Span] // the ids each packet carried
 	log     idset.Log
@@ -266,18 +266,34 @@ func (s *Scheduler) resize(n int) {
 }
 
 // Update computes relevance and accumulates priorities for the World's
-// tick; it runs once per tick (Schedule calls it too). Call it every tick
-// for a player who gets no packet that tick (paced, or over its cap), or
-// the changes of that tick are never seen.
+// tick; it runs once per World update (Schedule calls it too). A player
+// sent every few ticks (paced) need not be updated in between: the next
+// update learns what changed in the updates it skipped, and a far entity
+// takes part if its band's turn fell on any of them, as long as it
+// skipped at most MaxSkippedUpdates in a row. Beyond that every relevant
+// entity is re-prioritised, as if new.
 func (s *Scheduler) Update(w *World) { s.update(w) }
+
+// MaxSkippedUpdates is how many World updates in a row a scheduler may
+// miss and still learn exactly what changed in them.
+const MaxSkippedUpdates = maxGap - 1
 
 func (s *Scheduler) update(w *World) {
 	s.align(w)
 	s.takeLost(w)
-	if s.ticked && s.tick == w.tick {
+	if s.ticked && s.gen == w.gen {
 		return
 	}
-	s.ticked, s.tick = true, w.tick
+	// The World updates since the last: 1 when none was skipped. The
+	// first update (or the first after Reset) sees everything as new,
+	// and only this tick's turns.
+	gap, turns := uint64(maxGap+1), uint32(1)
+	if s.ticked {
+		gap = w.gen - s.gen
+		turns = uint32(min(gap, maxEvery))
+	}
+	s.ticked, s.gen = true, w.gen
+	changed := w.changedWithin(gap)
 	n := len(w.ids)
 	s.prevRel, s.rel = s.rel, s.prevRel
 	rel, late := s.rel, s.late
@@ -291,7 +307,7 @@ func (s *Scheduler) update(w *World) {
 		}
 	} else {
 		clear(rel)
-		w.within(rel, late, s.view, s.radius, &s.bands, s.filter)
+		w.within(rel, late, s.view, s.radius, &s.bands, turns, s.filter)
 		for k := range rel {
 			rel[k] |= w.alwaysB[k]
 		}
@@ -302,16 +318,16 @@ func (s *Scheduler) update(w *World) {
 			idset.ClearBit(late, i)
 		}
 	}
-	all := s.all
+	all := s.all || changed == nil
 	s.all = false
 	for k, r := range rel {
 		turn := r &^ late[k]
 		s.turn[k] = turn
 		// What changed or became relevant since an entity's last turn
 		// boosts it on its turn.
-		dirty := (s.dirty[k] | w.changed[k] | r&^s.prevRel[k]) & r
-		if all {
-			dirty = r
+		dirty := r
+		if !all {
+			dirty = (s.dirty[k] | changed[k] | r&^s.prevRel[k]) & r
 		}
 		boost := dirty & turn
 		s.dirty[k] = dirty &^ turn

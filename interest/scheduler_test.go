@@ -104,21 +104,26 @@ func (r *randWorld) fill(w *World, tick uint32, changeP float64) {
 
 // bruteLate reports whether entity i, relevant at distance d from the
 // view, sits out tick under bands cfg of radius r (the farthest band that
-// starts at or before d decides), and how far d is from that band's
-// start (a float rounding there may go either way).
-func bruteLate(w *World, tick uint32, i int, d, r float32, cfg []Band) (late bool, margin float32) {
+// starts at or before d decides) for a scheduler whose last update was
+// gap ticks ago: whether none of the ticks since (tick−gap, tick] was the
+// entity's turn. margin is how far d is from that band's start (a float
+// rounding there may go either way).
+func bruteLate(w *World, tick, gap uint32, i int, d, r float32, cfg []Band) (late bool, margin float32) {
 	every, from := 1, float32(-1)
 	for _, bd := range cfg {
 		if d >= bd.From*r && bd.From > from {
 			every, from = bd.Every, bd.From
 		}
 	}
-	phase := tick + uint32(w.ID(i))*0x9E3779B1>>29
 	margin = float32(math.Abs(float64(d - from*r)))
 	if every <= 1 {
 		margin = float32(math.Inf(1))
 	}
-	return every > 1 && phase%uint32(every) != 0, margin
+	turn := false
+	for t := tick - gap + 1; t != tick+1; t++ {
+		turn = turn || (t+uint32(w.ID(i))*0x9E3779B1>>29)%uint32(every) == 0
+	}
+	return every > 1 && !turn, margin
 }
 
 // model is the slow reference: priorities in a map by id, every candidate
@@ -129,11 +134,43 @@ type model struct {
 	sent    map[uint16][]proto.NetworkID
 	// dirty: changed or newly relevant since the entity's last turn
 	dirty map[proto.NetworkID]bool
+	// changed: changed since the last update
+	changed map[proto.NetworkID]bool
+}
+
+func newModel() *model {
+	return &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}, dirty: map[proto.NetworkID]bool{}, changed: map[proto.NetworkID]bool{}}
+}
+
+// observe takes a World update: what changed, and the entities gone
+// (forgotten: an id that comes back is a new entity).
+func (m *model) observe(w *World) {
+	present := map[proto.NetworkID]bool{}
+	for i := 0; i < w.Len(); i++ {
+		present[w.ID(i)] = true
+		if w.Changed(i) {
+			m.changed[w.ID(i)] = true
+		}
+	}
+	for _, set := range []map[proto.NetworkID]bool{m.prevRel, m.dirty, m.changed} {
+		for id := range set {
+			if !present[id] {
+				delete(set, id)
+			}
+		}
+	}
+	for id := range m.prio {
+		if !present[id] {
+			delete(m.prio, id)
+		}
+	}
 }
 
 // schedule is the model's Schedule; turn(i) says whether relevant entity
-// i takes part this tick (its distance band's turn).
-func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budget, maxSkips int, sz *fakeSizer, newTick bool) []int32 {
+// i takes part this tick (its distance band's turn); newTick: the first
+// Schedule since a World update; all: the scheduler skipped so many
+// updates that everything relevant counts as changed.
+func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budget, maxSkips int, sz *fakeSizer, newTick, all bool) []int32 {
 	if newTick {
 		nowRel := map[proto.NetworkID]bool{}
 		for i := 0; i < w.Len(); i++ {
@@ -144,7 +181,7 @@ func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budge
 				continue
 			}
 			nowRel[id] = true
-			boost := m.dirty[id] || w.Changed(i) || !m.prevRel[id]
+			boost := all || m.dirty[id] || m.changed[id] || !m.prevRel[id]
 			if !turn(i) {
 				if boost {
 					m.dirty[id] = true
@@ -162,6 +199,7 @@ func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budge
 			}
 		}
 		m.prevRel = nowRel
+		clear(m.changed)
 	}
 	type cand struct {
 		i int
@@ -243,14 +281,27 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 		s := NewScheduler(SchedulerConfig{Radius: radius, Bands: bands})
 		view := Vec3{X: rng.Float32()*100 - 50, Y: rng.Float32()*100 - 50}
 		s.SetView(view)
-		m := &model{prio: map[proto.NetworkID]float32{}, prevRel: map[proto.NetworkID]bool{}, sent: map[uint16][]proto.NetworkID{}, dirty: map[proto.NetworkID]bool{}}
+		m := newModel()
 		sz := &fakeSizer{w: w, fixed: 19}
+		// Half the seeds pace the player: it skips World updates, at
+		// random and once for 11 ticks in a row (more than the World
+		// remembers).
+		paced := seed >= 15
 		var seq uint16
-		for tick := uint32(0); tick < 60; tick++ {
+		gap := uint32(maxGap + 1) // ticks since the last update
+		first := ^uint32(0)       // the tick of the first update
+		for tick := uint32(0); tick < 60; tick, gap = tick+1, gap+1 {
 			if rng.IntN(3) == 0 {
 				rw.churn()
 			}
 			rw.fill(w, tick, rng.Float64()*0.5)
+			m.observe(w)
+			if paced && (rng.IntN(2) == 0 || tick >= 30 && tick < 40) {
+				continue
+			}
+			if first == ^uint32(0) {
+				first = tick
+			}
 			sz.body = make([]int, w.Len())
 			rel := func(i int) bool {
 				if radius == 0 {
@@ -264,7 +315,11 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 				p := w.Pos(i)
 				dx, dy := p.X-view.X, p.Y-view.Y
 				d := float32(math.Sqrt(float64(dx*dx + dy*dy)))
-				late, margin := bruteLate(w, tick, i, d, radius, bands)
+				turns := min(gap, maxEvery)
+				if tick == first {
+					turns = 1 // the first update: this tick's turns only
+				}
+				late, margin := bruteLate(w, tick, turns, i, d, radius, bands)
 				if margin < 1e-3 {
 					t.Fatalf("seed %d puts entity %d on a band's edge, where rounding decides: use another seed", seed, i)
 				}
@@ -276,7 +331,7 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 				}
 				budget := 19 + rng.IntN(400)
 				got, ok := s.Schedule(seq, time.Time{}, w, budget, sz)
-				want := m.schedule(w, rel, turn, seq, budget, 8, sz, k == 0)
+				want := m.schedule(w, rel, turn, seq, budget, 8, sz, k == 0, gap > maxGap)
 				if !ok {
 					got = nil
 				}
@@ -294,6 +349,7 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 				}
 				seq++
 			}
+			gap = 0
 		}
 	}
 }
@@ -314,7 +370,8 @@ func TestRelevanceGridMatchesBruteForce(t *testing.T) {
 		b := newBands(cfg, r)
 		rel := make([]uint64, (w.Len()+63)/64)
 		late := make([]uint64, len(rel))
-		w.within(rel, late, c, r, &b, nil)
+		gap := uint32(1 + rng.IntN(maxEvery))
+		w.within(rel, late, c, r, &b, gap, nil)
 		for i := 0; i < w.Len(); i++ {
 			p := w.Pos(i)
 			dx, dy := p.X-c.X, p.Y-c.Y
@@ -323,7 +380,7 @@ func TestRelevanceGridMatchesBruteForce(t *testing.T) {
 			if idset.Bit(rel, i) != want {
 				t.Fatalf("seed %d entity %d: relevant %v want %v", seed, i, !want, want)
 			}
-			wantLate, margin := bruteLate(w, tick, i, d, r, cfg)
+			wantLate, margin := bruteLate(w, tick, gap, i, d, r, cfg)
 			wantLate = wantLate && want
 			if idset.Bit(late, i) != wantLate && margin > 1e-3 {
 				t.Fatalf("seed %d entity %d at %.2f of radius %.2f (bands %v): late %v want %v", seed, i, d, r, cfg, !wantLate, wantLate)

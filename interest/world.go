@@ -46,17 +46,20 @@ type World struct {
 	always   [256]bool
 
 	tick    uint32
+	gen     uint64 // End calls: the World's updates
 	ids     []proto.NetworkID
 	prevIDs []proto.NetworkID
 	pos     []Vec3
 	kind    []uint8
 	changed []uint64
-	alwaysB []uint64 // entities of always-relevant kinds
-	// turn[j] marks the entities whose turn it is this tick in a band of
-	// period 2^j: (tick + a hash of the id) mod 2^j == 0, so that an
-	// entity's turns keep their rhythm whatever the layout (turn[0]: all).
-	turn    [maxShift + 1][]uint64
-	layouts idset.History // the entity sets' changes
+	// lastChanged is changed of the last update; since[j] marks the entities that changed (or are new) in the last
+	// j+2 updates, for schedulers that skip updates (a player sent every
+	// other tick): changedWithin.
+	since       [maxGap - 1][]uint64
+	lastChanged []uint64
+	spare       []uint64
+	alwaysB     []uint64      // entities of always-relevant kinds
+	layouts     idset.History // the entity sets' changes
 
 	// spatial hash grid: entities sorted by bucket (counting sort), each
 	// with what within reads of it, so that a bucket is read in one pass
@@ -67,11 +70,25 @@ type World struct {
 }
 
 // gridEntry is an entity in the grid: its position on the plane, its
-// cell and its index.
+// cell, and its index (low bits) and band phase (top maxShift bits) in
+// one word: an entity's turn in a band of period 2^j falls on the ticks
+// where (tick + a hash of its id) mod 2^j == 0, so that its turns keep
+// their rhythm whatever the layout; the phase is that sum mod maxEvery.
 type gridEntry struct {
 	x, y   float32
 	cx, cy int32
-	i      int32
+	iph    uint32
+}
+
+const (
+	phaseShift = 32 - maxShift
+	indexMask  = 1<<phaseShift - 1
+)
+
+// phase is entity id's band phase at tick (see gridEntry).
+func phase(tick uint32, id proto.NetworkID) uint32 {
+	// The hash's top bits spread neighbouring ids over the phases.
+	return (tick + uint32(id)*0x9E3779B1>>phaseShift) & (maxEvery - 1)
 }
 
 // NewWorld returns an empty world.
@@ -115,6 +132,7 @@ func (w *World) Add(id proto.NetworkID, pos Vec3, kind uint8) {
 func (w *World) End(changed []uint64) {
 	n := len(w.ids)
 	words := (n + 63) / 64
+	w.lastChanged, w.changed = w.changed, w.lastChanged
 	w.changed = append(w.changed[:0], changed[:min(words, len(changed))]...)
 	for len(w.changed) < words {
 		w.changed = append(w.changed, 0)
@@ -122,35 +140,65 @@ func (w *World) End(changed []uint64) {
 	if words > 0 && n%64 != 0 {
 		w.changed[words-1] &= 1<<(n%64) - 1
 	}
+	var m *idset.Remap // nil: the layout did not change
 	if !slices.Equal(w.ids, w.prevIDs) {
-		w.layouts.Next().Build(w.prevIDs, w.ids)
+		m = w.layouts.Next()
+		m.Build(w.prevIDs, w.ids)
 	}
+	w.gen++
+	w.shiftSince(m, w.lastChanged)
 	w.alwaysB = idset.ResizeBits(w.alwaysB, n)
 	for i, k := range w.kind {
 		if w.always[k] {
 			idset.SetBit(w.alwaysB, i)
 		}
 	}
-	for j := range w.turn {
-		w.turn[j] = idset.ResizeBits(w.turn[j], n)
-	}
-	for k := range w.turn[0] {
-		w.turn[0][k] = ^uint64(0)
-	}
-	for i, id := range w.ids {
-		// The hash's top bits spread neighbouring ids over the phases.
-		phase := w.tick + uint32(id)*0x9E3779B1>>(32-maxShift)
-		for j := 1; j <= maxShift && phase&(1<<j-1) == 0; j++ {
-			idset.SetBit(w.turn[j], i)
-		}
-	}
 	w.buildGrid()
 }
 
-// maxEvery is the longest band period (2^maxShift ticks).
+// shiftSince moves the changes of the last updates (since, and prev, the
+// last update's changed) into the new layout (m; nil if unchanged) and
+// adds this update's.
+func (w *World) shiftSince(m *idset.Remap, prev []uint64) {
+	words := len(w.changed)
+	for j := len(w.since) - 1; j >= 0; j-- {
+		src := prev
+		if j > 0 {
+			src = w.since[j-1]
+		}
+		dst := idset.ResizeBits(w.spare, words*64)[:words]
+		if m != nil {
+			m.MoveBits(dst, src)
+		} else {
+			copy(dst, src)
+		}
+		for k, c := range w.changed {
+			dst[k] |= c
+		}
+		w.spare, w.since[j] = w.since[j], dst
+	}
+}
+
+// changedWithin marks the entities that changed (or are new) in the last
+// g updates, or is nil when g is more than maxGap: more than the World
+// remembers.
+func (w *World) changedWithin(g uint64) []uint64 {
+	switch {
+	case g <= 1:
+		return w.changed
+	case g <= maxGap:
+		return w.since[g-2]
+	}
+	return nil
+}
+
+// maxEvery is the longest band period (2^maxShift ticks); maxGap the most
+// updates a scheduler may skip and still learn every change it missed
+// (beyond that it re-prioritises every relevant entity).
 const (
 	maxShift = 3
 	maxEvery = 1 << maxShift
+	maxGap   = maxEvery
 )
 
 // Len is the number of entities.
@@ -208,7 +256,8 @@ func (w *World) buildGrid() {
 	// place entities; start[b] is used as a cursor and restored after
 	for i, b := range w.bucketOf {
 		p := w.pos[i]
-		w.grid[w.start[b]] = gridEntry{x: p.X, y: p.Y, cx: w.cellOf(p.X), cy: w.cellOf(p.Y), i: int32(i)}
+		iph := uint32(i) | phase(w.tick, w.ids[i])<<phaseShift
+		w.grid[w.start[b]] = gridEntry{x: p.X, y: p.Y, cx: w.cellOf(p.X), cy: w.cellOf(p.Y), iph: iph}
 		w.start[b]++
 	}
 	for b := buckets; b > 0; b-- {
@@ -219,15 +268,16 @@ func (w *World) buildGrid() {
 
 // within sets in rel the bit of every entity whose X–Y distance to c is at
 // most r (and passes filter, when given), and in late the bit of every
-// such entity in one of b's bands whose turn this tick is not.
-func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter func(*World, int) bool) {
+// such entity in one of b's bands whose turn fell on none of the last gap
+// ticks (1 to maxEvery: the ticks since the scheduler's last update).
+func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, gap uint32, filter func(*World, int) bool) {
 	r2 := r * r
 	x0, x1 := w.cellOf(c.X-r), w.cellOf(c.X+r)
 	y0, y1 := w.cellOf(c.Y-r), w.cellOf(c.Y+r)
 	cells := (int64(x1) - int64(x0) + 1) * (int64(y1) - int64(y0) + 1)
 	if cells*4 > int64(len(w.ids)) {
 		// The view covers much of the world: scanning beats the grid.
-		w.mark(rel, late, w.grid, 0, 0, true, c, r2, b)
+		w.mark(rel, late, w.grid, 0, 0, true, c, r2, b, gap)
 	} else {
 		for cy := y0; cy <= y1; cy++ {
 			gy := w.gap(c.Y, cy)
@@ -236,7 +286,7 @@ func (w *World) within(rel, late []uint64, c Vec3, r float32, b *bands, filter f
 					continue // the cell's nearest point is out of range
 				}
 				bk := cellHash(cx, cy) & w.mask
-				w.mark(rel, late, w.grid[w.start[bk]:w.start[bk+1]], cx, cy, false, c, r2, b)
+				w.mark(rel, late, w.grid[w.start[bk]:w.start[bk+1]], cx, cy, false, c, r2, b, gap)
 			}
 		}
 	}
@@ -266,9 +316,13 @@ func (w *World) gap(v float32, c int32) float32 {
 // mark sets in rel the bit of every entity of grid (all of them, or
 // those in cell cx, cy: a bucket may hold other cells too) within the
 // squared radius r2 of c, and in late too when it is in one of b's bands
-// whose turn this tick is not. Without a branch per entity: which side of
-// the radius and which band are not predictable.
-func (w *World) mark(rel, late []uint64, grid []gridEntry, cx, cy int32, all bool, c Vec3, r2 float32, b *bands) {
+// and its turn fell on none of the last gap ticks. Without a branch per
+// entity: which side of the radius and which band are not predictable.
+//
+// An entity's turns in a band of period P fall where its phase (tick plus
+// the hash of its id) is 0 mod P; one fell in the last gap ticks (gap ≤
+// P) when this tick's phase mod P is below gap.
+func (w *World) mark(rel, late []uint64, grid []gridEntry, cx, cy int32, all bool, c Vec3, r2 float32, b *bands, gap uint32) {
 	for _, g := range grid {
 		if !all && (g.cx != cx || g.cy != cy) {
 			continue
@@ -277,9 +331,10 @@ func (w *World) mark(rel, late []uint64, grid []gridEntry, cx, cy int32, all boo
 		d2 := dx*dx + dy*dy
 		in := b2u(d2 <= r2)
 		band := b2u(d2 >= b.from2[0]) + b2u(d2 >= b.from2[1]) + b2u(d2 >= b.from2[2])
-		k, bit := g.i>>6, uint(g.i&63)
+		i := g.iph & indexMask
+		k, bit := i>>6, uint(i&63)
 		rel[k] |= in << bit
-		late[k] |= in &^ (w.turn[b.shift[band]][k] >> bit) << bit
+		late[k] |= in & b2u(g.iph>>phaseShift&b.mask[band] >= gap) << bit
 	}
 }
 
