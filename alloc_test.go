@@ -101,7 +101,7 @@ func (p *loopPair) round(t testing.TB, msg []byte, reliable bool) {
 	}
 	p.client.Send(Sequenced, 2, true, 99, msg)
 	p.end.out = p.end.out[:0]
-	p.client.Tick(p.now, Ticks{}, true, &p.end)
+	p.client.Tick(p.now, Ticks{}, session.SendAlways, &p.end)
 	for _, pkt := range p.end.out {
 		p.srv.receiveDatagram(pkt, p.addr.Addr(), p.addr.Port(), p.now)
 	}

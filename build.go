@@ -81,7 +81,7 @@ func (b *builder) shareTo(w *buildWorker, i int) {
 	for k := i; k < len(b.conns); k += b.n {
 		c := b.conns[k]
 		c.out.q = &w.q
-		c.sess.Tick(b.now, c.ticks(), c.handler.frames != nil, &c.out)
+		c.sess.Tick(b.now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
 		c.out.q = b.home
 		c.ackQueued = false
 	}
@@ -91,7 +91,7 @@ func (b *builder) shareTo(w *buildWorker, i int) {
 func (b *builder) share(i, n int, now time.Time) {
 	for k := i; k < len(b.conns); k += n {
 		c := b.conns[k]
-		c.sess.Tick(now, c.ticks(), c.handler.frames != nil, &c.out)
+		c.sess.Tick(now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
 		c.ackQueued = false
 	}
 }

@@ -395,7 +395,7 @@ func (c *Client) start(w session.Welcome, now, sentAt time.Time) error {
 		if c.filter != nil {
 			fh = filteredFrames{fh, c.filter}
 		}
-		c.sh.frames = fh
+		c.sh.setFrames(fh)
 	}
 	return nil
 }
@@ -770,7 +770,7 @@ func (c *Client) tick(now time.Time) {
 	if t, ok := c.sh.frames.(Ticker); ok {
 		t.Tick(now, c.tickNum)
 	}
-	c.sess.Tick(now, c.ticks(), c.sh.frames != nil, &c.peer)
+	c.sess.Tick(now, c.ticks(), c.sh.sendMode(c.tickNum), &c.peer)
 }
 
 func (c *Client) receive(b *udp.Batch) {

@@ -188,8 +188,9 @@ func (c *Conn) ReliableQueued() int { return c.sess.ReliableQueued() }
 
 // SetFrameHandler attaches the protocol layer that reads and writes the
 // connection's frames beyond messages (nil detaches it). While one is
-// attached the connection sends a packet every tick.
-func (c *Conn) SetFrameHandler(h FrameHandler) { c.handler.frames = h }
+// attached the connection sends a packet every tick (or on the ticks a
+// Pacer says are due).
+func (c *Conn) SetFrameHandler(h FrameHandler) { c.handler.setFrames(h) }
 
 // Close disconnects the client with reason (DisconnectKicked if zero).
 func (c *Conn) Close(reason proto.DisconnectReason) {

@@ -299,6 +299,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *PacketInfo) error
 		if err != nil {
 			return err
 		}
+		g.eng.SnapshotReceived(g.recvAt, d.Tick)
 		if g.cfg.SkipState { // acked, not applied (no checksum compared then)
 			g.stats.Deltas++
 			g.authoritative(d.Tick)

@@ -34,6 +34,18 @@ type GameConfig struct {
 	// Scheduler configures each player's packet scheduler (view radius,
 	// bandwidth cap).
 	Scheduler interest.SchedulerConfig
+	// SnapshotInterval is how many ticks apart a connection gets its
+	// snapshot deltas: 1 (the default, 0) every tick, 2 every other tick
+	// (30 Hz at a 60 Hz tick rate), up to MaxSnapshotInterval. The
+	// simulation and the inputs keep the tick rate; what a lower snapshot
+	// rate saves is the server's per-connection work (scheduling,
+	// encoding, sealing: about half of it at 2) and the bytes down, at the
+	// cost of remote entities shown that much later (the client's
+	// interpolation delay follows the snapshot interval). Connections are
+	// spread over the ticks by id, so each tick builds an even share. In
+	// between, a connection sends only reliable data queued (game events,
+	// full snapshots), and the acks it owes wait for its next snapshot.
+	SnapshotInterval int
 	// View, if set, gives the position a connection's first player views
 	// the world from (its avatar), for Scheduler.Radius. Without it, or
 	// when it reports !ok, the view stays where it was.
@@ -167,6 +179,10 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 	if cfg.Ring < 0 {
 		return nil, fmt.Errorf("tickwire: GameConfig.Ring %d is negative", cfg.Ring)
 	}
+	if cfg.SnapshotInterval < 0 || cfg.SnapshotInterval > MaxSnapshotInterval {
+		return nil, fmt.Errorf("tickwire: GameConfig.SnapshotInterval %d is outside 0–%d ticks", cfg.SnapshotInterval, MaxSnapshotInterval)
+	}
+	cfg.SnapshotInterval = max(cfg.SnapshotInterval, 1)
 	if cfg.Handler == nil {
 		cfg.Handler = nopHandler{}
 	}
@@ -177,6 +193,11 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 	}
 	return h, nil
 }
+
+// MaxSnapshotInterval is the longest GameConfig.SnapshotInterval: as many
+// ticks as a connection's scheduler may go without an update and still
+// learn exactly what changed (interest.MaxSkippedUpdates + 1).
+const MaxSnapshotInterval = interest.MaxSkippedUpdates + 1
 
 // Full snapshots cost the server a compression of the whole state, so a
 // connection cannot buy them faster than this: at most one in flight,
@@ -226,6 +247,11 @@ type gameConn struct {
 	enc   *deltacomp.Encoder
 	sched *interest.Scheduler
 	now   time.Time
+	// phase is the connection's place in the snapshot cadence: its
+	// packets are due on the ticks where (tick + phase) mod
+	// GameConfig.SnapshotInterval is 0; due says this tick's is.
+	phase uint32
+	due   bool
 	// full snapshot in flight on the reliable channel: taken as the
 	// encoder's baseline once the reliable queue has drained.
 	fullRev  uint32
@@ -366,6 +392,8 @@ func (h *GameHost) Connected(c *Conn) {
 		enc:   deltacomp.NewEncoder(g.ring, deltacomp.EncoderConfig{}),
 		sched: interest.NewScheduler(h.cfg.Scheduler),
 		now:   now,
+		phase: c.ID() % uint32(h.cfg.SnapshotInterval),
+		due:   true,
 	}
 	resumed := g.resumes(c.Players())
 	for _, p := range c.Players() {
@@ -753,11 +781,24 @@ var (
 	errUnexpectedFrame = errors.New("tickwire: unexpected frame type")
 )
 
-// appendFrames writes this tick's frames for the connection: input acks
-// of its players, then the snapshot delta in the room left, then, when
-// one is due (every GameConfig.Sim.ChecksumInterval ticks), the checksum
-// of the entities that delta carried (sim.Checksummer.EntitiesSum).
+// Due paces the connection's packets (Pacer): due on one tick in
+// GameConfig.SnapshotInterval.
+func (gc *gameConn) Due(tick uint32) bool {
+	gc.due = (tick+gc.phase)%uint32(gc.host.cfg.SnapshotInterval) == 0
+	return gc.due
+}
+
+// AppendFrames writes this tick's frames for the connection, on its due
+// ticks only (Due): input acks of its players, then the snapshot delta in
+// the room left, then, when one is due (every
+// GameConfig.Sim.ChecksumInterval ticks), the checksum of the entities
+// that delta carried (sim.Checksummer.EntitiesSum). A packet that goes
+// between due ticks (reliable data queued) carries none of them: the
+// client's interpolation clock reads the snapshots' cadence.
 func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
+	if !gc.due {
+		return b
+	}
 	start := len(b)
 	g := gc.game
 	pn := pi.Number

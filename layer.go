@@ -30,6 +30,18 @@ type FrameHandler interface {
 	Ticks() Ticks
 }
 
+// Pacer is implemented by a FrameHandler that writes frames on some
+// ticks only (a GameHost with GameConfig.SnapshotInterval above 1):
+// Due reports whether the connection's packet of the server's tick must
+// go, and is called once per tick, before that tick's AppendFrames.
+// Between due ticks the connection sends only data queued (reliable or
+// unreliable messages and frames) and keep-alives; the acknowledgements
+// it owes wait for its next due packet. Without it, a connection with a
+// frame handler sends a packet every tick.
+type Pacer interface {
+	Due(tick uint32) bool
+}
+
 // Ender is implemented by a client's FrameHandler that wants to know
 // when the session ended: Ended runs once, on the client's loop, with the
 // reason and the time, before the ClientHandler's Disconnected.
@@ -53,6 +65,24 @@ type Ticks = session.Ticks
 type sessionHandler struct {
 	message func(m *Message)
 	frames  FrameHandler
+	pacer   Pacer // frames, when it paces its packets
+}
+
+// setFrames attaches f (nil detaches).
+func (h *sessionHandler) setFrames(f FrameHandler) {
+	h.frames = f
+	h.pacer, _ = f.(Pacer)
+}
+
+// sendMode is when the owner's session sends a packet at tick.
+func (h *sessionHandler) sendMode(tick uint32) session.SendMode {
+	switch {
+	case h.frames == nil:
+		return session.SendOwed
+	case h.pacer != nil && !h.pacer.Due(tick):
+		return session.SendHeld
+	}
+	return session.SendAlways
 }
 
 func (h *sessionHandler) Message(m *Message, _ *PacketInfo) { h.message(m) }

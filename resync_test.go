@@ -43,6 +43,9 @@ type gameRig struct {
 	// factoryErr, if set, makes the game factory refuse new games (read
 	// on the server's loop).
 	factoryErr error
+	// inputs, if set, makes dial's players play it instead of
+	// randomInputs.
+	inputs func(seed uint64) InputFunc
 }
 
 type stateCopy struct {
@@ -121,7 +124,11 @@ func (r *gameRig) close() {
 // its game frames.
 func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType, []byte) []byte) (*Client, *GameClient) {
 	r.t.Helper()
-	gc, err := NewGameClient(arena.NewGame(0), randomInputs(clientID), sim.ClientConfig{})
+	inputs := randomInputs
+	if r.inputs != nil {
+		inputs = r.inputs
+	}
+	gc, err := NewGameClient(arena.NewGame(0), inputs(clientID), sim.ClientConfig{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -255,7 +255,7 @@ func (r *tickRig) step(t testing.TB, timer rigTimer) {
 		if c.mute {
 			continue
 		}
-		c.sess.Tick(r.now, session.Ticks{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}, true, c)
+		c.sess.Tick(r.now, session.Ticks{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}, session.SendAlways, c)
 	}
 	if timer != nil {
 		timer.StartTimer()

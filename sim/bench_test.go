@@ -78,6 +78,7 @@ func (b *rollbackBench) step() {
 	b.i = (b.i + 1) % len(b.snaps)
 	c := b.cli
 	c.PacketReceived(b.now, b.tick)
+	c.SnapshotReceived(b.now, b.tick)
 	if err := c.Authoritative(b.tick, b.snaps[b.i]); err != nil {
 		panic(err)
 	}

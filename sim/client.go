@@ -458,10 +458,17 @@ func (c *Client) AppendInputFrames(b []byte, room int, loss float64) []byte {
 // PacketReceived notes that a packet from the server for serverTick (its
 // header tick) arrived at now.
 func (c *Client) PacketReceived(now time.Time, serverTick uint32) {
-	c.interp.packet(now, serverTick)
 	if !c.hasServer || int32(serverTick-c.newestServer) > 0 {
 		c.newestServer, c.hasServer = serverTick, true
 	}
+}
+
+// SnapshotReceived notes that a snapshot delta of the server's state at
+// tick arrived at now: the interpolation clock steers by their arrivals,
+// whatever the server's cadence (one every tick, or every few: a game
+// host's snapshot interval), not by other packets'.
+func (c *Client) SnapshotReceived(now time.Time, tick uint32) {
+	c.interp.packet(now, tick)
 }
 
 // InputAck takes an input ack frame from the server's update for

@@ -219,6 +219,7 @@ func (h *Harness) clientReceive(c *HarnessClient, b []byte) {
 	hdr, r := h.frames(b)
 	cli := c.Client
 	cli.PacketReceived(h.now, hdr.Tick)
+	cli.SnapshotReceived(h.now, hdr.Tick)
 	snap := &h.sent[hdr.Tick%sentSnapshots]
 	if snap.Tick != hdr.Tick {
 		h.t.Fatalf("the snapshot of tick %d is no longer kept", hdr.Tick)

@@ -40,6 +40,11 @@ type interpClock struct {
 	snaps     uint64
 	gapAt     time.Time // when a packet last arrived after lost ones
 	gap       int       // the most packets lost in a row since gapMemory before gapAt
+	// steps are the tick differences of the last packets; their least
+	// is the server's cadence (GameConfig.SnapshotInterval), by which
+	// a difference counts packets lost.
+	steps [8]uint32
+	nstep int
 }
 
 // gapMemory is how long after lost packets the interpolation delay
@@ -57,9 +62,22 @@ const maxGap = 6
 func (k *interpClock) target() float64 {
 	t := k.base()
 	if k.gap > 0 && k.last.Sub(k.gapAt) < gapMemory {
-		t += float64(k.gap) * k.period.Seconds()
+		t += float64(k.gap) * float64(k.step()) * k.period.Seconds()
 	}
 	return t
+}
+
+// step is the server's cadence in ticks: the least tick difference of
+// the last packets (a lost packet makes one difference larger, never
+// smaller).
+func (k *interpClock) step() uint32 {
+	s := uint32(1)
+	for i, d := range k.steps[:min(k.nstep, len(k.steps))] {
+		if i == 0 || d < s {
+			s = d
+		}
+	}
+	return s
 }
 
 // base is the part of the target the path's jitter calls for.
@@ -97,7 +115,10 @@ func (k *interpClock) packet(now time.Time, tick uint32) {
 	}
 	p := k.period.Seconds()
 	if k.hasNewest {
-		if lost := int(min(tick-k.newest-1, maxGap)); lost > 0 {
+		diff := tick - k.newest
+		k.steps[k.nstep%len(k.steps)] = diff
+		k.nstep++
+		if lost := int(min(diff/k.step()-1, maxGap)); lost > 0 {
 			if now.Sub(k.gapAt) >= gapMemory {
 				k.gap = 0
 			}

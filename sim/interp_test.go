@@ -125,3 +125,39 @@ func TestInterpStallsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestInterpCadence: snapshots every other tick (a game host's
+// SnapshotInterval 2) are a cadence, not lost packets: the delay's target
+// settles at two ticks, and a lost snapshot adds one interval of cover
+// (two ticks), as a lost one adds one tick at every tick's cadence.
+func TestInterpCadence(t *testing.T) {
+	p := time.Second / 60
+	for _, step := range []uint32{1, 2, 4} {
+		var k interpClock
+		k.reset(p)
+		now := time.Unix(1000, 0)
+		tick := uint32(100)
+		for range 600 { // 10 s at cadence 1: the jitter has decayed
+			now = now.Add(time.Duration(step) * p)
+			tick += step
+			k.packet(now, tick)
+		}
+		if k.gap != 0 {
+			t.Fatalf("cadence %d: %d packets counted lost on a lossless path", step, k.gap)
+		}
+		want := float64(step) * p.Seconds()
+		if got := k.target(); got < want || got > want+0.002 {
+			t.Fatalf("cadence %d: target %.1f ms, want %.1f", step, got*1e3, want*1e3)
+		}
+		// One snapshot lost.
+		now = now.Add(2 * time.Duration(step) * p)
+		tick += 2 * step
+		k.packet(now, tick)
+		if k.gap != 1 {
+			t.Fatalf("cadence %d: a lost snapshot counted as %d", step, k.gap)
+		}
+		if got := k.target() - k.base(); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("cadence %d: a lost snapshot adds %.1f ms of cover, want %.1f", step, got*1e3, want*1e3)
+		}
+	}
+}

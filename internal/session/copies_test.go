@@ -89,13 +89,15 @@ func TestCopiesBurstKeepsFirstFrames(t *testing.T) {
 	}
 }
 
-// countingLink counts the large packets (a 1 KB message's) it carries.
+// countingLink counts the packets it carries, and the large ones (a 1
+// KB message's).
 type countingLink struct {
 	link
-	big int
+	big, all int
 }
 
 func (l *countingLink) Emit(p []byte) {
+	l.all++
 	if len(p) > 1000 {
 		l.big++
 	}
@@ -133,8 +135,8 @@ func TestFlushCopies(t *testing.T) {
 					return
 				}
 			}
-			a.Tick(now, Ticks{}, true, ab)
-			b.Tick(now, Ticks{}, true, ba)
+			a.Tick(now, Ticks{}, SendAlways, ab)
+			b.Tick(now, Ticks{}, SendAlways, ba)
 			ab.deliver(b, now)
 			ba.deliver(a, now)
 		}
@@ -172,5 +174,70 @@ func TestFlushCopies(t *testing.T) {
 		// A tick's message, then a flushed one before the next tick: each
 		// is sent 3 times.
 		count("a tick's and a flushed message", 6, onTick, flushed, idle, idle, idle)
+	})
+}
+
+// TestSendHeld: a paced owner's off ticks (SendHeld) send nothing for
+// the acks owed, which go with its next SendAlways packet; data queued
+// goes at once whatever the mode, and a keep-alive after a heartbeat of
+// silence.
+func TestSendHeld(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var k1, k2 [32]byte
+		k1[0], k2[0] = 1, 2
+		now := time.Now()
+		spec, _ := netem.Parse("delay 0ms")
+		ab := &countingLink{link: link{q: netem.NewImpairment(spec, 1)}}
+		ba := &countingLink{link: link{q: netem.NewImpairment(spec, 2)}}
+		tick := 0
+		nop := &tickSink{at: map[int]int{}, tick: &tick}
+		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		sent := func(l *countingLink) int { return l.all }
+		step := func(mode SendMode) (fromB int) {
+			time.Sleep(time.Second / 60)
+			now := time.Now()
+			ab.now, ba.now = now, now
+			a.Send(Unreliable, 1, false, 0, []byte{0, 1}) // a client's input
+			a.Tick(now, Ticks{}, SendAlways, ab)
+			ab.deliver(b, now)
+			before := sent(ba)
+			b.Tick(now, Ticks{}, mode, ba)
+			ba.deliver(a, now)
+			return sent(ba) - before
+		}
+		for range 3 {
+			if n := step(SendHeld); n != 0 {
+				t.Fatalf("an off tick with acks owed sent %d packets", n)
+			}
+		}
+		pn := a.acks.Stats().PacketsAcked
+		if n := step(SendAlways); n != 1 {
+			t.Fatalf("a due tick sent %d packets, want 1", n)
+		}
+		if got := a.acks.Stats().PacketsAcked - pn; got != 4 {
+			t.Fatalf("the due tick's packet acknowledged %d packets, want the 4 held", got)
+		}
+		if n := step(SendOwed); n != 1 {
+			t.Fatalf("an unpaced tick with an ack owed sent %d packets, want 1", n)
+		}
+		b.Send(Reliable, 1, false, 0, []byte{1, 0})
+		if n := step(SendHeld); n == 0 {
+			t.Fatal("an off tick held queued data")
+		}
+		for range 5 {
+			step(SendAlways) // the message is acknowledged
+		}
+		// A second of silence: the held side still sends keep-alives.
+		keep := 0
+		for range 70 {
+			time.Sleep(time.Second / 60)
+			before := sent(ba)
+			b.Tick(time.Now(), Ticks{}, SendHeld, ba)
+			keep += sent(ba) - before
+		}
+		if keep != 1 {
+			t.Fatalf("%d keep-alives in 70 silent held ticks, want 1", keep)
+		}
 	})
 }

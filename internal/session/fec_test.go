@@ -38,8 +38,8 @@ func redundancyRun(t *testing.T, spec string, fec bool) (hist map[int]int, bytes
 				a.Send(Reliable, 1, false, 0, msg)
 			}
 			ab.now, ba.now = now, now
-			a.Tick(now, Ticks{}, false, ab)
-			b.Tick(now, Ticks{}, false, ba)
+			a.Tick(now, Ticks{}, SendOwed, ab)
+			b.Tick(now, Ticks{}, SendOwed, ba)
 			ab.deliver(b, now)
 			ba.deliver(a, now)
 		}

@@ -79,13 +79,13 @@ func TestPathValidation(t *testing.T) {
 		srv.s.Send(Reliable, 1, false, 0, make([]byte, 1000))
 	}
 	// One small packet from the new address.
-	cli.s.Tick(now, Ticks{}, true, cli)
+	cli.s.Tick(now, Ticks{}, SendAlways, cli)
 	in := deliver(t, srv.s, cli.sent, b, now)
 	cli.sent = cli.sent[:0]
 	if srv.s.Addr() != b {
 		t.Fatalf("session at %v, want the new address %v", srv.s.Addr(), b)
 	}
-	srv.s.Tick(now, Ticks{}, true, srv)
+	srv.s.Tick(now, Ticks{}, SendAlways, srv)
 	if srv.bytes > amplification*in || srv.bytes == 0 {
 		t.Fatalf("sent %d bytes to an unvalidated address that sent %d", srv.bytes, in)
 	}
@@ -96,12 +96,12 @@ func TestPathValidation(t *testing.T) {
 	now = now.Add(16 * time.Millisecond)
 	deliver(t, cli.s, srv.sent, netip.AddrPort{}, now)
 	srv.sent, srv.bytes = srv.sent[:0], 0
-	cli.s.Tick(now, Ticks{}, true, cli)
+	cli.s.Tick(now, Ticks{}, SendAlways, cli)
 	deliver(t, srv.s, cli.sent, b, now)
 	if ps := srv.s.PathStats(); ps.Validations != 1 {
 		t.Fatalf("path not validated: %+v", ps)
 	}
-	srv.s.Tick(now, Ticks{}, true, srv)
+	srv.s.Tick(now, Ticks{}, SendAlways, srv)
 	if len(srv.sent) < 10 {
 		t.Fatalf("after validation only %d packets went out", len(srv.sent))
 	}
@@ -120,9 +120,13 @@ func TestPathForgedSource(t *testing.T) {
 		now = now.Add(16 * time.Millisecond)
 		srv.s.Send(Unreliable, 1, false, 0, make([]byte, 1000)) // a game's stream
 		cli.sent = cli.sent[:0]
-		cli.s.Tick(now, Ticks{}, i%30 == 0, cli)
+		mode := SendOwed
+		if i%30 == 0 {
+			mode = SendAlways
+		}
+		cli.s.Tick(now, Ticks{}, mode, cli)
 		in += deliver(t, srv.s, cli.sent, victim, now)
-		srv.s.Tick(now, Ticks{}, true, srv)
+		srv.s.Tick(now, Ticks{}, SendAlways, srv)
 		if srv.bytes > amplification*in {
 			t.Fatalf("after %d ticks the victim got %d bytes for %d forged", i, srv.bytes, in)
 		}
@@ -130,7 +134,7 @@ func TestPathForgedSource(t *testing.T) {
 	t.Logf("forged %d bytes, victim got %d; %+v", in, srv.bytes, srv.s.PathStats())
 	// No answer: back to the validated address after pathTimeout.
 	now = now.Add(pathTimeout)
-	srv.s.Tick(now, Ticks{}, true, srv)
+	srv.s.Tick(now, Ticks{}, SendAlways, srv)
 	if srv.s.Addr() != a || srv.s.PathStats().Reverts != 1 {
 		t.Fatalf("session at %v, stats %+v, want back at %v", srv.s.Addr(), srv.s.PathStats(), a)
 	}

@@ -634,19 +634,35 @@ func (s *Session) wantsData() bool {
 	return s.rel.Pending() > 0 || len(s.unrel) > 0 || s.path.answerDue
 }
 
+// SendMode says when Session.Tick sends a packet with no data queued.
+type SendMode uint8
+
+const (
+	// SendOwed: when acks are owed (a packet with more than acks
+	// arrived since the last one sent), or a keep-alive after a
+	// heartbeat of silence.
+	SendOwed SendMode = iota
+	// SendAlways: a packet every tick, for the handler's frames (a game
+	// sends every tick).
+	SendAlways
+	// SendHeld: a paced owner's tick off its cadence (a game sending
+	// every few ticks): owed acks wait for its next SendAlways tick (or
+	// for AckOnlyThreshold packets, as always), only a keep-alive after a
+	// heartbeat of silence goes. Data queued goes in every mode.
+	SendHeld
+)
+
 // Tick builds this tick's packets into out: data packets while there is
 // data (up to maxPacketsPerTick), one packet for the handler's frames and
-// owed acks, or a keep-alive after a heartbeat of silence. alwaysSend
-// makes the first data packet go even with nothing queued (a game sends
-// every tick).
-func (s *Session) Tick(now time.Time, ticks Ticks, alwaysSend bool, out Output) {
+// owed acks, or a keep-alive after a heartbeat of silence, as send says.
+func (s *Session) Tick(now time.Time, ticks Ticks, send SendMode, out Output) {
 	s.tickCount++
 	s.checkPath(now)
 	s.probePath(now, ticks, out)
 	s.rel.Update(now)
 	s.copies.gather(s.payloadRoom())
 	defer s.repeatReliable(now, ticks, out)
-	if !s.wantsData() && !alwaysSend && !s.ackOwed {
+	if !s.wantsData() && send != SendAlways && (!s.ackOwed || send == SendHeld) {
 		if now.Sub(s.lastSend) >= s.cfg.Heartbeat {
 			out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketKeepAlive, ticks, fillNone, nil))
 		}
