@@ -113,7 +113,10 @@ func (r *rigConn) WriteBatch(m []udp.Message) (int, error) {
 	return len(m), nil
 }
 
-func newTickRig(t testing.TB, n, workers int) *tickRig {
+func newTickRig(t testing.TB, n, workers int) *tickRig { return newPacedTickRig(t, n, workers, 1) }
+
+// newPacedTickRig is newTickRig with GameConfig.SnapshotInterval interval.
+func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 	key, _ := GenerateKey()
 	s, err := NewServer(key, Config{MaxConnections: n + 1, Workers: workers})
 	if err != nil {
@@ -123,9 +126,10 @@ func newTickRig(t testing.TB, n, workers int) *tickRig {
 	s.conn, s.out.conn = rc, rc
 	world, sched := arena.Interest()
 	host, err := NewGameHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, GameConfig{
-		Interest:  world,
-		Scheduler: sched,
-		View:      arena.View,
+		Interest:         world,
+		Scheduler:        sched,
+		View:             arena.View,
+		SnapshotInterval: interval,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -315,19 +319,27 @@ func BenchmarkServerTick(b *testing.B) {
 // BenchmarkServerTickWorkers is BenchmarkServerTick's 1,000 players
 // built by one worker and by two (Config.Workers): the speed-up of
 // building the connections' packets on both cores.
-func BenchmarkServerTickWorkers(b *testing.B) { benchWorkers(b, false) }
+func BenchmarkServerTickWorkers(b *testing.B) { benchWorkers(b, false, 1) }
 
 // BenchmarkServerTickFire is BenchmarkServerTickWorkers with every player
 // firing as tickwire-bot's do (tickRig.fire), as in the capacity run:
 // some 340 projectiles besides the 1,300 avatars and NPCs, a new entity
 // set every tick, and game events on the reliable channel (whose ARQ
 // core, kcp-go, allocates per segment: allocs/op is not 0 here).
-func BenchmarkServerTickFire(b *testing.B) { benchWorkers(b, true) }
+func BenchmarkServerTickFire(b *testing.B) { benchWorkers(b, true, 1) }
 
-func benchWorkers(b *testing.B, fire bool) {
+// BenchmarkServerTickPaced and BenchmarkServerTickFirePaced are
+// BenchmarkServerTickWorkers and BenchmarkServerTickFire with snapshots
+// every other tick (GameConfig.SnapshotInterval 2: 30 Hz at the 60 Hz
+// tick), each tick building half the connections' packets. The clients
+// still send their inputs every tick.
+func BenchmarkServerTickPaced(b *testing.B)     { benchWorkers(b, false, 2) }
+func BenchmarkServerTickFirePaced(b *testing.B) { benchWorkers(b, true, 2) }
+
+func benchWorkers(b *testing.B, fire bool, interval int) {
 	for _, w := range []int{1, 2} {
 		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
-			r := newTickRig(b, 1000, w)
+			r := newPacedTickRig(b, 1000, w, interval)
 			r.fire = fire
 			r.warm(b)
 			b.ReportAllocs()

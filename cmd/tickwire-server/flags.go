@@ -39,6 +39,8 @@ type options struct {
 	// maxRewind is the arena's lag-compensation window
 	// (sim.ServerConfig.MaxRewind; 0: the engine's default).
 	maxRewind time.Duration
+	// snapshotInterval is the arena's GameConfig.SnapshotInterval.
+	snapshotInterval int
 	// allAvatars makes every arena player see every avatar, wherever it
 	// is (the browser's minimap); costs players² entity updates.
 	allAvatars bool
@@ -134,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.tokenTTL, "token-ttl", 30*time.Second, "validity of tokens minted by POST /api/join (-dev-join)")
 	fs.IntVar(&o.npcs, "npcs", 300, "wandering `NPCs` in each arena game (0..4000)")
 	fs.DurationVar(&o.maxRewind, "max-rewind", 0, "arena: how far back lag compensation rewinds a shot (0: the engine's 200 ms; at most 1s); players whose\nround trip plus interpolation delay exceed it must lead their targets, and their view is cut to it (see the bots' -max-interp-lag)")
+	fs.IntVar(&o.snapshotInterval, "snapshot-interval", 1, "arena: `ticks` between a player's snapshots (1..8; 2: 30 Hz at -tick 60); the game and the inputs keep the tick\nrate, the server builds each tick only 1/N of the players' packets, and remote entities show about N−1 ticks later")
 	fs.BoolVar(&o.allAvatars, "all-avatars", false, "arena: every player sees every avatar wherever it is (the browser's minimap shows them all); off, avatars\n"+
 		"beyond the view radius are not sent, like everything else. Each avatar then goes to every player: players² updates,\n"+
 		"so the default is on only with -max-players up to 256")
@@ -223,6 +226,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.maxRewind < 0 || o.maxRewind > time.Second {
 		return nil, fmt.Errorf("-max-rewind %v out of range 0..1s", o.maxRewind)
+	}
+	if o.snapshotInterval < 1 || o.snapshotInterval > tickwire.MaxSnapshotInterval {
+		return nil, fmt.Errorf("-snapshot-interval %d out of range 1..%d", o.snapshotInterval, tickwire.MaxSnapshotInterval)
+	}
+	if o.snapshotInterval != 1 && o.game != "arena" {
+		return nil, fmt.Errorf("-snapshot-interval applies to -game arena only (-game %s sends commits every tick)", o.game)
 	}
 	if o.maxPlayers < 1 || o.maxPlayers > 4096 {
 		return nil, fmt.Errorf("-max-players %d out of range 1..4096", o.maxPlayers)

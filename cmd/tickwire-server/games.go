@@ -31,8 +31,9 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			View:      arena.View,
 			// The shooter hears how the server judged each of its
 			// hitscan shots (the browser's debug overlay draws it).
-			SendEffects: arena.SendShots,
-			Sim:         sim.ServerConfig{MaxRewind: o.maxRewind},
+			SendEffects:      arena.SendShots,
+			Sim:              sim.ServerConfig{MaxRewind: o.maxRewind},
+			SnapshotInterval: o.snapshotInterval,
 		})
 		if err != nil {
 			return nil, err

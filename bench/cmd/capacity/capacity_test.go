@@ -92,6 +92,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-warmup", "-1s"}, "-warmup"},
 		{[]string{"-tick", "0"}, "-tick"},
 		{[]string{"-npcs", "-3"}, "-npcs"},
+		{[]string{"-snapshot-interval", "0"}, "-snapshot-interval"},
+		{[]string{"-snapshot-interval", "9"}, "-snapshot-interval"},
 		{[]string{"-verify", "-1"}, "-verify"},
 		{[]string{"-groups", "999"}, "-groups"},
 		{[]string{"-pin", "both"}, "-pin"},

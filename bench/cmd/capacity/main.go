@@ -46,6 +46,7 @@ type options struct {
 	start, step, max int
 	hold, warmup     time.Duration
 	tick             int
+	snapshotInterval int
 	npcs             int
 	verify           int
 	groups           int
@@ -66,6 +67,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.hold, "hold", 30*time.Second, "measurement window per step: the count must hold this long")
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "settling time after adding players, before measuring")
 	fs.IntVar(&o.tick, "tick", 60, "server tick rate (Hz)")
+	fs.IntVar(&o.snapshotInterval, "snapshot-interval", 1, "tickwire-server -snapshot-interval: ticks between a player's snapshots (1..8)")
 	fs.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
 	fs.IntVar(&o.verify, "verify", 10, "clients of each bot process that rebuild the state and check the server's checksums (the others only ack)")
 	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
@@ -93,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-warmup %v is negative", o.warmup)
 	case o.tick < 1 || o.tick > 1000:
 		return o, fmt.Errorf("-tick %d out of range 1..1000", o.tick)
+	case o.snapshotInterval < 1 || o.snapshotInterval > 8:
+		return o, fmt.Errorf("-snapshot-interval %d out of range 1..8", o.snapshotInterval)
 	case o.npcs < 0 || o.npcs > 4000:
 		return o, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)
 	case o.verify < 0:
@@ -177,7 +181,8 @@ func run(ctx context.Context, o options) error {
 
 	srvArgs := []string{"-listen", "127.0.0.1:0", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-key-file", keyFile, "-log-level", "info",
 		"-dev-join", "-join-rate", "10000", "-join-burst", "10000", // the bots' tokens, all from loopback
-		"-max-players", strconv.Itoa(o.max + o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs)}
+		"-max-players", strconv.Itoa(o.max + o.step), "-tick", strconv.Itoa(o.tick), "-npcs", strconv.Itoa(o.npcs),
+		"-snapshot-interval", strconv.Itoa(o.snapshotInterval)}
 	if o.profile != "" {
 		srvArgs = append(srvArgs, "-pprof")
 	}
@@ -197,7 +202,7 @@ func run(ctx context.Context, o options) error {
 	base, admin := "http://"+httpAddr, "http://"+adminAddr
 	budget := time.Second / time.Duration(o.tick)
 	cpus := runtime.NumCPU()
-	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz; %d × %s; pinning %s", o.npcs, o.tick, cpus, cpuModel(), o.pin)
+	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz%s; %d × %s; pinning %s", o.npcs, o.tick, snapshotRate(o.tick, o.snapshotInterval), cpus, cpuModel(), o.pin)
 	logf("server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinning %s",
 		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, cpus, cpuModel(), o.pin)
 
@@ -674,4 +679,13 @@ func (p *proc) stop() {
 		p.cmd.Process.Kill()
 		<-p.done
 	}
+}
+
+// snapshotRate names the players' snapshot rate when it is not the tick
+// rate.
+func snapshotRate(tick, interval int) string {
+	if interval == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (snapshots every %d ticks: %.4g Hz)", interval, float64(tick)/float64(interval))
 }
