@@ -3,6 +3,7 @@ package tickwire
 import (
 	"context"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,4 +152,23 @@ func TestConnValueIsTheApplications(t *testing.T) {
 			t.Fatal("game 7 still running with nobody in it")
 		}
 	})
+}
+
+// TestSetInputIntervalRange: GameClient.SetInputInterval takes 1 to
+// MaxInputInterval ticks and refuses the rest with what the range is.
+func TestSetInputIntervalRange(t *testing.T) {
+	gc, err := NewGameClient(arena.NewGame(0), nil, sim.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= MaxInputInterval; n++ {
+		if err := gc.SetInputInterval(n); err != nil {
+			t.Errorf("SetInputInterval(%d): %v", n, err)
+		}
+	}
+	for _, n := range []int{0, -1, MaxInputInterval + 1} {
+		if err := gc.SetInputInterval(n); err == nil || !strings.Contains(err.Error(), "outside 1–4") {
+			t.Errorf("SetInputInterval(%d): %v, want a range error", n, err)
+		}
+	}
 }

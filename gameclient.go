@@ -2,6 +2,7 @@ package tickwire
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -91,6 +92,9 @@ type GameClient struct {
 	handler  GameHandler
 	sampleFn sim.SampleFunc // g.sample, made once
 	ev       gameEvents
+	// inputEvery is SetInputInterval's: a packet is due on the ticks
+	// that are multiples of it.
+	inputEvery uint32
 }
 
 // GameClientStats count what a GameClient saw.
@@ -243,6 +247,31 @@ func (f *gameFrames) Ticks() Ticks {
 	v := f.eng.View()
 	return Ticks{Tick: f.eng.Tick(), InterpFrom: v.From, InterpTo: v.To, Blend: v.Blend}
 }
+
+// MaxInputInterval is the longest GameClient.SetInputInterval.
+const MaxInputInterval = 4
+
+// SetInputInterval makes the client send its packets every n ticks (1,
+// the default, to MaxInputInterval) instead of every tick, each with the
+// n inputs sampled since the last (and any the server has not
+// acknowledged): a command rate below the tick rate, as Source's
+// cl_cmdrate. The server then receives and opens n times fewer packets
+// from this client, and the client sends fewer bytes; its clock leads
+// the server by about n−1 ticks more, so that the inputs sampled first
+// still arrive in time. Reliable data queued goes at once whatever n.
+// Call it before dialing.
+func (g *GameClient) SetInputInterval(n int) error {
+	if n < 1 || n > MaxInputInterval {
+		return fmt.Errorf("tickwire: input interval %d is outside 1–%d ticks", n, MaxInputInterval)
+	}
+	g.inputEvery = uint32(n)
+	g.cfg.InputInterval = n // the clock's target age covers the cadence
+	return nil
+}
+
+// Due paces the client's packets (Pacer): every tick, or every
+// SetInputInterval ticks.
+func (f *gameFrames) Due(tick uint32) bool { return f.inputEvery <= 1 || tick%f.inputEvery == 0 }
 
 func (f *gameFrames) Delivered(uint64) {}
 func (f *gameFrames) Lost(uint64)      {}

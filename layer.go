@@ -30,14 +30,15 @@ type FrameHandler interface {
 	Ticks() Ticks
 }
 
-// Pacer is implemented by a FrameHandler that writes frames on some
-// ticks only (a GameHost with GameConfig.SnapshotInterval above 1):
-// Due reports whether the connection's packet of the server's tick must
-// go, and is called once per tick, before that tick's AppendFrames.
-// Between due ticks the connection sends only data queued (reliable or
-// unreliable messages and frames) and keep-alives; the acknowledgements
-// it owes wait for its next due packet. Without it, a connection with a
-// frame handler sends a packet every tick.
+// Pacer is implemented by a FrameHandler that sends on some ticks only:
+// a GameHost with GameConfig.SnapshotInterval above 1 on the server, a
+// GameClient with SetInputInterval above 1 on the client. Due reports
+// whether the packet of the owner's tick must go, and is called once
+// per tick, before that tick's AppendFrames. Between due ticks the
+// owner sends only data queued (reliable or unreliable messages and
+// frames) and keep-alives; the acknowledgements it owes wait for its
+// next due packet. Without it, an owner with a frame handler sends a
+// packet every tick.
 type Pacer interface {
 	Due(tick uint32) bool
 }

@@ -24,6 +24,13 @@ func playLossy(t *testing.T, latency time.Duration, spec string, players int) (*
 // players playing inputs (nil: randomInputs).
 func playLossyConfig(t *testing.T, cfg GameConfig, inputs func(uint64) InputFunc, latency time.Duration, spec string, players int) (*gameRig, []*GameClient, func()) {
 	t.Helper()
+	return playLossyPaced(t, cfg, inputs, 0, latency, spec, players)
+}
+
+// playLossyPaced is playLossyConfig with the players sending every
+// inputInterval ticks (0: every tick).
+func playLossyPaced(t *testing.T, cfg GameConfig, inputs func(uint64) InputFunc, inputInterval int, latency time.Duration, spec string, players int) (*gameRig, []*GameClient, func()) {
+	t.Helper()
 	sp, err := netem.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +38,7 @@ func playLossyConfig(t *testing.T, cfg GameConfig, inputs func(uint64) InputFunc
 	r := newGameRigLink(t, cfg, latency, func(pc net.PacketConn, seed uint64) net.PacketConn {
 		return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
 	})
-	r.inputs = inputs
+	r.inputs, r.inputInterval = inputs, inputInterval
 	var cs []*Client
 	var gcs []*GameClient
 	for i := range players {
@@ -122,32 +129,42 @@ func TestInterpStallsUnderLossVirtual(t *testing.T) {
 // interpolation runs dry in at most 0.2 % of frames, as at every tick's
 // cadence: its delay grows by the longer interval between snapshots (one
 // tick) and, while snapshots are being lost, by the longer hole a lost
-// one leaves (one more).
+// one leaves (one more). With the players also sending every other tick
+// (GameClient.SetInputInterval 2), each sends half the packets, their
+// inputs arrive in time about as often as at every tick's cadence (the
+// clock's target age covers the cadence: without that, 78 late inputs
+// instead of 7), and all stays in sync.
 func TestSnapshotIntervalVirtual(t *testing.T) {
 	const spec = "delay 50ms 10ms loss 4%"
 	type result struct {
-		deltasPerSec float64
-		delay        time.Duration
+		deltasPerSec, packetsPerSec float64
+		delay                       time.Duration
+		late                        uint64
 	}
-	run := func(t *testing.T, interval int) (res result) {
+	run := func(t *testing.T, interval, inputInterval int) (res result) {
 		synctest.Test(t, func(t *testing.T) {
 			cfg := GameConfig{SnapshotInterval: interval, SendEffects: func(e *sim.Effect) (uint16, bool) { return 0, true }}
-			r, gcs, stop := playLossyConfig(t, cfg, shootingInputs, 0, spec, 8)
+			r, gcs, stop := playLossyPaced(t, cfg, shootingInputs, inputInterval, 0, spec, 8)
 			defer stop()
 			time.Sleep(5 * time.Second)
-			var deltas0 uint64
+			var deltas0, packets0, late0 uint64
 			for _, gc := range gcs {
-				deltas0 += gc.Stats().Deltas
+				st := gc.Stats()
+				deltas0 += st.Deltas
+				late0 += st.LateInputs
+				packets0 += gc.c.Stats().PacketsOut
 			}
 			const span = 15 * time.Second
 			time.Sleep(span)
 			r.waitSynced("after 20 s", checksummed(10), gcs...)
-			var frames, stalls, deltas uint64
+			var frames, stalls, deltas, packets uint64
 			for i, gc := range gcs {
 				st := gc.Stats()
 				frames += st.Engine.InterpFrames
 				stalls += st.Engine.InterpStalls
 				deltas += st.Deltas
+				res.late += st.LateInputs
+				packets += gc.c.Stats().PacketsOut
 				res.delay += st.Engine.InterpDelay / time.Duration(len(gcs))
 				if st.Resyncs != 0 || st.Desyncs != 0 {
 					t.Errorf("client %d: %d resyncs %v, %d desyncs", i+1, st.Resyncs, st.ResyncCauses, st.Desyncs)
@@ -156,18 +173,22 @@ func TestSnapshotIntervalVirtual(t *testing.T) {
 			if st := r.hostStats(); st.Resyncs != 0 || st.Desyncs != 0 {
 				t.Errorf("host: %d resyncs, %d desyncs", st.Resyncs, st.Desyncs)
 			}
-			res.deltasPerSec = float64(deltas-deltas0) / float64(len(gcs)) / span.Seconds()
-			t.Logf("interval %d: %.1f deltas/s per client, %d of %d frames stalled, interpolation delay %v",
-				interval, res.deltasPerSec, stalls, frames, res.delay)
+			res.late -= late0
+			per := float64(len(gcs)) * span.Seconds()
+			res.deltasPerSec = float64(deltas-deltas0) / per
+			res.packetsPerSec = float64(packets-packets0) / per
+			t.Logf("snapshots every %d, inputs every %d: %.1f deltas/s and %.1f packets/s up per client, %d late inputs, %d of %d frames stalled, interpolation delay %v",
+				interval, max(inputInterval, 1), res.deltasPerSec, res.packetsPerSec, res.late, stalls, frames, res.delay)
 			if frames < 8*15*60 || stalls*500 > frames {
 				t.Errorf("%d of %d frames stalled, want at most 0.2 %%", stalls, frames)
 			}
 		})
 		return res
 	}
-	var every, paced result
-	t.Run("interval=1", func(t *testing.T) { every = run(t, 1) })
-	t.Run("interval=2", func(t *testing.T) { paced = run(t, 2) })
+	var every, paced, both result
+	t.Run("interval=1", func(t *testing.T) { every = run(t, 1, 0) })
+	t.Run("interval=2", func(t *testing.T) { paced = run(t, 2, 0) })
+	t.Run("interval=2,inputs=2", func(t *testing.T) { both = run(t, 2, 2) })
 	// 4 % loss of 60 or 30 a second.
 	if every.deltasPerSec < 55 || every.deltasPerSec > 60 {
 		t.Errorf("interval 1: %.1f deltas a second per client, want 55–60", every.deltasPerSec)
@@ -177,6 +198,13 @@ func TestSnapshotIntervalVirtual(t *testing.T) {
 	}
 	if d := paced.delay - every.delay; d < 8*time.Millisecond || d > 40*time.Millisecond {
 		t.Errorf("interpolation delay %v at interval 2, %v at 1: want one or two ticks more", paced.delay, every.delay)
+	}
+	// 30 a second, and the reliable data between them.
+	if both.packetsPerSec > 0.6*paced.packetsPerSec {
+		t.Errorf("inputs every other tick: %.1f packets a second per client, %.1f every tick", both.packetsPerSec, paced.packetsPerSec)
+	}
+	if both.late > 2*paced.late+20 {
+		t.Errorf("inputs every other tick: %d late inputs in 15 s, %d every tick", both.late, paced.late)
 	}
 }
 

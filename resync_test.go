@@ -44,8 +44,10 @@ type gameRig struct {
 	// on the server's loop).
 	factoryErr error
 	// inputs, if set, makes dial's players play it instead of
-	// randomInputs.
-	inputs func(seed uint64) InputFunc
+	// randomInputs; inputInterval, if set, is their
+	// GameClient.SetInputInterval.
+	inputs        func(seed uint64) InputFunc
+	inputInterval int
 }
 
 type stateCopy struct {
@@ -131,6 +133,11 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 	gc, err := NewGameClient(arena.NewGame(0), inputs(clientID), sim.ClientConfig{})
 	if err != nil {
 		r.t.Fatal(err)
+	}
+	if r.inputInterval > 0 {
+		if err := gc.SetInputInterval(r.inputInterval); err != nil {
+			r.t.Fatal(err)
+		}
 	}
 	return r.dialLayer(clientID, slot, gc, filter), gc
 }

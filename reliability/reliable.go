@@ -443,6 +443,11 @@ func (r *Reliable) Urgent() bool {
 // Pending returns the bytes of segments waiting for AppendFrame.
 func (r *Reliable) Pending() int { return r.ctrl.len() + r.data.len() }
 
+// PendingData returns the bytes of data segments waiting for AppendFrame
+// (Pending less the acks and window probes): what a paced owner sends
+// between its due packets.
+func (r *Reliable) PendingData() int { return r.data.len() }
+
 // NextFrameLen returns the encoded size of the smallest frame AppendFrame
 // can produce now (the first pending segment alone), or 0 if nothing is
 // pending. A connection whose packet has less room left than this can

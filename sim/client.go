@@ -185,6 +185,7 @@ func NewClient(game Game, cfg ClientConfig) (*Client, error) {
 	}
 	c.period = time.Second / time.Duration(cfg.TickRate)
 	c.clock.period = c.period
+	c.clock.every = float64(cfg.InputInterval)
 	c.interp.reset(c.period)
 	// The history covers interpolation (MaxInterpLag and some) and, for
 	// prediction, the views of every input in the ring (Tick.Rewind).

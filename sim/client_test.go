@@ -20,6 +20,8 @@ func TestClientConfigErrors(t *testing.T) {
 		{Players: []uint16{1}, TickRate: 1001},
 		{Players: []uint16{1}, InputRing: -1},
 		{Players: []uint16{1}, InputRing: 1 << 13},
+		{Players: []uint16{1}, InputInterval: -1},
+		{Players: []uint16{1}, InputInterval: 9},
 		{Players: []uint16{1}, MaxInterpLag: -time.Millisecond},
 		{Players: []uint16{1}, MaxCorrection: -1},
 		{Players: []uint16{1}, SpawnsPerTick: -2},

@@ -21,6 +21,13 @@ type ClientConfig struct {
 	// prediction may run ahead of the newest authoritative state: ticks
 	// older than the ring are re-simulated as missing inputs.
 	InputRing int
+	// InputInterval is how many ticks apart the client's inputs go out
+	// (the transport's cadence: tickwire.GameClient.SetInputInterval;
+	// default 1, at most 8). The clock's target age covers the inputs
+	// that wait for their packet and, for a lost packet, the next one
+	// that many ticks later: the clock leads by (InputInterval−1)·1.5
+	// ticks more.
+	InputInterval int
 	// MaxInterpLag bounds how far the interpolated (rendered) moment may
 	// trail the moment the client's input reaches the server (the
 	// predicted tick minus the input age the server reports), like the
@@ -95,6 +102,12 @@ func (c *ClientConfig) defaults() error {
 		n <<= 1
 	}
 	c.InputRing = n
+	switch {
+	case c.InputInterval == 0:
+		c.InputInterval = 1
+	case c.InputInterval < 0 || c.InputInterval > 8:
+		return &ConfigError{"InputInterval", "must be 0..8"}
+	}
 	switch {
 	case c.MaxInterpLag == 0:
 		c.MaxInterpLag = 200 * time.Millisecond

@@ -41,6 +41,7 @@ type predClock struct {
 	last     time.Time
 	ageEMA   float64 // seconds
 	target   float64 // seconds
+	every    float64 // ticks between the packets carrying inputs (ClientConfig.InputInterval)
 	dilation float64
 	jumpWait time.Time
 	// After a jump, stale holds until an ack for staleBefore arrives: the
@@ -92,7 +93,7 @@ func (k *predClock) inFlight(now time.Time, span time.Duration) float64 {
 // round trip to arrive and our inputs take the other half), plus a tick.
 func (k *predClock) start(now time.Time, serverTick uint32, rtt time.Duration) {
 	p := k.period.Seconds()
-	k.target = p
+	k.target = k.baseTarget()
 	k.ageEMA = k.target
 	k.dilation = 0
 	k.tick = float64(serverTick) + (max(rtt, 0).Seconds()+k.target)/p + 1
@@ -116,10 +117,21 @@ func (k *predClock) advance(now time.Time) {
 	k.histN++
 }
 
+// baseTarget is the target age on a path without variation: one tick
+// (an input whose packet is lost goes out again with the next one) at
+// every tick's cadence. At a cadence of n ticks the next packet is n
+// ticks later, and a packet's inputs are ages apart by a tick each (the
+// first sampled waited n−1 ticks for it): the mean age must be n ticks
+// plus half of those n−1 for the first to have its n.
+func (k *predClock) baseTarget() float64 {
+	n := max(k.every, 1)
+	return (n + (n-1)/2) * k.period.Seconds()
+}
+
 // ack takes the input age the server reported in its update for
 // serverTick (newest: the newest input tick it holds for the player).
-// rttVar sets the target age: one tick (an input whose packet is lost
-// goes out again with the next one) plus twice the round-trip variation.
+// rttVar sets the target age: baseTarget plus twice the round-trip
+// variation.
 // It reports whether the input was late and whether the clock jumped.
 //
 // A missing input while the server holds nothing newer than a few ticks
@@ -140,7 +152,7 @@ func (k *predClock) advance(now time.Time) {
 // settled lead, and they took the clock to 7).
 func (k *predClock) ack(now time.Time, age int16, newest, serverTick uint32, rttVar time.Duration) (late, jumped bool) {
 	p := k.period.Seconds()
-	k.target = p + 2*max(rttVar, 0).Seconds()
+	k.target = k.baseTarget() + 2*max(rttVar, 0).Seconds()
 	sample := -p // a missing input counts as a tick late
 	if age == proto.InputAgeMissing {
 		late = true

@@ -39,8 +39,9 @@ type script struct {
 
 // newBotGame plays for one bot; a headless one that does not verify only
 // acks the snapshots (sim.ClientConfig.SkipState). interpLag bounds the
-// interpolation delay (0: the engine's default).
-func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag time.Duration) *botGame {
+// interpolation delay (0: the engine's default); inputInterval is the
+// ticks between its packets (GameClient.SetInputInterval).
+func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag time.Duration, inputInterval int) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
 		b.cur[p] = &script{}
@@ -48,6 +49,9 @@ func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag 
 	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify, MaxInterpLag: interpLag})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
+	}
+	if err := gc.SetInputInterval(inputInterval); err != nil {
+		panic(err) // validated with the flags
 	}
 	b.gc = gc
 	return b

@@ -51,6 +51,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/udp/netem"
 )
@@ -71,6 +72,8 @@ type options struct {
 	// interpLag bounds the bots' interpolation delay
 	// (sim.ClientConfig.MaxInterpLag; 0: the engine's default).
 	interpLag time.Duration
+	// inputInterval is the game clients' SetInputInterval.
+	inputInterval int
 	rampUp    time.Duration
 	logLevel  slog.Level
 	progress  time.Duration
@@ -130,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"16 sockets for its share of the clients, their packets sent and received in batches; 0: each client its own socket,\n"+
 		"goroutines and timer; -1: GOMAXPROCS with -headless, else 0")
 	fs.DurationVar(&o.interpLag, "max-interp-lag", 0, "how far the shown moment may trail the moment an input reaches the server (0: the engine's 200 ms;\nat most 1s); match the server's -max-rewind")
+	fs.IntVar(&o.inputInterval, "input-interval", 1, "arena: `ticks` between a client's packets (1..4; 2: inputs at 30 Hz at a 60 Hz tick, two per packet), as\nSource's cl_cmdrate: the server receives that many times fewer packets; the clock leads by 1.5 ticks more per step")
 	fs.DurationVar(&o.rampUp, "ramp-up", 0, "spread the clients' connects over this long (default: n × 2 ms)")
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
@@ -169,6 +173,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.interpLag < 0 || o.interpLag > time.Second {
 		return nil, fmt.Errorf("-max-interp-lag %v out of range 0..1s", o.interpLag)
+	}
+	if o.inputInterval < 1 || o.inputInterval > tickwire.MaxInputInterval {
+		return nil, fmt.Errorf("-input-interval %d out of range 1..%d", o.inputInterval, tickwire.MaxInputInterval)
 	}
 	if o.n < 1 || o.n > 5000 {
 		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)

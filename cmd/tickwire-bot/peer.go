@@ -80,7 +80,7 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		return nil, fmt.Errorf("waiting for the assignment: %w", err)
 	}
 	b := &peerBot{bot: bot{id: int(a.Slot)}, out: stderr}
-	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag)
+	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag, o.inputInterval)
 	var self string
 	candidates := map[uint16]string{}
 	for _, p := range a.Players {

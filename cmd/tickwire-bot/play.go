@@ -305,7 +305,7 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 	if o.via != "" {
 		tok.ServerAddrs = []string{o.via}
 	}
-	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify, o.interpLag)
+	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify, o.interpLag, o.inputInterval)
 	d := tickwire.Dialer{Handler: b, Group: g}
 	b.game.attach(&d)
 	timeout := 10 * time.Second

@@ -221,6 +221,18 @@ func TestSendHeld(t *testing.T) {
 		if n := step(SendOwed); n != 1 {
 			t.Fatalf("an unpaced tick with an ack owed sent %d packets, want 1", n)
 		}
+		// The reliable channel's acks wait too: b owes one for a's
+		// message, which is not data of its own.
+		a.Send(Reliable, 1, false, 0, []byte{2, 0})
+		if n := step(SendHeld); n != 0 {
+			t.Fatalf("an off tick owing a reliable ack sent %d packets", n)
+		}
+		if b.rel.Pending() == 0 {
+			t.Fatal("no reliable ack was owed: the check above proves nothing")
+		}
+		if n := step(SendAlways); n != 1 {
+			t.Fatalf("a due tick owing a reliable ack sent %d packets, want 1", n)
+		}
 		b.Send(Reliable, 1, false, 0, []byte{1, 0})
 		if n := step(SendHeld); n == 0 {
 			t.Fatal("an off tick held queued data")

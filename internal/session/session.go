@@ -646,8 +646,9 @@ const (
 	// sends every tick).
 	SendAlways
 	// SendHeld: a paced owner's tick off its cadence (a game sending
-	// every few ticks): owed acks wait for its next SendAlways tick (or
-	// for AckOnlyThreshold packets, as always), only a keep-alive after a
+	// every few ticks): owed acks — of packets, and the reliable
+	// channel's — wait for its next SendAlways tick (or for
+	// AckOnlyThreshold packets, as always), only a keep-alive after a
 	// heartbeat of silence goes. Data queued goes in every mode.
 	SendHeld
 )
@@ -662,7 +663,12 @@ func (s *Session) Tick(now time.Time, ticks Ticks, send SendMode, out Output) {
 	s.rel.Update(now)
 	s.copies.gather(s.payloadRoom())
 	defer s.repeatReliable(now, ticks, out)
-	if !s.wantsData() && send != SendAlways && (!s.ackOwed || send == SendHeld) {
+	wants := s.wantsData()
+	if send == SendHeld {
+		// The reliable channel's acks wait too.
+		wants = s.rel.PendingData() > 0 || len(s.unrel) > 0 || s.path.answerDue
+	}
+	if !wants && send != SendAlways && (!s.ackOwed || send == SendHeld) {
 		if now.Sub(s.lastSend) >= s.cfg.Heartbeat {
 			out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketKeepAlive, ticks, fillNone, nil))
 		}

@@ -94,6 +94,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-npcs", "-3"}, "-npcs"},
 		{[]string{"-snapshot-interval", "0"}, "-snapshot-interval"},
 		{[]string{"-snapshot-interval", "9"}, "-snapshot-interval"},
+		{[]string{"-input-interval", "5"}, "-input-interval"},
 		{[]string{"-verify", "-1"}, "-verify"},
 		{[]string{"-groups", "999"}, "-groups"},
 		{[]string{"-pin", "both"}, "-pin"},

@@ -47,6 +47,7 @@ type options struct {
 	hold, warmup     time.Duration
 	tick             int
 	snapshotInterval int
+	inputInterval    int
 	npcs             int
 	verify           int
 	groups           int
@@ -68,6 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.warmup, "warmup", 10*time.Second, "settling time after adding players, before measuring")
 	fs.IntVar(&o.tick, "tick", 60, "server tick rate (Hz)")
 	fs.IntVar(&o.snapshotInterval, "snapshot-interval", 1, "tickwire-server -snapshot-interval: ticks between a player's snapshots (1..8)")
+	fs.IntVar(&o.inputInterval, "input-interval", 1, "tickwire-bot -input-interval: ticks between a bot's packets (1..4)")
 	fs.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
 	fs.IntVar(&o.verify, "verify", 10, "clients of each bot process that rebuild the state and check the server's checksums (the others only ack)")
 	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
@@ -97,6 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-tick %d out of range 1..1000", o.tick)
 	case o.snapshotInterval < 1 || o.snapshotInterval > 8:
 		return o, fmt.Errorf("-snapshot-interval %d out of range 1..8", o.snapshotInterval)
+	case o.inputInterval < 1 || o.inputInterval > 4:
+		return o, fmt.Errorf("-input-interval %d out of range 1..4", o.inputInterval)
 	case o.npcs < 0 || o.npcs > 4000:
 		return o, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)
 	case o.verify < 0:
@@ -202,7 +206,7 @@ func run(ctx context.Context, o options) error {
 	base, admin := "http://"+httpAddr, "http://"+adminAddr
 	budget := time.Second / time.Duration(o.tick)
 	cpus := runtime.NumCPU()
-	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz%s; %d × %s; pinning %s", o.npcs, o.tick, snapshotRate(o.tick, o.snapshotInterval), cpus, cpuModel(), o.pin)
+	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz%s; %d × %s; pinning %s", o.npcs, o.tick, rates(o.tick, o.snapshotInterval, o.inputInterval), cpus, cpuModel(), o.pin)
 	logf("server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinning %s",
 		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, cpus, cpuModel(), o.pin)
 
@@ -221,7 +225,8 @@ func run(ctx context.Context, o options) error {
 		}
 		logf("step %d players: starting %d bots", n, add)
 		args := []string{"-server", base, "-n", strconv.Itoa(add), "-duration", "24h", "-progress", "0",
-			"-ramp-up", "2s", "-echo-every", "1s", "-headless", "-verify", strconv.Itoa(min(o.verify, add))}
+			"-ramp-up", "2s", "-echo-every", "1s", "-headless", "-verify", strconv.Itoa(min(o.verify, add)),
+			"-input-interval", strconv.Itoa(o.inputInterval)}
 		if o.groups > 0 {
 			args = append(args, "-groups", strconv.Itoa(o.groups))
 		}
@@ -681,11 +686,18 @@ func (p *proc) stop() {
 	}
 }
 
-// snapshotRate names the players' snapshot rate when it is not the tick
-// rate.
-func snapshotRate(tick, interval int) string {
-	if interval == 1 {
+// rates names the players' snapshot and input rates where they are not
+// the tick rate.
+func rates(tick, snapshots, inputs int) string {
+	var parts []string
+	if snapshots > 1 {
+		parts = append(parts, fmt.Sprintf("snapshots %.4g Hz", float64(tick)/float64(snapshots)))
+	}
+	if inputs > 1 {
+		parts = append(parts, fmt.Sprintf("inputs %.4g Hz", float64(tick)/float64(inputs)))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (snapshots every %d ticks: %.4g Hz)", interval, float64(tick)/float64(interval))
+	return " (" + strings.Join(parts, ", ") + ")"
 }
