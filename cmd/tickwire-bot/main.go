@@ -74,15 +74,15 @@ type options struct {
 	interpLag time.Duration
 	// inputInterval is the game clients' SetInputInterval.
 	inputInterval int
-	rampUp    time.Duration
-	logLevel  slog.Level
-	progress  time.Duration
-	cpuProf   string
-	game      string // arena (state sync) or swarm (commits mode)
-	units     int
-	record    string
-	mesh      bool
-	meshNetem string
+	rampUp        time.Duration
+	logLevel      slog.Level
+	progress      time.Duration
+	cpuProf       string
+	game          string // arena (state sync) or swarm (commits mode)
+	units         int
+	record        string
+	mesh          bool
+	meshNetem     string
 
 	// -lobby: tokens from the lobby's rooms instead of POST /api/join.
 	lobby     bool
