@@ -154,11 +154,16 @@ type Scheduler struct {
 	turn    []uint64 // relevant and taking part this tick: rel &^ late
 	dirty   []uint64 // relevant, changed since their last turn
 	sel     []uint64
+	zero    []uint64 // sized at 0 in packAll
 	keys    []uint64
-	out     []int32
-	tmpB    []uint64
-	tmpB2   []uint64
-	tmpB3   []uint64
+	// overflowed: the last packet had no room for every pending entity
+	// (pack skipped some); reach is how many ranked entities it sized.
+	overflowed bool
+	reach      int
+	out        []int32
+	tmpB       []uint64
+	tmpB2      []uint64
+	tmpB3      []uint64
 
 	ticked  bool
 	gen     uint64                    // the World update of the last update
@@ -263,6 +268,7 @@ func (s *Scheduler) resize(n int) {
 	s.late = idset.ResizeBits(s.late, n)
 	s.turn = idset.ResizeBits(s.turn, n)
 	s.sel = idset.ResizeBits(s.sel, n)
+	s.zero = idset.ResizeBits(s.zero, n)
 }
 
 // Update computes relevance and accumulates priorities for the World's
@@ -355,11 +361,13 @@ func (s *Scheduler) update(w *World) {
 // cap. It returns their indices into w in ascending order (owned by the
 // scheduler, valid until the next call), or ok = false when not even the
 // frame's fixed part fits: then write no frame. The picked entities'
-// priority resets and they are remembered under seq for Lost; entities
-// whose BodySize is 0 (the player holds their state) lose their priority.
-// When every waiting entity fits, all are taken without ranking. The first
-// call of a tick updates relevance and priorities; now feeds the
-// bandwidth cap.
+// priority resets and they are remembered under seq for Lost. The
+// entities are taken in priority order; one that does not fit is passed
+// over, and after MaxSkips of those the packet closes; one whose
+// BodySize is 0 (the player holds its state) loses its priority when its
+// turn in that order comes. When every waiting entity fits, all are
+// taken without ranking, which selects the same. The first call of a
+// tick updates relevance and priorities; now feeds the bandwidth cap.
 func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz Sizer) (sel []int32, ok bool) {
 	s.update(w)
 	if s.capRate > 0 {
@@ -386,27 +394,16 @@ func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz
 func (s *Scheduler) pack(room int, sz Sizer) int {
 	clear(s.sel)
 	// Fast path: if every pending entity fits, priorities do not matter
-	// (any subset of a set that fits fits too): take them all.
-	used, prev := 0, -1
-	for k, m := range s.pending {
-		for m &= s.turn[k]; m != 0; m &= m - 1 {
-			i := k*64 + bits.TrailingZeros64(m)
-			body := sz.BodySize(i)
-			if body == 0 {
-				s.prio[i] = 0
-				idset.ClearBit(s.pending, i)
-				continue
-			}
-			used += body + sz.LinkSize(prev, i)
-			prev = i
+	// (any subset of a set that fits fits too): take them all. It gives
+	// what ranking them would (every one fits in any order; those with
+	// nothing to send lose their priority either way), so it is tried
+	// only when the last packet did not overflow, and it stops sizing
+	// at the first entity past the room: in a full packet most pending
+	// entities are never sized.
+	if !s.overflowed {
+		if used, ok := s.packAll(room, sz); ok {
+			return used
 		}
-	}
-	if used <= room {
-		for k, m := range s.pending {
-			s.sel[k] = m & s.turn[k]
-		}
-		s.takeSelected()
-		return used
 	}
 	keys := s.keys[:0]
 	for k, m := range s.pending {
@@ -416,14 +413,20 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
 		}
 	}
-	slices.Sort(keys)
 	s.keys = keys
-	used, skips := 0, 0
-	for _, key := range keys {
-		if room-used < 2 {
-			break
+	// Rank only the head the packet is likely to reach (the last
+	// packet's reach and half again): a selection, then a sort of it;
+	// the rest is sorted if the packet reaches past it. The order is the
+	// full sort's either way.
+	head := min(len(keys), s.reach+s.reach/2+16)
+	selectSmallest(keys, head)
+	slices.Sort(keys[:head])
+	used, skips, k := 0, 0, 0
+	for ; k < len(keys); k++ {
+		if k == head {
+			slices.Sort(keys[head:])
 		}
-		i := int(uint32(key))
+		i := int(uint32(keys[k]))
 		body := sz.BodySize(i)
 		if body == 0 {
 			s.prio[i] = 0
@@ -446,8 +449,76 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		used += cost
 		idset.SetBit(s.sel, i)
 	}
+	s.reach, s.overflowed = k, skips > 0
 	s.takeSelected()
 	return used
+}
+
+// packAll takes every pending entity whose turn it is if they all fit in
+// room, and reports whether they did; it stops sizing at the first that
+// does not fit.
+func (s *Scheduler) packAll(room int, sz Sizer) (used int, ok bool) {
+	prev := -1
+	clear(s.zero)
+	for k, m := range s.pending {
+		for m &= s.turn[k]; m != 0; m &= m - 1 {
+			i := k*64 + bits.TrailingZeros64(m)
+			body := sz.BodySize(i)
+			if body == 0 {
+				idset.SetBit(s.zero, i)
+				continue
+			}
+			if used += body + sz.LinkSize(prev, i); used > room {
+				return 0, false
+			}
+			prev = i
+		}
+	}
+	for k, m := range s.pending {
+		s.sel[k] = m & s.turn[k] &^ s.zero[k]
+		for z := s.zero[k]; z != 0; z &= z - 1 {
+			s.prio[k*64+bits.TrailingZeros64(z)] = 0
+		}
+		s.pending[k] = m &^ s.zero[k]
+	}
+	s.takeSelected()
+	return used, true
+}
+
+// selectSmallest reorders keys so that keys[:k] are its k smallest, in
+// no particular order (a quickselect); the keys are distinct.
+func selectSmallest(keys []uint64, k int) {
+	lo, hi := 0, len(keys) // the boundary k lies in [lo, hi]
+	for hi-lo > 16 && k > lo && k < hi {
+		a, b, c := keys[lo], keys[lo+(hi-lo)/2], keys[hi-1]
+		p := max(min(a, b), min(max(a, b), c)) // median of the three
+		i, j := lo, hi-1
+		for i <= j {
+			for keys[i] < p {
+				i++
+			}
+			for keys[j] > p {
+				j--
+			}
+			if i <= j {
+				keys[i], keys[j] = keys[j], keys[i]
+				i++
+				j--
+			}
+		}
+		// keys[lo:j+1] <= p <= keys[i:hi]; between them, p itself.
+		switch {
+		case k <= j+1:
+			hi = j + 1
+		case k >= i:
+			lo = i
+		default:
+			return
+		}
+	}
+	if k > lo && k < hi {
+		slices.Sort(keys[lo:hi])
+	}
 }
 
 // takeSelected lists the selected entities in s.out and resets their

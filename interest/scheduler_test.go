@@ -211,10 +211,6 @@ func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budge
 	var cands []cand
 	for i := 0; i < w.Len(); i++ {
 		if p := m.prio[w.ID(i)]; p > 0 && turn(i) {
-			if sz.body[i] == 0 { // the player holds it: nothing to send
-				delete(m.prio, w.ID(i))
-				continue
-			}
 			cands = append(cands, cand{i, p})
 		}
 	}
@@ -230,8 +226,9 @@ func (m *model) schedule(w *World, rel, turn func(i int) bool, seq uint16, budge
 	var sel []int32
 	skips := 0
 	for _, c := range cands {
-		if budget-sz.exactSize(sel) < 2 {
-			break
+		if sz.body[c.i] == 0 { // the player holds it: nothing to send
+			delete(m.prio, w.ID(c.i))
+			continue
 		}
 		try := append(slices.Clone(sel), int32(c.i))
 		slices.Sort(try)
@@ -755,5 +752,41 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 	sel, _ = s.Schedule(1, time.Time{}, w, 1000, sz)
 	if len(sel) != 1 || w.ID(int(sel[0])) != 2 {
 		t.Fatalf("after moving: sent %v", sel)
+	}
+}
+
+// TestSelectSmallest: keys[:k] are the k smallest keys, for every k, on
+// random, ascending, descending and short inputs.
+func TestSelectSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for trial := range 200 {
+		n := rng.IntN(300)
+		keys := make([]uint64, 0, n)
+		seen := map[uint64]bool{}
+		for len(keys) < n {
+			if k := rng.Uint64() % 1000; !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+		switch trial % 4 {
+		case 1:
+			slices.Sort(keys)
+		case 2:
+			slices.Sort(keys)
+			slices.Reverse(keys)
+		}
+		sorted := slices.Sorted(slices.Values(keys))
+		for _, k := range []int{0, 1, n / 3, n / 2, n - 1, n, rng.IntN(n + 1)} {
+			if k < 0 || k > n {
+				continue
+			}
+			got := slices.Clone(keys)
+			selectSmallest(got, k)
+			head := slices.Sorted(slices.Values(got[:k]))
+			if !slices.Equal(head, sorted[:k]) {
+				t.Fatalf("trial %d: n %d k %d: head %v, want %v", trial, n, k, head, sorted[:k])
+			}
+		}
 	}
 }
