@@ -44,6 +44,9 @@ type tickRig struct {
 	// every tick (every client's state realigns), as in a real game; hits
 	// and kills send game events on the reliable channel.
 	fire bool
+	// inputEvery makes each client send every inputEvery ticks (its
+	// inputs of those ticks in one frame), as GameClient.SetInputInterval.
+	inputEvery int
 }
 
 // rigClient is one player's client session.
@@ -115,7 +118,8 @@ func (r *rigConn) WriteBatch(m []udp.Message) (int, error) {
 
 func newTickRig(t testing.TB, n, workers int) *tickRig { return newPacedTickRig(t, n, workers, 1) }
 
-// newPacedTickRig is newTickRig with GameConfig.SnapshotInterval interval.
+// newPacedTickRig is newTickRig with GameConfig.SnapshotInterval interval
+// and the clients sending every interval ticks too.
 func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 	key, _ := GenerateKey()
 	s, err := NewServer(key, Config{MaxConnections: n + 1, Workers: workers})
@@ -135,7 +139,7 @@ func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 		t.Fatal(err)
 	}
 	s.Handle(host)
-	r := &tickRig{s: s, host: host, conn: rc, n: n, joins: 20, now: time.Now()}
+	r := &tickRig{s: s, host: host, conn: rc, n: n, joins: 20, now: time.Now(), inputEvery: interval}
 	s.now = func() time.Time { return r.now }
 	return r
 }
@@ -252,14 +256,22 @@ func (r *tickRig) step(t testing.TB, timer rigTimer) {
 				in.Buttons = arena.FireProjectile
 			}
 		}
-		c.input = arena.AppendInput(c.input[:0], in)
-		f := proto.InputFrame{Player: uint16(i + 1), Tick: serverTick + 2, Count: 1, Size: arena.InputSize, Data: c.input}
+		every := max(r.inputEvery, 1)
+		c.input = c.input[:0]
+		for range every {
+			c.input = arena.AppendInput(c.input, in)
+		}
+		f := proto.InputFrame{Player: uint16(i + 1), Tick: serverTick + 2, Count: uint8(every), Size: arena.InputSize, Data: c.input}
 		c.frame, _ = f.Append(c.frame[:0])
 		c.out = c.out[:0]
 		if c.mute {
 			continue
 		}
-		c.sess.Tick(r.now, session.Ticks{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}, session.SendAlways, c)
+		mode := session.SendAlways
+		if (r.tick+uint32(i))%uint32(every) != 0 {
+			mode = session.SendHeld
+		}
+		c.sess.Tick(r.now, session.Ticks{Tick: f.Tick, InterpFrom: f.Tick - 6, InterpTo: f.Tick - 5}, mode, c)
 	}
 	if timer != nil {
 		timer.StartTimer()
@@ -331,8 +343,10 @@ func BenchmarkServerTickFire(b *testing.B) { benchWorkers(b, true, 1) }
 // BenchmarkServerTickPaced and BenchmarkServerTickFirePaced are
 // BenchmarkServerTickWorkers and BenchmarkServerTickFire with snapshots
 // every other tick (GameConfig.SnapshotInterval 2: 30 Hz at the 60 Hz
-// tick), each tick building half the connections' packets. The clients
-// still send their inputs every tick.
+// tick), each tick building half the connections' packets, and the
+// clients sending every other tick, two inputs a packet
+// (GameClient.SetInputInterval 2), as the capacity run's
+// -snapshot-interval 2 -input-interval 2.
 func BenchmarkServerTickPaced(b *testing.B)     { benchWorkers(b, false, 2) }
 func BenchmarkServerTickFirePaced(b *testing.B) { benchWorkers(b, true, 2) }
 
