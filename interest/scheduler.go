@@ -415,10 +415,10 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 	}
 	s.keys = keys
 	// Rank only the head the packet is likely to reach (the last
-	// packet's reach and half again): a selection, then a sort of it;
-	// the rest is sorted if the packet reaches past it. The order is the
-	// full sort's either way.
-	head := min(len(keys), s.reach+s.reach/2+16)
+	// packet's reach and a quarter again): a selection, then a sort of
+	// it; the rest is sorted if the packet reaches past it. The order is
+	// the full sort's either way.
+	head := min(len(keys), s.reach+s.reach/4+8)
 	selectSmallest(keys, head)
 	slices.Sort(keys[:head])
 	used, skips, k := 0, 0, 0
