@@ -4,17 +4,22 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // builder builds every connection's packets of a tick — the frame
 // handler's AppendFrames (a game's interest scheduling and delta
 // encoding), the session's reliable data, sealing — on Config.Workers
-// goroutines. Each worker owns a fixed share of the connections (by
-// position in id order) and queues its datagrams in its own queue, so no
+// goroutines. Each worker owns a share of the connections (a stretch of
+// them in id order) and queues its datagrams in its own queue, so no
 // lock sits on the hot path; the loop waits for all of them and then
-// writes their queues in worker order. A connection's packets depend on
-// its own state only, so they are the same whatever the worker count.
+// writes their queues in worker order. A worker claims its share in
+// chunks of buildChunk (an atomic add each) and, done with it, claims
+// what the other shares have left: a worker the OS set aside (its core
+// shared with other work) does not hold the tick up. A connection's
+// packets depend on its own state only, so they are the same whatever
+// the worker count, and whichever worker builds them.
 type builder struct {
 	conns   []*Conn // this tick's connections, by id
 	workers []*buildWorker
@@ -27,7 +32,14 @@ type builder struct {
 type buildWorker struct {
 	q     outQueue
 	start chan struct{}
+	// next is the first connection of its share not claimed yet, end
+	// the share's end (positions in builder.conns).
+	next atomic.Int64
+	end  int
 }
+
+// buildChunk is how many connections a worker claims at a time.
+const buildChunk = 8
 
 // build builds the packets of s's connections at now and writes them.
 func (b *builder) build(s *Server, now time.Time) {
@@ -43,6 +55,12 @@ func (b *builder) build(s *Server, now time.Time) {
 	}
 	b.start(s, n)
 	b.now, b.n, b.home = now, n, &s.out
+	per := (len(b.conns) + n - 1) / n
+	for i, w := range b.workers[:n] {
+		lo := min(i*per, len(b.conns))
+		w.next.Store(int64(lo))
+		w.end = min(lo+per, len(b.conns))
+	}
 	b.wg.Add(n - 1)
 	for _, w := range b.workers[1:n] {
 		w.start <- struct{}{}
@@ -76,14 +94,23 @@ func (b *builder) start(s *Server, n int) {
 	}
 }
 
-// shareTo builds worker i's share of this tick into its queue.
+// shareTo builds worker i's share of this tick into its queue, then
+// what the other shares have left.
 func (b *builder) shareTo(w *buildWorker, i int) {
-	for k := i; k < len(b.conns); k += b.n {
-		c := b.conns[k]
-		c.out.q = &w.q
-		c.sess.Tick(b.now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
-		c.out.q = b.home
-		c.ackQueued = false
+	for k := range b.n {
+		from := b.workers[(i+k)%b.n]
+		for {
+			lo := int(from.next.Add(buildChunk)) - buildChunk
+			if lo >= from.end {
+				break
+			}
+			for _, c := range b.conns[lo:min(lo+buildChunk, from.end)] {
+				c.out.q = &w.q
+				c.sess.Tick(b.now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
+				c.out.q = b.home
+				c.ackQueued = false
+			}
+		}
 	}
 }
 

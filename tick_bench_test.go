@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -571,4 +572,76 @@ func TestBuildWorkersAllocs(t *testing.T) {
 	if len(s.builder.workers) != 2 {
 		t.Fatalf("%d workers", len(s.builder.workers))
 	}
+}
+
+// stallFrames is a frame handler that counts the packets built; the one
+// given block waits on it before its first.
+type stallFrames struct {
+	built *atomic.Int64
+	block chan struct{}
+	// after is called with the count after each packet.
+	after func(n int64)
+}
+
+func (f *stallFrames) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
+func (f *stallFrames) Delivered(uint64)                                 {}
+func (f *stallFrames) Lost(uint64)                                      {}
+func (f *stallFrames) Ticks() Ticks                                     { return Ticks{} }
+func (f *stallFrames) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte {
+	if f.block != nil {
+		<-f.block
+		f.block = nil
+	}
+	f.after(f.built.Add(1))
+	return b
+}
+
+// TestBuildWorkerStalled: a worker held up on its first connection (as
+// by a core shared with other work) does not hold the tick up: the other
+// worker builds the rest of its share, all but the chunk it holds.
+// Without that, this deadlocks (synctest reports it).
+func TestBuildWorkerStalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key, _ := GenerateKey()
+		s, err := NewServer(key, Config{Workers: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc := &discardConn{}
+		s.conn, s.out.conn = dc, dc
+		now := time.Now()
+		s.now = func() time.Time { return now }
+		const n = 96
+		var conns []*Conn
+		for i := range n {
+			var priv proto.TokenPrivate
+			priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
+			addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
+			c, err := s.newConn(s.newConnID(), &priv, 1, addr, now, &priv.ClientToServerKey, &priv.ServerToClientKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		defer s.builder.stop()
+		slices.SortFunc(conns, func(x, y *Conn) int { return int(x.id) - int(y.id) })
+		var built atomic.Int64
+		release := make(chan struct{})
+		after := func(k int64) {
+			if k == n-buildChunk { // everything but the stalled chunk
+				close(release)
+			}
+		}
+		for i, c := range conns {
+			f := &stallFrames{built: &built, after: after}
+			if i == n/2 { // the first of the second worker's share
+				f.block = release
+			}
+			c.SetFrameHandler(f)
+		}
+		s.build(now)
+		if got := built.Load(); got != n {
+			t.Fatalf("%d of %d connections built", got, n)
+		}
+	})
 }

@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
 	fs.IntVar(&o.verify, "verify", 10, "clients of each bot process that rebuild the state and check the server's checksums (the others only ack)")
 	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
-	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none, or split (server on CPU 0, bots on the others)")
+	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none; split (server on CPU 0, bots on the others); or bots (bots on\nthe CPUs but 0, the server anywhere: CPU 0 is the server's alone, the others it shares with the bots)")
 	fs.StringVar(&o.binDir, "bin", "", "`directory` holding tickwire-server and tickwire-bot (default: build them)")
 	fs.StringVar(&o.svg, "svg", "bench/capacity.svg", "write the curve to this SVG `file` (empty: none)")
 	fs.StringVar(&o.profile, "profile", "", "profile the server during each step and write the largest held step's `go tool pprof -top` to this file, and the profile itself beside it as .pprof (empty: none)")
@@ -107,14 +107,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-verify %d is negative", o.verify)
 	case o.groups < 0 || o.groups > 256:
 		return o, fmt.Errorf("-groups %d out of range 0..256", o.groups)
-	case o.pin != "none" && o.pin != "split":
-		return o, fmt.Errorf("-pin %q: want none or split", o.pin)
-	case o.pin == "split" && runtime.NumCPU() < 2:
-		return o, fmt.Errorf("-pin split needs 2 CPUs, this machine has %d", runtime.NumCPU())
+	case o.pin != "none" && o.pin != "split" && o.pin != "bots":
+		return o, fmt.Errorf("-pin %q: want none, split or bots", o.pin)
+	case o.pin != "none" && runtime.NumCPU() < 2:
+		return o, fmt.Errorf("-pin %s needs 2 CPUs, this machine has %d", o.pin, runtime.NumCPU())
 	}
-	if o.pin == "split" {
+	if o.pin != "none" {
 		if _, err := exec.LookPath("taskset"); err != nil {
-			return o, errors.New("-pin split needs taskset (util-linux) on the PATH")
+			return o, fmt.Errorf("-pin %s needs taskset (util-linux) on the PATH", o.pin)
 		}
 	}
 	if o.binDir != "" {
@@ -177,8 +177,11 @@ func run(ctx context.Context, o options) error {
 		o.binDir = dir
 	}
 	serverCPUs, botCPUs := "", ""
-	if o.pin == "split" {
+	switch o.pin {
+	case "split":
 		serverCPUs, botCPUs = "0", fmt.Sprintf("1-%d", runtime.NumCPU()-1)
+	case "bots":
+		botCPUs = fmt.Sprintf("1-%d", runtime.NumCPU()-1)
 	}
 	keyFile := filepath.Join(os.TempDir(), fmt.Sprintf("tickwire-capacity-%d.key", os.Getpid()))
 	defer os.Remove(keyFile)
