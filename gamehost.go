@@ -546,7 +546,9 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		}
 		g.broadcast = g.broadcast[:0]
 		for _, gc := range g.conns {
-			if players := gc.c.Players(); h.cfg.View != nil && len(players) > 0 {
+			// The view matters when the connection's snapshot is built:
+			// on its due ticks only.
+			if players := gc.c.Players(); h.cfg.View != nil && len(players) > 0 && gc.dueAt(tick) {
 				if pos, ok := h.cfg.View(g.eng.World(), players[0]); ok {
 					gc.sched.SetView(pos)
 				}
@@ -784,8 +786,14 @@ var (
 // Due paces the connection's packets (Pacer): due on one tick in
 // GameConfig.SnapshotInterval.
 func (gc *gameConn) Due(tick uint32) bool {
-	gc.due = (tick+gc.phase)%uint32(gc.host.cfg.SnapshotInterval) == 0
+	gc.due = gc.dueAt(tick)
 	return gc.due
+}
+
+// dueAt reports whether the connection's snapshot is due at the server's
+// tick.
+func (gc *gameConn) dueAt(tick uint32) bool {
+	return (tick+gc.phase)%uint32(gc.host.cfg.SnapshotInterval) == 0
 }
 
 // AppendFrames writes this tick's frames for the connection, on its due
