@@ -14,12 +14,16 @@ import (
 )
 
 // randomInputs drives arena players with seeded random inputs.
-func randomInputs(seed uint64) InputFunc {
-	r := rand.New(rand.NewPCG(seed, 2))
+func randomInputs(seed uint64) InputFunc { return firingInputs(seed, 2, 20, arena.FireProjectile) }
+
+// firingInputs plays random moves and aims from seed (and stream),
+// pressing buttons one tick in every on average.
+func firingInputs(seed, stream uint64, every int, buttons uint8) InputFunc {
+	r := rand.New(rand.NewPCG(seed, stream))
 	return func(player uint16, tick uint32, dst []byte) []byte {
 		in := arena.Input{MoveX: int8(r.IntN(255) - 127), MoveY: int8(r.IntN(255) - 127), Aim: uint16(r.Uint32())}
-		if r.IntN(20) == 0 {
-			in.Buttons = arena.FireProjectile
+		if r.IntN(every) == 0 {
+			in.Buttons = buttons
 		}
 		return arena.AppendInput(dst, in)
 	}

@@ -1,7 +1,6 @@
 package tickwire
 
 import (
-	"math/rand/v2"
 	"net"
 	"testing"
 	"testing/synctest"
@@ -209,13 +208,4 @@ func TestSnapshotIntervalVirtual(t *testing.T) {
 }
 
 // shootingInputs is randomInputs firing a hitscan shot one tick in four.
-func shootingInputs(seed uint64) InputFunc {
-	r := rand.New(rand.NewPCG(seed, 3))
-	return func(player uint16, tick uint32, dst []byte) []byte {
-		in := arena.Input{MoveX: int8(r.IntN(255) - 127), MoveY: int8(r.IntN(255) - 127), Aim: uint16(r.Uint32())}
-		if r.IntN(4) == 0 {
-			in.Buttons = arena.FireRay
-		}
-		return arena.AppendInput(dst, in)
-	}
-}
+func shootingInputs(seed uint64) InputFunc { return firingInputs(seed, 3, 4, arena.FireRay) }

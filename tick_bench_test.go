@@ -541,27 +541,11 @@ func TestBuildWorkersSamePackets(t *testing.T) {
 // and writing their queues allocates nothing once warm (96 bare
 // sessions: the build's own cost, without a game's).
 func TestBuildWorkersAllocs(t *testing.T) {
-	key, _ := GenerateKey()
-	s, err := NewServer(key, Config{Workers: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc := &discardConn{}
-	s.conn, s.out.conn = dc, dc
-	now := time.Now()
-	s.now = func() time.Time { return now }
-	for i := range 96 {
-		var priv proto.TokenPrivate
-		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
-		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
-		if _, err := s.newConn(s.newConnID(), &priv, 1, addr, now, &priv.ClientToServerKey, &priv.ServerToClientKey); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, _, now := newBareServer(t, 2, 96)
 	defer s.builder.stop()
 	tick := func() {
-		now = now.Add(time.Second / 60)
-		s.build(now)
+		*now = now.Add(time.Second / 60)
+		s.build(*now)
 	}
 	for range 120 {
 		tick()
@@ -602,27 +586,8 @@ func (f *stallFrames) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte {
 // Without that, this deadlocks (synctest reports it).
 func TestBuildWorkerStalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		key, _ := GenerateKey()
-		s, err := NewServer(key, Config{Workers: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc := &discardConn{}
-		s.conn, s.out.conn = dc, dc
-		now := time.Now()
-		s.now = func() time.Time { return now }
 		const n = 96
-		var conns []*Conn
-		for i := range n {
-			var priv proto.TokenPrivate
-			priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
-			addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
-			c, err := s.newConn(s.newConnID(), &priv, 1, addr, now, &priv.ClientToServerKey, &priv.ServerToClientKey)
-			if err != nil {
-				t.Fatal(err)
-			}
-			conns = append(conns, c)
-		}
+		s, conns, now := newBareServer(t, 2, n)
 		defer s.builder.stop()
 		slices.SortFunc(conns, func(x, y *Conn) int { return int(x.id) - int(y.id) })
 		var built atomic.Int64
@@ -639,9 +604,34 @@ func TestBuildWorkerStalled(t *testing.T) {
 			}
 			c.SetFrameHandler(f)
 		}
-		s.build(now)
+		s.build(*now)
 		if got := built.Load(); got != n {
 			t.Fatalf("%d of %d connections built", got, n)
 		}
 	})
+}
+
+// newBareServer returns a server that writes to nowhere, with a clock
+// that moves only when *now is set, and n bare connections (no handler).
+func newBareServer(t testing.TB, workers, n int) (s *Server, conns []*Conn, now *time.Time) {
+	key, _ := GenerateKey()
+	s, err := NewServer(key, Config{Workers: workers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := &discardConn{}
+	s.conn, s.out.conn = dc, dc
+	at := time.Now()
+	s.now = func() time.Time { return at }
+	for i := range n {
+		var priv proto.TokenPrivate
+		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
+		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
+		c, err := s.newConn(s.newConnID(), &priv, 1, addr, at, &priv.ClientToServerKey, &priv.ServerToClientKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	return s, conns, &at
 }
