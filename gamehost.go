@@ -39,7 +39,9 @@ type GameConfig struct {
 	// (30 Hz at a 60 Hz tick rate), up to MaxSnapshotInterval. The
 	// simulation and the inputs keep the tick rate; what a lower snapshot
 	// rate saves is the server's per-connection work (scheduling,
-	// encoding, sealing: about half of it at 2) and the bytes down, at the
+	// encoding, sealing: a quarter to a third of the arena's tick at 2,
+	// since each snapshot then carries two ticks' changes) and the bytes
+	// down (see GameClient.SetInputInterval for the way up), at the
 	// cost of remote entities shown that much later (the client's
 	// interpolation delay follows the snapshot interval). Connections are
 	// spread over the ticks by id, so each tick builds an even share. In

@@ -52,9 +52,10 @@ type World struct {
 	pos     []Vec3
 	kind    []uint8
 	changed []uint64
-	// lastChanged is changed of the last update; since[j] marks the entities that changed (or are new) in the last
-	// j+2 updates, for schedulers that skip updates (a player sent every
-	// other tick): changedWithin.
+	// lastChanged is changed of the last update. since[j] marks the
+	// entities that changed (or are new) in the last j+2 updates, for
+	// schedulers that skip updates (a player sent every other tick):
+	// changedWithin.
 	since       [maxGap - 1][]uint64
 	lastChanged []uint64
 	spare       []uint64
