@@ -7,17 +7,23 @@ import (
 )
 
 // profiles are the loss suite's network conditions, from public presets
-// (netem's examples, network-link-conditioner style Wi-Fi/4G/3G).
-var profiles = []struct{ name, spec string }{
-	{"LAN", ""},
-	{"Wi-Fi", "delay 5ms 1ms loss 2% reorder 2%"},
-	{"4G", "delay 50ms 10ms loss 4%"},
-	{"3G", "delay 180ms 15ms loss 7%"},
-	{"terrible", "delay 100ms 20ms loss 20% reorder 4% duplicate 2%"},
-	{"burst loss", "loss gemodel 1% 30% 100% 0%"},
+// (netem's examples, network-link-conditioner style Wi-Fi/4G/3G). A paced
+// one runs the server with -snapshot-interval 2 and the bots with
+// -input-interval 2: 30 Hz both ways at the 60 Hz tick.
+var profiles = []struct {
+	name, spec string
+	paced      bool
+}{
+	{"LAN", "", false},
+	{"Wi-Fi", "delay 5ms 1ms loss 2% reorder 2%", false},
+	{"4G", "delay 50ms 10ms loss 4%", false},
+	{"4G, 30 Hz", "delay 50ms 10ms loss 4%", true},
+	{"3G", "delay 180ms 15ms loss 7%", false},
+	{"terrible", "delay 100ms 20ms loss 20% reorder 4% duplicate 2%", false},
+	{"burst loss", "loss gemodel 1% 30% 100% 0%", false},
 	// The awful network of issue 20: heavy loss with duplicates and
 	// reordering, where late deltas used to force resyncs.
-	{"awful", "delay 90ms 30ms loss 12% duplicate 3% reorder 8%"},
+	{"awful", "delay 90ms 30ms loss 12% duplicate 3% reorder 8%", false},
 }
 
 // TestLossSuite runs the server and bots through tickwire-netem under
@@ -40,9 +46,15 @@ func TestLossSuite(t *testing.T) {
 	fmt.Fprintf(&table, "%-11s %9s %7s %7s %9s %9s %9s %8s %8s %7s %6s %7s %6s %9s %7s %8s %8s %8s %8s\n",
 		"profile", "connected", "rtt50", "rtt99", "echo99", "down kb/s", "up kb/s", "reliable", "lost/dup", "inputs", "late", "resyncs", "desync", "rollbacks", "correct", "stalls", "bounded", "stalls3s", "bound3s")
 	for _, p := range profiles {
-		t.Run(strings.ReplaceAll(p.name, " ", "-"), func(t *testing.T) {
-			_, a := server(t)
-			args := []string{"-server", "http://" + a.http, "-n", fmt.Sprint(n), "-duration", duration}
+		t.Run(strings.NewReplacer(" ", "-", ",", "").Replace(p.name), func(t *testing.T) {
+			var srvArgs []string
+			args := []string{"-n", fmt.Sprint(n), "-duration", duration}
+			if p.paced {
+				srvArgs = []string{"-snapshot-interval", "2"}
+				args = append(args, "-input-interval", "2")
+			}
+			_, a := server(t, srvArgs...)
+			args = append(args, "-server", "http://"+a.http)
 			if p.spec != "" {
 				proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", a.udp, "-spec", p.spec, "-seed", "7", "-stats-interval", "0")
 				via := proxy.await(t, `listening on (\S+),`)
