@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/race"
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
@@ -142,7 +143,7 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 			}
 			before := p.end.received
 			allocs := testing.AllocsPerRun(500, func() { p.round(t, msg, tc.reliable) })
-			if allocs > tc.max && !(raceEnabled && tc.reliable) {
+			if allocs > tc.max && !(race.Enabled && tc.reliable) {
 				t.Fatalf("%.1f allocations per round trip, want at most %v", allocs, tc.max)
 			}
 			want := 500

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/tickwire/tickwire/internal/race"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -105,7 +106,7 @@ func TestCodecsZeroAlloc(t *testing.T) {
 			}
 		}
 		run()
-		if a := testing.AllocsPerRun(20, run); a != 0 && !raceEnabled {
+		if a := testing.AllocsPerRun(20, run); a != 0 && !race.Enabled {
 			t.Errorf("%v: %v allocs per compress+decompress", codec, a)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/race"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp/netem"
 )
@@ -345,7 +346,7 @@ func (l *relLoop) drain(from, to *Reliable) {
 // segment struct on Push and Pop), and this test pins that so a regression
 // is noticed.
 func TestReliableAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not asserted under -race")
 	}
 	for _, tc := range []struct {

@@ -5,13 +5,15 @@ import (
 	"time"
 
 	"golang.org/x/net/ipv4"
+
+	"github.com/tickwire/tickwire/internal/race"
 )
 
 // TestZeroAllocsPerDatagram sends and receives batches over real loopback
 // sockets and requires no allocation at all in steady state, for each
 // family and for batched and one-datagram-per-call configurations.
 func TestZeroAllocsPerDatagram(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not asserted under -race")
 	}
 	for _, tc := range []struct {

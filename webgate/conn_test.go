@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tickwire/tickwire/internal/race"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -299,7 +300,7 @@ func TestStalePacketsDropped(t *testing.T) {
 // TestZeroAllocs: a browser packet into the server, and one out of it,
 // allocate nothing once the pool is warm.
 func TestZeroAllocs(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("allocation counts are not asserted under -race")
 	}
 	c := newGate(t, Config{})

@@ -1,5 +1,0 @@
-//go:build !race
-
-package deltacomp
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package tickwire
-
-const raceEnabled = false

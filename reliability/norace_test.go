@@ -1,5 +1,0 @@
-//go:build !race
-
-package reliability
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package webgate
-
-const raceEnabled = false
