@@ -45,6 +45,34 @@ func (l *link) deliver(s *Session, now time.Time) {
 	}
 }
 
+// newPair returns the two sessions of one connection, a and b (with
+// handlers ha and hb, and a sending parity when fec: Config.FEC), made
+// at now, and the paths between them, a netem impairment of spec each
+// way: a sends on ab, b on ba.
+func newPair(t *testing.T, now time.Time, spec string, ha, hb Handler, fec bool) (a, b *Session, ab, ba *countingLink) {
+	t.Helper()
+	var k1, k2 [32]byte
+	k1[0], k2[0] = 1, 2
+	sp, err := netem.Parse(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(tx, rx *[32]byte, h Handler) Config {
+		return Config{ID: 7, MaxPacket: 1200, TxKey: tx, RxKey: rx, Heartbeat: time.Second, Timeout: time.Minute, Handler: h}
+	}
+	ca := cfg(&k1, &k2, ha)
+	ca.FEC = fec
+	if a, err = New(ca, now); err != nil {
+		t.Fatal(err)
+	}
+	if b, err = New(cfg(&k2, &k1, hb), now); err != nil {
+		t.Fatal(err)
+	}
+	ab = &countingLink{link: link{q: netem.NewImpairment(sp, 1)}}
+	ba = &countingLink{link: link{q: netem.NewImpairment(sp, 2)}}
+	return a, b, ab, ba
+}
+
 // TestRedundantReliableDelivery runs two sessions in virtual time over a
 // link with 2 ticks of one-way delay and 5 % loss each way, a 1 KB
 // reliable message every tick, and checks the repeat of new reliable data
@@ -111,19 +139,9 @@ func (l *countingLink) Emit(p []byte) {
 // messages.
 func TestFlushCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var k1, k2 [32]byte
-		k1[0], k2[0] = 1, 2
-		now := time.Now()
-		spec, err := netem.Parse("delay 33ms loss 5%")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ab := &countingLink{link: link{q: netem.NewImpairment(spec, 1)}}
-		ba := &link{q: netem.NewImpairment(spec, 2)}
 		tick := 0
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
-		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		a, b, ab, ba := newPair(t, time.Now(), "delay 33ms loss 5%", nop, nop, false)
 		step := func(send, flush bool) {
 			time.Sleep(time.Second / 60)
 			now := time.Now()
@@ -183,16 +201,9 @@ func TestFlushCopies(t *testing.T) {
 // silence.
 func TestSendHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var k1, k2 [32]byte
-		k1[0], k2[0] = 1, 2
-		now := time.Now()
-		spec, _ := netem.Parse("delay 0ms")
-		ab := &countingLink{link: link{q: netem.NewImpairment(spec, 1)}}
-		ba := &countingLink{link: link{q: netem.NewImpairment(spec, 2)}}
 		tick := 0
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
-		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop}, now)
+		a, b, ab, ba := newPair(t, time.Now(), "delay 0ms", nop, nop, false)
 		sent := func(l *countingLink) int { return l.all }
 		step := func(mode SendMode) (fromB int) {
 			time.Sleep(time.Second / 60)
@@ -238,7 +249,10 @@ func TestSendHeld(t *testing.T) {
 			t.Fatal("an off tick held queued data")
 		}
 		for range 5 {
-			step(SendAlways) // the message is acknowledged
+			step(SendAlways)
+		}
+		if n := b.ReliableQueued(); n != 0 {
+			t.Fatalf("b's message not acknowledged after 5 ticks: %d segments queued", n)
 		}
 		// A second of silence: the held side still sends keep-alives.
 		keep := 0

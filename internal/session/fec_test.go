@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
-	"github.com/tickwire/tickwire/udp/netem"
 )
 
 // redundancyRun sends a 1 KB reliable message every tick from a to b
@@ -16,19 +15,10 @@ import (
 // out and b's frames rebuilt from parity.
 func redundancyRun(t *testing.T, spec string, fec bool) (hist map[int]int, bytesOut, rebuilt uint64) {
 	synctest.Test(t, func(t *testing.T) {
-		var k1, k2 [32]byte
-		k1[0], k2[0] = 1, 2
-		now := time.Now()
-		sp, err := netem.Parse(spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ab, ba := &link{q: netem.NewImpairment(sp, 1)}, &link{q: netem.NewImpairment(sp, 2)}
 		tick := 0
 		got := &tickSink{at: map[int]int{}, tick: &tick}
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k1, RxKey: &k2, Heartbeat: time.Second, Timeout: time.Minute, Handler: nop, FEC: fec}, now)
-		b, _ := New(Config{ID: 7, MaxPacket: 1200, TxKey: &k2, RxKey: &k1, Heartbeat: time.Second, Timeout: time.Minute, Handler: got}, now)
+		a, b, ab, ba := newPair(t, time.Now(), spec, nop, got, fec)
 		for tick = 0; tick < 3000; tick++ {
 			time.Sleep(time.Second / 60)
 			now := time.Now()
