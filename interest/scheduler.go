@@ -157,9 +157,8 @@ type Scheduler struct {
 	zero    []uint64 // sized at 0 in packAll
 	keys    []uint64
 	// overflowed: the last packet had no room for every pending entity
-	// (pack skipped some); reach is how many ranked entities it sized.
+	// (pack skipped some).
 	overflowed bool
-	reach      int
 	out        []int32
 	tmpB       []uint64
 	tmpB2      []uint64
@@ -413,20 +412,11 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
 		}
 	}
+	slices.Sort(keys)
 	s.keys = keys
-	// Rank only the head the packet is likely to reach (the last
-	// packet's reach and a quarter again): a selection, then a sort of
-	// it; the rest is sorted if the packet reaches past it. The order is
-	// the full sort's either way.
-	head := min(len(keys), s.reach+s.reach/4+8)
-	selectSmallest(keys, head)
-	slices.Sort(keys[:head])
-	used, skips, k := 0, 0, 0
-	for ; k < len(keys); k++ {
-		if k == head {
-			slices.Sort(keys[head:])
-		}
-		i := int(uint32(keys[k]))
+	used, skips := 0, 0
+	for _, key := range keys {
+		i := int(uint32(key))
 		body := sz.BodySize(i)
 		if body == 0 {
 			s.prio[i] = 0
@@ -449,7 +439,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		used += cost
 		idset.SetBit(s.sel, i)
 	}
-	s.reach, s.overflowed = k, skips > 0
+	s.overflowed = skips > 0
 	s.takeSelected()
 	return used
 }
@@ -483,42 +473,6 @@ func (s *Scheduler) packAll(room int, sz Sizer) (used int, ok bool) {
 	}
 	s.takeSelected()
 	return used, true
-}
-
-// selectSmallest reorders keys so that keys[:k] are its k smallest, in
-// no particular order (a quickselect); the keys are distinct.
-func selectSmallest(keys []uint64, k int) {
-	lo, hi := 0, len(keys) // the boundary k lies in [lo, hi]
-	for hi-lo > 16 && k > lo && k < hi {
-		a, b, c := keys[lo], keys[lo+(hi-lo)/2], keys[hi-1]
-		p := max(min(a, b), min(max(a, b), c)) // median of the three
-		i, j := lo, hi-1
-		for i <= j {
-			for keys[i] < p {
-				i++
-			}
-			for keys[j] > p {
-				j--
-			}
-			if i <= j {
-				keys[i], keys[j] = keys[j], keys[i]
-				i++
-				j--
-			}
-		}
-		// keys[lo:j+1] <= p <= keys[i:hi]; between them, p itself.
-		switch {
-		case k <= j+1:
-			hi = j + 1
-		case k >= i:
-			lo = i
-		default:
-			return
-		}
-	}
-	if k > lo && k < hi {
-		slices.Sort(keys[lo:hi])
-	}
 }
 
 // takeSelected lists the selected entities in s.out and resets their

@@ -754,39 +754,3 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 		t.Fatalf("after moving: sent %v", sel)
 	}
 }
-
-// TestSelectSmallest: keys[:k] are the k smallest keys, for every k, on
-// random, ascending, descending and short inputs.
-func TestSelectSmallest(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 5))
-	for trial := range 200 {
-		n := rng.IntN(300)
-		keys := make([]uint64, 0, n)
-		seen := map[uint64]bool{}
-		for len(keys) < n {
-			if k := rng.Uint64() % 1000; !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-		switch trial % 4 {
-		case 1:
-			slices.Sort(keys)
-		case 2:
-			slices.Sort(keys)
-			slices.Reverse(keys)
-		}
-		sorted := slices.Sorted(slices.Values(keys))
-		for _, k := range []int{0, 1, n / 3, n / 2, n - 1, n, rng.IntN(n + 1)} {
-			if k < 0 || k > n {
-				continue
-			}
-			got := slices.Clone(keys)
-			selectSmallest(got, k)
-			head := slices.Sorted(slices.Values(got[:k]))
-			if !slices.Equal(head, sorted[:k]) {
-				t.Fatalf("trial %d: n %d k %d: head %v, want %v", trial, n, k, head, sorted[:k])
-			}
-		}
-	}
-}
