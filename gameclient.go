@@ -92,9 +92,6 @@ type GameClient struct {
 	handler  GameHandler
 	sampleFn sim.SampleFunc // g.sample, made once
 	ev       gameEvents
-	// inputEvery is SetInputInterval's: a packet is due on the ticks
-	// that are multiples of it.
-	inputEvery uint32
 }
 
 // GameClientStats count what a GameClient saw.
@@ -257,21 +254,24 @@ const MaxInputInterval = 4
 // acknowledged): a command rate below the tick rate, as Source's
 // cl_cmdrate. The server then receives and opens n times fewer packets
 // from this client, and the client sends fewer bytes; its clock leads
-// the server by about n−1 ticks more, so that the inputs sampled first
-// still arrive in time. Reliable data queued goes at once whatever n.
+// the server by 1.5·(n−1) ticks more, so that the inputs sampled first
+// still arrive in time, even when a packet is lost
+// (sim.ClientConfig.InputInterval). Reliable data queued goes at once
+// whatever n.
 // Call it before dialing.
 func (g *GameClient) SetInputInterval(n int) error {
 	if n < 1 || n > MaxInputInterval {
 		return fmt.Errorf("tickwire: input interval %d is outside 1–%d ticks", n, MaxInputInterval)
 	}
-	g.inputEvery = uint32(n)
-	g.cfg.InputInterval = n // the clock's target age covers the cadence
+	g.cfg.InputInterval = n // the engine's clock covers the cadence too
 	return nil
 }
 
 // Due paces the client's packets (Pacer): every tick, or every
 // SetInputInterval ticks.
-func (f *gameFrames) Due(tick uint32) bool { return f.inputEvery <= 1 || tick%f.inputEvery == 0 }
+func (f *gameFrames) Due(tick uint32) bool {
+	return f.cfg.InputInterval <= 1 || tick%uint32(f.cfg.InputInterval) == 0
+}
 
 func (f *gameFrames) Delivered(uint64) {}
 func (f *gameFrames) Lost(uint64)      {}

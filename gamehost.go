@@ -251,9 +251,8 @@ type gameConn struct {
 	now   time.Time
 	// phase is the connection's place in the snapshot cadence: its
 	// packets are due on the ticks where (tick + phase) mod
-	// GameConfig.SnapshotInterval is 0; due says this tick's is.
+	// GameConfig.SnapshotInterval is 0.
 	phase uint32
-	due   bool
 	// full snapshot in flight on the reliable channel: taken as the
 	// encoder's baseline once the reliable queue has drained.
 	fullRev  uint32
@@ -395,7 +394,6 @@ func (h *GameHost) Connected(c *Conn) {
 		sched: interest.NewScheduler(h.cfg.Scheduler),
 		now:   now,
 		phase: c.ID() % uint32(h.cfg.SnapshotInterval),
-		due:   true,
 	}
 	resumed := g.resumes(c.Players())
 	for _, p := range c.Players() {
@@ -550,7 +548,7 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 		for _, gc := range g.conns {
 			// The view matters when the connection's snapshot is built:
 			// on its due ticks only.
-			if players := gc.c.Players(); h.cfg.View != nil && len(players) > 0 && gc.dueAt(tick) {
+			if players := gc.c.Players(); h.cfg.View != nil && len(players) > 0 && gc.Due(tick) {
 				if pos, ok := h.cfg.View(g.eng.World(), players[0]); ok {
 					gc.sched.SetView(pos)
 				}
@@ -786,15 +784,8 @@ var (
 )
 
 // Due paces the connection's packets (Pacer): due on one tick in
-// GameConfig.SnapshotInterval.
+// GameConfig.SnapshotInterval, the server's tick.
 func (gc *gameConn) Due(tick uint32) bool {
-	gc.due = gc.dueAt(tick)
-	return gc.due
-}
-
-// dueAt reports whether the connection's snapshot is due at the server's
-// tick.
-func (gc *gameConn) dueAt(tick uint32) bool {
 	return (tick+gc.phase)%uint32(gc.host.cfg.SnapshotInterval) == 0
 }
 
@@ -806,7 +797,7 @@ func (gc *gameConn) dueAt(tick uint32) bool {
 // between due ticks (reliable data queued) carries none of them: the
 // client's interpolation clock reads the snapshots' cadence.
 func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
-	if !gc.due {
+	if !gc.Due(gc.c.srv.tickNum) {
 		return b
 	}
 	start := len(b)
