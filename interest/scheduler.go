@@ -145,17 +145,18 @@ type Scheduler struct {
 	always []proto.NetworkID
 	bands  bands
 
-	layout  uint64 // the World's layout the state below is indexed by
-	prio    []float32
-	rel     []uint64 // relevant this tick
-	prevRel []uint64 // relevant last tick
-	pending []uint64 // prio > 0
-	late    []uint64 // relevant, in a band whose turn this tick is not
-	turn    []uint64 // relevant and taking part this tick: rel &^ late
-	dirty   []uint64 // relevant, changed since their last turn
-	sel     []uint64
-	zero    []uint64 // sized at 0 in packAll
-	keys    []uint64
+	layout    uint64 // the World's layout the state below is indexed by
+	prio      []float32
+	rel       []uint64 // relevant this tick
+	prevRel   []uint64 // relevant last tick
+	pending   []uint64 // prio > 0
+	late      []uint64 // relevant, in a band whose turn this tick is not
+	turn      []uint64 // relevant and taking part this tick: rel &^ late
+	dirty     []uint64 // relevant, changed since their last turn
+	sel       []uint64
+	zero      []uint64 // sized at 0 in packAll
+	keys      []uint64
+	spareKeys []uint64 // sortByHigh's other buffer
 	// overflowed: the last packet had no room for every pending entity
 	// (pack skipped some).
 	overflowed bool
@@ -412,7 +413,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
 		}
 	}
-	slices.Sort(keys)
+	keys, s.spareKeys = sortByHigh(keys, s.spareKeys)
 	s.keys = keys
 	used, skips := 0, 0
 	for _, key := range keys {
