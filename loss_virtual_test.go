@@ -168,6 +168,11 @@ func TestSnapshotIntervalVirtual(t *testing.T) {
 				if st.Resyncs != 0 || st.Desyncs != 0 {
 					t.Errorf("client %d: %d resyncs %v, %d desyncs", i+1, st.Resyncs, st.ResyncCauses, st.Desyncs)
 				}
+				// The packets between snapshots (reliable data: the
+				// shots' events) must not steer the interpolation.
+				if got := st.Engine.InterpCadence; got != uint32(interval) {
+					t.Errorf("client %d: interpolation learned a cadence of %d ticks, want %d", i+1, got, interval)
+				}
 			}
 			if st := r.hostStats(); st.Resyncs != 0 || st.Desyncs != 0 {
 				t.Errorf("host: %d resyncs, %d desyncs", st.Resyncs, st.Desyncs)

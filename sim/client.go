@@ -65,6 +65,11 @@ type ClientStats struct {
 	// time dilation.
 	InterpDelay, InterpTarget time.Duration
 	InterpDilation            float64
+	// InterpCadence is the server's snapshot cadence the interpolation
+	// clock learned, in ticks (1: a snapshot every tick; a game host's
+	// GameConfig.SnapshotInterval when it paces them): the least tick
+	// step of the last 8 snapshot deltas (SnapshotReceived).
+	InterpCadence uint32
 	// Lead is how far the predicted tick runs ahead of the newest server
 	// tick received, in ticks.
 	Lead float64
@@ -591,5 +596,6 @@ func (c *Client) Stats() ClientStats {
 	st.InterpDelay = time.Duration(c.interp.delay * float64(time.Second))
 	st.InterpTarget = time.Duration(c.interp.target() * float64(time.Second))
 	st.InterpDilation = c.interp.dilation
+	st.InterpCadence = c.interp.step()
 	return st
 }
