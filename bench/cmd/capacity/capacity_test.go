@@ -125,8 +125,8 @@ func TestDiff(t *testing.T) {
 	if r.serverCPU != 1.5 || r.botCPU != 0.3 || r.downKbps != 8 || r.upKbps != 2 {
 		t.Errorf("server %.2f bots %.2f cores, down %.1f up %.1f kbit/s; want 1.5, 0.3, 8, 2", r.serverCPU, r.botCPU, r.downKbps, r.upKbps)
 	}
-	if r.tickRate != 60 || r.botUsPerTick != 10 {
-		t.Errorf("tick rate %.1f, bot %.2f µs per client-tick; want 60, 10", r.tickRate, r.botUsPerTick)
+	if r.tickRate != 60 || r.botUsPerTick != 10 || r.serverUsPerTick != 50 {
+		t.Errorf("tick rate %.1f, bot %.2f µs per client-tick, server %.2f µs per player-tick; want 60, 10, 50", r.tickRate, r.botUsPerTick, r.serverUsPerTick)
 	}
 	if r.sockDrops != 20 {
 		t.Errorf("socket drops %.1f/s, want 20", r.sockDrops)

@@ -2,7 +2,7 @@
 // starts the server and tickwire-bot processes on loopback, adds players
 // in steps and, after each step's warm-up, measures over a hold period
 // the server's tick duration (p50/p99 from its Prometheus histogram), its
-// CPU and memory, the machine's CPUs, bandwidth per client both ways, the
+// CPU (cores, and µs per player and tick) and memory, the machine's CPUs, bandwidth per client both ways, the
 // bots' CPU and desyncs. It stops at the first step whose p99 tick
 // exceeds the tick budget (16.7 ms at 60 Hz), that desyncs or that lost
 // players, and prints a markdown table and the largest count held. It
@@ -475,6 +475,7 @@ type row struct {
 	rssMB             float64
 	downKbps, upKbps  float64 // per client
 	botUsPerTick      float64 // bot CPU per client and tick
+	serverUsPerTick   float64 // server CPU per player and tick it ran
 	desyncs           float64
 	sockDrops         float64 // datagrams the server's socket dropped per second
 	tickRate          float64 // ticks the server ran per second
@@ -500,6 +501,9 @@ func diff(a, b reading, target, tickRate int) row {
 	r.tickRate = n / wall
 	if b.players > 0 {
 		r.botUsPerTick = r.botCPU * 1e6 / b.players / float64(tickRate)
+		if r.tickRate > 0 {
+			r.serverUsPerTick = r.serverCPU * 1e6 / b.players / r.tickRate
+		}
 	}
 	for i := range min(len(a.machine), len(b.machine)) {
 		total := b.machine[i].total - a.machine[i].total
@@ -528,14 +532,14 @@ func diff(a, b reading, target, tickRate int) row {
 }
 
 func (r row) summary() string {
-	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores, bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
-		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
+	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores (%.1f µs per player-tick), bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
+		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.serverUsPerTick, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
 }
 
 // printTable writes the rows as a markdown table.
 func printTable(w io.Writer, rows []row, cpus int) {
-	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | server µs per player-tick | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		busy := make([]string, len(r.machineBusy))
 		for i, b := range r.machineBusy {
@@ -545,8 +549,8 @@ func printTable(w io.Writer, rows []row, cpus int) {
 		if r.held {
 			held = "yes"
 		}
-		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
-			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
+		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %.1f | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
+			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, r.serverUsPerTick, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
 	}
 }
 
