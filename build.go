@@ -105,9 +105,9 @@ func (b *builder) shareTo(w *buildWorker, i int) {
 				break
 			}
 			for _, c := range b.conns[lo:min(lo+buildChunk, from.end)] {
-				c.out.q = &w.q
+				c.out.q, c.worker = &w.q, i
 				c.sess.Tick(b.now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
-				c.out.q = b.home
+				c.out.q, c.worker = b.home, 0
 				c.ackQueued = false
 			}
 		}

@@ -58,6 +58,7 @@ type Conn struct {
 	connected time.Time
 	closed    bool
 	ackQueued bool
+	worker    int // the build worker building its packets (0 outside builds: the loop)
 	// Value is the application's: the library never reads or writes it.
 	Value any
 }

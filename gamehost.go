@@ -115,12 +115,24 @@ type GameHost struct {
 	codecs  deltacomp.Codecs
 	sum     sim.Checksummer
 	scratch []byte
+	// packets: per build worker (Conn.worker), the memory the schedulers
+	// and encoders that worker runs rank, size and write a packet in.
+	packets []packetScratch
 	stats   GameHostStats
 	mig     *hostMigration // nil unless GameConfig.Migration
 	// overflowed counts connections whose backlog overflowed since the
 	// last tick; kicks is the tick's list of them.
 	overflowed int
 	kicks      []*Conn
+}
+
+// packetScratch is where one build worker's schedulers and encoders
+// rank, size and write a packet: shared by the connections the worker
+// builds one after the other, it stays in the worker's cache, where each
+// connection's own would be cold by its next packet.
+type packetScratch struct {
+	enc   deltacomp.Scratch
+	sched interest.Scratch
 }
 
 // GameHostStats count what a GameHost did.
@@ -189,7 +201,7 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 		cfg.Handler = nopHandler{}
 	}
 	h := &GameHost{srv: srv, log: scfg.Logger, factory: factory, cfg: cfg, codec: codec,
-		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}}
+		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}, packets: make([]packetScratch, max(scfg.Workers, 1))}
 	if cfg.Migration != nil {
 		h.mig = newHostMigration(h, *cfg.Migration)
 	}
@@ -820,6 +832,9 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 	left := room - (len(b) - start) - reserve
 	// Prepared (aligned with the ring) every tick, even with no room for
 	// a snapshot delta, so that it never falls far behind.
+	ps := &gc.host.packets[min(gc.c.worker, len(gc.host.packets)-1)]
+	gc.enc.UseScratch(&ps.enc)
+	gc.sched.UseScratch(&ps.sched)
 	gc.enc.Prepare()
 	if left < proto.SnapshotDeltaHeaderSize+8 {
 		gc.sched.Update(g.world)

@@ -48,12 +48,10 @@ type Encoder struct {
 	stale       bool // lost track of what the client holds: it needs a resync
 
 	// per Prepare
-	defRev  uint32
-	fixed   int
-	sized   []uint64 // bit i: entity i is sized for this packet
-	sizeAt  []int32  // entity i's place in sizes, when sized
-	sizes   []sizing // this packet's sized entities, in the order sized
-	scratch []byte
+	defRev uint32
+	fixed  int
+	ps     *Scratch // this packet's sizing: own, or its goroutine's (UseScratch)
+	own    Scratch
 
 	flights idset.Flights[flight]
 	log     idset.Log
@@ -63,12 +61,25 @@ type Encoder struct {
 	tmpRem  []proto.NetworkID
 }
 
+// Scratch is the working memory an Encoder sizes and writes one packet
+// in: arrays over the ring's entities that are filled anew for each
+// packet. The encoders one goroutine runs, one after the other, can share
+// one Scratch (UseScratch): it then stays in that core's cache, where
+// each client's own would be cold by its next packet. The zero value is
+// ready to use.
+type Scratch struct {
+	sized  []uint64 // bit i: entity i is sized for this packet
+	sizeAt []int32  // entity i's place in sizes, when sized
+	sizes  []sizing // this packet's sized entities, in the order sized
+	codes  []byte   // the sized entities' codes
+}
+
 // sizing is how an entity goes in the packet being built. The sizings
 // of a packet sit together, in the order sized, rather than in arrays
 // over every entity: a client's packet touches only a few of the world's
 // entities, and the per-entity index to them is all it reads elsewhere.
 type sizing struct {
-	off, n int32  // the code in scratch (n = 0: nothing to send)
+	off, n int32  // the code in Scratch.codes (n = 0: nothing to send)
 	rev    uint32 // the baseline revision (0: in full)
 	kind   uint8
 }
@@ -89,7 +100,20 @@ func NewEncoder(r *Ring, cfg EncoderConfig) *Encoder {
 	if cfg.MaxRemovals <= 0 {
 		cfg.MaxRemovals = 64
 	}
-	return &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
+	e := &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
+	e.ps = &e.own
+	return e
+}
+
+// UseScratch makes the encoder size and write its packets in s from its
+// next Prepare on (nil: its own). Encoders may share a Scratch only when
+// no two of them are between Prepare and AppendFrame at once: the
+// encoders one goroutine runs, one packet after the other.
+func (e *Encoder) UseScratch(s *Scratch) {
+	if s == nil {
+		s = &e.own
+	}
+	e.ps = s
 }
 
 // LastAcked is the newest revision the client acknowledged (0 none).
@@ -206,13 +230,13 @@ func (e *Encoder) Prepare() {
 	e.align()
 	r := e.ring
 	n := len(e.base)
-	e.sized = idset.ResizeBits(e.sized, n)
-	if cap(e.sizeAt) < n {
-		e.sizeAt = make([]int32, n, n+n/4)
+	e.ps.sized = idset.ResizeBits(e.ps.sized, n)
+	if cap(e.ps.sizeAt) < n {
+		e.ps.sizeAt = make([]int32, n, n+n/4)
 	}
-	e.sizeAt = e.sizeAt[:n]
-	e.sizes = e.sizes[:0]
-	e.scratch = e.scratch[:0]
+	e.ps.sizeAt = e.ps.sizeAt[:n]
+	e.ps.sizes = e.ps.sizes[:0]
+	e.ps.codes = e.ps.codes[:0]
 	e.defRev = 0
 	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
 		e.defRev = e.lastAcked
@@ -246,11 +270,11 @@ func (e *Encoder) FixedSize() int { return e.fixed }
 // Valid after Prepare; the patch is encoded once and cached for
 // AppendFrame.
 func (e *Encoder) BodySize(i int) int {
-	if idset.Bit(e.sized, i) {
-		return int(e.sizes[e.sizeAt[i]].n)
+	if idset.Bit(e.ps.sized, i) {
+		return int(e.ps.sizes[e.ps.sizeAt[i]].n)
 	}
 	r := e.ring
-	off := len(e.scratch)
+	off := len(e.ps.codes)
 	kind := uint8(kindFull)
 	var rev uint32
 	var patch []byte
@@ -263,19 +287,19 @@ func (e *Encoder) BodySize(i int) int {
 			}
 		}
 	}
-	idset.SetBit(e.sized, i)
-	e.sizeAt[i] = int32(len(e.sizes))
+	idset.SetBit(e.ps.sized, i)
+	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
 	if kind == kindExplicit {
-		e.scratch = appendVarint(e.scratch, uint64(r.rev-rev))
+		e.ps.codes = appendVarint(e.ps.codes, uint64(r.rev-rev))
 	}
-	e.scratch = r.appendCode(e.scratch, rev, i, patch)
-	n := len(e.scratch) - off
-	if kind != kindFull && e.scratch[len(e.scratch)-1] == 0 && e.sent[i] <= rev {
+	e.ps.codes = r.appendCode(e.ps.codes, rev, i, patch)
+	n := len(e.ps.codes) - off
+	if kind != kindFull && e.ps.codes[len(e.ps.codes)-1] == 0 && e.sent[i] <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
-		e.scratch, n = e.scratch[:off], 0
+		e.ps.codes, n = e.ps.codes[:off], 0
 	}
-	e.sizes = append(e.sizes, sizing{off: int32(off), n: int32(n), rev: rev, kind: kind})
+	e.ps.sizes = append(e.ps.sizes, sizing{off: int32(off), n: int32(n), rev: rev, kind: kind})
 	return n
 }
 
@@ -287,10 +311,10 @@ func (e *Encoder) LinkSize(prev, i int) int {
 	if prev >= 0 {
 		p = ids[prev]
 	}
-	if !idset.Bit(e.sized, i) {
+	if !idset.Bit(e.ps.sized, i) {
 		e.BodySize(i)
 	}
-	return entryHeaderLen(p, ids[i], e.sizes[e.sizeAt[i]].kind)
+	return entryHeaderLen(p, ids[i], e.ps.sizes[e.ps.sizeAt[i]].kind)
 }
 
 var (
@@ -316,10 +340,10 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 			return b, errSelection
 		}
 		last = i
-		if !idset.Bit(e.sized, int(i)) {
+		if !idset.Bit(e.ps.sized, int(i)) {
 			e.BodySize(int(i))
 		}
-		if sz := &e.sizes[e.sizeAt[i]]; sz.n > 0 && sz.kind != kindFull && sz.rev < baseRev {
+		if sz := &e.ps.sizes[e.ps.sizeAt[i]]; sz.n > 0 && sz.kind != kindFull && sz.rev < baseRev {
 			baseRev = sz.rev
 		}
 	}
@@ -339,7 +363,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	count := 0
 	k := 0
 	for _, i := range sel {
-		sz := &e.sizes[e.sizeAt[i]]
+		sz := &e.ps.sizes[e.ps.sizeAt[i]]
 		if sz.n == 0 {
 			continue
 		}
@@ -351,7 +375,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 			count++
 		}
 		b = appendVarint(b, entryHeader(uint32(id-prev-1), sz.kind))
-		b = append(b, e.scratch[sz.off:sz.off+sz.n]...)
+		b = append(b, e.ps.codes[sz.off:sz.off+sz.n]...)
 		prev = id
 		e.log.Append(&fl.ids, id)
 		e.idxLog.Append(&fl.idx, proto.NetworkID(i))

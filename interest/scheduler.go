@@ -145,18 +145,18 @@ type Scheduler struct {
 	always []proto.NetworkID
 	bands  bands
 
-	layout    uint64 // the World's layout the state below is indexed by
-	prio      []float32
-	rel       []uint64 // relevant this tick
-	prevRel   []uint64 // relevant last tick
-	pending   []uint64 // prio > 0
-	late      []uint64 // relevant, in a band whose turn this tick is not
-	turn      []uint64 // relevant and taking part this tick: rel &^ late
-	dirty     []uint64 // relevant, changed since their last turn
-	sel       []uint64
-	zero      []uint64 // sized at 0 in packAll
-	keys      []uint64
-	spareKeys []uint64 // sortByHigh's other buffer
+	layout  uint64 // the World's layout the state below is indexed by
+	prio    []float32
+	rel     []uint64 // relevant this tick
+	prevRel []uint64 // relevant last tick
+	pending []uint64 // prio > 0
+	late    []uint64 // relevant, in a band whose turn this tick is not
+	turn    []uint64 // relevant and taking part this tick: rel &^ late
+	dirty   []uint64 // relevant, changed since their last turn
+	sel     []uint64
+	zero    []uint64 // sized at 0 in packAll
+	ps      *Scratch // the ranking's keys: own, or its goroutine's (UseScratch)
+	own     Scratch
 	// overflowed: the last packet had no room for every pending entity
 	// (pack skipped some).
 	overflowed bool
@@ -178,9 +178,29 @@ type Scheduler struct {
 	lastNow time.Time
 }
 
+// Scratch is the working memory a Scheduler ranks one packet's entities
+// in. The schedulers one goroutine runs, one after the other, can share
+// one Scratch (UseScratch): it then stays in that core's cache, where
+// each client's own would be cold by its next packet. The zero value is
+// ready to use.
+type Scratch struct {
+	keys, spare []uint64 // the ranking's keys, and sortByHigh's other buffer
+}
+
+// UseScratch makes the scheduler rank in sc from its next Schedule on
+// (nil: its own). Schedulers may share a Scratch only when no two of
+// them run Schedule at once.
+func (s *Scheduler) UseScratch(sc *Scratch) {
+	if sc == nil {
+		sc = &s.own
+	}
+	s.ps = sc
+}
+
 // NewScheduler returns a scheduler for one player.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	s := &Scheduler{radius: cfg.Radius, filter: cfg.Filter, maxSkips: cfg.MaxSkips, bands: newBands(cfg.Bands, cfg.Radius)}
+	s.ps = &s.own
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
@@ -405,7 +425,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			return used
 		}
 	}
-	keys := s.keys[:0]
+	keys := s.ps.keys[:0]
 	for k, m := range s.pending {
 		for m &= s.turn[k]; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
@@ -413,8 +433,8 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
 		}
 	}
-	keys, s.spareKeys = sortByHigh(keys, s.spareKeys)
-	s.keys = keys
+	keys, s.ps.spare = sortByHigh(keys, s.ps.spare)
+	s.ps.keys = keys
 	used, skips := 0, 0
 	for _, key := range keys {
 		i := int(uint32(key))
