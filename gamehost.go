@@ -201,7 +201,7 @@ func NewGameHost(srv *Server, factory GameFactory, cfg GameConfig) (*GameHost, e
 		cfg.Handler = nopHandler{}
 	}
 	h := &GameHost{srv: srv, log: scfg.Logger, factory: factory, cfg: cfg, codec: codec,
-		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}, packets: make([]packetScratch, max(scfg.Workers, 1))}
+		games: map[uint64]*hostedGame{}, conns: map[*Conn]*gameConn{}, packets: make([]packetScratch, scfg.Workers)}
 	if cfg.Migration != nil {
 		h.mig = newHostMigration(h, *cfg.Migration)
 	}
@@ -830,11 +830,13 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 		reserve = (&proto.ChecksumFrame{}).Len()
 	}
 	left := room - (len(b) - start) - reserve
-	// Prepared (aligned with the ring) every tick, even with no room for
-	// a snapshot delta, so that it never falls far behind.
-	ps := &gc.host.packets[min(gc.c.worker, len(gc.host.packets)-1)]
+	// The packet is ranked, sized and written in the building worker's
+	// scratch (there are Config.Workers, and no more workers).
+	ps := &gc.host.packets[gc.c.worker]
 	gc.enc.UseScratch(&ps.enc)
 	gc.sched.UseScratch(&ps.sched)
+	// Prepared (aligned with the ring) every tick, even with no room for
+	// a snapshot delta, so that it never falls far behind.
 	gc.enc.Prepare()
 	if left < proto.SnapshotDeltaHeaderSize+8 {
 		gc.sched.Update(g.world)

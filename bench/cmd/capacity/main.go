@@ -2,8 +2,9 @@
 // starts the server and tickwire-bot processes on loopback, adds players
 // in steps and, after each step's warm-up, measures over a hold period
 // the server's tick duration (p50/p99 from its Prometheus histogram), its
-// CPU (cores, and µs per player and tick) and memory, the machine's CPUs, bandwidth per client both ways, the
-// bots' CPU and desyncs. It stops at the first step whose p99 tick
+// CPU (cores, and µs per player and tick) and memory, the machine's
+// CPUs, bandwidth per client both ways, the bots' CPU and desyncs. It
+// stops at the first step whose p99 tick
 // exceeds the tick budget (16.7 ms at 60 Hz), that desyncs or that lost
 // players, and prints a markdown table and the largest count held. It
 // draws the run as an SVG (-svg) and, with -profile, keeps a CPU profile
