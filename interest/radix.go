@@ -12,7 +12,8 @@ const radixMin = 48
 // index order): a stable LSD radix sort on the bytes of the high halves,
 // through spare, that skips every byte all keys share. Priorities are
 // sums of kind weights doubled per turn waited, whose low mantissa bytes
-// mostly agree, so one or two passes of the four usually remain. It
+// agree: in the 1,000-player tick rigs every ranking ran two of the four
+// passes, or none when all its priorities were equal. It
 // returns the sorted keys and the other buffer, for the next call's
 // spare (either may be keys' or spare's array).
 func sortByHigh(keys, spare []uint64) (sorted, rest []uint64) {
