@@ -31,18 +31,21 @@ type EncoderConfig struct {
 // AppendFrame with the chosen entities. Wire the client's packet
 // notifications to Delivered and Lost. Not safe for concurrent use.
 //
-// The per-entity state is indexed like the ring's Latest and keeps no
-// copy of its ids: it follows the ring's layout changes through the
-// ring's remaps. Prepare (or Delivered, Lost's bookkeeping aside) at
+// The per-entity state keeps no copy of the entities' ids: it is
+// indexed by the entities' slots in the ring (idset.History), which
+// entities keep while they exist, and follows the ring's layout changes
+// through the ring's remaps, clearing the slots each change freed.
+// Prepare (or Delivered, Lost's bookkeeping aside) at
 // least once per idset.HistoryLen layout changes; an encoder further
 // behind no longer knows which entities the client holds that are gone
 // since, and says so with Stale until Reset (a resync).
 type Encoder struct {
 	ring        *Ring
 	maxRemovals int
-	layout      uint64            // the ring's layout base and sent are indexed by
-	base        []uint32          // newest acknowledged revision holding the entity, 0 none
-	sent        []uint32          // newest revision the entity was written in
+	layout      uint64            // the ring's layout base and sent follow
+	slot        []int32           // the ring's index -> slot (align sets it)
+	base        []uint32          // by slot: newest acknowledged revision holding the entity, 0 none
+	sent        []uint32          // by slot: newest revision the entity was written in
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
 	stale       bool // lost track of what the client holds: it needs a resync
@@ -55,9 +58,8 @@ type Encoder struct {
 
 	flights idset.Flights[flight]
 	log     idset.Log
-	idxLog  idset.Log // the written entities' indices (flight.idx)
+	slotLog idset.Log // the written entities' slots (flight.slots)
 	tmpIDs  []proto.NetworkID
-	tmpIdx  []int32
 	tmpRem  []proto.NetworkID
 }
 
@@ -88,10 +90,9 @@ type flight struct {
 	rev      uint32
 	ids      idset.Span // entities written, then removals written
 	removals int32
-	// idx holds the written entities' indices in the layout of the
-	// time (layout): while it has not changed, Delivered needs no search.
-	idx    idset.Span
-	layout uint64
+	// slots holds the written entities' slots: while a slot holds the
+	// same id, Delivered needs no search.
+	slots idset.Span
 }
 
 // NewEncoder returns an encoder for one client of ring r, which holds
@@ -150,21 +151,25 @@ func (e *Encoder) Stale() bool { return e.stale }
 // ring computes each change's remap once, for all clients).
 func (e *Encoder) align() {
 	r := e.ring
-	if !r.layouts.Follow(&e.layout, len(e.base), e.move) || len(e.base) != len(r.latest.IDs) {
+	if !r.layouts.Follow(&e.layout, e.move) || len(e.base) != r.layouts.SlotCount() {
 		e.restart()
 	}
+	e.slot = r.layouts.Slots()
 }
 
-// move realigns the per-entity state through one layout change, m.
+// move realigns the per-entity state through one layout change, m: the
+// slots it freed are cleared, their entities' removals pending if the
+// client may hold them.
 func (e *Encoder) move(m *idset.Remap) {
 	gone := e.tmpIDs[:0]
-	for k, o := range m.Removed {
-		if e.base[o] != 0 || e.sent[o] != 0 {
+	for k, sl := range m.Freed {
+		if e.base[sl] != 0 || e.sent[sl] != 0 {
 			gone = append(gone, m.Gone[k])
 		}
+		e.base[sl], e.sent[sl] = 0, 0
 	}
-	e.base = idset.Move(m, e.base, m.NewLen)
-	e.sent = idset.Move(m, e.sent, m.NewLen)
+	e.base = idset.Grow(e.base, m.Slots)
+	e.sent = idset.Grow(e.sent, m.Slots)
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
 	// id is one of the layout's new entities (m.Added, usually a few).
@@ -202,10 +207,10 @@ func (e *Encoder) move(m *idset.Remap) {
 // held by the client.
 func (e *Encoder) restart() {
 	r := e.ring
-	n := len(r.latest.IDs)
+	n := r.layouts.SlotCount()
 	e.stale = e.stale || len(e.base) > 0 || e.layout > 0
-	e.base = slices.Grow(e.base[:0], n)[:n]
-	e.sent = slices.Grow(e.sent[:0], n)[:n]
+	e.base = idset.Grow(e.base[:0], n)
+	e.sent = idset.Grow(e.sent[:0], n)
 	e.forget(e.stale)
 	e.layout = r.Layout()
 }
@@ -215,12 +220,13 @@ func (e *Encoder) restart() {
 // will be announced), else as never sent.
 func (e *Encoder) forget(held bool) {
 	clear(e.base)
-	v := uint32(0)
-	if held {
-		v = max(e.ring.rev, 1)
+	clear(e.sent)
+	if !held {
+		return
 	}
-	for i := range e.sent {
-		e.sent[i] = v
+	v := max(e.ring.rev, 1)
+	for _, sl := range e.ring.layouts.Slots() {
+		e.sent[sl] = v
 	}
 }
 
@@ -229,7 +235,7 @@ func (e *Encoder) forget(held bool) {
 func (e *Encoder) Prepare() {
 	e.align()
 	r := e.ring
-	n := len(e.base)
+	n := len(r.latest.IDs)
 	e.ps.sized = idset.ResizeBits(e.ps.sized, n)
 	if cap(e.ps.sizeAt) < n {
 		e.ps.sizeAt = make([]int32, n, n+n/4)
@@ -278,7 +284,8 @@ func (e *Encoder) BodySize(i int) int {
 	kind := uint8(kindFull)
 	var rev uint32
 	var patch []byte
-	if b := e.base[i]; b != 0 {
+	sl := e.slot[i]
+	if b := e.base[sl]; b != 0 {
 		if p, ok := r.Patch(b, i); ok {
 			rev, patch = b, p
 			kind = kindExplicit
@@ -294,7 +301,7 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	e.ps.codes = r.appendCode(e.ps.codes, rev, i, patch)
 	n := len(e.ps.codes) - off
-	if kind != kindFull && e.ps.codes[len(e.ps.codes)-1] == 0 && e.sent[i] <= rev {
+	if kind != kindFull && e.ps.codes[len(e.ps.codes)-1] == 0 && e.sent[sl] <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
 		e.ps.codes, n = e.ps.codes[:off], 0
@@ -332,7 +339,7 @@ var (
 func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error) {
 	r := e.ring
 	ids := r.latest.IDs
-	n := len(e.base)
+	n := len(ids)
 	baseRev := r.rev
 	last := int32(-1)
 	for _, i := range sel {
@@ -358,7 +365,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	fl := e.flights.Put(seq)
 	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
-	fl.idx, fl.layout = e.idxLog.Begin(len(sel)), e.layout
+	fl.slots = e.slotLog.Begin(len(sel))
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -378,8 +385,8 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		b = append(b, e.ps.codes[sz.off:sz.off+sz.n]...)
 		prev = id
 		e.log.Append(&fl.ids, id)
-		e.idxLog.Append(&fl.idx, proto.NetworkID(i))
-		e.sent[i] = r.rev
+		e.slotLog.Append(&fl.slots, proto.NetworkID(e.slot[i]))
+		e.sent[e.slot[i]] = r.rev
 		count++
 	}
 	for ; k < len(rem); k++ {
@@ -417,19 +424,15 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 	e.align()
 	nEnt := fl.ids.Len() - int(fl.removals)
-	if fl.layout == e.layout && e.idxLog.Valid(fl.idx) {
-		// The layout of the time: the indices recorded stand.
+	if e.slotLog.Valid(fl.slots) {
+		// The slots of the time, where they still hold the same ids. (An
+		// id gone and back since may hold its old slot again: its
+		// baseline then predates it, and the ring has no patch from
+		// there, so it is still sent in full.)
 		for k := 0; k < nEnt; k++ {
-			if i := int(e.idxLog.At(fl.idx, k)); e.base[i] < fl.rev {
-				e.base[i] = fl.rev
-			}
-		}
-	} else if idx, ok := e.remapped(fl, nEnt); ok {
-		// A few layouts later (entities came and went since): the
-		// indices of the time, through the ring's layout changes.
-		for _, i := range idx {
-			if i >= 0 && e.base[i] < fl.rev {
-				e.base[i] = fl.rev
+			sl := int32(e.slotLog.At(fl.slots, k))
+			if e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && e.base[sl] < fl.rev {
+				e.base[sl] = fl.rev
 			}
 		}
 	} else {
@@ -439,8 +442,8 @@ func (e *Encoder) Delivered(seq uint16) {
 			i, ok := slices.BinarySearch(e.ring.latest.IDs[lo:], id)
 			i += lo
 			lo = i
-			if ok && e.base[i] < fl.rev {
-				e.base[i] = fl.rev
+			if ok && e.base[e.slot[i]] < fl.rev {
+				e.base[e.slot[i]] = fl.rev
 			}
 		}
 	}
@@ -464,30 +467,6 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 }
 
-// remapped returns the indices a flight's entities have in the current
-// layout (−1: gone since), from the indices recorded when it was written
-// and the ring's layout changes since, or ok = false when the ring no
-// longer holds them all (then search by id). The encoder is aligned with
-// the ring (Delivered aligns it first).
-func (e *Encoder) remapped(fl *flight, n int) (idx []int32, ok bool) {
-	if !e.idxLog.Valid(fl.idx) || e.layout-fl.layout > idset.HistoryLen {
-		return nil, false
-	}
-	idx = e.tmpIdx[:0]
-	for k := 0; k < n; k++ {
-		idx = append(idx, int32(e.idxLog.At(fl.idx, k)))
-	}
-	e.tmpIdx = idx
-	for l := fl.layout + 1; l <= e.layout; l++ {
-		m, held := e.ring.layouts.At(l)
-		if !held {
-			return nil, false
-		}
-		m.MapAscending(idx)
-	}
-	return idx, true
-}
-
 // Lost tells the encoder the packet with sequence seq is lost. Its
 // removals stay pending and are sent again; its entities are re-sent when
 // the scheduler picks them again (interest re-prioritises them).
@@ -508,8 +487,8 @@ func (e *Encoder) FullDelivered(rev uint32, ids []proto.NetworkID) {
 		if !ok {
 			continue
 		}
-		if _, ok := e.ring.Patch(rev, i); ok && e.base[i] < rev {
-			e.base[i] = rev
+		if _, ok := e.ring.Patch(rev, i); ok && e.base[e.slot[i]] < rev {
+			e.base[e.slot[i]] = rev
 		}
 	}
 	if rev > e.lastAcked {

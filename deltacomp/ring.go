@@ -156,7 +156,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	r.changed = idset.ResizeBits(r.changed, n)
 	switch {
 	case r.rev == 0:
-		r.layouts.Next().Build(nil, s.IDs)
+		r.layouts.Next(nil, s.IDs)
 		for i := 0; i < n; i++ {
 			idset.SetBit(r.changed, i)
 		}
@@ -174,7 +174,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 			}
 		}
 	default:
-		r.realign(s, r.layouts.Next())
+		r.realign(s, r.layouts.Next(r.latest.IDs, s.IDs))
 	}
 	r.latest.Tick = s.Tick
 	r.latest.RecordSize = rs
@@ -195,15 +195,14 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	return rev, nil
 }
 
-// realign builds m, the remap from latest's entity set to s's, and
-// rebuilds every patch for s's set (before latest is replaced by s).
+// realign rebuilds every patch for s's entity set through m, the remap
+// from latest's set to s's (before latest is replaced by s).
 // Entities kept in order form runs, so each patch is rebuilt with one
 // XOR per run rather than per entity.
 func (r *Ring) realign(s *Snapshot, m *idset.Remap) {
 	rs := s.RecordSize
 	n := s.Len()
 	old := &r.latest
-	m.Build(old.IDs, s.IDs)
 	// delta = new XOR old for kept entities; new entities are changed.
 	r.delta = resizeBytes(r.delta, n*rs)
 	kept := idset.ResizeBits(r.spareP, n)

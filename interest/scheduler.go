@@ -129,11 +129,13 @@ const DefaultBudget = 1200 - 26 - 16
 // safe for concurrent use; different players' schedulers may run in
 // parallel over one World.
 //
-// A scheduler's per-entity state is indexed like the World's entities
-// and keeps no copy of their ids: it follows the World's layout changes
-// through the World's remaps (idset.History), and starts over (every
-// relevant entity re-prioritised) if it fell more than idset.HistoryLen
-// changes behind.
+// A scheduler's per-entity state keeps no copy of the entities' ids:
+// priorities are indexed by the entities' slots in the World
+// (idset.History), which entities keep while they exist, and bitsets
+// by the World's indices. It follows the World's layout changes through
+// the World's remaps: a change clears the priorities of the slots it
+// freed and shifts the bitsets. It starts over (every relevant entity
+// re-prioritised) if it fell more than idset.HistoryLen changes behind.
 type Scheduler struct {
 	radius   float32
 	filter   func(*World, int) bool
@@ -145,14 +147,16 @@ type Scheduler struct {
 	always []proto.NetworkID
 	bands  bands
 
-	layout  uint64 // the World's layout the state below is indexed by
-	prio    []float32
-	rel     []uint64 // relevant this tick
-	prevRel []uint64 // relevant last tick
-	pending []uint64 // prio > 0
-	late    []uint64 // relevant, in a band whose turn this tick is not
-	turn    []uint64 // relevant and taking part this tick: rel &^ late
-	dirty   []uint64 // relevant, changed since their last turn
+	layout  uint64    // the World's layout the state below is indexed by
+	n       int       // that layout's entities
+	slot    []int32   // the World's index -> slot (update sets it)
+	prio    []float32 // by slot
+	rel     []uint64  // relevant this tick
+	prevRel []uint64  // relevant last tick
+	pending []uint64  // prio > 0
+	late    []uint64  // relevant, in a band whose turn this tick is not
+	turn    []uint64  // relevant and taking part this tick: rel &^ late
+	dirty   []uint64  // relevant, changed since their last turn
 	sel     []uint64
 	zero    []uint64 // sized at 0 in packAll
 	ps      *Scratch // the ranking's keys: own, or its goroutine's (UseScratch)
@@ -161,9 +165,6 @@ type Scheduler struct {
 	// (pack skipped some).
 	overflowed bool
 	out        []int32
-	tmpB       []uint64
-	tmpB2      []uint64
-	tmpB3      []uint64
 
 	ticked  bool
 	gen     uint64                    // the World update of the last update
@@ -240,31 +241,32 @@ func (s *Scheduler) Reset() {
 }
 
 // Priority returns entity i's current priority (for tests and debugging).
-func (s *Scheduler) Priority(i int) float32 { return s.prio[i] }
+// Valid after an update.
+func (s *Scheduler) Priority(i int) float32 { return s.prio[s.slot[i]] }
 
 func (s *Scheduler) align(w *World) {
 	// Usually one layout change since the last tick: follow the World's
 	// remaps (built once for all players).
-	if !w.layouts.Follow(&s.layout, len(s.prio), s.move) || len(s.prio) != len(w.ids) {
+	if !w.layouts.Follow(&s.layout, s.move) || s.n != len(w.ids) || len(s.prio) != w.layouts.SlotCount() {
 		s.restart(w)
 	}
+	s.slot = w.layouts.Slots()
 }
 
-// move realigns the per-entity state from one layout to the next, m.
+// move realigns the per-entity state from one layout to the next, m:
+// the slots it freed forget their priority, and the bitsets shift to
+// the new indices.
 func (s *Scheduler) move(m *idset.Remap) {
-	n := m.NewLen
-	pend := idset.ResizeBits(s.tmpB, n)
-	prev := idset.ResizeBits(s.tmpB2, n) // last tick's relevance, realigned
-	dirty := idset.ResizeBits(s.tmpB3, n)
-	s.prio = idset.Move(m, s.prio, n)
-	m.MoveBits(pend, s.pending)
-	m.MoveBits(prev, s.rel)
-	m.MoveBits(dirty, s.dirty)
-	s.tmpB, s.pending = s.pending, pend
-	s.tmpB3, s.dirty = s.dirty, dirty
+	for _, sl := range m.Freed {
+		s.prio[sl] = 0
+	}
+	s.prio = idset.Grow(s.prio, m.Slots)
+	s.pending = m.ShiftBits(s.pending)
 	// update swaps rel into prevRel: rel carries last tick's relevance.
-	s.tmpB2, s.rel = s.rel, prev
-	s.resize(n)
+	s.rel = m.ShiftBits(s.rel)
+	s.dirty = m.ShiftBits(s.dirty)
+	s.n = m.NewLen
+	s.resize(m.NewLen)
 }
 
 // restart sizes the per-entity state for w's entities and forgets it
@@ -273,17 +275,21 @@ func (s *Scheduler) move(m *idset.Remap) {
 // entity counts as newly relevant and is re-prioritised.
 func (s *Scheduler) restart(w *World) {
 	n := len(w.ids)
-	s.prio = slices.Grow(s.prio[:0], n)[:n]
-	clear(s.prio)
+	s.prio = idset.Grow(s.prio[:0], w.layouts.SlotCount())
 	s.pending = idset.ResizeBits(s.pending, n)
 	s.rel = idset.ResizeBits(s.rel, n)
 	s.dirty = idset.ResizeBits(s.dirty, n)
+	s.n = n
 	s.resize(n)
 	s.layout = w.layouts.Layout()
 }
 
-// resize sizes the bitsets rebuilt every tick for n entities.
+// resize sizes the bitsets rebuilt every tick (whatever they held) for n
+// entities.
 func (s *Scheduler) resize(n int) {
+	if len(s.late) == (n+63)/64 && len(s.prevRel) == len(s.late) {
+		return
+	}
 	s.prevRel = idset.ResizeBits(s.prevRel, n)
 	s.late = idset.ResizeBits(s.late, n)
 	s.turn = idset.ResizeBits(s.turn, n)
@@ -320,6 +326,7 @@ func (s *Scheduler) update(w *World) {
 	}
 	s.ticked, s.gen = true, w.gen
 	changed := w.changedWithin(gap)
+	slot := s.slot
 	n := len(w.ids)
 	s.prevRel, s.rel = s.rel, s.prevRel
 	rel, late := s.rel, s.late
@@ -359,18 +366,18 @@ func (s *Scheduler) update(w *World) {
 		s.dirty[k] = dirty &^ turn
 		// Entities no longer relevant forget their priority.
 		for m := s.pending[k] &^ r; m != 0; m &= m - 1 {
-			s.prio[k*64+bits.TrailingZeros64(m)] = 0
+			s.prio[slot[k*64+bits.TrailingZeros64(m)]] = 0
 		}
 		s.pending[k] &= r
 		m := (boost | s.pending[k]) & turn
 		s.pending[k] |= m
 		for ; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
-			p := s.prio[i] * 2
+			p := s.prio[slot[i]] * 2
 			if boost>>(i&63)&1 != 0 {
 				p += w.weight[w.kind[i]]
 			}
-			s.prio[i] = min(p, maxPriority)
+			s.prio[slot[i]] = min(p, maxPriority)
 		}
 	}
 }
@@ -430,7 +437,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		for m &= s.turn[k]; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
 			// Descending priority, then ascending index.
-			keys = append(keys, uint64(^math.Float32bits(s.prio[i]))<<32|uint64(i))
+			keys = append(keys, uint64(^math.Float32bits(s.prio[s.slot[i]]))<<32|uint64(i))
 		}
 	}
 	keys, s.ps.spare = sortByHigh(keys, s.ps.spare)
@@ -440,7 +447,7 @@ func (s *Scheduler) pack(room int, sz Sizer) int {
 		i := int(uint32(key))
 		body := sz.BodySize(i)
 		if body == 0 {
-			s.prio[i] = 0
+			s.prio[s.slot[i]] = 0
 			idset.ClearBit(s.pending, i)
 			continue
 		}
@@ -488,7 +495,7 @@ func (s *Scheduler) packAll(room int, sz Sizer) (used int, ok bool) {
 	for k, m := range s.pending {
 		s.sel[k] = m & s.turn[k] &^ s.zero[k]
 		for z := s.zero[k]; z != 0; z &= z - 1 {
-			s.prio[k*64+bits.TrailingZeros64(z)] = 0
+			s.prio[s.slot[k*64+bits.TrailingZeros64(z)]] = 0
 		}
 		s.pending[k] = m &^ s.zero[k]
 	}
@@ -505,7 +512,7 @@ func (s *Scheduler) takeSelected() {
 		for m := w; m != 0; m &= m - 1 {
 			i := k*64 + bits.TrailingZeros64(m)
 			s.out = append(s.out, int32(i))
-			s.prio[i] = 0
+			s.prio[s.slot[i]] = 0
 		}
 	}
 }
@@ -589,7 +596,7 @@ func (s *Scheduler) takeLost(w *World) {
 			if !ok {
 				continue
 			}
-			s.prio[i] = min(s.prio[i]*2+1, maxPriority)
+			s.prio[s.slot[i]] = min(s.prio[s.slot[i]]*2+1, maxPriority)
 			idset.SetBit(s.pending, i)
 		}
 	}

@@ -440,7 +440,8 @@ func newChurnRig(seed uint64, radius float32, body func(*rand.Rand) int) (*rand.
 }
 
 // A scheduler that missed layout changes realigns its per-entity state
-// by id, through the World's remaps (one per change).
+// by id, through the World's remaps (one per change): priorities
+// by slot, bitsets by index.
 func TestSchedulerRealignsByID(t *testing.T) {
 	rng, rw, w, s, sz := newChurnRig(12, 40, func(rng *rand.Rand) int { return 1 + rng.IntN(20) })
 	tick := uint32(0)
@@ -458,7 +459,7 @@ func TestSchedulerRealignsByID(t *testing.T) {
 		}
 		old := map[proto.NetworkID]state{}
 		for i, id := range w.ids { // the layout s is aligned with
-			old[id] = state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
+			old[id] = state{s.Priority(i), idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
 		}
 		layout := w.layouts.Layout()
 		for changes := 1 + rng.IntN(4); w.layouts.Layout()-layout < uint64(changes); {
@@ -469,7 +470,7 @@ func TestSchedulerRealignsByID(t *testing.T) {
 		s.align(w)
 		for i := 0; i < w.Len(); i++ {
 			want := old[w.ID(i)]
-			got := state{s.prio[i], idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
+			got := state{s.Priority(i), idset.Bit(s.pending, i), idset.Bit(s.rel, i)}
 			if got != want {
 				t.Fatalf("round %d, %d layout changes: entity %d: %+v want %+v", round, w.layouts.Layout()-layout, w.ID(i), got, want)
 			}

@@ -143,8 +143,7 @@ func (w *World) End(changed []uint64) {
 	}
 	var m *idset.Remap // nil: the layout did not change
 	if !slices.Equal(w.ids, w.prevIDs) {
-		m = w.layouts.Next()
-		m.Build(w.prevIDs, w.ids)
+		m = w.layouts.Next(w.prevIDs, w.ids)
 	}
 	w.gen++
 	w.shiftSince(m, w.lastChanged)

@@ -5,13 +5,19 @@ import (
 	"testing"
 )
 
+// randomWords returns 1 to 5 words of random bits.
+func randomWords(rng *rand.Rand) []uint64 {
+	s := make([]uint64, 1+rng.IntN(5))
+	for i := range s {
+		s[i] = rng.Uint64()
+	}
+	return s
+}
+
 func TestOrBits(t *testing.T) {
 	rng := rand.New(rand.NewPCG(11, 11))
 	for iter := 0; iter < 5000; iter++ {
-		src := make([]uint64, 1+rng.IntN(5))
-		for i := range src {
-			src[i] = rng.Uint64()
-		}
+		src := randomWords(rng)
 		dst := make([]uint64, 1+rng.IntN(5))
 		so := rng.IntN(len(src) * 64)
 		do := rng.IntN(len(dst) * 64)
@@ -46,5 +52,40 @@ func TestBits(t *testing.T) {
 	}
 	if a := testing.AllocsPerRun(100, func() { s = ResizeBits(s, 100) }); a != 0 {
 		t.Fatalf("ResizeBits within capacity: %v allocs", a)
+	}
+}
+
+// TestCopyBitsAndClearBits checks both against a []bool copy of the bits,
+// with overlapping ranges in both directions.
+func TestCopyBitsAndClearBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 12))
+	for iter := 0; iter < 5000; iter++ {
+		s := randomWords(rng)
+		size := len(s) * 64
+		model := make([]bool, size)
+		for i := range model {
+			model[i] = Bit(s, i)
+		}
+		if rng.IntN(2) == 0 {
+			from, to := rng.IntN(size), rng.IntN(size)
+			n := rng.IntN(size - max(from, to) + 1)
+			CopyBits(s, to, from, n)
+			copy(model[to:to+n], model[from:from+n])
+			for i, want := range model {
+				if Bit(s, i) != want {
+					t.Fatalf("CopyBits(to %d, from %d, n %d): bit %d = %v", to, from, n, i, !want)
+				}
+			}
+			continue
+		}
+		from := rng.IntN(size + 1)
+		to := from + rng.IntN(size-from+1)
+		ClearBits(s, from, to)
+		clear(model[from:to])
+		for i, want := range model {
+			if Bit(s, i) != want {
+				t.Fatalf("ClearBits(%d, %d): bit %d = %v", from, to, i, !want)
+			}
+		}
 	}
 }

@@ -18,6 +18,12 @@ type Remap struct {
 	Added   []proto.NetworkID // ids new to the layout, ascending
 	OldLen  int               // length of the old layout
 	NewLen  int               // length of the new layout
+	// Freed holds the slots Removed's entities held, in that order, and
+	// Slots the number of slots after the change (see History): per-slot
+	// state clears its Freed entries and grows to Slots. Build leaves
+	// them to History.Next.
+	Freed []int32
+	Slots int
 }
 
 // Run is a stretch of entities kept in order: new[New:New+N] are
@@ -52,42 +58,9 @@ func (m *Remap) Build(oldIDs, newIDs []proto.NetworkID) {
 	}
 }
 
-// Move realigns s, indexed like the old layout, to the new one (n
-// entries, grown if it must be) in place: a kept entity's entry moves to
-// its new index, a new entity's entry is the zero value. Entities that
-// kept their index are not touched, so a change at the end of the layout
-// (entities with the newest ids coming and going) moves only what lies
-// behind it. Runs moving left go first, in ascending order, then runs
-// moving right, in descending order: the runs keep their order, so no run
-// overwrites another's entries before they moved.
-func Move[T any](m *Remap, s []T, n int) []T {
-	if cap(s) < n {
-		s = slices.Grow(s, n-len(s))
-	}
-	s = s[:max(len(s), n)]
-	for _, r := range m.Runs {
-		if r.New < r.Old {
-			copy(s[r.New:r.New+r.N], s[r.Old:r.Old+r.N])
-		}
-	}
-	for k := len(m.Runs) - 1; k >= 0; k-- {
-		if r := m.Runs[k]; r.New > r.Old {
-			copy(s[r.New:r.New+r.N], s[r.Old:r.Old+r.N])
-		}
-	}
-	// New entities start from the zero value: clear what no run covers.
-	next := int32(0)
-	for _, r := range m.Runs {
-		clear(s[next:r.New])
-		next = r.New + r.N
-	}
-	clear(s[next:n])
-	return s[:n]
-}
-
-// MoveBits is Move for bitsets, from src into dst: dst, with room for
-// the new layout, gets each kept entity's bit of src at its new index and
-// clear bits for new entities.
+// MoveBits realigns a bitset over the old layout's entities, src, to the
+// new layout, into dst: dst, with room for the new layout, gets each kept
+// entity's bit of src at its new index and clear bits for new entities.
 func (m *Remap) MoveBits(dst, src []uint64) {
 	clear(dst)
 	for _, r := range m.Runs {
@@ -95,31 +68,36 @@ func (m *Remap) MoveBits(dst, src []uint64) {
 	}
 }
 
-// MapAscending maps the old indices idx (ascending; −1 entries are
-// skipped) to their new indices in place; an entity no longer present
-// becomes −1. One pass over idx and the runs.
-func (m *Remap) MapAscending(idx []int32) {
-	k, j := 0, 0
-	if len(m.Runs) > 0 && m.Runs[0].Old == 0 && m.Runs[0].New == 0 {
-		// The entities before the layout's first change keep their
-		// index (and −1 stays −1): pass them with one comparison each.
-		for j < len(idx) && idx[j] < m.Runs[0].N {
-			j++
-		}
-		k = 1
+// ShiftBits is MoveBits in place: s, a bitset over the old layout's
+// entities, comes back over the new layout's (grown if it must be). The
+// words of entities that kept their index are not touched, so a change
+// near the end of the layout (entities with the newest ids coming and
+// going) costs only the words behind it. Runs moving left go first, in
+// ascending order, then runs moving right, in descending order: the runs
+// keep their order, so no run overwrites another's bits before they
+// moved.
+func (m *Remap) ShiftBits(s []uint64) []uint64 {
+	words := (m.NewLen + 63) / 64
+	if cap(s) < words {
+		s = slices.Grow(s, words-len(s))
 	}
-	for ; j < len(idx); j++ {
-		i := idx[j]
-		if i < 0 {
-			continue
-		}
-		for k < len(m.Runs) && m.Runs[k].Old+m.Runs[k].N <= i {
-			k++
-		}
-		if k < len(m.Runs) && m.Runs[k].Old <= i {
-			idx[j] = m.Runs[k].New + i - m.Runs[k].Old
-		} else {
-			idx[j] = -1
+	s = s[:max(len(s), words)]
+	for _, r := range m.Runs {
+		if r.New < r.Old {
+			CopyBits(s, int(r.New), int(r.Old), int(r.N))
 		}
 	}
+	for k := len(m.Runs) - 1; k >= 0; k-- {
+		if r := m.Runs[k]; r.New > r.Old {
+			CopyBits(s, int(r.New), int(r.Old), int(r.N))
+		}
+	}
+	// New entities, and what lies past the new layout, are clear.
+	at := 0
+	for _, r := range m.Runs {
+		ClearBits(s, at, int(r.New))
+		at = int(r.New + r.N)
+	}
+	ClearBits(s, at, len(s)*64)
+	return s[:words]
 }

@@ -18,7 +18,7 @@ func randomIDs(rng *rand.Rand, n, limit int) []proto.NetworkID {
 	return slices.Compact(ids)
 }
 
-// TestRemapAgainstIDLookup checks Build, Move and MoveBits against looking
+// TestRemapAgainstIDLookup checks Build, MoveBits and ShiftBits against looking
 // every id up in the old set.
 func TestRemapAgainstIDLookup(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -90,33 +90,13 @@ func TestRemapAgainstIDLookup(t *testing.T) {
 			t.Fatalf("old %v new %v: removed %v want %v", oldIDs, newIDs, m.Removed, removed)
 		}
 
-		src := make([]uint32, len(oldIDs))
 		srcBits := make([]uint64, (len(oldIDs)+63)/64)
-		for j := range src {
-			src[j] = rng.Uint32() | 1
+		for j := range oldIDs {
 			if rng.IntN(2) == 0 {
 				SetBit(srcBits, j)
 			}
 		}
 		dstBits := slices.Repeat([]uint64{^uint64(0)}, (len(newIDs)+63)/64)
-		// MapAscending: an ascending subset of old indices, with −1
-		// (gone earlier) among them, against looking each id up.
-		var idx, want []int32
-		for j := range oldIDs {
-			if rng.IntN(3) == 0 {
-				idx, want = append(idx, -1), append(want, -1)
-			}
-			if rng.IntN(2) == 0 {
-				w := int32(-1)
-				if i, ok := slices.BinarySearch(newIDs, oldIDs[j]); ok {
-					w = int32(i)
-				}
-				idx, want = append(idx, int32(j)), append(want, w)
-			}
-		}
-		if m.MapAscending(idx); !slices.Equal(idx, want) {
-			t.Fatalf("old %v new %v: MapAscending gave %v, want %v", oldIDs, newIDs, idx, want)
-		}
 		var gone []proto.NetworkID
 		for _, id := range oldIDs {
 			if _, ok := slices.BinarySearch(newIDs, id); !ok {
@@ -126,20 +106,22 @@ func TestRemapAgainstIDLookup(t *testing.T) {
 		if !slices.Equal(m.Gone, gone) || m.OldLen != len(oldIDs) || m.NewLen != len(newIDs) {
 			t.Fatalf("old %v new %v: Gone %v (want %v), lengths %d, %d", oldIDs, newIDs, m.Gone, gone, m.OldLen, m.NewLen)
 		}
-		dst := Move(&m, slices.Clone(src), len(newIDs))
 		m.MoveBits(dstBits, srcBits)
+		// ShiftBits in place, in a slice with stale words past its end.
+		shifted := append(slices.Clone(srcBits), ^uint64(0), ^uint64(0))[:len(srcBits)]
+		shifted = m.ShiftBits(shifted)
+		if len(shifted) != len(dstBits) {
+			t.Fatalf("ShiftBits: %d words, want %d", len(shifted), len(dstBits))
+		}
 		for i, j := range from {
-			want, wantBit := uint32(0), false
-			if j >= 0 {
-				want, wantBit = src[j], Bit(srcBits, j)
-			}
-			if dst[i] != want || Bit(dstBits, i) != wantBit {
-				t.Fatalf("entity %d (old %d): moved %d, %v want %d, %v", i, j, dst[i], Bit(dstBits, i), want, wantBit)
+			want := j >= 0 && Bit(srcBits, j)
+			if Bit(dstBits, i) != want || Bit(shifted, i) != want {
+				t.Fatalf("entity %d (old %d): MoveBits %v, ShiftBits %v, want %v", i, j, Bit(dstBits, i), Bit(shifted, i), want)
 			}
 		}
 		for i := len(newIDs); i < len(dstBits)*64; i++ {
-			if Bit(dstBits, i) {
-				t.Fatalf("MoveBits set bit %d past the %d entities", i, len(newIDs))
+			if Bit(dstBits, i) || Bit(shifted, i) {
+				t.Fatalf("MoveBits or ShiftBits set bit %d past the %d entities", i, len(newIDs))
 			}
 		}
 	}
@@ -151,47 +133,21 @@ func TestRemapZeroAlloc(t *testing.T) {
 	var m Remap
 	m.Build(a, b)
 	m.Build(b, a)
-	src, dst := make([]float32, len(a)), make([]float32, len(b))
 	srcB, dstB := make([]uint64, 16), make([]uint64, 16)
+	var h History
+	h.Next(nil, a)
+	h.Next(a, b)
+	for range HistoryLen { // every remap the History keeps at its size
+		h.Next(b, a)
+		h.Next(a, b)
+	}
 	if n := testing.AllocsPerRun(100, func() {
 		m.Build(a, b)
-		copy(dst, src)
-		Move(&m, dst, len(b))
 		m.MoveBits(dstB, srcB)
+		srcB = m.ShiftBits(srcB)
+		h.Next(b, a)
+		h.Next(a, b)
 	}); n != 0 {
-		t.Fatalf("Build, Move, MoveBits: %v allocs", n)
-	}
-}
-
-// BenchmarkMapAscending maps a packet's worth of indices (107 of the
-// arena's 1,644 entities) through a layout change of projectiles: the
-// last fifth of the ids, 25 gone and 25 new.
-func BenchmarkMapAscending(b *testing.B) {
-	rng := rand.New(rand.NewPCG(1, 1))
-	oldIDs := make([]proto.NetworkID, 1644)
-	for i := range oldIDs {
-		oldIDs[i] = proto.NetworkID(2 * (i + 1))
-	}
-	newIDs := slices.Clone(oldIDs)
-	for range 25 {
-		k := 1315 + rng.IntN(len(newIDs)-1315)
-		newIDs = slices.Delete(newIDs, k, k+1)
-	}
-	for range 25 {
-		newIDs = append(newIDs, proto.NetworkID(2*(1315+rng.IntN(329))+1))
-	}
-	slices.Sort(newIDs)
-	newIDs = slices.Compact(newIDs)
-	var m Remap
-	m.Build(oldIDs, newIDs)
-	var idx []int32
-	for i := 0; i < len(oldIDs); i += 15 {
-		idx = append(idx, int32(i))
-	}
-	work := make([]int32, len(idx))
-	b.ReportAllocs()
-	for b.Loop() {
-		copy(work, idx)
-		m.MapAscending(work)
+		t.Fatalf("Build, MoveBits, ShiftBits, History.Next: %v allocs", n)
 	}
 }
