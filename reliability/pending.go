@@ -3,17 +3,27 @@ package reliability
 // segmentQueue holds whole KCP segments waiting to be put into packets, in
 // order. Positions are absolute (bytes ever appended), so they survive
 // compaction.
+//
+// The buffer grows as the live bytes need it, up to max plus one segment,
+// rather than being allocated at that bound: a connection's queue is
+// usually drained by every packet, and the bound (a whole window of
+// segments, over 100 KB by default) would be most of a connection's
+// memory.
 type segmentQueue struct {
-	buf  []byte // live bytes: buf[head:]
-	head int
-	base int64 // absolute position of buf[0]
-	max  int   // bound on live bytes; the oldest segments are dropped beyond it
+	buf   []byte // live bytes: buf[head:]
+	head  int
+	base  int64 // absolute position of buf[0]
+	max   int   // bound on live bytes; the oldest segments are dropped beyond it
+	limit int   // bound on the buffer: max plus the longest segment
 
 	dropped uint64
 }
 
+// minQueueBuf is a segment queue's first buffer size.
+const minQueueBuf = 2048
+
 func newSegmentQueue(max, extra int) segmentQueue {
-	return segmentQueue{buf: make([]byte, 0, max+extra), max: max}
+	return segmentQueue{max: max, limit: max + extra}
 }
 
 func (q *segmentQueue) len() int { return len(q.buf) - q.head }
@@ -32,6 +42,13 @@ func (q *segmentQueue) push(seg []byte) int64 {
 	}
 	if len(q.buf)+len(seg) > cap(q.buf) {
 		q.compact()
+		// Below the bound, double while the live bytes fill over half
+		// the buffer, so that compactions stay rare.
+		if need := len(q.buf) + len(seg); 2*need > cap(q.buf) && cap(q.buf) < q.limit {
+			grown := make([]byte, len(q.buf), max(min(max(2*cap(q.buf), minQueueBuf), q.limit), need))
+			copy(grown, q.buf)
+			q.buf = grown
+		}
 	}
 	pos := q.base + int64(len(q.buf))
 	q.buf = append(q.buf, seg...)
