@@ -58,7 +58,10 @@ type Encoder struct {
 
 	flights idset.Flights[flight]
 	log     idset.Log
-	slotLog idset.Log // the written entities' slots (flight.slots)
+	// slotLog holds the written entities' slots (flight.slots). It is
+	// begun with the same sizes as log and gets no more ids, so it holds
+	// a record as long as log does.
+	slotLog idset.Log
 	tmpIDs  []proto.NetworkID
 	tmpRem  []proto.NetworkID
 }
@@ -90,8 +93,8 @@ type flight struct {
 	rev      uint32
 	ids      idset.Span // entities written, then removals written
 	removals int32
-	// slots holds the written entities' slots: while a slot holds the
-	// same id, Delivered needs no search.
+	// slots holds the written entities' slots: where a slot still holds
+	// the same id, Delivered finds the entity there.
 	slots idset.Span
 }
 
@@ -365,7 +368,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	fl := e.flights.Put(seq)
 	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
-	fl.slots = e.slotLog.Begin(len(sel))
+	fl.slots = e.slotLog.Begin(len(sel) + len(rem))
 	var prev proto.NetworkID
 	count := 0
 	k := 0
@@ -424,27 +427,14 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 	e.align()
 	nEnt := fl.ids.Len() - int(fl.removals)
-	if e.slotLog.Valid(fl.slots) {
-		// The slots of the time, where they still hold the same ids. (An
-		// id gone and back since may hold its old slot again: its
-		// baseline then predates it, and the ring has no patch from
-		// there, so it is still sent in full.)
-		for k := 0; k < nEnt; k++ {
-			sl := int32(e.slotLog.At(fl.slots, k))
-			if e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && e.base[sl] < fl.rev {
-				e.base[sl] = fl.rev
-			}
-		}
-	} else {
-		lo := 0 // the ids ascend: each search starts where the last ended
-		for k := 0; k < nEnt; k++ {
-			id := e.log.At(fl.ids, k)
-			i, ok := slices.BinarySearch(e.ring.latest.IDs[lo:], id)
-			i += lo
-			lo = i
-			if ok && e.base[e.slot[i]] < fl.rev {
-				e.base[e.slot[i]] = fl.rev
-			}
+	// The slots of the time, where they still hold the same ids (the
+	// others are gone since). An id gone and back may hold its old slot
+	// again: its baseline then predates it, and the ring has no patch
+	// from there, so it is still sent in full.
+	for k := 0; k < nEnt; k++ {
+		sl := int32(e.slotLog.At(fl.slots, k))
+		if e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && e.base[sl] < fl.rev {
+			e.base[sl] = fl.rev
 		}
 	}
 	if fl.removals > 0 {

@@ -183,9 +183,9 @@ func TestDeliveredToAFormerSelf(t *testing.T) {
 
 // TestDeliveredAcrossLayouts: a packet acknowledged some layouts after it
 // was written (entities came and went meanwhile) makes its entities'
-// baselines its revision, found through the ring's layout history
-// (within idset.HistoryLen changes) or by id (beyond): the baselines match a
-// model kept by id.
+// baselines its revision, found by the slots it recorded, also beyond
+// the ring's layout history (idset.HistoryLen changes): the baselines
+// match a model kept by id.
 func TestDeliveredAcrossLayouts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 2))
 	r := NewRing(RingConfig{})
@@ -238,7 +238,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Acknowledged 1 to 30 ticks later: up to 30 layouts, beyond the
-		// ring's history of idset.HistoryLen (then found by id), in any order.
+		// ring's history of idset.HistoryLen, in any order.
 		inFlight = append(inFlight, sentFrame{seq, r.Revision(), carried, tick, tick + 1 + rng.IntN(30)})
 		seq++
 		kept := inFlight[:0]

@@ -148,7 +148,6 @@ type Scheduler struct {
 	bands  bands
 
 	layout  uint64    // the World's layout the state below is indexed by
-	n       int       // that layout's entities
 	slot    []int32   // the World's index -> slot (update sets it)
 	prio    []float32 // by slot
 	rel     []uint64  // relevant this tick
@@ -247,7 +246,7 @@ func (s *Scheduler) Priority(i int) float32 { return s.prio[s.slot[i]] }
 func (s *Scheduler) align(w *World) {
 	// Usually one layout change since the last tick: follow the World's
 	// remaps (built once for all players).
-	if !w.layouts.Follow(&s.layout, s.move) || s.n != len(w.ids) || len(s.prio) != w.layouts.SlotCount() {
+	if !w.layouts.Follow(&s.layout, s.move) || len(s.prio) != w.layouts.SlotCount() {
 		s.restart(w)
 	}
 	s.slot = w.layouts.Slots()
@@ -265,7 +264,6 @@ func (s *Scheduler) move(m *idset.Remap) {
 	// update swaps rel into prevRel: rel carries last tick's relevance.
 	s.rel = m.ShiftBits(s.rel)
 	s.dirty = m.ShiftBits(s.dirty)
-	s.n = m.NewLen
 	s.resize(m.NewLen)
 }
 
@@ -279,7 +277,6 @@ func (s *Scheduler) restart(w *World) {
 	s.pending = idset.ResizeBits(s.pending, n)
 	s.rel = idset.ResizeBits(s.rel, n)
 	s.dirty = idset.ResizeBits(s.dirty, n)
-	s.n = n
 	s.resize(n)
 	s.layout = w.layouts.Layout()
 }
@@ -596,7 +593,8 @@ func (s *Scheduler) takeLost(w *World) {
 			if !ok {
 				continue
 			}
-			s.prio[s.slot[i]] = min(s.prio[s.slot[i]]*2+1, maxPriority)
+			p := &s.prio[s.slot[i]]
+			*p = min(*p*2+1, maxPriority)
 			idset.SetBit(s.pending, i)
 		}
 	}

@@ -45,9 +45,8 @@ func (q *segmentQueue) push(seg []byte) int64 {
 		// Below the bound, double while the live bytes fill over half
 		// the buffer, so that compactions stay rare.
 		if need := len(q.buf) + len(seg); 2*need > cap(q.buf) && cap(q.buf) < q.limit {
-			grown := make([]byte, len(q.buf), max(min(max(2*cap(q.buf), minQueueBuf), q.limit), need))
-			copy(grown, q.buf)
-			q.buf = grown
+			size := min(max(2*cap(q.buf), minQueueBuf), q.limit)
+			q.buf = append(make([]byte, 0, max(size, need)), q.buf...)
 		}
 	}
 	pos := q.base + int64(len(q.buf))
