@@ -288,6 +288,9 @@ type gameConn struct {
 	// then (baselines only grow; a resync forgets the packets sent
 	// before it either way), with the work spread over the cores.
 	fates []uint64
+	// lostIDs holds what a lost packet carried, on its way from the
+	// encoder (which records each packet's entities) to the scheduler.
+	lostIDs []proto.NetworkID
 	// backlog holds game frames the reliable queue had no room for (a
 	// burst of joins announced to everyone, say), in order: they go
 	// before anything newer, so none is lost or reordered.
@@ -842,7 +845,7 @@ func (gc *gameConn) AppendFrames(b []byte, room int, pi *PacketInfo) []byte {
 		gc.sched.Update(g.world)
 		return b
 	}
-	sel, ok := gc.sched.Schedule(uint16(pn), gc.now, g.world, left, gc.enc)
+	sel, ok := gc.sched.Schedule(gc.now, g.world, left, gc.enc)
 	if !ok {
 		return b
 	}
@@ -882,18 +885,22 @@ func (gc *gameConn) fate(f uint64) {
 	gc.fates = append(gc.fates, f)
 }
 
-// learnFates tells the encoder and the scheduler what became of the
-// packets sent.
+// learnFates tells the encoder what became of the packets sent, and the
+// scheduler what the lost ones carried.
 func (gc *gameConn) learnFates() {
 	for _, f := range gc.fates {
 		seq := uint16(f >> 1)
 		if f&1 == 0 {
 			gc.enc.Delivered(seq)
-			gc.sched.Delivered(seq)
-		} else {
-			gc.enc.Lost(seq)
-			gc.sched.Lost(seq)
+			continue
 		}
+		ids, known := gc.enc.Lost(seq, gc.lostIDs[:0])
+		if known {
+			gc.sched.Lost(ids)
+		} else {
+			gc.sched.LostUnknown()
+		}
+		gc.lostIDs = ids[:0]
 	}
 	gc.fates = gc.fates[:0]
 }

@@ -57,6 +57,8 @@ type Encoder struct {
 	own    Scratch
 
 	flights idset.Flights[flight]
+	newest  uint16 // the newest packet given a frame (sentAny: one was)
+	sentAny bool
 	log     idset.Log
 	// slotLog holds the written entities' slots (flight.slots). It is
 	// begun with the same sizes as log and gets no more ids, so it holds
@@ -366,6 +368,10 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 
 	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
 	fl := e.flights.Put(seq)
+	if !e.sentAny || int16(seq-e.newest) > 0 {
+		e.newest = seq
+	}
+	e.sentAny = true
 	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
 	fl.slots = e.slotLog.Begin(len(sel) + len(rem))
@@ -458,10 +464,26 @@ func (e *Encoder) Delivered(seq uint16) {
 }
 
 // Lost tells the encoder the packet with sequence seq is lost. Its
-// removals stay pending and are sent again; its entities are re-sent when
-// the scheduler picks them again (interest re-prioritises them).
-func (e *Encoder) Lost(seq uint16) {
-	e.flights.Take(seq)
+// removals stay pending and are sent again. Its entities are re-sent when
+// the scheduler picks them again: Lost appends their ids (ascending) to
+// carried for interest.Scheduler.Lost, and returns the result. known is
+// false when the packet had a frame the encoder no longer remembers (older
+// than the InFlight packets it keeps, or its ids overwritten in the log):
+// then everything the client may lack must be re-prioritised
+// (interest.Scheduler.LostUnknown). A packet without a frame, or one
+// already reported, carried nothing.
+func (e *Encoder) Lost(seq uint16, carried []proto.NetworkID) (ids []proto.NetworkID, known bool) {
+	fl, ok := e.flights.Take(seq)
+	if !ok {
+		return carried, !e.sentAny || int(int16(e.newest-seq)) < e.flights.Len()
+	}
+	if !e.log.Valid(fl.ids) {
+		return carried, false
+	}
+	for k := range fl.ids.Len() - int(fl.removals) {
+		carried = append(carried, e.log.At(fl.ids, k))
+	}
+	return carried, true
 }
 
 // FullDelivered tells the encoder that the client holds a full snapshot

@@ -87,7 +87,11 @@ func TestRemovalsSentUntilAcknowledged(t *testing.T) {
 			t.Fatalf("frame %d removals %v, want [2]", seq, got)
 		}
 		if seq == 1 {
-			e.Lost(seq) // lost: still pending
+			// Lost: the removal stays pending, and the frame carried no
+			// entity for the scheduler to send again.
+			if ids, known := e.Lost(seq, nil); len(ids) != 0 || !known {
+				t.Fatalf("lost frame of removals only: carried %v, known %v", ids, known)
+			}
 		}
 	}
 	e.Delivered(3)
@@ -118,6 +122,53 @@ func TestRemovalsSentUntilAcknowledged(t *testing.T) {
 // TestRemovalDroppedWhenBack: an entity that comes back (the same id)
 // while its removal is still unacknowledged is no longer announced as
 // removed, over one layout change or several at once.
+// Lost hands back what a lost frame carried (its entities, not its
+// removals) for the scheduler to send again, once; a packet the encoder
+// no longer remembers is unknown, unless it is too new to have had a
+// frame.
+func TestLostReturnsWhatTheFrameCarried(t *testing.T) {
+	r := NewRing(RingConfig{})
+	e := NewEncoder(r, EncoderConfig{InFlight: 16})
+	pushIDs(t, r, 1, 2, 3, 4)
+	e.Prepare()
+	if _, err := e.AppendFrame(nil, 0, []int32{0, 1, 2, 3}); err != nil {
+		t.Fatal(err)
+	}
+	e.Delivered(0)
+	pushIDs(t, r, 1, 3, 5) // 2 and 4 go: frames carry their removals
+	var frames [][]int32
+	for seq := uint16(1); seq <= 20; seq++ {
+		sel := []int32{int32(seq % 3)}
+		if seq == 18 {
+			sel = []int32{0, 2}
+		}
+		e.Prepare()
+		if _, err := e.AppendFrame(nil, seq, sel); err != nil {
+			t.Fatal(err)
+		}
+		frames = append(frames, sel)
+	}
+	ids, known := e.Lost(18, make([]proto.NetworkID, 1, 8))
+	if !known || !slices.Equal(ids, []proto.NetworkID{0, 1, 5}) {
+		t.Fatalf("lost frame 18: carried %v (after the caller's 0), known %v; want [0 1 5]", ids, known)
+	}
+	if ids, known := e.Lost(18, nil); !known || len(ids) != 0 {
+		t.Fatalf("frame 18 reported lost again: %v, known %v", ids, known)
+	}
+	// Frames 1–4 were overwritten by 17–20 (16 remembered): unknown.
+	if ids, known := e.Lost(3, nil); known || len(ids) != 0 {
+		t.Fatalf("forgotten frame 3: %v, known %v", ids, known)
+	}
+	// Newer than any frame: no frame, nothing carried.
+	if ids, known := e.Lost(21, nil); !known || len(ids) != 0 {
+		t.Fatalf("packet 21 without a frame: %v, known %v", ids, known)
+	}
+	// A remembered frame: the entity it carried.
+	if ids, known := e.Lost(20, nil); !known || !slices.Equal(ids, []proto.NetworkID{r.Latest().IDs[frames[19][0]]}) {
+		t.Fatalf("lost frame 20: %v, known %v", ids, known)
+	}
+}
+
 func TestRemovalDroppedWhenBack(t *testing.T) {
 	for _, skip := range []bool{false, true} {
 		r := NewRing(RingConfig{})

@@ -56,7 +56,7 @@ func TestSharedCodesSameFrames(t *testing.T) {
 			t.Error(err)
 		}
 		if lose[c][k] {
-			e.Lost(uint16(k))
+			e.Lost(uint16(k), nil)
 		} else {
 			e.Delivered(uint16(k))
 		}

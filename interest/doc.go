@@ -11,8 +11,9 @@
 //
 // Per tick, the server fills one World (Begin, Add in id order, End with
 // the ring's changed bitset); per player and packet it calls
-// Scheduler.Schedule and hands the chosen indices to the encoder; the
+// Scheduler.Schedule and hands the chosen indices to the encoder. The
 // reliability layer's Delivered(seq) and Lost(seq) notifications go to
-// the Scheduler (and the Encoder). Schedule, Delivered and Lost allocate
-// nothing in steady state.
+// the encoder, which records what each packet carried; a lost packet's
+// entities go from there to Scheduler.Lost, so that one record per packet
+// is kept, not two. Schedule and Lost allocate nothing in steady state.
 package interest

@@ -45,10 +45,6 @@ type SchedulerConfig struct {
 	// budget are passed over (to try smaller ones) before the packet is
 	// closed. Default 8.
 	MaxSkips int
-	// InFlight is how many sent packets are remembered for Lost (rounded
-	// up to a power of two). A loss reported for a packet older than that
-	// re-prioritises every relevant entity. Default 256.
-	InFlight int
 	// Bands lower the rate at which far entities are considered, as
 	// Tribes and most area-of-interest systems do: an entity at least
 	// Bands[k].From × Radius away from the view takes part only on every
@@ -124,10 +120,12 @@ const DefaultBudget = 1200 - 26 - 16
 // bandwidth cap.
 //
 // Per tick and player: SetView if the player moved, then Schedule once per
-// packet (or Update when the player gets no packet this tick). Wire the
-// player's packet notifications to Delivered and Lost. A Scheduler is not
-// safe for concurrent use; different players' schedulers may run in
-// parallel over one World.
+// packet (or Update when the player gets no packet this tick). When a
+// packet is lost, tell the scheduler what it carried with Lost, as the
+// frame's writer recorded it (deltacomp's Encoder.Lost returns it), or
+// LostUnknown when that is no longer known: the scheduler keeps no record
+// of its own. A Scheduler is not safe for concurrent use; different
+// players' schedulers may run in parallel over one World.
 //
 // A scheduler's per-entity state keeps no copy of the entities' ids:
 // priorities are indexed by the entities' slots in the World
@@ -165,14 +163,12 @@ type Scheduler struct {
 	overflowed bool
 	out        []int32
 
-	ticked  bool
-	gen     uint64                    // the World update of the last update
-	all     bool                      // re-prioritise every relevant entity next tick
-	flights idset.Flights[idset.Span] // the ids each packet carried
-	log     idset.Log
-	lost    []idset.Span // the ids of packets lost since the last update
-	newest  uint16
-	sentAny bool
+	ticked bool
+	gen    uint64 // the World update of the last update
+	all    bool   // re-prioritise every relevant entity next tick
+	// lost holds what the packets lost since the last update carried,
+	// each packet's ids ascending, one packet after the other.
+	lost []proto.NetworkID
 
 	tokens  float64
 	lastNow time.Time
@@ -204,7 +200,6 @@ func NewScheduler(cfg SchedulerConfig) *Scheduler {
 	if s.maxSkips <= 0 {
 		s.maxSkips = 8
 	}
-	s.flights = idset.NewFlights[idset.Span](cfg.InFlight, 1<<15)
 	if cfg.BandwidthCap > 0 {
 		s.capRate = float64(cfg.BandwidthCap)
 		s.burst = float64(cfg.Burst)
@@ -234,7 +229,6 @@ func (s *Scheduler) Reset() {
 	clear(s.dirty)
 	clear(s.prevRel)
 	clear(s.rel)
-	s.flights.Clear()
 	s.lost = s.lost[:0]
 	s.ticked = false
 }
@@ -379,20 +373,20 @@ func (s *Scheduler) update(w *World) {
 	}
 }
 
-// Schedule picks the entities the packet with sequence seq carries: the
-// relevant entities with priority, highest first, as long as they fit in
-// budget bytes (the room left for the snapshot frame) and the bandwidth
-// cap. It returns their indices into w in ascending order (owned by the
+// Schedule picks the entities the next packet carries: the relevant
+// entities with priority, highest first, as long as they fit in budget
+// bytes (the room left for the snapshot frame) and the bandwidth cap. It
+// returns their indices into w in ascending order (owned by the
 // scheduler, valid until the next call), or ok = false when not even the
 // frame's fixed part fits: then write no frame. The picked entities'
-// priority resets and they are remembered under seq for Lost. The
+// priority resets; if the packet is lost, Lost gives it back. The
 // entities are taken in priority order; one that does not fit is passed
 // over, and after MaxSkips of those the packet closes; one whose
 // BodySize is 0 (the player holds its state) loses its priority when its
 // turn in that order comes. When every waiting entity fits, all are
 // taken without ranking, which selects the same. The first call of a
 // tick updates relevance and priorities; now feeds the bandwidth cap.
-func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz Sizer) (sel []int32, ok bool) {
+func (s *Scheduler) Schedule(now time.Time, w *World, budget int, sz Sizer) (sel []int32, ok bool) {
 	s.update(w)
 	if s.capRate > 0 {
 		if !s.lastNow.IsZero() {
@@ -411,7 +405,6 @@ func (s *Scheduler) Schedule(seq uint16, now time.Time, w *World, budget int, sz
 	if s.capRate > 0 {
 		s.tokens -= float64(sz.FixedSize() + used)
 	}
-	s.record(seq, w)
 	return s.out, true
 }
 
@@ -542,61 +535,39 @@ func (s *Scheduler) succ(i int) int {
 	return -1
 }
 
-func (s *Scheduler) record(seq uint16, w *World) {
-	ids := s.flights.Put(seq)
-	*ids = s.log.Begin(len(s.out))
-	for _, i := range s.out {
-		s.log.Append(ids, w.ids[i])
-	}
-	if !s.sentAny || int16(seq-s.newest) > 0 {
-		s.newest = seq
-	}
-	s.sentAny = true
+// Lost tells the scheduler that a packet carrying the entities ids (in
+// ascending order) was lost: they regain priority (as if they had
+// changed) and go out again in the next packets. ids is copied; the
+// entities are found at the next update, in the World's layout of then
+// (those gone since are skipped).
+func (s *Scheduler) Lost(ids []proto.NetworkID) {
+	s.lost = append(s.lost, ids...)
 }
 
-// Delivered tells the scheduler the packet seq arrived.
-func (s *Scheduler) Delivered(seq uint16) {
-	s.flights.Take(seq)
-}
-
-// Lost tells the scheduler the packet seq was lost: the entities it
-// carried regain priority (as if they had changed) and go out again in
-// the next packets. If the packet is too old to be remembered, every
-// relevant entity is re-prioritised at the next tick. The entities are
-// found at the next update, in the World's layout of then.
-func (s *Scheduler) Lost(seq uint16) {
-	f, ok := s.flights.Take(seq)
-	if !ok {
-		if d := int(int16(s.newest - seq)); s.sentAny && d >= s.flights.Len() {
-			s.all = true
-		}
-		return
-	}
-	s.lost = append(s.lost, *f)
-}
+// LostUnknown tells the scheduler that a packet was lost whose entities
+// are no longer known (its record was too old): every relevant entity is
+// re-prioritised at the next update.
+func (s *Scheduler) LostUnknown() { s.all = true }
 
 // takeLost re-prioritises what the packets lost since the last update
-// carried. The ids in the log stay valid until the next record: a
-// packet's loss is learned between ticks, and the log is appended to
-// only in Schedule, after this.
+// carried.
 func (s *Scheduler) takeLost(w *World) {
-	for _, ids := range s.lost {
-		if !s.log.Valid(ids) {
-			s.all = true
+	lo := 0 // a packet's ids ascend: each search starts where the last ended
+	var prev proto.NetworkID
+	for _, id := range s.lost {
+		if id <= prev {
+			lo = 0 // the next packet's
+		}
+		prev = id
+		i, ok := slices.BinarySearch(w.ids[lo:], id)
+		i += lo
+		lo = i
+		if !ok {
 			continue
 		}
-		lo := 0 // the ids ascend: each search starts where the last ended
-		for k := 0; k < ids.Len(); k++ {
-			i, ok := slices.BinarySearch(w.ids[lo:], s.log.At(ids, k))
-			i += lo
-			lo = i
-			if !ok {
-				continue
-			}
-			p := &s.prio[s.slot[i]]
-			*p = min(*p*2+1, maxPriority)
-			idset.SetBit(s.pending, i)
-		}
+		p := &s.prio[s.slot[i]]
+		*p = min(*p*2+1, maxPriority)
+		idset.SetBit(s.pending, i)
 	}
 	s.lost = s.lost[:0]
 }

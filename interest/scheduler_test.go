@@ -327,7 +327,7 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 					sz.body[i] = rng.IntN(25)
 				}
 				budget := 19 + rng.IntN(400)
-				got, ok := s.Schedule(seq, time.Time{}, w, budget, sz)
+				got, ok := s.Schedule(time.Time{}, w, budget, sz)
 				want := m.schedule(w, rel, turn, seq, budget, 8, sz, k == 0, gap > maxGap)
 				if !ok {
 					got = nil
@@ -339,16 +339,24 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 					t.Fatalf("frame %d bytes over budget %d", size, budget)
 				}
 				if rng.IntN(5) == 0 {
-					s.Lost(seq)
+					s.Lost(idsOf(w, got))
 					m.lost(w, seq)
-				} else {
-					s.Delivered(seq)
 				}
 				seq++
 			}
 			gap = 0
 		}
 	}
+}
+
+// idsOf returns the ids of the entities sel picks in w: what a frame's
+// writer records of a packet for Lost.
+func idsOf(w *World, sel []int32) []proto.NetworkID {
+	ids := make([]proto.NetworkID, len(sel))
+	for k, i := range sel {
+		ids[k] = w.ID(int(i))
+	}
+	return ids
 }
 
 func TestRelevanceGridMatchesBruteForce(t *testing.T) {
@@ -400,13 +408,11 @@ func TestSchedulerNoStarvation(t *testing.T) {
 	}
 	waiting := map[int]int{}
 	worst := 0
-	var seq uint16
 	for tick := uint32(0); tick < 2000; tick++ {
 		// 20 % change per tick: 100 × ~10 bytes of demand against a
 		// ~400-byte packet, so the scheduler is always over-subscribed.
 		rw.fill(w, tick, 0.2)
-		sel, _ := s.Schedule(seq, time.Time{}, w, 420, sz)
-		seq++
+		sel, _ := s.Schedule(time.Time{}, w, 420, sz)
 		for _, i := range sel {
 			if since, ok := waiting[int(i)]; ok {
 				worst = max(worst, int(tick)-since)
@@ -445,13 +451,11 @@ func newChurnRig(seed uint64, radius float32, body func(*rand.Rand) int) (*rand.
 func TestSchedulerRealignsByID(t *testing.T) {
 	rng, rw, w, s, sz := newChurnRig(12, 40, func(rng *rand.Rand) int { return 1 + rng.IntN(20) })
 	tick := uint32(0)
-	var seq uint16
 	for round := 0; round < 200; round++ {
 		for range 1 + rng.IntN(3) {
 			rw.fill(w, tick, 0.3)
 			tick++
-			s.Schedule(seq, time.Time{}, w, 200, sz)
-			seq++
+			s.Schedule(time.Time{}, w, 200, sz)
 		}
 		type state struct {
 			prio         float32
@@ -483,12 +487,12 @@ func TestSchedulerRealignsByID(t *testing.T) {
 func TestSchedulerFarBehindStartsOver(t *testing.T) {
 	_, rw, w, s, sz := newChurnRig(13, 1e6, func(*rand.Rand) int { return 1 })
 	rw.fill(w, 0, 0)
-	if sel, _ := s.Schedule(0, time.Time{}, w, 1<<20, sz); len(sel) != w.Len() {
+	if sel, _ := s.Schedule(time.Time{}, w, 1<<20, sz); len(sel) != w.Len() {
 		t.Fatalf("first packet: %d of %d entities", len(sel), w.Len())
 	}
 	// Nothing changes: the next packet carries nothing.
 	rw.fill(w, 1, 0)
-	if sel, _ := s.Schedule(1, time.Time{}, w, 1<<20, sz); len(sel) != 0 {
+	if sel, _ := s.Schedule(time.Time{}, w, 1<<20, sz); len(sel) != 0 {
 		t.Fatalf("unchanged world: %d entities sent", len(sel))
 	}
 	tick := uint32(2)
@@ -496,7 +500,7 @@ func TestSchedulerFarBehindStartsOver(t *testing.T) {
 		rw.churn()
 		rw.fill(w, tick, 0)
 	}
-	sel, _ := s.Schedule(2, time.Time{}, w, 1<<20, sz)
+	sel, _ := s.Schedule(time.Time{}, w, 1<<20, sz)
 	if len(sel) != w.Len() {
 		t.Fatalf("after %d+ layout changes unseen: %d of %d entities sent, want all", idset.HistoryLen, len(sel), w.Len())
 	}
@@ -506,40 +510,42 @@ func TestSchedulerLostPacketResent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 8))
 	rw := newRandWorld(rng, 100)
 	w := NewWorld(WorldConfig{})
-	s := NewScheduler(SchedulerConfig{InFlight: 16})
+	s := NewScheduler(SchedulerConfig{})
 	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, 100)}
 	for i := range sz.body {
 		sz.body[i] = 5
 	}
 	rw.fill(w, 0, 0)
-	first, _ := s.Schedule(0, time.Time{}, w, 2000, sz) // everything is new
+	first, _ := s.Schedule(time.Time{}, w, 2000, sz) // everything is new
 	if len(first) != 100 {
 		t.Fatalf("first packet carried %d", len(first))
 	}
 	rw.fill(w, 1, 0)
-	if sel, _ := s.Schedule(1, time.Time{}, w, 2000, sz); len(sel) != 0 {
+	if sel, _ := s.Schedule(time.Time{}, w, 2000, sz); len(sel) != 0 {
 		t.Fatalf("unchanged entities re-sent: %v", sel)
 	}
-	s.Lost(0)
+	s.Lost(idsOf(w, first))
 	rw.fill(w, 2, 0)
-	if sel, _ := s.Schedule(2, time.Time{}, w, 2000, sz); !slices.Equal(sel, first) {
+	if sel, _ := s.Schedule(time.Time{}, w, 2000, sz); !slices.Equal(sel, first) {
 		t.Fatalf("lost packet's entities not re-sent: %d of %d", len(sel), len(first))
 	}
-	// A loss too old to be remembered re-prioritises everything.
+	// A loss whose contents are no longer known re-prioritises
+	// everything.
 	for q := uint16(3); q < 40; q++ {
 		rw.fill(w, uint32(q), 0)
-		s.Schedule(q, time.Time{}, w, 2000, sz)
+		s.Schedule(time.Time{}, w, 2000, sz)
 	}
-	s.Lost(5)
+	s.LostUnknown()
 	rw.fill(w, 40, 0)
-	if sel, _ := s.Schedule(40, time.Time{}, w, 2000, sz); len(sel) != 100 {
+	if sel, _ := s.Schedule(time.Time{}, w, 2000, sz); len(sel) != 100 {
 		t.Fatalf("old loss re-sent %d entities, want all", len(sel))
 	}
-	// A sequence that carried no snapshot frame is ignored.
-	s.Lost(39)
-	s.Lost(41)
+	// A packet that carried no snapshot frame carried nothing; ids gone
+	// since are skipped.
+	s.Lost(nil)
+	s.Lost([]proto.NetworkID{rw.ids[len(rw.ids)-1] + 1})
 	rw.fill(w, 41, 0)
-	if sel, _ := s.Schedule(42, time.Time{}, w, 2000, sz); len(sel) != 0 {
+	if sel, _ := s.Schedule(time.Time{}, w, 2000, sz); len(sel) != 0 {
 		t.Fatalf("unknown loss re-sent %d", len(sel))
 	}
 }
@@ -559,7 +565,7 @@ func TestSchedulerBandwidthCap(t *testing.T) {
 	for tick := 0; tick < 600; tick++ { // 10 s
 		rw.fill(w, uint32(tick), 0.5)
 		now := t0.Add(time.Duration(tick) * time.Second / 60)
-		sel, ok := s.Schedule(uint16(tick), now, w, DefaultBudget, sz)
+		sel, ok := s.Schedule(now, w, DefaultBudget, sz)
 		if ok {
 			total += sz.exactSize(sel)
 		}
@@ -580,16 +586,15 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 		sz.body[i] = 1 + rng.IntN(20)
 	}
 	tick := uint32(0)
-	var seq uint16
+	var carried []proto.NetworkID
 	step := func() {
 		rw.fill(w, tick, 0.1) // (allocates the changed bitset: not measured below)
 		tick++
 	}
 	for range 300 {
 		step()
-		s.Schedule(seq, time.Time{}, w, DefaultBudget, sz)
-		s.Lost(seq - 3)
-		seq++
+		sel, _ := s.Schedule(time.Time{}, w, DefaultBudget, sz)
+		s.Lost(idsOf(w, sel)[:min(len(sel), 8)])
 	}
 	changed := make([]uint64, 16)
 	a := testing.AllocsPerRun(200, func() {
@@ -600,10 +605,12 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 		changed[rng.IntN(16)] = rng.Uint64()
 		w.End(changed)
 		tick++
-		s.Schedule(seq, time.Time{}, w, DefaultBudget, sz)
-		s.Lost(seq - 3)
-		s.Delivered(seq - 2)
-		seq++
+		sel, _ := s.Schedule(time.Time{}, w, DefaultBudget, sz)
+		carried = carried[:0]
+		for _, i := range sel[:min(len(sel), 8)] {
+			carried = append(carried, w.ID(int(i)))
+		}
+		s.Lost(carried)
 	})
 	if a != 0 {
 		t.Fatalf("world update + scheduler step: %v allocs", a)
@@ -646,7 +653,7 @@ func TestSchedulerBands(t *testing.T) {
 	perTick := map[int][]int{}  // period -> entities sent, per tick
 	for tick := uint32(0); tick < 64; tick++ {
 		fill(tick, true)
-		sel, ok := s.Schedule(uint16(tick), time.Time{}, w, 1<<20, sz)
+		sel, ok := s.Schedule(time.Time{}, w, 1<<20, sz)
 		if !ok {
 			t.Fatal("no frame")
 		}
@@ -658,7 +665,6 @@ func TestSchedulerBands(t *testing.T) {
 		for p, c := range counts {
 			perTick[p] = append(perTick[p], c)
 		}
-		s.Delivered(uint16(tick))
 	}
 	for i, ticks := range sent {
 		p := period(i, n)
@@ -693,11 +699,10 @@ func TestSchedulerBands(t *testing.T) {
 		if tick == next-5 {
 			idset.SetBit(w.changed, far)
 		}
-		sel, _ := s.Schedule(uint16(tick), time.Time{}, w, 1<<20, sz)
+		sel, _ := s.Schedule(time.Time{}, w, 1<<20, sz)
 		if got := slices.Contains(sel, int32(far)); got != (tick == next) {
 			t.Fatalf("tick %d (next turn %d): far entity sent %v", tick, next, got)
 		}
-		s.Delivered(uint16(tick))
 	}
 }
 
@@ -729,7 +734,7 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 	s := NewScheduler(SchedulerConfig{Radius: 50, Filter: func(w *World, i int) bool { return w.ID(i) != 5 }})
 	s.SetAlwaysRelevant([]proto.NetworkID{4})
 	sz := &fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3, 3, 3}}
-	sel, ok := s.Schedule(0, time.Time{}, w, 1000, sz)
+	sel, ok := s.Schedule(time.Time{}, w, 1000, sz)
 	if !ok {
 		t.Fatal("no frame")
 	}
@@ -750,7 +755,7 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 	w.Add(4, Vec3{X: -500}, 0)
 	w.Add(5, Vec3{Y: 2}, 0)
 	w.End([]uint64{0})
-	sel, _ = s.Schedule(1, time.Time{}, w, 1000, sz)
+	sel, _ = s.Schedule(time.Time{}, w, 1000, sz)
 	if len(sel) != 1 || w.ID(int(sel[0])) != 2 {
 		t.Fatalf("after moving: sent %v", sel)
 	}

@@ -296,7 +296,6 @@ func (st *serverTick) step(tb testing.TB) {
 	for ci, c := range st.clients {
 		for _, seq := range c.acks[slot] {
 			c.enc.Delivered(seq)
-			c.sch.Delivered(seq)
 		}
 		c.acks[slot] = c.acks[slot][:0]
 		if len(f.Pos) > 0 {
@@ -305,7 +304,7 @@ func (st *serverTick) step(tb testing.TB) {
 			c.sch.SetView(f.Pos[ci%min(16, len(f.Pos))])
 		}
 		c.enc.Prepare()
-		sel, ok := c.sch.Schedule(c.seq, now, w, interest.DefaultBudget, c.enc)
+		sel, ok := c.sch.Schedule(now, w, interest.DefaultBudget, c.enc)
 		if ok {
 			var err error
 			st.buf, err = c.enc.AppendFrame(st.buf[:0], c.seq, sel)

@@ -21,9 +21,19 @@ func Example() {
 	// Server, per client: an encoder (baselines) and a scheduler (priorities).
 	enc := deltacomp.NewEncoder(ring, deltacomp.EncoderConfig{})
 	sched := interest.NewScheduler(interest.SchedulerConfig{Radius: 0, BandwidthCap: 0})
-	// reliability's notifications go to both (zero-alloc method values):
-	onDelivered := []func(uint16){enc.Delivered, sched.Delivered}
-	onLost := []func(uint16){enc.Lost, sched.Lost}
+	// reliability's notifications go to the encoder, which records what
+	// each packet carried; a lost packet's entities go on to the
+	// scheduler, to be sent again.
+	var lostIDs []proto.NetworkID
+	onLost := func(seq uint16) {
+		ids, known := enc.Lost(seq, lostIDs[:0])
+		if known {
+			sched.Lost(ids)
+		} else {
+			sched.LostUnknown() // too old to be remembered
+		}
+		lostIDs = ids[:0]
+	}
 	// Client: the replica.
 	replica, _ := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: scenario.CubeRecordSize})
 
@@ -47,7 +57,7 @@ func Example() {
 		// 2. Per client: choose entities, write the frame into the packet.
 		now := time.Unix(0, 0).Add(time.Duration(tick) * time.Second / 60)
 		enc.Prepare()
-		sel, ok := sched.Schedule(seq, now, world, interest.DefaultBudget, enc)
+		sel, ok := sched.Schedule(now, world, interest.DefaultBudget, enc)
 		if ok {
 			var err error
 			packet, err = enc.AppendFrame(packet[:0], seq, sel)
@@ -71,14 +81,10 @@ func Example() {
 		// 4. Acks come back: every packet but the 10th is delivered.
 		for _, s := range sent {
 			if s == 10 {
-				for _, lost := range onLost {
-					lost(s)
-				}
+				onLost(s)
 				continue
 			}
-			for _, delivered := range onDelivered {
-				delivered(s)
-			}
+			enc.Delivered(s)
 		}
 		sent = sent[:0]
 

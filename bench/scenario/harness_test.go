@@ -77,6 +77,7 @@ type client struct {
 	down, rel, up *netem.Impairment
 	nextID        uint64
 	transit       []packet // in send order
+	lost          []proto.NetworkID
 	bytes         int
 	frames        int
 	// sent[id] = last tick an entity was written (for starvation checks)
@@ -200,7 +201,7 @@ func (h *harness) step() bool {
 				budget = proto.SnapshotDeltaHeaderSize + proto.MaxPacketSizeLimit
 			}
 			c.enc.Prepare()
-			sel, ok := c.sch.Schedule(c.seq, now, w, budget, c.enc)
+			sel, ok := c.sch.Schedule(now, w, budget, c.enc)
 			if !ok {
 				break
 			}
@@ -287,7 +288,6 @@ func (h *harness) deliver(ci int, c *client) {
 			c.enc.FullDelivered(p.fullRev, p.fullIDs)
 		} else {
 			c.enc.Delivered(p.seq)
-			c.sch.Delivered(p.seq)
 		}
 	}
 	timeout := h.net.ackTimeout()
@@ -297,8 +297,13 @@ func (h *harness) deliver(ci int, c *client) {
 		if p.full {
 			h.tb.Fatalf("client %d: full snapshot %d lost on the reliable channel", ci, p.fullRev)
 		}
-		c.enc.Lost(p.seq)
-		c.sch.Lost(p.seq)
+		ids, known := c.enc.Lost(p.seq, c.lost[:0])
+		if known {
+			c.sch.Lost(ids)
+		} else {
+			c.sch.LostUnknown()
+		}
+		c.lost = ids[:0]
 	}
 	if h.timeIt {
 		h.clientTime += time.Since(t0)
