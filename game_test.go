@@ -176,3 +176,33 @@ func TestSetInputIntervalRange(t *testing.T) {
 		}
 	}
 }
+
+// A tick that comes late steps the game once per tick interval due, and
+// publishes only the last state: one ring revision and one World update
+// for the steps, at the last step's tick. The next tick on time steps and
+// publishes once, as before.
+func TestLateTickPublishesOnce(t *testing.T) {
+	r := newTickRig(t, 8, 1)
+	r.warm(t)
+	if len(r.host.games) != 1 {
+		t.Fatalf("%d games, want 1", len(r.host.games))
+	}
+	var g *hostedGame
+	for _, hg := range r.host.games {
+		g = hg
+	}
+	for _, late := range []int{2, 0} {
+		rev, tick := g.ring.Revision(), g.eng.Tick()
+		r.now = r.now.Add(time.Duration(late) * time.Second / 60)
+		r.step(t, nil)
+		if got := g.eng.Tick() - tick; got != uint32(late+1) {
+			t.Fatalf("%d intervals late: the game stepped %d times, want %d", late, got, late+1)
+		}
+		if got := g.ring.Revision() - rev; got != 1 {
+			t.Fatalf("%d intervals late: %d revisions published, want 1", late, got)
+		}
+		if lt, wt := g.ring.Latest().Tick, g.world.Tick(); lt != g.eng.Tick() || wt != lt {
+			t.Fatalf("published tick %d, World's %d, game's %d", lt, wt, g.eng.Tick())
+		}
+	}
+}

@@ -524,6 +524,13 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 			g.eng.Resume(now) // the schedule restarts when the hold ends
 			n = 0
 		}
+		// A loop that fell behind steps the game several times in one
+		// tick, and publishes only the last state: the packets built
+		// next carry the newest state either way, and following one
+		// revision costs each connection a fraction of following
+		// several, so a late tick does not make the next late too.
+		// Each step's effects, controls and checksums still go out.
+		stepped := n > 0
 		for ; n > 0; n-- {
 			g.eng.Step()
 			h.checkResumed(g)
@@ -533,7 +540,6 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 			if h.cfg.Stepped != nil {
 				h.cfg.Stepped(g.id, g.eng)
 			}
-			g.publish()
 			if h.cfg.SendEffects != nil {
 				h.sendEffects(g)
 			}
@@ -553,6 +559,9 @@ func (h *GameHost) Tick(now time.Time, tick uint32) {
 					gc.sumDue = true
 				}
 			}
+		}
+		if stepped {
+			g.publish()
 		}
 		for _, b := range g.broadcast {
 			for _, gc := range g.conns {

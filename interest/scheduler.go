@@ -165,6 +165,7 @@ type Scheduler struct {
 
 	ticked bool
 	gen    uint64 // the World update of the last update
+	tick   uint32 // and its tick
 	all    bool   // re-prioritise every relevant entity next tick
 	// lost holds what the packets lost since the last update carried,
 	// each packet's ids ascending, one packet after the other.
@@ -292,9 +293,12 @@ func (s *Scheduler) resize(n int) {
 // tick; it runs once per World update (Schedule calls it too). A player
 // sent every few ticks (paced) need not be updated in between: the next
 // update learns what changed in the updates it skipped, and a far entity
-// takes part if its band's turn fell on any of them, as long as it
-// skipped at most MaxSkippedUpdates in a row. Beyond that every relevant
-// entity is re-prioritised, as if new.
+// takes part if its band's turn fell on any tick since the last update
+// (the World's ticks, which may advance by more than one per update: a
+// server that fell behind steps its game several times and describes
+// only the last state), as long as it skipped at most
+// MaxSkippedUpdates in a row. Beyond that every relevant entity is
+// re-prioritised, as if new.
 func (s *Scheduler) Update(w *World) { s.update(w) }
 
 // MaxSkippedUpdates is how many World updates in a row a scheduler may
@@ -307,15 +311,15 @@ func (s *Scheduler) update(w *World) {
 	if s.ticked && s.gen == w.gen {
 		return
 	}
-	// The World updates since the last: 1 when none was skipped. The
-	// first update (or the first after Reset) sees everything as new,
-	// and only this tick's turns.
+	// The World updates since the last (1 when none was skipped), and
+	// the ticks, whose turns count. The first update (or the first
+	// after Reset) sees everything as new, and only this tick's turns.
 	gap, turns := uint64(maxGap+1), uint32(1)
 	if s.ticked {
 		gap = w.gen - s.gen
-		turns = uint32(min(gap, maxEvery))
+		turns = min(max(w.tick-s.tick, 1), maxEvery)
 	}
-	s.ticked, s.gen = true, w.gen
+	s.ticked, s.gen, s.tick = true, w.gen, w.tick
 	changed := w.changedWithin(gap)
 	slot := s.slot
 	n := len(w.ids)

@@ -706,6 +706,53 @@ func TestSchedulerBands(t *testing.T) {
 	}
 }
 
+// TestSchedulerBandsAcrossSkippedTicks: a World that advances three
+// ticks per update (a server that fell behind steps its game three times
+// and describes the last state) still gives each far entity a turn on
+// every update that follows one of its turn ticks: none waits beyond its
+// period, none starves.
+func TestSchedulerBandsAcrossSkippedTicks(t *testing.T) {
+	const n, stride = 400, 3
+	w := NewWorld(WorldConfig{CellSize: 10})
+	s := NewScheduler(SchedulerConfig{Radius: 100, Bands: []Band{{From: 0.75, Every: 8}, {From: 0.25, Every: 2}, {From: 0.5, Every: 3}}})
+	sz := &fakeSizer{w: w, fixed: 19, body: make([]int, n)}
+	for i := range sz.body {
+		sz.body[i] = 1
+	}
+	all := make([]uint64, (n+63)/64)
+	for i := range all {
+		all[i] = ^uint64(0)
+	}
+	prev := uint32(0)
+	for tick := uint32(0); tick < 120; tick += stride {
+		w.Begin(tick)
+		for i := range n {
+			w.Add(proto.NetworkID(i+1), Vec3{X: float32(i) / 4}, 0)
+		}
+		w.End(all)
+		sel, ok := s.Schedule(time.Time{}, w, 1<<20, sz)
+		if !ok {
+			t.Fatal("no frame")
+		}
+		for i := range n {
+			p := uint32(period(i, n))
+			// A turn of i's band fell on a tick since the last update
+			// (on the first, on this tick only).
+			want, from := false, max(prev+1, tick-min(tick, maxEvery-1))
+			if tick == 0 {
+				from = 0
+			}
+			for tt := from; tt <= tick; tt++ {
+				want = want || phase(tt, proto.NetworkID(i+1))&(p-1) == 0
+			}
+			if got := slices.Contains(sel, int32(i)); got != want {
+				t.Fatalf("tick %d (last update %d): entity at distance %.2f (period %d) sent %v, want %v", tick, prev, float32(i)/4, p, got, want)
+			}
+		}
+		prev = tick
+	}
+}
+
 // period is the band period TestSchedulerBands expects for entity i of n
 // spread from distance 0 to 100 (the Every of 3 rounds up to 4).
 func period(i, n int) int {
