@@ -49,10 +49,11 @@ func (c *Conn) deliver(d datagram) {
 		return
 	default:
 	}
-	if c.in.Push(inbox.Datagram{Data: d.data, From: d.from}) {
-		c.net.count(func(s *Stats) { s.Delivered++ })
-	} else {
-		c.net.count(func(s *Stats) { s.QueueFull++ })
+	// Counted before the reader can see it: a datagram read is always
+	// in the stats already.
+	c.net.count(func(s *Stats) { s.Delivered++ })
+	if !c.in.Push(inbox.Datagram{Data: d.data, From: d.from}) {
+		c.net.count(func(s *Stats) { s.Delivered--; s.QueueFull++ })
 	}
 }
 
