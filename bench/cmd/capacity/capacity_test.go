@@ -136,6 +136,29 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// TestPrintTable: every row has the header's columns, and a step the
+// server fell behind in shows its ticks per second below the rate.
+func TestPrintTable(t *testing.T) {
+	var b bytes.Buffer
+	printTable(&b, []row{
+		{players: 600, p50: 9540 * time.Microsecond, p99: 13740 * time.Microsecond, tickRate: 60, serverCPU: 0.66, held: true},
+		{players: 700, p50: 19780 * time.Microsecond, p99: 28480 * time.Microsecond, tickRate: 43.5, serverCPU: 1},
+	}, 2)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want header, rule and 2 rows:\n%s", len(lines), b.String())
+	}
+	cols := strings.Count(lines[0], "|")
+	for _, l := range lines[1:] {
+		if n := strings.Count(l, "|"); n != cols {
+			t.Errorf("%d column bars, header %d: %s", n, cols, l)
+		}
+	}
+	if !strings.Contains(lines[0], "| ticks/s |") || !strings.Contains(lines[3], "| 28.48 ms | 43.5 |") {
+		t.Errorf("no ticks per second after the p99:\n%s", b.String())
+	}
+}
+
 func TestRawProfileName(t *testing.T) {
 	for file, want := range map[string]string{
 		"bench/capacity-profile.txt": "bench/capacity-profile.pprof",

@@ -533,14 +533,16 @@ func diff(a, b reading, target, tickRate int) row {
 }
 
 func (r row) summary() string {
-	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, server %.2f cores (%.1f µs per player-tick), bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
-		r.players, ms(r.p50), ms(r.p99), r.serverCPU, r.serverUsPerTick, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
+	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, %.1f ticks/s, server %.2f cores (%.1f µs per player-tick), bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
+		r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, r.serverUsPerTick, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
 }
 
-// printTable writes the rows as a markdown table.
+// printTable writes the rows as a markdown table. Ticks per second below
+// the tick rate mean the server fell behind: its ticks came late, each
+// stepping the game more than once.
 func printTable(w io.Writer, rows []row, cpus int) {
-	fmt.Fprintln(w, "| players | tick p50 | tick p99 | server CPU (cores) | server µs per player-tick | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| players | tick p50 | tick p99 | ticks/s | server CPU (cores) | server µs per player-tick | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		busy := make([]string, len(r.machineBusy))
 		for i, b := range r.machineBusy {
@@ -550,8 +552,8 @@ func printTable(w io.Writer, rows []row, cpus int) {
 		if r.held {
 			held = "yes"
 		}
-		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.2f of %d | %.1f | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
-			r.players, ms(r.p50), ms(r.p99), r.serverCPU, cpus, r.serverUsPerTick, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
+		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.1f | %.2f of %d | %.1f | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
+			r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, cpus, r.serverUsPerTick, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
 	}
 }
 
