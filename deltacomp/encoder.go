@@ -57,8 +57,6 @@ type Encoder struct {
 	own    Scratch
 
 	flights idset.Flights[flight]
-	newest  uint16 // the newest packet given a frame (sentAny: one was)
-	sentAny bool
 	log     idset.Log
 	// slotLog holds the written entities' slots (flight.slots). It is
 	// begun with the same sizes as log and gets no more ids, so it holds
@@ -368,10 +366,6 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 
 	rem := e.removals[:min(len(e.removals), e.maxRemovals)]
 	fl := e.flights.Put(seq)
-	if !e.sentAny || int16(seq-e.newest) > 0 {
-		e.newest = seq
-	}
-	e.sentAny = true
 	fl.rev = r.rev
 	fl.ids = e.log.Begin(len(sel) + len(rem))
 	fl.slots = e.slotLog.Begin(len(sel) + len(rem))
@@ -475,7 +469,7 @@ func (e *Encoder) Delivered(seq uint16) {
 func (e *Encoder) Lost(seq uint16, carried []proto.NetworkID) (ids []proto.NetworkID, known bool) {
 	fl, ok := e.flights.Take(seq)
 	if !ok {
-		return carried, !e.sentAny || int(int16(e.newest-seq)) < e.flights.Len()
+		return carried, !e.flights.Forgot(seq)
 	}
 	if !e.log.Valid(fl.ids) {
 		return carried, false

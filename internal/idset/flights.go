@@ -8,7 +8,9 @@ const DefaultFlights = 256
 // back. It has a power-of-two number of slots; packet seq uses slot seq
 // modulo that, so a packet is forgotten once a later one takes its slot.
 type Flights[T any] struct {
-	slots []flight[T]
+	slots  []flight[T]
+	newest uint16 // the newest packet put (putAny: one was)
+	putAny bool
 }
 
 type flight[T any] struct {
@@ -41,7 +43,20 @@ func (f *Flights[T]) Put(seq uint16) *T {
 	s := &f.slots[int(seq)&(len(f.slots)-1)]
 	var zero T
 	s.used, s.seq, s.rec = true, seq, zero
+	if !f.putAny || int16(seq-f.newest) > 0 {
+		f.newest = seq
+	}
+	f.putAny = true
 	return &s.rec
+}
+
+// Forgot reports whether packet seq is older than the packets f can
+// remember: a record it had may have been replaced. Packets newer than
+// the newest put, or within reach of it, were not forgotten (Take tells
+// whether they are held). Sequence numbers wrap: "older" reaches back
+// half their range at most.
+func (f *Flights[T]) Forgot(seq uint16) bool {
+	return f.putAny && int(int16(f.newest-seq)) >= len(f.slots)
 }
 
 // Take forgets packet seq and returns its record, valid until the slot is

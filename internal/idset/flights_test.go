@@ -86,3 +86,31 @@ func TestFlightsZeroAlloc(t *testing.T) {
 		t.Fatalf("Put and Take: %v allocs", a)
 	}
 }
+
+// Forgot: a packet at least the slot count older than the newest put is
+// forgotten; newer ones, or packets never put, are not; the sequence
+// wraps.
+func TestFlightsForgot(t *testing.T) {
+	f := NewFlights[int](16, 1<<10)
+	if f.Forgot(0) || f.Forgot(40000) {
+		t.Fatal("forgot a packet before any was put")
+	}
+	f.Put(65530) // the newest reaches across the wrap below
+	for _, c := range []struct {
+		seq  uint16
+		want bool
+	}{{65530, false}, {65515, false}, {65514, true}, {40000, true}, {65535, false}, {3, false}} {
+		if got := f.Forgot(c.seq); got != c.want {
+			t.Errorf("newest 65530: Forgot(%d) = %v, want %v", c.seq, got, c.want)
+		}
+	}
+	f.Put(4) // past the wrap: 65530 and 65525 now lie 10 and 15 back
+	for _, c := range []struct {
+		seq  uint16
+		want bool
+	}{{65525, false}, {65524, true}, {4, false}, {10, false}} {
+		if got := f.Forgot(c.seq); got != c.want {
+			t.Errorf("newest 4: Forgot(%d) = %v, want %v", c.seq, got, c.want)
+		}
+	}
+}
