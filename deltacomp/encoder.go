@@ -76,7 +76,7 @@ type Scratch struct {
 	sized  []uint64 // bit i: entity i is sized for this packet
 	sizeAt []int32  // entity i's place in sizes, when sized
 	sizes  []sizing // this packet's sized entities, in the order sized
-	codes  []byte   // the sized entities' codes
+	codes  []byte   // codes encoded for this packet alone (sizing.code)
 }
 
 // sizing is how an entity goes in the packet being built. The sizings
@@ -84,9 +84,12 @@ type Scratch struct {
 // over every entity: a client's packet touches only a few of the world's
 // entities, and the per-entity index to them is all it reads elsewhere.
 type sizing struct {
-	off, n int32  // the code in Scratch.codes (n = 0: nothing to send)
-	rev    uint32 // the baseline revision (0: in full)
-	kind   uint8
+	// code is the patch's run-length code: the ring's copy, shared with
+	// the other clients (Ring.code), or, rarely, Scratch.codes'.
+	code []byte
+	n    int32  // the body's size: the baseline's age (explicit) and code; 0: nothing to send
+	rev  uint32 // the baseline revision (0: in full)
+	kind uint8
 }
 
 type flight struct {
@@ -283,7 +286,6 @@ func (e *Encoder) BodySize(i int) int {
 		return int(e.ps.sizes[e.ps.sizeAt[i]].n)
 	}
 	r := e.ring
-	off := len(e.ps.codes)
 	kind := uint8(kindFull)
 	var rev uint32
 	var patch []byte
@@ -299,17 +301,18 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	idset.SetBit(e.ps.sized, i)
 	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
+	var code []byte
+	code, e.ps.codes = r.code(rev, i, patch, e.ps.codes)
+	n := len(code)
 	if kind == kindExplicit {
-		e.ps.codes = appendVarint(e.ps.codes, uint64(r.rev-rev))
+		n += varintLen(uint64(r.rev - rev))
 	}
-	e.ps.codes = r.appendCode(e.ps.codes, rev, i, patch)
-	n := len(e.ps.codes) - off
-	if kind != kindFull && e.ps.codes[len(e.ps.codes)-1] == 0 && e.sent[sl] <= rev {
+	if kind != kindFull && code[len(code)-1] == 0 && e.sent[sl] <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
-		e.ps.codes, n = e.ps.codes[:off], 0
+		n = 0
 	}
-	e.ps.sizes = append(e.ps.sizes, sizing{off: int32(off), n: int32(n), rev: rev, kind: kind})
+	e.ps.sizes = append(e.ps.sizes, sizing{code: code, n: int32(n), rev: rev, kind: kind})
 	return n
 }
 
@@ -385,7 +388,10 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 			count++
 		}
 		b = appendVarint(b, entryHeader(uint32(id-prev-1), sz.kind))
-		b = append(b, e.ps.codes[sz.off:sz.off+sz.n]...)
+		if sz.kind == kindExplicit {
+			b = appendVarint(b, uint64(r.rev-sz.rev))
+		}
+		b = append(b, sz.code...)
 		prev = id
 		e.log.Append(&fl.ids, id)
 		e.slotLog.Append(&fl.slots, proto.NetworkID(e.slot[i]))

@@ -36,33 +36,41 @@ func (c *patchCodes) resize(n, recordSize int) {
 	c.state = c.state[:n]
 }
 
-// appendCode appends the code of entity i's patch p, valid for the ring's
-// revision stamp, to dst: the shared copy when there is one, else it
-// encodes p, keeping the result for the others when it is the first.
-func (c *patchCodes) appendCode(dst []byte, stamp uint32, i int, p []byte) []byte {
+// code returns the code of entity i's patch p, valid for the ring's
+// revision stamp: the shared copy when there is one (aliasing the cache;
+// it stays valid until the ring's next push), else it encodes p, into
+// the cache when it is the first to and into own (grown, and returned)
+// when another encoder is writing it right now.
+func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code, ownOut []byte) {
 	if i >= len(c.state) {
-		return AppendPatch(dst, p)
+		return encodeOwn(p, own)
 	}
 	st := &c.state[i]
 	v := st.Load()
 	if uint32(v>>32) == stamp {
 		if v&codeReady == 0 {
-			// Another encoder is writing it right now: encode our own.
-			return AppendPatch(dst, p)
+			return encodeOwn(p, own)
 		}
 		off := i * c.max
-		return append(dst, c.buf[off:off+int(v&0xffff)]...)
+		return c.buf[off : off+int(v&0xffff) : off+int(v&0xffff)], own
 	}
 	if !st.CompareAndSwap(v, uint64(stamp)<<32|codeBusy) {
-		return AppendPatch(dst, p)
+		return encodeOwn(p, own)
 	}
 	off := i * c.max
-	code := AppendPatch(c.buf[off:off:off+c.max], p)
+	code = AppendPatch(c.buf[off:off:off+c.max], p)
 	if len(code) > c.max {
 		// Cannot happen (maxCodeLen bounds it); AppendPatch moved it.
 		st.Store(0)
-		return append(dst, code...)
+		return code, own
 	}
 	st.Store(uint64(stamp)<<32 | codeReady | uint64(len(code)))
-	return append(dst, code...)
+	return code[:len(code):len(code)], own
+}
+
+// encodeOwn encodes p at the end of own and returns the code and own.
+func encodeOwn(p, own []byte) (code, ownOut []byte) {
+	start := len(own)
+	own = AppendPatch(own, p)
+	return own[start:len(own):len(own)], own
 }

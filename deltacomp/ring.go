@@ -100,14 +100,15 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 	return s.xor[i*rs : (i+1)*rs : (i+1)*rs], true
 }
 
-// appendCode appends the run-length code of entity i's patch p against
+// code returns the run-length code of entity i's patch p against
 // revision rev (as Patch returned it), or of its latest record when rev
-// is 0, to dst.
-func (r *Ring) appendCode(dst []byte, rev uint32, i int, p []byte) []byte {
+// is 0: the copy the encoders share (valid until the next Push), or one
+// encoded into own, which it returns grown (patchCodes.code).
+func (r *Ring) code(rev uint32, i int, p, own []byte) (code, ownOut []byte) {
 	if rev == 0 {
-		return r.full.appendCode(dst, r.rev, i, r.latest.Record(i))
+		return r.full.code(r.rev, i, r.latest.Record(i), own)
 	}
-	return r.slots[rev%uint32(r.size)].codes.appendCode(dst, r.rev, i, p)
+	return r.slots[rev%uint32(r.size)].codes.code(r.rev, i, p, own)
 }
 
 // Index returns the index of id in Latest, or -1.
