@@ -44,8 +44,7 @@ type Encoder struct {
 	maxRemovals int
 	layout      uint64            // the ring's layout base and sent follow
 	slot        []int32           // the ring's index -> slot (align sets it)
-	base        []uint32          // by slot: newest acknowledged revision holding the entity, 0 none
-	sent        []uint32          // by slot: newest revision the entity was written in
+	held        []held            // by slot: what the client holds of the entity
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
 	stale       bool // lost track of what the client holds: it needs a resync
@@ -90,6 +89,14 @@ type sizing struct {
 	n    int32  // the body's size: the baseline's age (explicit) and code; 0: nothing to send
 	rev  uint32 // the baseline revision (0: in full)
 	kind uint8
+}
+
+// held is what an encoder knows the client holds of one entity. Its two
+// revisions are read together (sizing a patch needs both), so they sit
+// side by side.
+type held struct {
+	base uint32 // newest acknowledged revision holding the entity, 0 none
+	sent uint32 // newest revision the entity was written in
 }
 
 type flight struct {
@@ -157,7 +164,7 @@ func (e *Encoder) Stale() bool { return e.stale }
 // ring computes each change's remap once, for all clients).
 func (e *Encoder) align() {
 	r := e.ring
-	if !r.layouts.Follow(&e.layout, e.move) || len(e.base) != r.layouts.SlotCount() {
+	if !r.layouts.Follow(&e.layout, e.move) || len(e.held) != r.layouts.SlotCount() {
 		e.restart()
 	}
 	e.slot = r.layouts.Slots()
@@ -169,13 +176,12 @@ func (e *Encoder) align() {
 func (e *Encoder) move(m *idset.Remap) {
 	gone := e.tmpIDs[:0]
 	for k, sl := range m.Freed {
-		if e.base[sl] != 0 || e.sent[sl] != 0 {
+		if e.held[sl] != (held{}) {
 			gone = append(gone, m.Gone[k])
 		}
-		e.base[sl], e.sent[sl] = 0, 0
+		e.held[sl] = held{}
 	}
-	e.base = idset.Grow(e.base, m.Slots)
-	e.sent = idset.Grow(e.sent, m.Slots)
+	e.held = idset.Grow(e.held, m.Slots)
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
 	// id is one of the layout's new entities (m.Added, usually a few).
@@ -214,9 +220,8 @@ func (e *Encoder) move(m *idset.Remap) {
 func (e *Encoder) restart() {
 	r := e.ring
 	n := r.layouts.SlotCount()
-	e.stale = e.stale || len(e.base) > 0 || e.layout > 0
-	e.base = idset.Grow(e.base[:0], n)
-	e.sent = idset.Grow(e.sent[:0], n)
+	e.stale = e.stale || len(e.held) > 0 || e.layout > 0
+	e.held = idset.Grow(e.held[:0], n)
 	e.forget(e.stale)
 	e.layout = r.Layout()
 }
@@ -225,14 +230,13 @@ func (e *Encoder) restart() {
 // possibly held by the client (sent at the latest revision: its removal
 // will be announced), else as never sent.
 func (e *Encoder) forget(held bool) {
-	clear(e.base)
-	clear(e.sent)
+	clear(e.held)
 	if !held {
 		return
 	}
 	v := max(e.ring.rev, 1)
 	for _, sl := range e.ring.layouts.Slots() {
-		e.sent[sl] = v
+		e.held[sl].sent = v
 	}
 }
 
@@ -290,7 +294,8 @@ func (e *Encoder) BodySize(i int) int {
 	var rev uint32
 	var patch []byte
 	sl := e.slot[i]
-	if b := e.base[sl]; b != 0 {
+	h := e.held[sl]
+	if b := h.base; b != 0 {
 		if p, ok := r.Patch(b, i); ok {
 			rev, patch = b, p
 			kind = kindExplicit
@@ -307,7 +312,7 @@ func (e *Encoder) BodySize(i int) int {
 	if kind == kindExplicit {
 		n += varintLen(uint64(r.rev - rev))
 	}
-	if kind != kindFull && code[len(code)-1] == 0 && e.sent[sl] <= rev {
+	if kind != kindFull && code[len(code)-1] == 0 && h.sent <= rev {
 		// An all-zero patch (the code ends in 0x00 only then) and
 		// nothing newer in flight: the client holds this state.
 		n = 0
@@ -395,7 +400,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		prev = id
 		e.log.Append(&fl.ids, id)
 		e.slotLog.Append(&fl.slots, proto.NetworkID(e.slot[i]))
-		e.sent[e.slot[i]] = r.rev
+		e.held[e.slot[i]].sent = r.rev
 		count++
 	}
 	for ; k < len(rem); k++ {
@@ -439,8 +444,8 @@ func (e *Encoder) Delivered(seq uint16) {
 	// from there, so it is still sent in full.
 	for k := 0; k < nEnt; k++ {
 		sl := int32(e.slotLog.At(fl.slots, k))
-		if e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && e.base[sl] < fl.rev {
-			e.base[sl] = fl.rev
+		if h := &e.held[sl]; e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && h.base < fl.rev {
+			h.base = fl.rev
 		}
 	}
 	if fl.removals > 0 {
@@ -499,8 +504,10 @@ func (e *Encoder) FullDelivered(rev uint32, ids []proto.NetworkID) {
 		if !ok {
 			continue
 		}
-		if _, ok := e.ring.Patch(rev, i); ok && e.base[e.slot[i]] < rev {
-			e.base[e.slot[i]] = rev
+		if h := &e.held[e.slot[i]]; h.base < rev {
+			if _, ok := e.ring.Patch(rev, i); ok {
+				h.base = rev
+			}
 		}
 	}
 	if rev > e.lastAcked {

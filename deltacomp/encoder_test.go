@@ -309,7 +309,7 @@ func TestDeliveredAcrossLayouts(t *testing.T) {
 		inFlight = kept
 		e.align()
 		for i, id := range r.Latest().IDs {
-			if got := e.base[e.slot[i]]; got != model[id] {
+			if got := e.held[e.slot[i]].base; got != model[id] {
 				t.Fatalf("tick %d: entity %d's baseline %d, want %d", tick, id, got, model[id])
 			}
 		}
