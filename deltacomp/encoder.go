@@ -330,15 +330,15 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	idset.SetBit(e.ps.sized, i)
 	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
-	var code []byte
-	code, e.ps.codes = r.code(rev, i, patch, e.ps.codes)
+	code, zero, own := r.code(rev, i, patch, e.ps.codes)
+	e.ps.codes = own
 	n := len(code)
 	if kind == kindExplicit {
 		n += varintLen(uint64(r.rev - rev))
 	}
-	if kind != kindFull && code[len(code)-1] == 0 && h.sent <= rev {
-		// An all-zero patch (the code ends in 0x00 only then) and
-		// nothing newer in flight: the client holds this state.
+	if kind != kindFull && zero && h.sent <= rev {
+		// An all-zero patch and nothing newer in flight: the client
+		// holds this state.
 		n = 0
 	}
 	e.ps.sizes = append(e.ps.sizes, sizing{code: code, n: int32(n), rev: rev, kind: kind})

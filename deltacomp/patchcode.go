@@ -10,7 +10,7 @@ import "sync/atomic"
 // entity's code is written once, by the encoder that claims it, and read
 // by the others after it is published.
 type patchCodes struct {
-	state []atomic.Uint64 // per entity: stamp<<32 | codeReady or codeBusy | length
+	state []atomic.Uint64 // per entity: stamp<<32 | codeReady or codeBusy | codeZero | length
 	buf   []byte          // entity i's code at i*max
 	max   int             // longest code of one record
 }
@@ -18,6 +18,9 @@ type patchCodes struct {
 const (
 	codeReady = 1 << 31
 	codeBusy  = 1 << 30
+	// codeZero marks the code of an all-zero patch, so that a client can
+	// tell it holds the entity's state without reading the code.
+	codeZero = 1 << 29
 )
 
 // maxCodeLen is the longest run-length code of a recordSize-byte patch:
@@ -37,11 +40,12 @@ func (c *patchCodes) resize(n, recordSize int) {
 }
 
 // code returns the code of entity i's patch p, valid for the ring's
-// revision stamp: the shared copy when there is one (aliasing the cache;
-// it stays valid until the ring's next push), else it encodes p, into
-// the cache when it is the first to and into own (grown, and returned)
-// when another encoder is writing it right now.
-func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code, ownOut []byte) {
+// revision stamp, and whether p is all zero: the shared copy when there
+// is one (aliasing the cache; it stays valid until the ring's next
+// push), else it encodes p, into the cache when it is the first to and
+// into own (grown, and returned) when another encoder is writing it
+// right now.
+func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
 	if i >= len(c.state) {
 		return encodeOwn(p, own)
 	}
@@ -51,26 +55,37 @@ func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code, ownOut []by
 		if v&codeReady == 0 {
 			return encodeOwn(p, own)
 		}
-		off := i * c.max
-		return c.buf[off : off+int(v&0xffff) : off+int(v&0xffff)], own
+		off, n := i*c.max, int(v&0xffff)
+		return c.buf[off : off+n : off+n], v&codeZero != 0, own
 	}
 	if !st.CompareAndSwap(v, uint64(stamp)<<32|codeBusy) {
 		return encodeOwn(p, own)
 	}
 	off := i * c.max
 	code = AppendPatch(c.buf[off:off:off+c.max], p)
+	zero = isZeroCode(code)
 	if len(code) > c.max {
 		// Cannot happen (maxCodeLen bounds it); AppendPatch moved it.
 		st.Store(0)
-		return code, own
+		return code, zero, own
 	}
-	st.Store(uint64(stamp)<<32 | codeReady | uint64(len(code)))
-	return code[:len(code):len(code)], own
+	v = uint64(stamp)<<32 | codeReady | uint64(len(code))
+	if zero {
+		v |= codeZero
+	}
+	st.Store(v)
+	return code[:len(code):len(code)], zero, own
 }
 
-// encodeOwn encodes p at the end of own and returns the code and own.
-func encodeOwn(p, own []byte) (code, ownOut []byte) {
+// encodeOwn encodes p at the end of own and returns the code, whether p
+// is all zero, and own.
+func encodeOwn(p, own []byte) (code []byte, zero bool, ownOut []byte) {
 	start := len(own)
 	own = AppendPatch(own, p)
-	return own[start:len(own):len(own)], own
+	code = own[start:len(own):len(own)]
+	return code, isZeroCode(code), own
 }
+
+// isZeroCode reports whether code (AppendPatch's) is an all-zero
+// patch's: only that code ends in 0x00.
+func isZeroCode(code []byte) bool { return len(code) > 0 && code[len(code)-1] == 0 }

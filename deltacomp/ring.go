@@ -102,9 +102,10 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 
 // code returns the run-length code of entity i's patch p against
 // revision rev (as Patch returned it), or of its latest record when rev
-// is 0: the copy the encoders share (valid until the next Push), or one
-// encoded into own, which it returns grown (patchCodes.code).
-func (r *Ring) code(rev uint32, i int, p, own []byte) (code, ownOut []byte) {
+// is 0, and whether it is all zero: the copy the encoders share (valid
+// until the next Push), or one encoded into own, which it returns grown
+// (patchCodes.code).
+func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
 	if rev == 0 {
 		return r.full.code(r.rev, i, r.latest.Record(i), own)
 	}
