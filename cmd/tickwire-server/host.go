@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"slices"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,9 +50,24 @@ func newGameHost(name string, rate int, log *slog.Logger, h tickwire.Handler) *g
 		tickHist: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tickwire_tick_duration_seconds",
 			Help:    "Time the server spent on one tick: game step, replication and sending.",
-			Buckets: prometheus.ExponentialBuckets(100e-6, 1.2, 40), // 100 µs .. ~150 ms, 20 % apart
+			Buckets: tickBuckets(rate),
 		}),
 	}
+}
+
+// tickBuckets are the tick duration histogram's bounds: 100 µs to some
+// 150 ms, 10 % apart, and the tick's budget at rate ticks a second, so
+// that whether 99 % of the ticks kept to it is read exactly, not to the
+// nearest bucket.
+func tickBuckets(rate int) []float64 {
+	b := prometheus.ExponentialBuckets(100e-6, 1.1, 78)
+	if rate > 0 {
+		budget := 1 / float64(rate)
+		if i := sort.SearchFloat64s(b, budget); i == len(b) || b[i] != budget {
+			b = slices.Insert(b, i, budget)
+		}
+	}
+	return b
 }
 
 // counts returns the players and games of the open connections. Call it

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -336,6 +337,29 @@ func TestKeyRotation(t *testing.T) {
 		}
 		if c != nil {
 			c.Close()
+		}
+	}
+}
+
+// TestTickBuckets checks the tick histogram's bounds: ascending, 100 µs
+// to past 150 ms, and the budget of the tick rate among them, so that
+// the capacity run's "99 % of ticks within the budget" is exact.
+func TestTickBuckets(t *testing.T) {
+	for _, rate := range []int{30, 60, 64, 128} {
+		b := tickBuckets(rate)
+		if b[0] != 100e-6 || b[len(b)-1] < 0.15 {
+			t.Errorf("rate %d: bounds %g .. %g, want 100 µs .. at least 150 ms", rate, b[0], b[len(b)-1])
+		}
+		if !slices.Contains(b, 1/float64(rate)) {
+			t.Errorf("rate %d: the budget %g s is not a bound", rate, 1/float64(rate))
+		}
+		for i := 1; i < len(b); i++ {
+			if b[i] <= b[i-1] {
+				t.Fatalf("rate %d: bounds not strictly ascending at %d: %g, %g", rate, i, b[i-1], b[i])
+			}
+			if r := b[i] / b[i-1]; r > 1.1+1e-9 {
+				t.Errorf("rate %d: bounds %g and %g are %.0f %% apart, want at most 10 %%", rate, b[i-1], b[i], (r-1)*100)
+			}
 		}
 	}
 }
