@@ -78,8 +78,11 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if o.start != 200 || o.max != 1000 || o.hold != 30*time.Second || o.pin != "none" {
+	if o.start != 200 || o.max != 1000 || o.hold != 30*time.Second || o.pin != "none" || o.freshBots {
 		t.Fatalf("defaults %+v", o)
+	}
+	if o, err := parseFlags([]string{"-fresh-bots"}, io.Discard); err != nil || !o.freshBots {
+		t.Fatalf("-fresh-bots: %+v, %v", o, err)
 	}
 	for _, c := range []struct {
 		args []string

@@ -52,6 +52,7 @@ type options struct {
 	npcs             int
 	verify           int
 	groups           int
+	freshBots        bool
 	pin              string
 	binDir           string
 	svg              string
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.inputInterval, "input-interval", 1, "tickwire-bot -input-interval: ticks between a bot's packets (1..4)")
 	fs.IntVar(&o.npcs, "npcs", 300, "NPCs in the arena")
 	fs.IntVar(&o.verify, "verify", 10, "clients of each bot process that rebuild the state and check the server's checksums (the others only ack)")
+	fs.BoolVar(&o.freshBots, "fresh-bots", false, "replace the bots at each step by one process with all its players (they join again), so that a step costs\nwhat a run of that size alone does; without it each step adds a process of -step players, and each process has its\n-verify clients and its own client groups")
 	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
 	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none; split (server on CPU 0, bots on the others); or bots (bots on\nthe CPUs but 0, the server anywhere: CPU 0 is the server's alone, the others it shares with the bots)")
 	fs.StringVar(&o.binDir, "bin", "", "`directory` holding tickwire-server and tickwire-bot (default: build them)")
@@ -224,7 +226,16 @@ func run(ctx context.Context, o options) error {
 	var heldProfile []byte
 	for n := o.start; n <= o.max; n += o.step {
 		add := n
-		if len(bots) > 0 {
+		if len(bots) > 0 && o.freshBots {
+			logf("step %d players: stopping the last step's bots", n)
+			for _, b := range bots {
+				b.stop()
+			}
+			bots = nil
+			if err := awaitPlayersAtMost(ctx, admin+"/metrics", 0, 30*time.Second); err != nil {
+				return err
+			}
+		} else if len(bots) > 0 {
 			add = o.step
 		}
 		logf("step %d players: starting %d bots", n, add)
@@ -276,7 +287,11 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Println()
-	fmt.Printf("Capacity run, %s; hold %v after %v warm-up; bots: headless, %d verifying per process\n\n", title, o.hold, o.warmup, o.verify)
+	procs := "a process added per step"
+	if o.freshBots {
+		procs = "one process per step, joined afresh"
+	}
+	fmt.Printf("Capacity run, %s; hold %v after %v warm-up; bots: headless, %s, %d verifying per process\n\n", title, o.hold, o.warmup, procs, o.verify)
 	printTable(os.Stdout, rows, cpus)
 	held := 0
 	for _, r := range rows {
@@ -328,6 +343,27 @@ func awaitPlayers(ctx context.Context, metrics string, want int, bots []*proc, t
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%v players of %d after %v", r.players, want, timeout)
+		}
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// awaitPlayersAtMost polls the server until it counts at most want
+// players (those that left are gone), or fails after timeout.
+func awaitPlayersAtMost(ctx context.Context, metrics string, want int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		r, err := sample(metrics, nil, nil)
+		if err != nil {
+			return err
+		}
+		if r.players <= float64(want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%v players still connected after %v, want at most %d", r.players, timeout, want)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
