@@ -185,14 +185,11 @@ func (e *Encoder) align() {
 // together, where read at random each is a separate wait.
 func (e *Encoder) warm() {
 	var x uint32
-	for k := 0; k < len(e.held); k += cacheLine / int(unsafe.Sizeof(held{})) {
+	for k := 0; k < len(e.held); k += idset.CacheLine / int(unsafe.Sizeof(held{})) {
 		x += e.held[k].base
 	}
 	e.warmSum = x
 }
-
-// cacheLine is the cache line size of the CPUs servers run on.
-const cacheLine = 64
 
 // move realigns the per-entity state through one layout change, m: the
 // slots it freed are cleared, their entities' removals pending if the

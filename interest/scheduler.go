@@ -387,14 +387,11 @@ func (s *Scheduler) update(w *World) {
 // random each is a separate wait.
 func (s *Scheduler) warm() {
 	var x float32
-	for k := 0; k < len(s.prio); k += cacheLine / 4 {
+	for k := 0; k < len(s.prio); k += idset.CacheLine / 4 { // 4: a float32
 		x += s.prio[k]
 	}
 	s.warmSum = x
 }
-
-// cacheLine is the cache line size of the CPUs servers run on.
-const cacheLine = 64
 
 // Schedule picks the entities the next packet carries: the relevant
 // entities with priority, highest first, as long as they fit in budget

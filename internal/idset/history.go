@@ -142,3 +142,8 @@ func Grow[T any](s []T, n int) []T {
 	clear(s[k:])
 	return s
 }
+
+// CacheLine is the cache line size, in bytes, of the CPUs servers run
+// on: per-slot state read through in order before random reads (a
+// client's priorities, baselines) is read one entry per line.
+const CacheLine = 64
