@@ -13,9 +13,11 @@
 //	go run ./bench/cmd/capacity                                  # 200, 300, ... 1000
 //	go run ./bench/cmd/capacity -start 700 -step 100 -max 1000 -hold 30s
 //
-// The bots are headless tickwire-bot processes (one per step) whose
-// clients run on ClientGroups; -verify of each process's clients rebuild
-// the state and check the server's checksums, the others only ack. By
+// The bots are headless tickwire-bot processes (one added per step, or
+// with -fresh-bots one per step replacing the last, its players joining
+// again) whose clients run on ClientGroups; -verify of each process's
+// clients rebuild the state and check the server's checksums, the
+// others only ack. By
 // default nothing is pinned: the server builds packets on every core
 // (Config.Workers) and the bots share them; -pin split keeps the old
 // layout (server on CPU 0, bots on the others) for comparison.
