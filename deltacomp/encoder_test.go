@@ -119,9 +119,6 @@ func TestRemovalsSentUntilAcknowledged(t *testing.T) {
 	}
 }
 
-// TestRemovalDroppedWhenBack: an entity that comes back (the same id)
-// while its removal is still unacknowledged is no longer announced as
-// removed, over one layout change or several at once.
 // Lost hands back what a lost frame carried (its entities, not its
 // removals) for the scheduler to send again, once; a packet the encoder
 // no longer remembers is unknown, unless it is too new to have had a
@@ -169,6 +166,9 @@ func TestLostReturnsWhatTheFrameCarried(t *testing.T) {
 	}
 }
 
+// TestRemovalDroppedWhenBack: an entity that comes back (the same id)
+// while its removal is still unacknowledged is no longer announced as
+// removed, over one layout change or several at once.
 func TestRemovalDroppedWhenBack(t *testing.T) {
 	for _, skip := range []bool{false, true} {
 		r := NewRing(RingConfig{})
