@@ -3,7 +3,6 @@ package deltacomp
 import (
 	"errors"
 	"slices"
-	"unsafe"
 
 	"github.com/tickwire/tickwire/internal/idset"
 	"github.com/tickwire/tickwire/proto"
@@ -49,7 +48,7 @@ type Encoder struct {
 	removals    []proto.NetworkID // ascending; pending until delivered
 	lastAcked   uint32
 	warmed      uint32 // the ring revision warm last ran at
-	warmSum     uint32 // warm's reads go somewhere, so that they are made
+	warmSum     byte   // idset.Warm's result
 	stale       bool   // lost track of what the client holds: it needs a resync
 
 	// per Prepare
@@ -172,23 +171,11 @@ func (e *Encoder) align() {
 	}
 	e.slot = r.layouts.Slots()
 	if e.warmed != r.rev {
+		// Once per revision, before the packet's learning, sizing and
+		// writing read the baselines at random.
 		e.warmed = r.rev
-		e.warm()
+		e.warmSum = idset.Warm(e.held)
 	}
-}
-
-// warm reads the client's per-entity state through once, a cache line
-// at a time, before the packet's learning, sizing and writing read it at
-// random. The state is cold by then (a server keeps a thousand clients'
-// state, far more than a core's cache), and a packet's entities are
-// spread over most of its lines: read in order, the lines arrive
-// together, where read at random each is a separate wait.
-func (e *Encoder) warm() {
-	var x uint32
-	for k := 0; k < len(e.held); k += idset.CacheLine / int(unsafe.Sizeof(held{})) {
-		x += e.held[k].base
-	}
-	e.warmSum = x
 }
 
 // move realigns the per-entity state through one layout change, m: the

@@ -164,10 +164,10 @@ type Scheduler struct {
 	out        []int32
 
 	ticked  bool
-	warmSum float32 // warm's reads go somewhere, so that they are made
-	gen     uint64  // the World update of the last update
-	tick    uint32  // and its tick
-	all     bool    // re-prioritise every relevant entity next tick
+	warmSum byte   // idset.Warm's result
+	gen     uint64 // the World update of the last update
+	tick    uint32 // and its tick
+	all     bool   // re-prioritise every relevant entity next tick
 	// lost holds what the packets lost since the last update carried,
 	// each packet's ids ascending, one packet after the other.
 	lost []proto.NetworkID
@@ -308,8 +308,14 @@ const MaxSkippedUpdates = maxGap - 1
 
 func (s *Scheduler) update(w *World) {
 	s.align(w)
+	fresh := !s.ticked || s.gen != w.gen
+	if fresh {
+		// Once per World update, before the lost packets' entities, the
+		// update and the packing read the priorities at random.
+		s.warmSum = idset.Warm(s.prio)
+	}
 	s.takeLost(w)
-	if s.ticked && s.gen == w.gen {
+	if !fresh {
 		return
 	}
 	// The World updates since the last (1 when none was skipped), and
@@ -321,7 +327,6 @@ func (s *Scheduler) update(w *World) {
 		turns = min(max(w.tick-s.tick, 1), maxEvery)
 	}
 	s.ticked, s.gen, s.tick = true, w.gen, w.tick
-	s.warm()
 	changed := w.changedWithin(gap)
 	slot := s.slot
 	n := len(w.ids)
@@ -377,20 +382,6 @@ func (s *Scheduler) update(w *World) {
 			s.prio[slot[i]] = min(p, maxPriority)
 		}
 	}
-}
-
-// warm reads the priorities through once, a cache line at a time,
-// before the update and the packing read them at random: they are cold
-// by then (a server keeps a thousand players' schedulers, far more than
-// a core's cache), and a packet's candidates are spread over most of
-// their lines. Read in order, the lines arrive together, where read at
-// random each is a separate wait.
-func (s *Scheduler) warm() {
-	var x float32
-	for k := 0; k < len(s.prio); k += idset.CacheLine / 4 { // 4: a float32
-		x += s.prio[k]
-	}
-	s.warmSum = x
 }
 
 // Schedule picks the entities the next packet carries: the relevant

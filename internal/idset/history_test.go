@@ -110,3 +110,25 @@ func TestHistoryFollow(t *testing.T) {
 		t.Fatal("Follow from a change no longer held reported true")
 	}
 }
+
+// Warm reads the first byte of every cache line the state spans, and
+// nothing past its end.
+func TestWarm(t *testing.T) {
+	if Warm([]uint32(nil)) != 0 {
+		t.Fatal("nil state read")
+	}
+	s := make([]uint32, 40) // 160 bytes: lines at 0, 64 and 128
+	for i := range s {
+		s[i] = uint32(i + 1) // little-endian: an entry's first byte is i+1
+	}
+	if got, want := Warm(s), byte(1+17+33); got != want {
+		t.Fatalf("Warm read sum %d, want %d (entries 0, 16 and 32)", got, want)
+	}
+	type pair struct{ a, b uint32 }
+	p := make([]pair, 17) // 136 bytes: lines at 0, 64 and 128
+	p[0].a, p[8].a, p[16].a = 5, 6, 7
+	p[0].b, p[9].a = 100, 100 // not at a line's start: not read
+	if got := Warm(p); got != 18 {
+		t.Fatalf("Warm over pairs read sum %d, want 18", got)
+	}
+}
