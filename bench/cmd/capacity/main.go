@@ -234,7 +234,7 @@ func run(ctx context.Context, o options) error {
 				b.stop()
 			}
 			bots = nil
-			if err := awaitPlayersAtMost(ctx, admin+"/metrics", 0, 30*time.Second); err != nil {
+			if err := awaitPlayersGone(ctx, admin+"/metrics", 30*time.Second); err != nil {
 				return err
 			}
 		} else if len(bots) > 0 {
@@ -327,13 +327,30 @@ func run(ctx context.Context, o options) error {
 // awaitPlayers polls the server until it counts want players, or fails
 // after timeout (or when a bot process exited).
 func awaitPlayers(ctx context.Context, metrics string, want int, bots []*proc, timeout time.Duration) error {
+	return awaitCount(ctx, metrics, bots, timeout, func(players float64) bool { return players >= float64(want) },
+		func(players float64) error { return fmt.Errorf("%v players of %d after %v", players, want, timeout) })
+}
+
+// awaitPlayersGone polls the server until every player left (the bots
+// were stopped), or fails after timeout.
+func awaitPlayersGone(ctx context.Context, metrics string, timeout time.Duration) error {
+	return awaitCount(ctx, metrics, nil, timeout, func(players float64) bool { return players == 0 },
+		func(players float64) error {
+			return fmt.Errorf("%v players still connected after %v", players, timeout)
+		})
+}
+
+// awaitCount polls the server's player count until done accepts it;
+// after timeout it fails with late's error, and at once when one of the
+// bot processes exited.
+func awaitCount(ctx context.Context, metrics string, bots []*proc, timeout time.Duration, done func(float64) bool, late func(float64) error) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		r, err := sample(metrics, nil, nil)
 		if err != nil {
 			return err
 		}
-		if r.players >= float64(want) {
+		if done(r.players) {
 			return nil
 		}
 		for _, b := range bots {
@@ -344,28 +361,7 @@ func awaitPlayers(ctx context.Context, metrics string, want int, bots []*proc, t
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%v players of %d after %v", r.players, want, timeout)
-		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
-			return err
-		}
-	}
-}
-
-// awaitPlayersAtMost polls the server until it counts at most want
-// players (those that left are gone), or fails after timeout.
-func awaitPlayersAtMost(ctx context.Context, metrics string, want int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		r, err := sample(metrics, nil, nil)
-		if err != nil {
-			return err
-		}
-		if r.players <= float64(want) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%v players still connected after %v, want at most %d", r.players, timeout, want)
+			return late(r.players)
 		}
 		if err := sleep(ctx, 250*time.Millisecond); err != nil {
 			return err
