@@ -351,12 +351,14 @@ func TestSchedulerAgainstSortEverything(t *testing.T) {
 
 // idsOf returns the ids of the entities sel picks in w: what a frame's
 // writer records of a packet for Lost.
-func idsOf(w *World, sel []int32) []proto.NetworkID {
-	ids := make([]proto.NetworkID, len(sel))
-	for k, i := range sel {
-		ids[k] = w.ID(int(i))
+func idsOf(w *World, sel []int32) []proto.NetworkID { return appendIDs(nil, w, sel) }
+
+// appendIDs appends the ids of the entities sel picks in w to dst.
+func appendIDs(dst []proto.NetworkID, w *World, sel []int32) []proto.NetworkID {
+	for _, i := range sel {
+		dst = append(dst, w.ID(int(i)))
 	}
-	return ids
+	return dst
 }
 
 func TestRelevanceGridMatchesBruteForce(t *testing.T) {
@@ -606,10 +608,7 @@ func TestSchedulerZeroAlloc(t *testing.T) {
 		w.End(changed)
 		tick++
 		sel, _ := s.Schedule(time.Time{}, w, DefaultBudget, sz)
-		carried = carried[:0]
-		for _, i := range sel[:min(len(sel), 8)] {
-			carried = append(carried, w.ID(int(i)))
-		}
+		carried = appendIDs(carried[:0], w, sel[:min(len(sel), 8)])
 		s.Lost(carried)
 	})
 	if a != 0 {
