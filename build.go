@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tickwire/tickwire/udp"
 )
 
 // builder builds every connection's packets of a tick — the frame
@@ -13,8 +15,12 @@ import (
 // encoding), the session's reliable data, sealing — on Config.Workers
 // goroutines. Each worker owns a share of the connections (a stretch of
 // them in id order) and queues its datagrams in its own queue, so no
-// lock sits on the hot path; the loop waits for all of them and then
-// writes their queues in worker order. A worker claims its share in
+// lock sits on the hot path. A worker writes its queue to the socket
+// whenever it holds sendEvery datagrams and the socket is free (the
+// other worker not writing), and the rest when its work is done: the
+// system calls and the kernel's delivery of the datagrams are spread over
+// the build, on both cores, not left to the loop after it, and the
+// buffers go out while they are still in the core's cache. A worker claims its share in
 // chunks of buildChunk (an atomic add each) and, done with it, claims
 // what the other shares have left: a worker the OS set aside (its core
 // shared with other work) does not hold the tick up. A connection's
@@ -27,6 +33,9 @@ type builder struct {
 	now     time.Time
 	n       int       // workers building this tick
 	home    *outQueue // the server's queue, every connection's outside the build
+	// send is held by the worker writing to the socket: a BatchConn
+	// takes one writer at a time.
+	send sync.Mutex
 }
 
 type buildWorker struct {
@@ -41,6 +50,10 @@ type buildWorker struct {
 // buildChunk is how many connections a worker claims at a time.
 const buildChunk = 8
 
+// sendEvery is how many datagrams a queue holds before it is written
+// during the build: one system call's worth (udp.DefaultBatchSize).
+const sendEvery = udp.DefaultBatchSize
+
 // build builds the packets of s's connections at now and writes them.
 func (b *builder) build(s *Server, now time.Time) {
 	b.conns = b.conns[:0]
@@ -49,12 +62,13 @@ func (b *builder) build(s *Server, now time.Time) {
 	}
 	slices.SortFunc(b.conns, func(x, y *Conn) int { return cmp.Compare(x.id, y.id) })
 	n := min(s.cfg.Workers, len(b.conns)/minConnsPerWorker)
+	b.home = &s.out
 	if n <= 1 {
-		b.share(0, 1, now)
+		b.buildAll(now)
 		return
 	}
 	b.start(s, n)
-	b.now, b.n, b.home = now, n, &s.out
+	b.now, b.n = now, n
 	per := (len(b.conns) + n - 1) / n
 	for i, w := range b.workers[:n] {
 		lo := min(i*per, len(b.conns))
@@ -67,9 +81,6 @@ func (b *builder) build(s *Server, now time.Time) {
 	}
 	b.shareTo(b.workers[0], 0)
 	b.wg.Wait()
-	for _, w := range b.workers[:n] {
-		w.q.flush()
-	}
 }
 
 // minConnsPerWorker: below this many connections per worker, handing
@@ -110,16 +121,26 @@ func (b *builder) shareTo(w *buildWorker, i int) {
 				c.out.q, c.worker = b.home, 0
 				c.ackQueued = false
 			}
+			if len(w.q.msgs) >= sendEvery && b.send.TryLock() {
+				w.q.flush()
+				b.send.Unlock()
+			}
 		}
 	}
+	b.send.Lock()
+	w.q.flush()
+	b.send.Unlock()
 }
 
-// share builds every connection on the loop, into the server's queue.
-func (b *builder) share(i, n int, now time.Time) {
-	for k := i; k < len(b.conns); k += n {
-		c := b.conns[k]
+// buildAll builds every connection on the loop, into the server's queue,
+// writing it every sendEvery datagrams.
+func (b *builder) buildAll(now time.Time) {
+	for _, c := range b.conns {
 		c.sess.Tick(now, c.ticks(), c.handler.sendMode(c.srv.tickNum), &c.out)
 		c.ackQueued = false
+		if len(b.home.msgs) >= sendEvery {
+			b.home.flush()
+		}
 	}
 }
 

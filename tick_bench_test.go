@@ -635,3 +635,63 @@ func newBareServer(t testing.TB, workers, n int) (s *Server, conns []*Conn, now 
 	}
 	return s, conns, &at
 }
+
+// writeWatch is a BatchConn that counts the datagrams written, notes
+// whether two writers were ever in WriteBatch at once, and calls written
+// (if set) with the count after each batch.
+type writeWatch struct {
+	discardConn
+	n, in   atomic.Int64
+	overlap atomic.Bool
+	written func(n int64)
+}
+
+func (w *writeWatch) WriteBatch(m []udp.Message) (int, error) {
+	if w.in.Add(1) > 1 {
+		w.overlap.Store(true)
+	}
+	defer w.in.Add(-1)
+	n := w.n.Add(int64(len(m)))
+	if w.written != nil {
+		w.written(n)
+	}
+	return len(m), nil
+}
+
+// TestBuildWritesAsItGoes: the workers write their datagrams while they
+// build, a batch of sendEvery at a time, one writer at a time, not all
+// after the build: the second worker is held on its first connection
+// until the socket has had a batch, which only the first worker's
+// writing during the build can give. Without it, this deadlocks
+// (synctest reports it).
+func TestBuildWritesAsItGoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 4 * sendEvery
+		s, conns, now := newBareServer(t, 2, n)
+		defer s.builder.stop()
+		release := make(chan struct{})
+		watch := &writeWatch{written: func(k int64) {
+			if k >= sendEvery && release != nil {
+				close(release)
+				release = nil
+			}
+		}}
+		s.conn, s.out.conn = watch, watch
+		slices.SortFunc(conns, func(x, y *Conn) int { return int(x.id) - int(y.id) })
+		var built atomic.Int64
+		for i, c := range conns {
+			f := &stallFrames{built: &built, after: func(int64) {}}
+			if i == n/2 { // the first of the second worker's share
+				f.block = release
+			}
+			c.SetFrameHandler(f)
+		}
+		s.build(*now)
+		if got := watch.n.Load(); got != n {
+			t.Errorf("%d datagrams written for %d connections", got, n)
+		}
+		if watch.overlap.Load() {
+			t.Error("two workers wrote to the socket at once")
+		}
+	})
+}
