@@ -170,6 +170,11 @@ type GameHostStats struct {
 	ResumedMissing uint64
 	// Effects counts the effects GameConfig.SendEffects networked.
 	Effects uint64
+	// InputsMissing counts the (player, tick) pairs the games simulated
+	// without the player's input, ended games included
+	// (sim.ServerStats.InputsMissing): inputs that came too late, or
+	// not at all.
+	InputsMissing uint64
 }
 
 // NewGameHost returns a host that creates games with factory, or an error
@@ -311,7 +316,17 @@ const maxFates = 256
 func (h *GameHost) Stats() GameHostStats {
 	st := h.stats
 	st.Games = len(h.games)
+	for _, g := range h.games {
+		st.InputsMissing += g.eng.Stats().InputsMissing
+	}
 	return st
+}
+
+// end forgets a game nobody plays any more, keeping its count of missing
+// inputs in the host's.
+func (h *GameHost) end(g *hostedGame) {
+	h.stats.InputsMissing += g.eng.Stats().InputsMissing
+	delete(h.games, g.id)
 }
 
 // Resyncs and Desyncs are for metrics.
@@ -319,6 +334,9 @@ func (h *GameHost) Resyncs() uint64 { return h.stats.Resyncs }
 
 // Desyncs counts checksum mismatches clients reported.
 func (h *GameHost) Desyncs() uint64 { return h.stats.Desyncs }
+
+// InputsMissing is GameHostStats.InputsMissing, for metrics.
+func (h *GameHost) InputsMissing() uint64 { return h.Stats().InputsMissing }
 
 // Entities is how many entities a game has now.
 func (h *GameHost) Entities(gameID uint64) int {
@@ -429,7 +447,7 @@ func (h *GameHost) Connected(c *Conn) {
 			}
 			if len(g.conns) == 0 {
 				// Nobody plays it: do not keep it running.
-				delete(h.games, g.id)
+				h.end(g)
 			}
 			c.Refuse(p, err.Error())
 			return
@@ -475,7 +493,7 @@ func (h *GameHost) Disconnected(c *Conn, r proto.DisconnectReason) {
 			h.mig.disconnected(gc, r)
 		}
 		if len(g.conns) == 0 && len(g.awaited) == 0 {
-			delete(h.games, g.id)
+			h.end(g)
 			h.log.Info("game ended", "game", g.id)
 		}
 	}

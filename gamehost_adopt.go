@@ -152,7 +152,7 @@ func (h *GameHost) expireAwaited(g *hostedGame, now time.Time) {
 	clear(g.awaited)
 	if len(g.conns) == 0 {
 		// Nobody came back: the game ends like any game without players.
-		delete(h.games, g.id)
+		h.end(g)
 		h.log.Info("game ended", "game", g.id)
 	}
 }

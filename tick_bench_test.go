@@ -695,3 +695,33 @@ func TestBuildWritesAsItGoes(t *testing.T) {
 		}
 	})
 }
+
+// TestInputsMissingCounted: GameHostStats.InputsMissing counts the ticks
+// a player's game ran without its input (a client gone quiet), only
+// those, and keeps them when the game ends.
+func TestInputsMissingCounted(t *testing.T) {
+	r := newTickRig(t, 2, 1)
+	r.warm(t)
+	before := r.host.Stats().InputsMissing
+	for range 60 {
+		r.step(t, nil)
+	}
+	if got := r.host.Stats().InputsMissing; got != before {
+		t.Fatalf("%d inputs missing in 60 ticks of two players sending theirs", got-before)
+	}
+	r.clients[1].mute = true
+	for range 60 {
+		r.step(t, nil)
+	}
+	// The inputs it sent ahead (2 ticks) cover the first ticks.
+	missing := r.host.Stats().InputsMissing - before
+	if missing < 55 || missing > 60 {
+		t.Fatalf("%d inputs missing in the 60 ticks one player sent none, want 55..60", missing)
+	}
+	for _, c := range r.s.conns {
+		r.s.disconnect(c, proto.DisconnectClosed, r.now, false)
+	}
+	if st := r.host.Stats(); st.Games != 0 || st.InputsMissing != before+missing {
+		t.Fatalf("after the game ended: %d games, %d inputs missing, want 0 and %d", st.Games, st.InputsMissing, before+missing)
+	}
+}

@@ -21,6 +21,7 @@ type serverCollector struct {
 	accepted, denied, challenges *prometheus.Desc
 	ticks                        *prometheus.Desc
 	resyncs, desyncs             *prometheus.Desc
+	inputsMissing                *prometheus.Desc
 	sockDrops                    *prometheus.Desc
 }
 
@@ -29,23 +30,24 @@ func newServerCollector(srv *tickwire.Server, host *gameHost, socketDrops func()
 		return prometheus.NewDesc("tickwire_"+name, help, labels, nil)
 	}
 	return &serverCollector{
-		srv:         srv,
-		host:        host,
-		socketDrops: socketDrops,
-		connections: d("connections", "Open client connections."),
-		players:     d("players", "Player slots carried by open connections."),
-		games:       d("games", "Games with at least one connection."),
-		packets:     d("packets_total", "Datagrams by direction.", "direction"),
-		bytes:       d("bytes_total", "UDP payload bytes by direction.", "direction"),
-		drops:       d("dropped_packets_total", "Datagrams dropped, by reason.", "reason"),
-		disconnects: d("disconnects_total", "Connections ended, by reason.", "reason"),
-		accepted:    d("connections_accepted_total", "Connections created by the handshake."),
-		denied:      d("handshakes_denied_total", "Handshake denials sent."),
-		challenges:  d("challenges_total", "Challenges sent (stateless)."),
-		ticks:       d("ticks_total", "Ticks run."),
-		resyncs:     d("resyncs_total", "Full-state resyncs sent to clients."),
-		desyncs:     d("desyncs_total", "Checksum mismatches clients reported."),
-		sockDrops:   d("socket_drops_total", "Datagrams the kernel dropped for the game socket, nearly all because its receive buffer was full: the server fell behind reading (absent where the platform does not tell)."),
+		srv:           srv,
+		host:          host,
+		socketDrops:   socketDrops,
+		connections:   d("connections", "Open client connections."),
+		players:       d("players", "Player slots carried by open connections."),
+		games:         d("games", "Games with at least one connection."),
+		packets:       d("packets_total", "Datagrams by direction.", "direction"),
+		bytes:         d("bytes_total", "UDP payload bytes by direction.", "direction"),
+		drops:         d("dropped_packets_total", "Datagrams dropped, by reason.", "reason"),
+		disconnects:   d("disconnects_total", "Connections ended, by reason.", "reason"),
+		accepted:      d("connections_accepted_total", "Connections created by the handshake."),
+		denied:        d("handshakes_denied_total", "Handshake denials sent."),
+		challenges:    d("challenges_total", "Challenges sent (stateless)."),
+		ticks:         d("ticks_total", "Ticks run."),
+		resyncs:       d("resyncs_total", "Full-state resyncs sent to clients."),
+		desyncs:       d("desyncs_total", "Checksum mismatches clients reported."),
+		inputsMissing: d("inputs_missing_total", "Player ticks simulated without the player's input: it came too late or not at all."),
+		sockDrops:     d("socket_drops_total", "Datagrams the kernel dropped for the game socket, nearly all because its receive buffer was full: the server fell behind reading (absent where the platform does not tell)."),
 	}
 }
 
@@ -60,14 +62,24 @@ type gameCounters interface {
 	Desyncs() uint64
 }
 
+// inputCounter is implemented by a game handler that counts the inputs
+// its games ran without (called from the server's loop).
+type inputCounter interface {
+	InputsMissing() uint64
+}
+
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.srv.Stats()
 	var players, games int
-	var resyncs, desyncs uint64
+	var resyncs, desyncs, missing uint64
+	_, inputs := c.host.Handler.(inputCounter)
 	c.srv.Do(func() {
 		players, games = c.host.counts()
 		if gc, ok := c.host.Handler.(gameCounters); ok {
 			resyncs, desyncs = gc.Resyncs(), gc.Desyncs()
+		}
+		if ic, ok := c.host.Handler.(inputCounter); ok {
+			missing = ic.InputsMissing()
 		}
 	})
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
@@ -95,6 +107,9 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.ticks, st.Ticks)
 	counter(c.resyncs, resyncs)
 	counter(c.desyncs, desyncs)
+	if inputs {
+		counter(c.inputsMissing, missing)
+	}
 	if c.socketDrops != nil {
 		if n, ok := c.socketDrops(); ok {
 			counter(c.sockDrops, n)
