@@ -78,11 +78,14 @@ func TestParseFlags(t *testing.T) {
 	if err != nil {
 		t.Fatalf("defaults: %v", err)
 	}
-	if o.start != 200 || o.max != 1000 || o.hold != 30*time.Second || o.pin != "none" || o.freshBots {
+	if o.start != 200 || o.max != 1000 || o.hold != 30*time.Second || o.pin != "none" || o.freshBots || o.botPriority != "idle" {
 		t.Fatalf("defaults %+v", o)
 	}
 	if o, err := parseFlags([]string{"-fresh-bots"}, io.Discard); err != nil || !o.freshBots {
 		t.Fatalf("-fresh-bots: %+v, %v", o, err)
+	}
+	if o, err := parseFlags([]string{"-bot-priority", "normal"}, io.Discard); err != nil || o.botPriority != "normal" {
+		t.Fatalf("-bot-priority normal: %+v, %v", o, err)
 	}
 	for _, c := range []struct {
 		args []string
@@ -101,6 +104,7 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-verify", "-1"}, "-verify"},
 		{[]string{"-groups", "999"}, "-groups"},
 		{[]string{"-pin", "both"}, "-pin"},
+		{[]string{"-bot-priority", "realtime"}, "-bot-priority"},
 		{[]string{"-bin", t.TempDir()}, "-bin"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
@@ -116,10 +120,10 @@ func TestParseFlags(t *testing.T) {
 func TestDiff(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	a := reading{at: t0, buckets: map[float64]float64{0.005: 100, 0.01: 100, 0.02: 100, 1e10: 100}, count: 100,
-		bytesOut: 0, bytesIn: 0, sockDrops: 40, serverCPU: time.Second, botCPU: 0,
+		bytesOut: 0, bytesIn: 0, sockDrops: 40, missing: 1000, serverCPU: time.Second, botCPU: 0,
 		machine: []cpuTimes{{total: 100, idle: 50}}}
 	b := reading{at: t0.Add(10 * time.Second), buckets: map[float64]float64{0.005: 350, 0.01: 680, 0.02: 700, 1e10: 700}, count: 700,
-		players: 500, bytesOut: 500 * 10 * 1000, bytesIn: 500 * 10 * 250, sockDrops: 240, serverCPU: 16 * time.Second, botCPU: 3 * time.Second,
+		players: 500, bytesOut: 500 * 10 * 1000, bytesIn: 500 * 10 * 250, sockDrops: 240, missing: 4000, serverCPU: 16 * time.Second, botCPU: 3 * time.Second,
 		machine: []cpuTimes{{total: 1100, idle: 150}}}
 	r := diff(a, b, 500, 60)
 	if r.p50 != 10*time.Millisecond || r.p99 != 20*time.Millisecond {
@@ -133,6 +137,9 @@ func TestDiff(t *testing.T) {
 	}
 	if r.sockDrops != 20 {
 		t.Errorf("socket drops %.1f/s, want 20", r.sockDrops)
+	}
+	if r.inputsMissing != 0.01 { // 3,000 of 500 players × 600 ticks
+		t.Errorf("inputs missing %v of the player ticks, want 0.01", r.inputsMissing)
 	}
 	if len(r.machineBusy) != 1 || r.machineBusy[0] != 0.9 {
 		t.Errorf("machine busy %v, want [0.9]", r.machineBusy)

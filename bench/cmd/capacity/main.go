@@ -3,10 +3,11 @@
 // in steps and, after each step's warm-up, measures over a hold period
 // the server's tick duration (p50/p99 from its Prometheus histogram), its
 // CPU (cores, and µs per player and tick) and memory, the machine's
-// CPUs, bandwidth per client both ways, the bots' CPU and desyncs. It
-// stops at the first step whose p99 tick
-// exceeds the tick budget (16.7 ms at 60 Hz), that desyncs or that lost
-// players, and prints a markdown table and the largest count held. It
+// CPUs, bandwidth per client both ways, the bots' CPU, desyncs and the
+// inputs the game ran without. It stops at the first step whose p99
+// tick exceeds the tick budget (16.7 ms at 60 Hz), that desyncs, that
+// lost players or whose game ran without more than 1 % of the players'
+// inputs, and prints a markdown table and the largest count held. It
 // draws the run as an SVG (-svg) and, with -profile, keeps a CPU profile
 // of the server at the largest held step (`go tool pprof -top` lines).
 //
@@ -21,6 +22,14 @@
 // default nothing is pinned: the server builds packets on every core
 // (Config.Workers) and the bots share them; -pin split keeps the old
 // layout (server on CPU 0, bots on the others) for comparison.
+//
+// The bots stand in for clients on other machines, so by default they
+// run at Linux's SCHED_IDLE priority (chrt -i): on the CPUs the server
+// shares with them they take only what it leaves, as remote clients
+// would take none, instead of holding a core for a time slice when a
+// build worker wakes. Whether they keep up shows in the inputs the game
+// ran without (a step fails beyond 1 %), their CPU and their upload
+// rate. -bot-priority normal runs them as any process, for comparison.
 package main
 
 import (
@@ -56,6 +65,7 @@ type options struct {
 	groups           int
 	freshBots        bool
 	pin              string
+	botPriority      string
 	binDir           string
 	svg              string
 	profile          string
@@ -79,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.freshBots, "fresh-bots", false, "replace the bots at each step by one process with all its players (they join again), so that a step costs\nwhat a run of that size alone does; without it each step adds a process of -step players, and each process has its\n-verify clients and its own client groups")
 	fs.IntVar(&o.groups, "groups", 0, "tickwire-bot -groups: client groups per bot process (0: the bot's default, GOMAXPROCS)")
 	fs.StringVar(&o.pin, "pin", "none", "CPU pinning (taskset): none; split (server on CPU 0, bots on the others); or bots (bots on\nthe CPUs but 0, the server anywhere: CPU 0 is the server's alone, the others it shares with the bots)")
+	fs.StringVar(&o.botPriority, "bot-priority", "idle", "the bots' scheduling: idle (SCHED_IDLE, chrt -i: they take only the CPU the server leaves, as clients\non other machines would take none) or normal")
 	fs.StringVar(&o.binDir, "bin", "", "`directory` holding tickwire-server and tickwire-bot (default: build them)")
 	fs.StringVar(&o.svg, "svg", "bench/capacity.svg", "write the curve to this SVG `file` (empty: none)")
 	fs.StringVar(&o.profile, "profile", "", "profile the server during each step and write the largest held step's `go tool pprof -top` to this file, and the profile itself beside it as .pprof (empty: none)")
@@ -116,10 +127,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-pin %q: want none, split or bots", o.pin)
 	case o.pin != "none" && runtime.NumCPU() < 2:
 		return o, fmt.Errorf("-pin %s needs 2 CPUs, this machine has %d", o.pin, runtime.NumCPU())
+	case o.botPriority != "idle" && o.botPriority != "normal":
+		return o, fmt.Errorf("-bot-priority %q: want idle or normal", o.botPriority)
 	}
 	if o.pin != "none" {
 		if _, err := exec.LookPath("taskset"); err != nil {
 			return o, fmt.Errorf("-pin %s needs taskset (util-linux) on the PATH", o.pin)
+		}
+	}
+	if o.botPriority == "idle" {
+		if _, err := exec.LookPath("chrt"); err != nil {
+			return o, errors.New("-bot-priority idle needs chrt (util-linux) on the PATH and Linux's SCHED_IDLE; use -bot-priority normal elsewhere")
 		}
 	}
 	if o.binDir != "" {
@@ -198,7 +216,7 @@ func run(ctx context.Context, o options) error {
 	if o.profile != "" {
 		srvArgs = append(srvArgs, "-pprof")
 	}
-	srv, err := startProc(serverCPUs, filepath.Join(o.binDir, "tickwire-server"), srvArgs...)
+	srv, err := startProc(serverCPUs, false, filepath.Join(o.binDir, "tickwire-server"), srvArgs...)
 	if err != nil {
 		return err
 	}
@@ -214,7 +232,7 @@ func run(ctx context.Context, o options) error {
 	base, admin := "http://"+httpAddr, "http://"+adminAddr
 	budget := time.Second / time.Duration(o.tick)
 	cpus := runtime.NumCPU()
-	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz%s; %d × %s; pinning %s", o.npcs, o.tick, rates(o.tick, o.snapshotInterval, o.inputInterval), cpus, cpuModel(), o.pin)
+	title := fmt.Sprintf("tickwire-server: arena, %d NPCs, %d Hz%s; %d × %s; pinning %s; bots at %s priority", o.npcs, o.tick, rates(o.tick, o.snapshotInterval, o.inputInterval), cpus, cpuModel(), o.pin, o.botPriority)
 	logf("server pid %d at %s, tick %d Hz (budget %v), %d NPCs, %d CPUs (%s), pinning %s",
 		srv.cmd.Process.Pid, httpAddr, o.tick, budget, o.npcs, cpus, cpuModel(), o.pin)
 
@@ -247,7 +265,7 @@ func run(ctx context.Context, o options) error {
 		if o.groups > 0 {
 			args = append(args, "-groups", strconv.Itoa(o.groups))
 		}
-		b, err := startProc(botCPUs, filepath.Join(o.binDir, "tickwire-bot"), args...)
+		b, err := startProc(botCPUs, o.botPriority == "idle", filepath.Join(o.binDir, "tickwire-bot"), args...)
 		if err != nil {
 			return err
 		}
@@ -276,7 +294,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		r := diff(before, after, n, o.tick)
-		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99
+		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99 && r.inputsMissing <= maxInputsMissing
 		rows = append(rows, r)
 		logf("step %d players: %s", n, r.summary())
 		if o.profile != "" {
@@ -438,12 +456,18 @@ type reading struct {
 	bytesOut  float64
 	bytesIn   float64
 	desyncs   float64
+	missing   float64 // player ticks the game ran without the player's input
 	sockDrops float64 // the kernel's drops on the server's socket
 	serverCPU time.Duration
 	botCPU    time.Duration
 	rssMB     float64
 	machine   []cpuTimes // per CPU, from /proc/stat
 }
+
+// maxInputsMissing is the largest share of the player ticks a step's
+// game may run without the player's input and hold: more means inputs
+// came late, the server's or the bots' fault.
+const maxInputsMissing = 0.01
 
 var metricLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
 
@@ -485,6 +509,8 @@ func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 			}
 		case "tickwire_desyncs_total":
 			r.desyncs = v
+		case "tickwire_inputs_missing_total":
+			r.missing = v
 		case "tickwire_socket_drops_total":
 			r.sockDrops = v
 		}
@@ -512,6 +538,7 @@ type row struct {
 	botUsPerTick      float64 // bot CPU per client and tick
 	serverUsPerTick   float64 // server CPU per player and tick it ran
 	desyncs           float64
+	inputsMissing     float64 // share of the player ticks run without the player's input
 	sockDrops         float64 // datagrams the server's socket dropped per second
 	tickRate          float64 // ticks the server ran per second
 	held              bool
@@ -534,6 +561,9 @@ func diff(a, b reading, target, tickRate int) row {
 	r.sockDrops = (b.sockDrops - a.sockDrops) / wall
 	n := b.count - a.count
 	r.tickRate = n / wall
+	if b.players > 0 && n > 0 {
+		r.inputsMissing = (b.missing - a.missing) / (b.players * n)
+	}
 	if b.players > 0 {
 		r.botUsPerTick = r.botCPU * 1e6 / b.players / float64(tickRate)
 		if r.tickRate > 0 {
@@ -567,16 +597,16 @@ func diff(a, b reading, target, tickRate int) row {
 }
 
 func (r row) summary() string {
-	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, %.1f ticks/s, server %.2f cores (%.1f µs per player-tick), bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, held %v",
-		r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, r.serverUsPerTick, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.held)
+	return fmt.Sprintf("%.0f players, tick p50 %.2f ms p99 %.2f ms, %.1f ticks/s, server %.2f cores (%.1f µs per player-tick), bots %.2f cores (%.1f µs per client-tick), socket drops %.0f/s, desyncs %.0f, inputs missing %.2f %%, held %v",
+		r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, r.serverUsPerTick, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.inputsMissing*100, r.held)
 }
 
 // printTable writes the rows as a markdown table. Ticks per second below
 // the tick rate mean the server fell behind: its ticks came late, each
 // stepping the game more than once.
 func printTable(w io.Writer, rows []row, cpus int) {
-	fmt.Fprintln(w, "| players | tick p50 | tick p99 | ticks/s | server CPU (cores) | server µs per player-tick | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | held |")
-	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Fprintln(w, "| players | tick p50 | tick p99 | ticks/s | server CPU (cores) | server µs per player-tick | CPUs busy | server RSS | down / up kbit/s per client | bot CPU (cores) | bot µs per client-tick | socket drops/s | desyncs | inputs missing | held |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range rows {
 		busy := make([]string, len(r.machineBusy))
 		for i, b := range r.machineBusy {
@@ -586,8 +616,8 @@ func printTable(w io.Writer, rows []row, cpus int) {
 		if r.held {
 			held = "yes"
 		}
-		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.1f | %.2f of %d | %.1f | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %s |\n",
-			r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, cpus, r.serverUsPerTick, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, held)
+		fmt.Fprintf(w, "| %.0f | %.2f ms | %.2f ms | %.1f | %.2f of %d | %.1f | %s | %.0f MB | %.0f / %.0f | %.2f | %.1f | %.0f | %.0f | %.2f %% | %s |\n",
+			r.players, ms(r.p50), ms(r.p99), r.tickRate, r.serverCPU, cpus, r.serverUsPerTick, strings.Join(busy, ", "), r.rssMB, r.downKbps, r.upKbps, r.botCPU, r.botUsPerTick, r.sockDrops, r.desyncs, r.inputsMissing*100, held)
 	}
 }
 
@@ -671,11 +701,16 @@ type proc struct {
 	done chan struct{}
 }
 
-// startProc starts path with args, on cpus (a taskset list) unless empty.
-func startProc(cpus, path string, args ...string) (*proc, error) {
+// startProc starts path with args, on cpus (a taskset list) unless
+// empty, and at SCHED_IDLE priority if idle.
+func startProc(cpus string, idle bool, path string, args ...string) (*proc, error) {
 	if cpus != "" {
 		args = append([]string{"-c", cpus, path}, args...)
 		path = "taskset"
+	}
+	if idle {
+		args = append([]string{"-i", "0", path}, args...)
+		path = "chrt"
 	}
 	p := &proc{cmd: exec.Command(path, args...), done: make(chan struct{})}
 	pr, pw := io.Pipe()
