@@ -232,10 +232,7 @@ func View(world sim.Game, player uint16) (pos interest.Vec3, ok bool) {
 
 // EntityKind is the entity's Kind, as the interest kind byte
 // (sim.EntityKinder): configure tickwire.GameConfig.Interest.Kinds[KindPlayer]
-// to weight or always replicate avatars, say.
-func (g *Game) EntityKind(id proto.NetworkID) uint8 {
-	if e := g.W.Entity(id); e != nil {
-		return uint8(e.Kind)
-	}
-	return 0
-}
+// to weight or always replicate avatars, say. The id says it (KindOf),
+// so it takes no search: the game host asks it of every entity each
+// tick.
+func (g *Game) EntityKind(id proto.NetworkID) uint8 { return uint8(KindOf(id)) }

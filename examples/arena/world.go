@@ -53,6 +53,18 @@ func Owner(id proto.NetworkID) uint16 {
 	return id.Spawner()
 }
 
+// KindOf is the kind of entity id names: the ids say it (a server id
+// below npcBase is an avatar, above it an NPC; any other a projectile).
+func KindOf(id proto.NetworkID) Kind {
+	switch {
+	case id.Spawner() != 0:
+		return KindProjectile
+	case id.Index() < npcBase:
+		return KindPlayer
+	}
+	return KindNPC
+}
+
 // NPCID is the entity id of the n-th NPC.
 func NPCID(n int) proto.NetworkID { return proto.MakeNetworkID(0, npcBase+uint32(n)) }
 
@@ -189,8 +201,14 @@ func (w *World) CopyFrom(o *World) {
 	w.Entities = append(w.Entities[:0], o.Entities...)
 }
 
-// find returns the index of id, or -1.
+// find returns the index of id, or -1. The avatars come first, by
+// slot: with the slots below its own all taken (as they are when
+// players fill the arena in order), an avatar is at slot-1, which is
+// tried before the search.
 func (w *World) find(id proto.NetworkID) int {
+	if id.Spawner() == 0 && id.Index()-1 < uint32(len(w.Entities)) && w.Entities[id.Index()-1].ID == id {
+		return int(id.Index() - 1)
+	}
 	i, ok := slices.BinarySearchFunc(w.Entities, id, func(e Entity, id proto.NetworkID) int {
 		switch {
 		case e.ID < id:

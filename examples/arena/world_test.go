@@ -165,3 +165,41 @@ func TestProjectileGridHitsAsBruteForce(t *testing.T) {
 	}
 	t.Logf("%d kills, %d projectiles in flight at the end", hits, projectiles)
 }
+
+// TestKindOfAndFind: every entity's id names its kind (KindOf, which
+// EntityKind answers with), and Entity finds every entity — avatars with
+// their slots in order (tried at slot-1) and with gaps (searched) — and
+// nothing that is not there.
+func TestKindOfAndFind(t *testing.T) {
+	w := NewWorld(20)
+	for _, s := range []uint16{1, 2, 3, 5, 9, 10} { // 4 and 6..8 not taken
+		w.AddPlayer(s)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 60 {
+		w.Step(randomInputs(r), nil)
+	}
+	g := &Game{W: w}
+	kinds := map[Kind]int{}
+	for i := range w.Entities {
+		e := &w.Entities[i]
+		kinds[e.Kind]++
+		if got := KindOf(e.ID); got != e.Kind {
+			t.Fatalf("KindOf(%v) = %d, the entity is a %d", e.ID, got, e.Kind)
+		}
+		if got := g.EntityKind(e.ID); got != uint8(e.Kind) {
+			t.Fatalf("EntityKind(%v) = %d, want %d", e.ID, got, e.Kind)
+		}
+		if got := w.Entity(e.ID); got != e {
+			t.Fatalf("Entity(%v) = %p, want entity %d at %p", e.ID, got, i, e)
+		}
+	}
+	if kinds[KindPlayer] != 6 || kinds[KindNPC] != 20 || kinds[KindProjectile] == 0 {
+		t.Fatalf("entities by kind %v: want 6 avatars, 20 NPCs and projectiles", kinds)
+	}
+	for _, s := range []uint16{0, 4, 6, 7, 8, 11, 1000} {
+		if e := w.Entity(PlayerID(s)); e != nil {
+			t.Errorf("slot %d has no avatar, Entity found %v", s, e.ID)
+		}
+	}
+}
