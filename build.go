@@ -27,7 +27,9 @@ import (
 // packets depend on its own state only, so they are the same whatever
 // the worker count, and whichever worker builds them.
 type builder struct {
-	conns   []*Conn // this tick's connections, by id
+	conns []*Conn // the server's connections, by id
+	// stale: a connection came or went since conns was listed.
+	stale   bool
 	workers []*buildWorker
 	wg      sync.WaitGroup
 	now     time.Time
@@ -54,13 +56,21 @@ const buildChunk = 8
 // during the build: one system call's worth (udp.DefaultBatchSize).
 const sendEvery = udp.DefaultBatchSize
 
+// changed tells the builder that a connection came or went: the next
+// build lists them again.
+func (b *builder) changed() { b.stale = true }
+
 // build builds the packets of s's connections at now and writes them.
 func (b *builder) build(s *Server, now time.Time) {
-	b.conns = b.conns[:0]
-	for _, c := range s.conns {
-		b.conns = append(b.conns, c)
+	if b.stale {
+		clear(b.conns) // no closed connection kept alive
+		b.conns = b.conns[:0]
+		for _, c := range s.conns {
+			b.conns = append(b.conns, c)
+		}
+		slices.SortFunc(b.conns, func(x, y *Conn) int { return cmp.Compare(x.id, y.id) })
+		b.stale = false
 	}
-	slices.SortFunc(b.conns, func(x, y *Conn) int { return cmp.Compare(x.id, y.id) })
 	n := min(s.cfg.Workers, len(b.conns)/minConnsPerWorker)
 	b.home = &s.out
 	if n <= 1 {

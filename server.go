@@ -521,6 +521,7 @@ func (s *Server) newConn(id uint32, priv *proto.TokenPrivate, gameID uint64, add
 	sess.SetAddr(addr)
 	c.sess, c.out.sess = sess, sess
 	s.conns[c.id] = c
+	s.builder.changed()
 	s.clients[c.clientID] = c
 	s.games[gameID]++
 	return c, nil
@@ -589,6 +590,7 @@ func (s *Server) disconnect(c *Conn, r proto.DisconnectReason, now time.Time, no
 		}
 	}
 	delete(s.conns, c.id)
+	s.builder.changed()
 	delete(s.clients, c.clientID)
 	if s.games[c.gameID]--; s.games[c.gameID] <= 0 {
 		delete(s.games, c.gameID)

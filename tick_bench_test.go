@@ -725,3 +725,47 @@ func TestInputsMissingCounted(t *testing.T) {
 		t.Fatalf("after the game ended: %d games, %d inputs missing, want 0 and %d", st.Games, st.InputsMissing, before+missing)
 	}
 }
+
+// TestBuildFollowsConnections: the builder lists the connections again
+// when one came or went, and only then: a closed connection is not built,
+// a new one is, every one once.
+func TestBuildFollowsConnections(t *testing.T) {
+	s, conns, now := newBareServer(t, 2, 70)
+	defer s.builder.stop()
+	built := make(map[*Conn]*atomic.Int64)
+	watch := func(c *Conn) {
+		n := new(atomic.Int64)
+		built[c] = n
+		c.SetFrameHandler(&stallFrames{built: n, after: func(int64) {}})
+	}
+	for _, c := range conns {
+		watch(c)
+	}
+	s.build(*now)
+	for _, c := range conns[:3] {
+		s.disconnect(c, proto.DisconnectClosed, *now, false)
+	}
+	s.build(*now)
+	for i := range 2 {
+		var priv proto.TokenPrivate
+		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(1000+i), 1, uint16(1000+i)
+		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(20000+i))
+		c, err := s.newConn(s.newConnID(), &priv, 1, addr, *now, &priv.ClientToServerKey, &priv.ServerToClientKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		watch(c)
+	}
+	s.build(*now)
+	for c, n := range built {
+		want := int64(3)
+		if slices.Contains(conns[:3], c) {
+			want = 1 // before it closed
+		} else if !slices.Contains(conns, c) {
+			want = 1 // since it came
+		}
+		if got := n.Load(); got != want {
+			t.Errorf("connection %d built %d times, want %d", c.id, got, want)
+		}
+	}
+}
