@@ -18,14 +18,14 @@ import (
 // lock sits on the hot path. A worker writes its queue to the socket
 // whenever it holds sendEvery datagrams and the socket is free (the
 // other worker not writing), and the rest when its work is done: the
-// system calls and the kernel's delivery of the datagrams are spread over
-// the build, on both cores, not left to the loop after it, and the
-// buffers go out while they are still in the core's cache. A worker claims its share in
-// chunks of buildChunk (an atomic add each) and, done with it, claims
-// what the other shares have left: a worker the OS set aside (its core
-// shared with other work) does not hold the tick up. A connection's
-// packets depend on its own state only, so they are the same whatever
-// the worker count, and whichever worker builds them.
+// system calls and the kernel's delivery of the datagrams are spread
+// over the build, on both cores, not left to the loop after it, and the
+// buffers go out while they are still in the core's cache. A worker
+// claims its share in chunks of buildChunk (an atomic add each) and,
+// done with it, claims what the other shares have left: a worker the OS
+// set aside (its core shared with other work) does not hold the tick up.
+// A connection's packets depend on its own state only, so they are the
+// same whatever the worker count, and whichever worker builds them.
 type builder struct {
 	conns []*Conn // the server's connections, by id
 	// stale: a connection came or went since conns was listed.
