@@ -203,9 +203,9 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 		l.writeError(w, err)
 		return
 	}
-	if l.nsockets >= l.cfg.MaxSockets {
-		l.unlock()
-		l.writeError(w, errorf(CodeBusy, "the lobby has %d players connected, try again later", l.nsockets))
+	if n := l.nsockets; n >= l.cfg.MaxSockets {
+		l.unlock() // n, not l.nsockets, after it: another socket may close
+		l.writeError(w, errorf(CodeBusy, "the lobby has %d players connected, try again later", n))
 		return
 	}
 	o := l.originOf(r, nil)
