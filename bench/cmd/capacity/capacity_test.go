@@ -180,3 +180,25 @@ func TestRawProfileName(t *testing.T) {
 		}
 	}
 }
+
+// TestTitleLines: a title longer than a line breaks at its "; "
+// separators into lines that fit, which read back as the title; a short
+// one stays one line.
+func TestTitleLines(t *testing.T) {
+	long := "tickwire-server: arena, 300 NPCs, 60 Hz (snapshots 30 Hz, inputs 30 Hz); 2 × AMD EPYC; pinning none; bots at idle priority"
+	lines := titleLines(long)
+	if len(lines) != 2 {
+		t.Fatalf("%d lines %q, want 2", len(lines), lines)
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > titleRunes {
+			t.Errorf("line of %d runes, more than %d: %q", n, titleRunes, l)
+		}
+	}
+	if got := strings.Join(lines, " "); got != long {
+		t.Errorf("lines read back as %q", got)
+	}
+	if lines := titleLines("arena; 60 Hz"); len(lines) != 1 || lines[0] != "arena; 60 Hz" {
+		t.Errorf("short title: %q", lines)
+	}
+}

@@ -20,8 +20,30 @@ type point struct {
 const (
 	chartW, chartH = 720, 400
 	padL, padR     = 60, 60
-	padT, padB     = 40, 50
+	padT, padB     = 56, 50
+	// titleRunes is about what a line of the title (14 px, bold) holds
+	// across the chart; a longer title is broken at a "; ".
+	titleRunes = 80
 )
+
+// titleLines breaks title into lines of at most titleRunes runes at its
+// "; " separators, where it can (a part longer than a line stays whole).
+func titleLines(title string) []string {
+	var lines []string
+	line := ""
+	for i, part := range strings.Split(title, "; ") {
+		switch {
+		case i == 0:
+			line = part
+		case len([]rune(line))+2+len([]rune(part)) <= titleRunes:
+			line += "; " + part
+		default:
+			lines = append(lines, line+";")
+			line = part
+		}
+	}
+	return append(lines, line)
+}
 
 // writeSVG draws the run: tick p50 and p99 (ms, left axis) against
 // players, the tick budget as a dashed line, and the server's and the
@@ -53,7 +75,9 @@ func writeSVG(w io.Writer, title string, pts []point, budgetMs, cores float64) e
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", chartW, chartH, chartW, chartH)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", chartW, chartH)
-	fmt.Fprintf(&b, `<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", padL, xmlEscape(title))
+	for i, line := range titleLines(title) {
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="14" font-weight="bold">%s</text>`+"\n", padL-40, 18+16*i, xmlEscape(line))
+	}
 	// Axes and grid.
 	fmt.Fprintf(&b, `<g stroke="#999" stroke-width="1"><line x1="%d" y1="%d" x2="%d" y2="%d"/><line x1="%d" y1="%d" x2="%d" y2="%d"/><line x1="%d" y1="%d" x2="%d" y2="%d"/></g>`+"\n",
 		padL, padT, padL, chartH-padB, padL, chartH-padB, chartW-padR, chartH-padB, chartW-padR, padT, chartW-padR, chartH-padB)
