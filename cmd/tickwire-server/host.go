@@ -3,7 +3,6 @@ package main
 import (
 	"log/slog"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,7 +62,7 @@ func tickBuckets(rate int) []float64 {
 	b := prometheus.ExponentialBuckets(100e-6, 1.1, 78)
 	if rate > 0 {
 		budget := 1 / float64(rate)
-		if i := sort.SearchFloat64s(b, budget); i == len(b) || b[i] != budget {
+		if i, found := slices.BinarySearch(b, budget); !found {
 			b = slices.Insert(b, i, budget)
 		}
 	}

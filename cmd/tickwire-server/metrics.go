@@ -72,13 +72,13 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.srv.Stats()
 	var players, games int
 	var resyncs, desyncs, missing uint64
-	_, inputs := c.host.Handler.(inputCounter)
+	ic, inputs := c.host.Handler.(inputCounter)
 	c.srv.Do(func() {
 		players, games = c.host.counts()
 		if gc, ok := c.host.Handler.(gameCounters); ok {
 			resyncs, desyncs = gc.Resyncs(), gc.Desyncs()
 		}
-		if ic, ok := c.host.Handler.(inputCounter); ok {
+		if inputs {
 			missing = ic.InputsMissing()
 		}
 	})
