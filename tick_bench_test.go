@@ -624,16 +624,22 @@ func newBareServer(t testing.TB, workers, n int) (s *Server, conns []*Conn, now 
 	at := time.Now()
 	s.now = func() time.Time { return at }
 	for i := range n {
-		var priv proto.TokenPrivate
-		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
-		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
-		c, err := s.newConn(s.newConnID(), &priv, 1, addr, at, &priv.ClientToServerKey, &priv.ServerToClientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
+		conns = append(conns, addBareConn(t, s, i, at))
 	}
 	return s, conns, &at
+}
+
+// addBareConn connects client i (its player slot i+1, port 10000+i) to s
+// at at, bare: no handler.
+func addBareConn(t testing.TB, s *Server, i int, at time.Time) *Conn {
+	var priv proto.TokenPrivate
+	priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(i+1), 1, uint16(i+1)
+	addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(10000+i))
+	c, err := s.newConn(s.newConnID(), &priv, 1, addr, at, &priv.ClientToServerKey, &priv.ServerToClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // writeWatch is a BatchConn that counts the datagrams written, notes
@@ -659,8 +665,8 @@ func (w *writeWatch) WriteBatch(m []udp.Message) (int, error) {
 }
 
 // TestBuildWritesAsItGoes: the workers write their datagrams while they
-// build, a batch of sendEvery at a time, one writer at a time, not all
-// after the build: the second worker is held on its first connection
+// build, whenever their queue holds sendEvery, one writer at a time, not
+// all after the build: the second worker is held on its first connection
 // until the socket has had a batch, which only the first worker's
 // writing during the build can give. Without it, this deadlocks
 // (synctest reports it).
@@ -713,7 +719,8 @@ func TestInputsMissingCounted(t *testing.T) {
 	for range 60 {
 		r.step(t, nil)
 	}
-	// The inputs it sent ahead (2 ticks) cover the first ticks.
+	// The input it sent last, ahead of its tick, covers the first (59
+	// here).
 	missing := r.host.Stats().InputsMissing - before
 	if missing < 55 || missing > 60 {
 		t.Fatalf("%d inputs missing in the 60 ticks one player sent none, want 55..60", missing)
@@ -727,8 +734,8 @@ func TestInputsMissingCounted(t *testing.T) {
 }
 
 // TestBuildFollowsConnections: the builder lists the connections again
-// when one came or went, and only then: a closed connection is not built,
-// a new one is, every one once.
+// when one came or went: a closed connection is not built from the next
+// tick on, a new one is, every one once a tick.
 func TestBuildFollowsConnections(t *testing.T) {
 	s, conns, now := newBareServer(t, 2, 70)
 	defer s.builder.stop()
@@ -747,22 +754,13 @@ func TestBuildFollowsConnections(t *testing.T) {
 	}
 	s.build(*now)
 	for i := range 2 {
-		var priv proto.TokenPrivate
-		priv.ClientID, priv.PlayerCount, priv.Players[0] = uint64(1000+i), 1, uint16(1000+i)
-		addr := netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(20000+i))
-		c, err := s.newConn(s.newConnID(), &priv, 1, addr, *now, &priv.ClientToServerKey, &priv.ServerToClientKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		watch(c)
+		watch(addBareConn(t, s, 1000+i, *now))
 	}
 	s.build(*now)
 	for c, n := range built {
 		want := int64(3)
-		if slices.Contains(conns[:3], c) {
-			want = 1 // before it closed
-		} else if !slices.Contains(conns, c) {
-			want = 1 // since it came
+		if slices.Contains(conns[:3], c) || !slices.Contains(conns, c) {
+			want = 1 // before it closed, or since it came
 		}
 		if got := n.Load(); got != want {
 			t.Errorf("connection %d built %d times, want %d", c.id, got, want)
