@@ -1,6 +1,7 @@
 package reliability
 
 import (
+	mbits "math/bits"
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
@@ -87,7 +88,6 @@ type sentPacket struct {
 	sentAt time.Duration
 	size   int32
 	state  uint8
-	final  bool // counted in the loss window
 }
 
 // PacketAcks is one connection's packet acknowledgement state, in the
@@ -124,8 +124,13 @@ type PacketAcks struct {
 	largestAcked uint64 // 0: none
 	oldestOpen   uint64 // no packet below this is in flight
 	finalNext    uint64 // next packet number whose verdict goes into the loss window
-	sent         [sentRingSize]sentPacket
-	rtt          rttEstimator
+	// unacked has the bit of every ring slot holding a packet not yet
+	// acknowledged (in flight or judged lost): the acks a header repeats
+	// for packets already acknowledged, most of its 33, are dropped here
+	// without reading the ring, whose entries are in no cache by the time
+	// the peer's packet arrives.
+	unacked [sentRingSize / 64]uint64
+	rtt     rttEstimator
 
 	// loss window: bit set = lost
 	lossBits  [lossWindowLen / 64]uint64
@@ -139,6 +144,10 @@ type PacketAcks struct {
 	ackPending    int           // packets received since our last Send
 
 	stats AckStats
+
+	// sent is the ring of sent packets, last: the fields above, which
+	// every packet reads, sit together rather than on both sides of it.
+	sent [sentRingSize]sentPacket
 }
 
 // AckStats are a connection's packet counters and estimates.
@@ -207,6 +216,7 @@ func (a *PacketAcks) Send(now time.Time, h *proto.Header, size int) uint64 {
 		a.evict(slot)
 	}
 	*slot = sentPacket{pn: pn, sentAt: t, size: int32(size), state: stateInFlight}
+	a.unacked[pn%sentRingSize/64] |= 1 << (pn % 64)
 	h.Seq = uint16(pn)
 	h.Ack, h.AckBits = a.AckFields()
 	a.ackPending = 0
@@ -224,15 +234,14 @@ func (a *PacketAcks) evict(p *sentPacket) {
 			a.listener.Lost(p.pn)
 		}
 	}
-	if !p.final {
-		p.final = true
+	if a.finalNext <= p.pn {
+		// Not yet counted in the loss window (finalize counts the
+		// packets below finalNext, in order).
 		a.recordVerdict(p.state != stateAcked)
+		a.finalNext = p.pn + 1
 	}
 	if a.oldestOpen <= p.pn {
 		a.oldestOpen = p.pn + 1
-	}
-	if a.finalNext <= p.pn {
-		a.finalNext = p.pn + 1
 	}
 }
 
@@ -308,11 +317,16 @@ func (a *PacketAcks) processAcks(t time.Duration, ack uint16, bits uint32, ackDe
 		p := &a.sent[top%sentRingSize]
 		a.rtt.update(t-p.sentAt, ackDelay)
 	}
-	for i := uint64(0); bits != 0 && i < top-1; i++ {
-		if bits&1 != 0 {
-			a.ackOne(top - 1 - i)
+	// Bit i of bits acknowledges top-1-i (which must be a packet number,
+	// at least 1).
+	if top <= AckBitsLen {
+		bits &= 1<<(top-1) - 1
+	}
+	for ; bits != 0; bits &= bits - 1 {
+		pn := top - 1 - uint64(mbits.TrailingZeros32(bits))
+		if a.unacked[pn%sentRingSize/64]>>(pn%64)&1 != 0 {
+			a.ackOne(pn)
 		}
-		bits >>= 1
 	}
 	a.detectLosses(t)
 	a.finalize()
@@ -349,6 +363,7 @@ func (a *PacketAcks) ackOne(pn uint64) bool {
 		a.stats.SpuriousLosses++
 	}
 	p.state = stateAcked
+	a.unacked[pn%sentRingSize/64] &^= 1 << (pn % 64)
 	if pn > a.largestAcked {
 		a.largestAcked = pn
 	}
@@ -392,16 +407,14 @@ func (a *PacketAcks) detectLosses(t time.Duration) {
 }
 
 // finalize feeds the loss window with packets that left the ack window.
+// The packets from finalNext on are all still in the ring (evict moves
+// finalNext past a packet whose slot is taken again) and not yet counted,
+// so their verdict is their unacked bit, with no read of the ring.
 func (a *PacketAcks) finalize() {
 	for a.finalNext+AckBitsLen < a.largestAcked {
 		pn := a.finalNext
 		a.finalNext++
-		p := &a.sent[pn%sentRingSize]
-		if p.pn != pn || p.final {
-			continue
-		}
-		p.final = true
-		a.recordVerdict(p.state != stateAcked)
+		a.recordVerdict(a.unacked[pn%sentRingSize/64]>>(pn%64)&1 != 0)
 	}
 }
 

@@ -358,6 +358,72 @@ func TestAcksLateAckAfterLost(t *testing.T) {
 	}
 }
 
+// TestAcksBitsDeliverOnce: the acks in AckBits deliver each packet once,
+// whether it was in flight or judged lost, and never one whose ring slot
+// a newer packet took; the acks a header repeats deliver nothing again.
+func TestAcksBitsDeliverOnce(t *testing.T) {
+	truth := map[uint64]bool{}
+	rec := newFateRecorder(&truth)
+	a := NewPacketAcks(AckConfig{}, rec)
+	now := time.Unix(1000, 0)
+	send := func(n int) {
+		for range n {
+			var h proto.Header
+			a.Send(now, &h, 100)
+			now = now.Add(time.Millisecond)
+		}
+	}
+	peerPN := uint64(0)
+	ack := func(top uint64, bits uint32) {
+		peerPN++
+		peer := proto.Header{Seq: uint16(peerPN), Ack: uint16(top), AckBits: bits}
+		a.OnReceive(now, &peer, peerPN, 50, 0)
+	}
+	send(40)
+	for pn := uint64(1); pn <= 40; pn++ {
+		truth[pn] = true
+	}
+	// 40 and every other one of the 32 before it (39, 37, ... 9).
+	ack(40, 0x55555555)
+	for pn := uint64(8); pn <= 40; pn++ {
+		if want := int(pn % 2); pn == 40 && rec.delivered[pn] != 1 || pn < 40 && rec.delivered[pn] != want {
+			t.Fatalf("pn %d delivered %d times", pn, rec.delivered[pn])
+		}
+	}
+	// The rest of them, and the first ones, judged lost by now, all in
+	// AckBits of a header that repeats the acks of 40 and the odd ones.
+	ack(40, 0xffffffff)
+	ack(20, 0x7ffff)
+	for pn := uint64(1); pn <= 40; pn++ {
+		if rec.delivered[pn] != 1 {
+			t.Fatalf("pn %d delivered %d times, lost %d", pn, rec.delivered[pn], rec.lost[pn])
+		}
+	}
+	if st := a.Stats(); st.PacketsAcked != 40 || st.SpuriousLosses == 0 {
+		t.Fatalf("acked %d, spurious losses %d", st.PacketsAcked, st.SpuriousLosses)
+	}
+	// A ring's worth of packets later, acks of packets whose slots were
+	// taken again name packets long gone: nothing is delivered, not the
+	// packets now in those slots either.
+	send(sentRingSize + 40)
+	top := a.NextPacketNumber() - 1
+	delivered := a.Stats().PacketsAcked
+	ack(top-sentRingSize, 0xffffffff)
+	if got := a.Stats().PacketsAcked; got != delivered {
+		t.Fatalf("acks of forgotten packets delivered %d", got-delivered)
+	}
+	for pn := top - 32; pn <= top; pn++ {
+		truth[pn] = true
+	}
+	ack(top, 0xffffffff)
+	if got := a.Stats().PacketsAcked - delivered; got != 33 {
+		t.Fatalf("newest 33 acknowledged: %d delivered", got)
+	}
+	if len(rec.errs) != 0 {
+		t.Fatal(rec.errs)
+	}
+}
+
 func TestAcksAckDelay(t *testing.T) {
 	a := NewPacketAcks(AckConfig{}, nil)
 	now := time.Unix(1000, 0)
