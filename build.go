@@ -24,6 +24,9 @@ import (
 // set aside (its core shared with other work) does not hold the tick up.
 // A connection's packets depend on its own state only, so they are the
 // same whatever the worker count, and whichever worker builds them.
+//
+// Between ticks the same workers open the backlog of datagrams the loop
+// receives together (open, backlog.go).
 type builder struct {
 	conns []*Conn // the server's connections, by id
 	// stale: a connection came or went since conns was listed.
@@ -36,6 +39,9 @@ type builder struct {
 	// send is held by the worker writing to the socket: a BatchConn
 	// takes one writer at a time.
 	send sync.Mutex
+	// opening: the workers started open the server's backlog of
+	// received datagrams (Server.openShare), not build.
+	opening bool
 }
 
 type buildWorker struct {
@@ -84,6 +90,7 @@ func (b *builder) build(s *Server, now time.Time) {
 		w.next.Store(int64(lo))
 		w.end = min(lo+per, len(b.conns))
 	}
+	b.opening = false
 	b.wg.Add(n - 1)
 	for _, w := range b.workers[1:n] {
 		w.start <- struct{}{}
@@ -92,11 +99,25 @@ func (b *builder) build(s *Server, now time.Time) {
 	b.wg.Wait()
 }
 
+// open has n workers (the loop the first) open s's backlog of received
+// datagrams (Server.openShare) and waits for them.
+func (b *builder) open(s *Server, n int) {
+	b.start(s, n)
+	b.opening, b.n = true, n
+	b.wg.Add(n - 1)
+	for _, w := range b.workers[1:n] {
+		w.start <- struct{}{}
+	}
+	s.openShare(0, n)
+	b.wg.Wait()
+}
+
 // minConnsPerWorker: below this many connections per worker, handing
 // them out costs more than it saves.
 const minConnsPerWorker = 32
 
-// start makes sure n workers run (the first is the loop itself).
+// start makes sure n workers run (the first is the loop itself): they
+// build the connections' packets, or open a backlog of datagrams.
 func (b *builder) start(s *Server, n int) {
 	for len(b.workers) < n {
 		w := &buildWorker{q: outQueue{conn: s.out.conn, log: s.cfg.Logger}, start: make(chan struct{})}
@@ -107,7 +128,11 @@ func (b *builder) start(s *Server, n int) {
 		}
 		go func() {
 			for range w.start {
-				b.shareTo(w, i)
+				if b.opening {
+					s.openShare(i, b.n)
+				} else {
+					b.shareTo(w, i)
+				}
 				b.wg.Done()
 			}
 		}()

@@ -42,6 +42,11 @@ type Server struct {
 	tickNum uint32
 	ackDue  []*Conn // connections owing an ack-only packet after a batch
 	builder builder // builds the connections' packets each tick (build.go)
+	// backlog holds the batches of datagrams received together, and
+	// opened what the workers made of them (backlog.go)
+	backlog  []*udp.Batch
+	openFrom []*udp.Batch // the batches the workers open
+	opened   []openedPacket
 	// no-delay flushes waiting for the reliable channel's next flush
 	flushTimer *time.Timer
 	flushArmed bool
@@ -254,11 +259,11 @@ func (s *Server) loop() error {
 			s.mu.Unlock()
 		case b := <-s.in.Batches():
 			s.mu.Lock()
-			s.receive(b)
-			s.sendDueAcks(b.At)
+			s.takeBacklog(b)
+			at := s.receiveBacklog()
+			s.sendDueAcks(at)
 			s.out.flush()
 			s.mu.Unlock()
-			s.in.Release(b)
 		case <-ticker.C:
 			s.mu.Lock()
 			if s.closed {
@@ -305,14 +310,11 @@ const readBatches = 16
 // are owed. At most twice the read loop's batches are taken, so a flood
 // cannot hold a tick off. On the loop, with mu held.
 func (s *Server) receivePending() {
-	for range 2 * readBatches {
-		select {
-		case b := <-s.in.Batches():
-			s.receive(b)
-			s.in.Release(b)
-		default:
+	for range 2 {
+		if s.takeBacklog(nil); len(s.backlog) == 0 {
 			return
 		}
+		s.receiveBacklog()
 	}
 }
 
@@ -338,20 +340,6 @@ func (s *Server) shutdown() {
 	s.out.flush()
 	s.conn.Close()
 	s.in.Drain()
-}
-
-// receive handles one batch of datagrams.
-func (s *Server) receive(b *udp.Batch) {
-	for i := range b.N {
-		m := &b.Msgs[i]
-		s.stats.PacketsIn++
-		s.stats.BytesIn += uint64(m.N)
-		if m.N > proto.MaxPacketSizeLimit {
-			s.stats.Dropped[DropOversize]++
-			continue
-		}
-		s.receiveDatagram(m.Buf[:m.N], m.Addr.Addr().Unmap(), m.Addr.Port(), b.At)
-	}
 }
 
 func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time.Time) {
@@ -545,6 +533,12 @@ func (s *Server) receiveSession(pkt []byte, addr netip.AddrPort, at time.Time) {
 		s.stats.Dropped[drop]++
 		return
 	}
+	s.receiveOpened(c, &h, pn, pkt, payload, addr, at)
+}
+
+// receiveOpened handles session packet pkt of c, opened: its number pn,
+// its payload.
+func (s *Server) receiveOpened(c *Conn, h *proto.Header, pn uint64, pkt, payload []byte, addr netip.AddrPort, at time.Time) {
 	if from := c.Addr(); c.sess.Arrived(addr, pn, len(pkt), at) {
 		// NAT rebinding, or a forged source: the session follows it, and
 		// sends there at most 3× what it receives until the new address
@@ -559,11 +553,11 @@ func (s *Server) receiveSession(pkt []byte, addr netip.AddrPort, at time.Time) {
 		}
 		s.disconnect(c, r, at, false)
 	case proto.PacketKeepAlive:
-		if err := c.sess.Receive(at, &h, pn, len(pkt), nil); err != nil {
+		if err := c.sess.Receive(at, h, pn, len(pkt), nil); err != nil {
 			s.stats.Dropped[DropMalformed]++
 		}
 	case proto.PacketData:
-		if err := c.sess.Receive(at, &h, pn, len(pkt), payload); err != nil {
+		if err := c.sess.Receive(at, h, pn, len(pkt), payload); err != nil {
 			s.stats.Dropped[DropMalformed]++
 			return
 		}

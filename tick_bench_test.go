@@ -3,7 +3,6 @@ package tickwire
 import (
 	"bytes"
 	"fmt"
-	"github.com/tickwire/tickwire/udp"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
 )
 
 // tickRig is a server running the arena for n players, each with a real
@@ -48,6 +48,17 @@ type tickRig struct {
 	// inputEvery makes each client send every inputEvery ticks (its
 	// inputs of those ticks in one frame), as GameClient.SetInputInterval.
 	inputEvery int
+	// batch holds the clients' datagrams of a tick, as the read loop
+	// hands them to the server: the server receives them together (its
+	// workers open them first).
+	batch     udp.Batch
+	batchList [1]*udp.Batch
+	// inject, when set, may change the clients' datagrams of the next
+	// step before the server receives them (a test's hostile traffic).
+	inject func(msgs []udp.Message) []udp.Message
+	// received adds up the wall time the server spent receiving the
+	// clients' datagrams, the part of a timed step before its tick.
+	received time.Duration
 }
 
 // rigClient is one player's client session.
@@ -277,10 +288,21 @@ func (r *tickRig) step(t testing.TB, timer rigTimer) {
 	if timer != nil {
 		timer.StartTimer()
 	}
+	r.batch.Msgs = r.batch.Msgs[:0]
 	for _, c := range r.clients {
 		for _, pkt := range c.out {
-			r.s.receiveDatagram(pkt, c.addr.Addr(), c.addr.Port(), r.now)
+			r.batch.Msgs = append(r.batch.Msgs, udp.Message{Buf: pkt, N: len(pkt), Addr: c.addr})
 		}
+	}
+	if r.inject != nil {
+		r.batch.Msgs, r.inject = r.inject(r.batch.Msgs), nil
+	}
+	r.batch.N, r.batch.At = len(r.batch.Msgs), r.now
+	r.batchList[0] = &r.batch
+	start := time.Now()
+	r.s.receiveBatches(r.batchList[:])
+	if timer != nil {
+		r.received += time.Since(start)
 	}
 	r.s.sendDueAcks(r.now)
 	r.s.tick(r.now)
@@ -331,7 +353,9 @@ func BenchmarkServerTick(b *testing.B) {
 
 // BenchmarkServerTickWorkers is BenchmarkServerTick's 1,000 players
 // built by one worker and by two (Config.Workers): the speed-up of
-// building the connections' packets on both cores.
+// building the connections' packets on both cores. recv-ms/op is the
+// part of the tick spent receiving the clients' datagrams (with two
+// workers, they open them together first: backlog.go).
 func BenchmarkServerTickWorkers(b *testing.B) { benchWorkers(b, false, 1) }
 
 // BenchmarkServerTickFire is BenchmarkServerTickWorkers with every player
@@ -365,6 +389,7 @@ func benchWorkers(b *testing.B, fire bool, interval int) {
 			}
 			timer.report()
 			stop()
+			b.ReportMetric(float64(r.received.Nanoseconds())/1e6/float64(b.N), "recv-ms/op")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/player")
 		})
 	}
@@ -532,6 +557,87 @@ func TestBuildWorkersSamePackets(t *testing.T) {
 					d++
 				}
 				t.Fatalf("%v: packet %d differs between one worker and three (lengths %d, %d; first difference at byte %d)", addr, i, len(want[i]), len(got[i]), d)
+			}
+		}
+	}
+}
+
+// TestBacklogOpenedOnWorkers: the workers open a backlog of datagrams
+// (backlog.go) with the same outcome as the loop receiving them one by
+// one: with 100 players built by one worker and by two, a tick whose
+// datagrams hold a replayed copy of one packet, an altered copy of
+// another, and a disconnect followed by that client's data packet drops
+// the same three packets for the same reasons, and every player sees
+// the same bytes.
+func TestBacklogOpenedOnWorkers(t *testing.T) {
+	type result struct {
+		stats ServerStats
+		sent  map[netip.AddrPort][][]byte
+		conns int
+		ahead bool
+	}
+	run := func(workers int) (res result) {
+		synctest.Test(t, func(t *testing.T) {
+			r := newTickRig(t, 100, workers)
+			r.conn.record = map[netip.AddrPort][][]byte{}
+			step := func() {
+				time.Sleep(time.Second / 60)
+				r.now = time.Now().Add(-time.Second / 60) // step adds the tick
+				r.step(t, nil)
+			}
+			for range 60 {
+				step()
+			}
+			quit := r.clients[2]
+			r.inject = func(msgs []udp.Message) []udp.Message {
+				replay := udp.Message{Buf: bytes.Clone(msgs[0].Buf), N: msgs[0].N, Addr: msgs[0].Addr}
+				altered := udp.Message{Buf: bytes.Clone(msgs[1].Buf), N: msgs[1].N, Addr: msgs[1].Addr}
+				altered.Buf[altered.N-1] ^= 1
+				bye := quit.sess.AppendControl(nil, r.now, proto.PacketDisconnect, session.Ticks{}, []byte{byte(proto.DisconnectClosed)})
+				out := []udp.Message{altered}
+				for i, m := range msgs {
+					if m.Addr == quit.addr && i == 2 {
+						out = append(out, udp.Message{Buf: bye, N: len(bye), Addr: quit.addr})
+					}
+					out = append(out, m)
+				}
+				return append(out, replay)
+			}
+			before := r.s.Stats()
+			step()
+			res.ahead = cap(r.s.opened) >= 100
+			quit.mute = true // it left
+			for range 30 {
+				step()
+			}
+			r.s.builder.stop()
+			res.stats, res.sent, res.conns = r.s.Stats(), r.conn.record, len(r.s.conns)
+			for _, d := range []DropReason{DropReplay, DropAuth, DropUnknownConn} {
+				if got := res.stats.Dropped[d] - before.Dropped[d]; got != 1 {
+					t.Errorf("%d workers: %d dropped for %v, want 1", workers, got, d)
+				}
+			}
+		})
+		return res
+	}
+	one, two := run(1), run(2)
+	if one.ahead || !two.ahead {
+		t.Fatalf("opened ahead with one worker %v, with two %v; want false, true", one.ahead, two.ahead)
+	}
+	if one.conns != 99 || two.conns != 99 {
+		t.Fatalf("connections left %d and %d, want 99", one.conns, two.conns)
+	}
+	if one.stats.Dropped != two.stats.Dropped || one.stats.PacketsIn != two.stats.PacketsIn {
+		t.Fatalf("one worker: in %d dropped %v; two: in %d dropped %v", one.stats.PacketsIn, one.stats.Dropped, two.stats.PacketsIn, two.stats.Dropped)
+	}
+	for addr, want := range one.sent {
+		got := two.sent[addr]
+		if len(got) != len(want) {
+			t.Fatalf("%v: %d packets with one worker, %d with two", addr, len(want), len(got))
+		}
+		for i := range want {
+			if !bytes.Equal(got[i], want[i]) {
+				t.Fatalf("%v: packet %d differs between one worker and two", addr, i)
 			}
 		}
 	}

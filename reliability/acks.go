@@ -283,6 +283,13 @@ func (a *PacketAcks) ExpandSeq(seq uint16) (pn uint64, fresh bool) {
 	return pn, pn != 0 && a.recv.Fresh(pn)
 }
 
+// Fresh reports whether packet pn may still be received: not received
+// before, nor older than the replay window. A packet opened ahead of its
+// turn (ExpandSeq fresh then) is checked again with it when its turn
+// comes: a copy of it, or a newer packet that pushed the window on, may
+// have been received in between.
+func (a *PacketAcks) Fresh(pn uint64) bool { return pn != 0 && a.recv.Fresh(pn) }
+
 // OnReceive records an authenticated packet with number pn (from
 // ExpandSeq) and datagram size, then processes the acknowledgements in h:
 // newly acknowledged packets are Delivered, an RTT sample is taken when

@@ -330,6 +330,11 @@ func (s *Session) SendFrame(frame []byte) error {
 // Open checks a session packet's number against the replay window and
 // opens it. The payload aliases pkt. When ok is false the packet is
 // dropped for reason drop and nothing changed.
+//
+// Open changes nothing but pkt and the session's decryption state, so
+// the packets of different sessions may be opened concurrently (not two
+// of one session); a packet opened while others wait to be received
+// before it is checked with Fresh before it is received in its turn.
 func (s *Session) Open(pkt []byte, h *proto.Header) (pn uint64, payload []byte, drop DropReason, ok bool) {
 	pn, fresh := s.acks.ExpandSeq(h.Seq)
 	if !fresh {
@@ -341,6 +346,11 @@ func (s *Session) Open(pkt []byte, h *proto.Header) (pn uint64, payload []byte, 
 	}
 	return pn, payload, 0, true
 }
+
+// Fresh reports whether the opened packet pn may still be received (Open
+// found it fresh, but a copy of it, or packets far newer, may have been
+// received since): when it is false, drop it as a replay.
+func (s *Session) Fresh(pn uint64) bool { return s.acks.Fresh(pn) }
 
 // Receive processes an opened packet of size bytes (a data packet's
 // frames, or a keep-alive's empty payload): acks, reliable segments,
