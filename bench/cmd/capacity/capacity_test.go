@@ -202,3 +202,16 @@ func TestTitleLines(t *testing.T) {
 		t.Errorf("short title: %q", lines)
 	}
 }
+
+// TestDisconnectsBetween: the reasons the server ended connections for
+// during a step, from two readings of its counters.
+func TestDisconnectsBetween(t *testing.T) {
+	a := reading{disconnects: map[string]float64{"timeout": 2, "closed": 5}}
+	b := reading{disconnects: map[string]float64{"timeout": 902, "closed": 5, "too_slow": 98}}
+	if got, want := disconnectsBetween(a, b), "timeout 900, too_slow 98"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := disconnectsBetween(b, b); got != "none" {
+		t.Errorf("no change: got %q, want none", got)
+	}
+}

@@ -46,6 +46,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -293,7 +294,16 @@ func run(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
+		// Players gone during the step mean a bot process died, or the
+		// server dropped them: either way its numbers are not a step's.
+		if err := exited(bots); err != nil {
+			return fmt.Errorf("step %d players: %w", n, err)
+		}
 		r := diff(before, after, n, o.tick)
+		if r.players < float64(n)*0.99 {
+			logf("step %d players: only %v players connected at the end; disconnected during the step: %s; the bots said:\n%s",
+				n, r.players, disconnectsBetween(before, after), botTail(bots))
+		}
 		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99 && r.inputsMissing <= maxInputsMissing
 		rows = append(rows, r)
 		logf("step %d players: %s", n, r.summary())
@@ -371,12 +381,8 @@ func awaitCount(ctx context.Context, metrics string, bots []*proc, timeout time.
 		if done(r.players) {
 			return nil
 		}
-		for _, b := range bots {
-			select {
-			case <-b.done:
-				return fmt.Errorf("a tickwire-bot exited:\n%s", b.output())
-			default:
-			}
+		if err := exited(bots); err != nil {
+			return err
 		}
 		if time.Now().After(deadline) {
 			return late(r.players)
@@ -385,6 +391,18 @@ func awaitCount(ctx context.Context, metrics string, bots []*proc, timeout time.
 			return err
 		}
 	}
+}
+
+// exited reports a bot process that exited, with its output.
+func exited(bots []*proc) error {
+	for _, b := range bots {
+		select {
+		case <-b.done:
+			return fmt.Errorf("a tickwire-bot exited:\n%s", b.output())
+		default:
+		}
+	}
+	return nil
 }
 
 // fetchProfile takes a CPU profile of the server over d (nil on failure).
@@ -458,10 +476,12 @@ type reading struct {
 	desyncs   float64
 	missing   float64 // player ticks the game ran without the player's input
 	sockDrops float64 // the kernel's drops on the server's socket
-	serverCPU time.Duration
-	botCPU    time.Duration
-	rssMB     float64
-	machine   []cpuTimes // per CPU, from /proc/stat
+	// disconnects counts the connections ended, by reason
+	disconnects map[string]float64
+	serverCPU   time.Duration
+	botCPU      time.Duration
+	rssMB       float64
+	machine     []cpuTimes // per CPU, from /proc/stat
 }
 
 // maxInputsMissing is the largest share of the player ticks a step's
@@ -473,7 +493,7 @@ var metricLine = regexp.MustCompile(`^(\w+)(\{[^}]*\})? (\S+)$`)
 
 // sample reads the metrics and, for non-nil processes, their CPU.
 func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
-	r := reading{at: time.Now(), buckets: map[float64]float64{}}
+	r := reading{at: time.Now(), buckets: map[float64]float64{}, disconnects: map[string]float64{}}
 	resp, err := http.Get(metrics)
 	if err != nil {
 		return r, err
@@ -513,6 +533,8 @@ func sample(metrics string, srv *proc, bots []*proc) (reading, error) {
 			r.missing = v
 		case "tickwire_socket_drops_total":
 			r.sockDrops = v
+		case "tickwire_disconnects_total":
+			r.disconnects[strings.TrimSuffix(strings.TrimPrefix(m[2], `{reason="`), `"}`)] = v
 		}
 	}
 	if srv != nil {
@@ -728,6 +750,34 @@ func startProc(cpus string, idle bool, path string, args ...string) (*proc, erro
 	}()
 	go func() { p.cmd.Wait(); pw.Close(); close(p.done) }()
 	return p, nil
+}
+
+// disconnectsBetween lists the connections the server ended between two
+// readings, by reason ("none" if it ended none).
+func disconnectsBetween(a, b reading) string {
+	var parts []string
+	for reason, v := range b.disconnects {
+		if d := v - a.disconnects[reason]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %v", reason, d))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}
+
+// botTail is the last lines of every bot process's output.
+func botTail(bots []*proc) string {
+	var b strings.Builder
+	for _, p := range bots {
+		lines := strings.Split(strings.TrimRight(p.output(), "\n"), "\n")
+		for _, l := range lines[max(0, len(lines)-20):] {
+			b.WriteString("  " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 func (p *proc) output() string {
