@@ -54,8 +54,10 @@ type Config struct {
 	// Workers is how many goroutines build the connections' packets each
 	// tick — interest scheduling, delta encoding, sealing — each owning a
 	// fixed share of the connections (the packets are the same whatever
-	// the number). Default: GOMAXPROCS, at most 16; 1 builds on the
-	// server's loop. Server only.
+	// the number). They also open (authenticate and decrypt) a backlog
+	// of received datagrams before the loop handles them in order.
+	// Default: GOMAXPROCS, at most 16; 1 builds on the server's loop.
+	// Server only.
 	Workers int
 
 	// AcceptGame, if set, says whether the server hosts a game id; tokens

@@ -20,7 +20,8 @@ var ErrClosed = errors.New("tickwire: closed")
 // Server accepts clients holding connect tokens minted with its key and
 // runs their connections: one goroutine reads datagrams in batches, one
 // loop goroutine owns every connection, processes packets as they arrive
-// and sends each connection's packet every tick.
+// (the batches waiting together, opened first on the workers) and sends
+// each connection's packet every tick.
 type Server struct {
 	cfg  Config
 	key  Key
