@@ -10,7 +10,7 @@ import (
 )
 
 // The datagrams that wait for the loop while it ticks (or that arrive
-// in a burst) are received together, as a backlog: with more than
+// in a burst) are received together, as a backlog: with at least
 // minOpenPerWorker for each of two workers or more, the build workers
 // open its session packets first (Server.openShare: the AEAD and the
 // replay check, half of receiving one), each the packets of its own
