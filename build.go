@@ -83,33 +83,42 @@ func (b *builder) build(s *Server, now time.Time) {
 		return
 	}
 	b.start(s, n)
-	b.now, b.n = now, n
+	b.now = now
 	per := (len(b.conns) + n - 1) / n
 	for i, w := range b.workers[:n] {
 		lo := min(i*per, len(b.conns))
 		w.next.Store(int64(lo))
 		w.end = min(lo+per, len(b.conns))
 	}
-	b.opening = false
-	b.wg.Add(n - 1)
-	for _, w := range b.workers[1:n] {
-		w.start <- struct{}{}
-	}
-	b.shareTo(b.workers[0], 0)
-	b.wg.Wait()
+	b.run(s, n, false)
 }
 
 // open has n workers (the loop the first) open s's backlog of received
 // datagrams (Server.openShare) and waits for them.
 func (b *builder) open(s *Server, n int) {
 	b.start(s, n)
-	b.opening, b.n = true, n
+	b.run(s, n, true)
+}
+
+// run has n started workers, the loop the first, do this job (build, or
+// open when opening) and waits for them.
+func (b *builder) run(s *Server, n int, opening bool) {
+	b.n, b.opening = n, opening
 	b.wg.Add(n - 1)
 	for _, w := range b.workers[1:n] {
 		w.start <- struct{}{}
 	}
-	s.openShare(0, n)
+	b.job(s, b.workers[0], 0)
 	b.wg.Wait()
+}
+
+// job is worker w's (i's) part of the job run started.
+func (b *builder) job(s *Server, w *buildWorker, i int) {
+	if b.opening {
+		s.openShare(i, b.n)
+	} else {
+		b.shareTo(w, i)
+	}
 }
 
 // minConnsPerWorker: below this many connections per worker, handing
@@ -128,11 +137,7 @@ func (b *builder) start(s *Server, n int) {
 		}
 		go func() {
 			for range w.start {
-				if b.opening {
-					s.openShare(i, b.n)
-				} else {
-					b.shareTo(w, i)
-				}
+				b.job(s, w, i)
 				b.wg.Done()
 			}
 		}()
