@@ -216,7 +216,8 @@ func (a *PacketAcks) Send(now time.Time, h *proto.Header, size int) uint64 {
 		a.evict(slot)
 	}
 	*slot = sentPacket{pn: pn, sentAt: t, size: int32(size), state: stateInFlight}
-	a.unacked[pn%sentRingSize/64] |= 1 << (pn % 64)
+	w, bit := a.unackedBit(pn)
+	*w |= bit
 	h.Seq = uint16(pn)
 	h.Ack, h.AckBits = a.AckFields()
 	a.ackPending = 0
@@ -331,7 +332,7 @@ func (a *PacketAcks) processAcks(t time.Duration, ack uint16, bits uint32, ackDe
 	}
 	for ; bits != 0; bits &= bits - 1 {
 		pn := top - 1 - uint64(mbits.TrailingZeros32(bits))
-		if a.unacked[pn%sentRingSize/64]>>(pn%64)&1 != 0 {
+		if a.isUnacked(pn) {
 			a.ackOne(pn)
 		}
 	}
@@ -370,7 +371,8 @@ func (a *PacketAcks) ackOne(pn uint64) bool {
 		a.stats.SpuriousLosses++
 	}
 	p.state = stateAcked
-	a.unacked[pn%sentRingSize/64] &^= 1 << (pn % 64)
+	w, bit := a.unackedBit(pn)
+	*w &^= bit
 	if pn > a.largestAcked {
 		a.largestAcked = pn
 	}
@@ -421,8 +423,22 @@ func (a *PacketAcks) finalize() {
 	for a.finalNext+AckBitsLen < a.largestAcked {
 		pn := a.finalNext
 		a.finalNext++
-		a.recordVerdict(a.unacked[pn%sentRingSize/64]>>(pn%64)&1 != 0)
+		a.recordVerdict(a.isUnacked(pn))
 	}
+}
+
+// unackedBit is the word of unacked holding the bit of pn's ring slot,
+// and that bit.
+func (a *PacketAcks) unackedBit(pn uint64) (*uint64, uint64) {
+	sl := pn % sentRingSize
+	return &a.unacked[sl/64], 1 << (sl % 64)
+}
+
+// isUnacked reports whether pn's ring slot holds a packet not yet
+// acknowledged.
+func (a *PacketAcks) isUnacked(pn uint64) bool {
+	w, bit := a.unackedBit(pn)
+	return *w&bit != 0
 }
 
 func (a *PacketAcks) recordVerdict(lost bool) {
