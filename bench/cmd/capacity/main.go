@@ -300,11 +300,12 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("step %d players: %w", n, err)
 		}
 		r := diff(before, after, n, o.tick)
-		if r.players < float64(n)*0.99 {
+		playersLost := r.players < float64(n)*0.99
+		if playersLost {
 			logf("step %d players: only %v players connected at the end; disconnected during the step: %s; the bots said:\n%s",
 				n, r.players, disconnectsBetween(before, after), botTail(bots))
 		}
-		r.held = r.p99 <= budget && r.desyncs == 0 && r.players >= float64(n)*0.99 && r.inputsMissing <= maxInputsMissing
+		r.held = r.p99 <= budget && r.desyncs == 0 && !playersLost && r.inputsMissing <= maxInputsMissing
 		rows = append(rows, r)
 		logf("step %d players: %s", n, r.summary())
 		if o.profile != "" {
