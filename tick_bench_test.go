@@ -529,9 +529,7 @@ func TestBuildWorkersSamePackets(t *testing.T) {
 			r := newTickRig(t, 100, workers)
 			r.conn.record = map[netip.AddrPort][][]byte{}
 			for range 120 {
-				time.Sleep(time.Second / 60)
-				r.now = time.Now().Add(-time.Second / 60) // step adds the tick
-				r.step(t, nil)
+				r.stepVirtual(t)
 			}
 			if got := len(r.s.builder.workers); workers > 1 && got != workers {
 				t.Errorf("%d workers ran, want %d", got, workers)
@@ -545,10 +543,24 @@ func TestBuildWorkersSamePackets(t *testing.T) {
 	if len(one) != 100 {
 		t.Fatalf("packets for %d players, want 100", len(one))
 	}
-	for addr, want := range one {
-		got := three[addr]
+	sameSent(t, one, three, "one worker", "three")
+}
+
+// stepVirtual steps the rig one tick of a synctest bubble's clock (the
+// reliable channel's timestamps come from time.Now).
+func (r *tickRig) stepVirtual(t testing.TB) {
+	time.Sleep(time.Second / 60)
+	r.now = time.Now().Add(-time.Second / 60) // step adds the tick
+	r.step(t, nil)
+}
+
+// sameSent fails t unless two runs sent every player the same packets.
+func sameSent(t *testing.T, a, b map[netip.AddrPort][][]byte, aName, bName string) {
+	t.Helper()
+	for addr, want := range a {
+		got := b[addr]
 		if len(got) != len(want) {
-			t.Fatalf("%v: %d packets with one worker, %d with three", addr, len(want), len(got))
+			t.Fatalf("%v: %d packets with %s, %d with %s", addr, len(want), aName, len(got), bName)
 		}
 		for i := range want {
 			if !bytes.Equal(got[i], want[i]) {
@@ -556,7 +568,7 @@ func TestBuildWorkersSamePackets(t *testing.T) {
 				for d < min(len(got[i]), len(want[i])) && got[i][d] == want[i][d] {
 					d++
 				}
-				t.Fatalf("%v: packet %d differs between one worker and three (lengths %d, %d; first difference at byte %d)", addr, i, len(want[i]), len(got[i]), d)
+				t.Fatalf("%v: packet %d differs between %s and %s (lengths %d, %d; first difference at byte %d)", addr, i, aName, bName, len(want[i]), len(got[i]), d)
 			}
 		}
 	}
@@ -580,13 +592,8 @@ func TestBacklogOpenedOnWorkers(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			r := newTickRig(t, 100, workers)
 			r.conn.record = map[netip.AddrPort][][]byte{}
-			step := func() {
-				time.Sleep(time.Second / 60)
-				r.now = time.Now().Add(-time.Second / 60) // step adds the tick
-				r.step(t, nil)
-			}
 			for range 60 {
-				step()
+				r.stepVirtual(t)
 			}
 			quit := r.clients[2]
 			r.inject = func(msgs []udp.Message) []udp.Message {
@@ -595,20 +602,21 @@ func TestBacklogOpenedOnWorkers(t *testing.T) {
 				altered.Buf[altered.N-1] ^= 1
 				bye := quit.sess.AppendControl(nil, r.now, proto.PacketDisconnect, session.Ticks{}, []byte{byte(proto.DisconnectClosed)})
 				out := []udp.Message{altered}
-				for i, m := range msgs {
-					if m.Addr == quit.addr && i == 2 {
+				for _, m := range msgs {
+					if m.Addr == quit.addr && bye != nil { // its disconnect, then its packet
 						out = append(out, udp.Message{Buf: bye, N: len(bye), Addr: quit.addr})
+						bye = nil
 					}
 					out = append(out, m)
 				}
 				return append(out, replay)
 			}
 			before := r.s.Stats()
-			step()
+			r.stepVirtual(t)
 			res.ahead = cap(r.s.opened) >= 100
 			quit.mute = true // it left
 			for range 30 {
-				step()
+				r.stepVirtual(t)
 			}
 			r.s.builder.stop()
 			res.stats, res.sent, res.conns = r.s.Stats(), r.conn.record, len(r.s.conns)
@@ -630,17 +638,7 @@ func TestBacklogOpenedOnWorkers(t *testing.T) {
 	if one.stats.Dropped != two.stats.Dropped || one.stats.PacketsIn != two.stats.PacketsIn {
 		t.Fatalf("one worker: in %d dropped %v; two: in %d dropped %v", one.stats.PacketsIn, one.stats.Dropped, two.stats.PacketsIn, two.stats.Dropped)
 	}
-	for addr, want := range one.sent {
-		got := two.sent[addr]
-		if len(got) != len(want) {
-			t.Fatalf("%v: %d packets with one worker, %d with two", addr, len(want), len(got))
-		}
-		for i := range want {
-			if !bytes.Equal(got[i], want[i]) {
-				t.Fatalf("%v: packet %d differs between one worker and two", addr, i)
-			}
-		}
-	}
+	sameSent(t, one.sent, two.sent, "one worker", "two")
 }
 
 // TestBuildWorkersAllocs: handing a tick's connections to two workers
