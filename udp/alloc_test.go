@@ -11,7 +11,8 @@ import (
 
 // TestZeroAllocsPerDatagram sends and receives batches over real loopback
 // sockets and requires no allocation at all in steady state, for each
-// family and for batched and one-datagram-per-call configurations.
+// family and for batched (also as one GSO run) and one-datagram-per-call
+// configurations.
 func TestZeroAllocsPerDatagram(t *testing.T) {
 	if race.Enabled {
 		t.Skip("allocation counts are not asserted under -race")
@@ -19,14 +20,16 @@ func TestZeroAllocsPerDatagram(t *testing.T) {
 	for _, tc := range []struct {
 		name, network, addr string
 		batch               int
+		gso                 bool
 	}{
-		{"v4 batch 32", "udp4", "127.0.0.1:0", 32},
-		{"v6 batch 32", "udp6", "[::1]:0", 32},
-		{"dual-stack batch 32", "udp", ":0", 32},
-		{"v4 single", "udp4", "127.0.0.1:0", 1},
+		{"v4 batch 32", "udp4", "127.0.0.1:0", 32, false},
+		{"v4 batch 32 GSO", "udp4", "127.0.0.1:0", 32, true},
+		{"v6 batch 32", "udp6", "[::1]:0", 32, false},
+		{"dual-stack batch 32", "udp", ":0", 32, false},
+		{"v4 single", "udp4", "127.0.0.1:0", 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, b := listenPair(t, tc.network, tc.addr, Config{BatchSize: tc.batch})
+			a, b := listenPair(t, tc.network, tc.addr, Config{BatchSize: tc.batch, GSO: tc.gso})
 			const count = 32
 			var pool BufferPool
 			out, in := make([]Message, count), make([]Message, count)

@@ -39,9 +39,9 @@ func report(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cpuTime(syscall.RUSAGE_SELF)-cpu0)/float64(b.N), "cpu-ns/dgram")
 }
 
-func benchConns(b *testing.B, batch int) (tx, rx *Conn) {
+func benchConns(b *testing.B, batch int, gso bool) (tx, rx *Conn) {
 	var err error
-	if tx, err = Listen("udp4", "127.0.0.1:0", Config{BatchSize: batch}); err != nil {
+	if tx, err = Listen("udp4", "127.0.0.1:0", Config{BatchSize: batch, GSO: gso}); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { tx.Close() })
@@ -52,10 +52,20 @@ func benchConns(b *testing.B, batch int) (tx, rx *Conn) {
 	return tx, rx
 }
 
+// BenchmarkSend's batches go to one address: one message a datagram,
+// or with gso=on (Config.GSO) each batch one segmented message.
 func BenchmarkSend(b *testing.B) {
-	for _, batch := range []int{256, 64, 1} {
-		b.Run(fmt.Sprintf("batch=%d", batch), func(b *testing.B) {
-			tx, rx := benchConns(b, batch)
+	for _, c := range []struct {
+		batch int
+		gso   bool
+	}{{256, false}, {256, true}, {64, false}, {64, true}, {8, false}, {8, true}, {1, false}} {
+		name := fmt.Sprintf("batch=%d", c.batch)
+		if c.gso {
+			name += "/gso=on"
+		}
+		batch := c.batch
+		b.Run(name, func(b *testing.B) {
+			tx, rx := benchConns(b, batch, c.gso)
 			msgs := make([]Message, batch)
 			for i := range msgs {
 				msgs[i] = Message{Buf: make([]byte, benchSize), Addr: rx.LocalAddr()}
@@ -76,7 +86,7 @@ func BenchmarkSend(b *testing.B) {
 		})
 	}
 	b.Run("stdlib-sendto", func(b *testing.B) {
-		tx, rx := benchConns(b, 1)
+		tx, rx := benchConns(b, 1, false)
 		buf := make([]byte, benchSize)
 		dst := rx.LocalAddr()
 		b.ReportAllocs()
@@ -107,7 +117,7 @@ func blast(tx *Conn, dst *Conn, done chan<- struct{}) {
 // receive runs the benchmark loop around a receive function that fills
 // up to len(msgs) messages.
 func receive(b *testing.B, batch int, read func(rx *Conn, msgs []Message) (int, error)) {
-	tx, rx := benchConns(b, batch)
+	tx, rx := benchConns(b, batch, false)
 	done := make(chan struct{})
 	go blast(tx, rx, done)
 	defer func() { tx.Close(); <-done }()

@@ -28,6 +28,16 @@ type Config struct {
 	// calls, ReadBatch fills at most BatchSize messages. Zero selects
 	// DefaultBatchSize. It is 1 on platforms without batch system calls.
 	BatchSize int
+	// GSO writes, on Linux, each run of datagrams to one address, all of
+	// one size but the last, as one segmented message (UDP generic
+	// segmentation offload, where the kernel has it: SocketInfo.GSO).
+	// It costs the sender a fraction of a datagram each (BenchmarkSend)
+	// and the receiver sees ordinary datagrams, but a capture on the
+	// sending host (or on loopback) holds each run as one frame, which
+	// a dissector reads as one datagram. Off by default: it pays where
+	// one socket sends many datagrams to one address (a load
+	// generator's clients, tickwire.ClientGroup, turn it on).
+	GSO bool
 }
 
 const (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,11 +21,13 @@ import (
 // concurrent readers (or writers) must synchronise themselves. Stats,
 // Info, LocalAddr, the deadline setters and Close are safe at any time.
 type Conn struct {
-	uc    *net.UDPConn
-	raw   syscall.RawConn
-	local netip.AddrPort
-	info  SocketInfo
-	batch int
+	uc     *net.UDPConn
+	raw    syscall.RawConn
+	local  netip.AddrPort
+	info   SocketInfo
+	batch  int
+	gso    bool        // Config.GSO
+	gsoOff atomic.Bool // the writer stopped segmenting (SocketInfo.GSO)
 
 	rx, tx counters
 	r      reader // platform-specific receive state, owned by the reader
@@ -52,6 +55,11 @@ type SocketInfo struct {
 	ReadBufferRequested, WriteBufferRequested int
 	// BatchSize is the most datagrams moved per system call.
 	BatchSize int
+	// GSO reports that runs of datagrams to one address are written as
+	// one segmented message (Config.GSO, and the kernel takes
+	// UDP_SEGMENT: Linux 4.18). It turns false if the kernel refuses a
+	// segmented message that then goes through as separate datagrams.
+	GSO bool
 }
 
 // Listen opens a UDP socket on address ("host:port", port 0 picks one)
@@ -95,7 +103,7 @@ func NewConn(uc *net.UDPConn, cfg Config) (*Conn, error) {
 	if !ok {
 		return nil, fmt.Errorf("udp: local address %v is not UDP", uc.LocalAddr())
 	}
-	c := &Conn{uc: uc, raw: raw, local: unmap(la.AddrPort())}
+	c := &Conn{uc: uc, raw: raw, local: unmap(la.AddrPort()), gso: cfg.GSO}
 	c.info.IPv6, c.info.DualStack = socketFamily(raw, la)
 
 	if err := c.setBuffers(cfg); err != nil {
@@ -159,7 +167,11 @@ func (c *Conn) mark(cfg Config) error {
 func (c *Conn) LocalAddr() netip.AddrPort { return c.local }
 
 // Info reports how the socket was set up.
-func (c *Conn) Info() SocketInfo { return c.info }
+func (c *Conn) Info() SocketInfo {
+	info := c.info
+	info.GSO = info.GSO && !c.gsoOff.Load()
+	return info
+}
 
 // SocketDrops is how many datagrams the kernel dropped for this socket
 // so far — most of them because its receive buffer was full: the reader

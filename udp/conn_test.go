@@ -38,6 +38,16 @@ func loopback(c *Conn) netip.AddrPort {
 	return a
 }
 
+// gsoKernel reports whether the kernel takes UDP_SEGMENT (Linux 4.18: Config.GSO).
+func gsoKernel(t *testing.T) bool {
+	c, err := Listen("udp4", "127.0.0.1:0", Config{GSO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return c.Info().GSO
+}
+
 // readAll reads until want datagrams arrived, failing after a deadline.
 func readAll(t testing.TB, c *Conn, msgs []Message, want int) []Message {
 	t.Helper()

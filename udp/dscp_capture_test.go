@@ -11,7 +11,9 @@ import (
 // TestDSCPOnTheWire captures tickwire datagrams on loopback with tshark
 // and checks every one carries DSCP 46: IPv4, IPv6, and both families
 // sent from one dual-stack socket. An unmarked socket's datagrams are
-// captured too, to show the check can fail.
+// captured too, to show the check can fail. A GSO sender's run, which a
+// capture on loopback holds as one frame (the receiver's stack cuts it
+// apart after the capture), is checked to carry the marking too.
 func TestDSCPOnTheWire(t *testing.T) {
 	rx4, err := Listen("udp4", "127.0.0.1:0", Config{})
 	if err != nil {
@@ -23,9 +25,14 @@ func TestDSCPOnTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rx6.Close()
-	p4, p6 := rx4.LocalAddr().Port(), rx6.LocalAddr().Port()
+	rxg, err := Listen("udp4", "127.0.0.1:0", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rxg.Close()
+	p4, p6, pg := rx4.LocalAddr().Port(), rx6.LocalAddr().Port(), rxg.LocalAddr().Port()
 
-	c := tshark.Start(t, tshark.Options{Filter: fmt.Sprintf("udp dst port %d or udp dst port %d", p4, p6)})
+	c := tshark.Start(t, tshark.Options{Filter: fmt.Sprintf("udp dst port %d or udp dst port %d or udp dst port %d", p4, p6, pg)})
 
 	const perSender = 10
 	send := func(network, addr string, cfg Config, dsts ...netip.AddrPort) netip.AddrPort {
@@ -51,9 +58,11 @@ func TestDSCPOnTheWire(t *testing.T) {
 	send("udp6", "[::1]:0", Config{}, to6)
 	send("udp", ":0", Config{}, to4, to6) // one dual-stack socket, both families
 	off := send("udp4", "127.0.0.1:0", Config{DSCP: DSCPOff}, to4)
+	send("udp4", "127.0.0.1:0", Config{GSO: true}, netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), pg))
 
 	v4 := c.Fields(fmt.Sprintf("ip && udp.dstport == %d", p4), "udp.srcport", "ip.dsfield.dscp")
 	v6 := c.Fields(fmt.Sprintf("ipv6 && udp.dstport == %d", p6), "udp.srcport", "ipv6.tclass.dscp")
+	gso := c.Fields(fmt.Sprintf("udp.dstport == %d", pg), "udp.length", "ip.dsfield.dscp")
 	if len(v4) != 3*perSender || len(v6) != 2*perSender {
 		t.Fatalf("captured %d IPv4 and %d IPv6 datagrams, want %d and %d", len(v4), len(v6), 3*perSender, 2*perSender)
 	}
@@ -73,8 +82,24 @@ func TestDSCPOnTheWire(t *testing.T) {
 		}
 	}
 	// The same checks as display filters, the way a person would type them.
-	if n := len(c.Fields("ip.dsfield.dscp == 46", "frame.number")); n != 2*perSender {
-		t.Errorf("ip.dsfield.dscp == 46 matched %d datagrams, want %d", n, 2*perSender)
+	// The GSO sender's run: marked, and all of it on the wire.
+	payload := 0
+	for _, r := range gso {
+		if r[1] != "46" {
+			t.Errorf("GSO frame: ip.dsfield.dscp = %s, want 46", r[1])
+		}
+		var n int
+		fmt.Sscan(r[0], &n)
+		payload += n - 8
+	}
+	if want := perSender * len("tickwire dscp"); payload != want {
+		t.Errorf("GSO sender: %d payload bytes in %d frames, want %d", payload, len(gso), want)
+	}
+	if gsoKernel(t) && len(gso) >= perSender {
+		t.Errorf("GSO sender: %d frames on loopback, want the run in fewer than %d", len(gso), perSender)
+	}
+	if n := len(c.Fields("ip.dsfield.dscp == 46", "frame.number")); n != 2*perSender+len(gso) {
+		t.Errorf("ip.dsfield.dscp == 46 matched %d frames, want %d", n, 2*perSender+len(gso))
 	}
 	if n := len(c.Fields("ipv6.tclass.dscp == 46", "frame.number")); n != 2*perSender {
 		t.Errorf("ipv6.tclass.dscp == 46 matched %d datagrams, want %d", n, 2*perSender)

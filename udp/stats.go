@@ -25,6 +25,10 @@ type DirectionStats struct {
 	// Dropped counts datagrams received larger than the buffer they were
 	// read into; they are discarded, never delivered truncated (read only).
 	Dropped uint64
+	// Segmented counts datagrams written as segments of a UDP GSO
+	// message: several datagrams to one address handed to the kernel as
+	// one (write only; SocketInfo.GSO).
+	Segmented uint64
 	// BatchSizes[i] counts system calls that moved between 2^i and
 	// 2^(i+1)-1 datagrams; the last bucket is open-ended (128 and more).
 	BatchSizes [BatchBuckets]uint64
@@ -40,8 +44,8 @@ func (s DirectionStats) MeanBatch() float64 {
 
 // counters is the live, concurrently updated form of DirectionStats.
 type counters struct {
-	datagrams, bytes, syscalls, errors, dropped atomic.Uint64
-	batches                                     [BatchBuckets]atomic.Uint64
+	datagrams, bytes, syscalls, errors, dropped, segmented atomic.Uint64
+	batches                                                [BatchBuckets]atomic.Uint64
 }
 
 // batch records one system call that moved n datagrams of size total.
@@ -70,6 +74,7 @@ func (c *counters) snapshot() DirectionStats {
 		Syscalls:  c.syscalls.Load(),
 		Errors:    c.errors.Load(),
 		Dropped:   c.dropped.Load(),
+		Segmented: c.segmented.Load(),
 	}
 	for i := range c.batches {
 		s.BatchSizes[i] = c.batches[i].Load()
