@@ -267,7 +267,9 @@ func BenchmarkClientGroupStep(b *testing.B) {
 // and the server receives every client's inputs.
 func TestClientGroupPlaysArena(t *testing.T) {
 	s, host, key, addr := arenaServer(t, Config{}, 50)
-	g, err := NewClientGroup(ClientGroupConfig{})
+	// One socket: its clients' packets of a tick leave together, as runs
+	// written with GSO where the kernel has it.
+	g, err := NewClientGroup(ClientGroupConfig{Sockets: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,6 +312,12 @@ func TestClientGroupPlaysArena(t *testing.T) {
 			}
 		}
 	})
+	uc := g.socks[0].conn.(*udp.Conn)
+	if st := uc.Stats().Write; uc.Info().GSO && st.Segmented == 0 {
+		t.Errorf("the group's socket wrote %d datagrams in %d system calls, none as a GSO run", st.Datagrams, st.Syscalls)
+	} else {
+		t.Logf("the group's socket: GSO %v, %d datagrams in %d system calls, %d of them in GSO runs", uc.Info().GSO, st.Datagrams, st.Syscalls, st.Segmented)
+	}
 }
 
 // TestClientGroupHandshakesThroughCopies: 8 clients dial at once through

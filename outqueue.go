@@ -19,6 +19,9 @@ type outQueue struct {
 	log  *slog.Logger
 	msgs []udp.Message // queued for the next WriteBatch
 	bufs [][]byte      // their buffers, reused
+	// chunk is the most datagrams flush hands to one WriteBatch (0:
+	// writeChunk).
+	chunk int
 	// what was sent
 	packets, bytes, errors uint64
 }
@@ -55,11 +58,15 @@ func (q *outQueue) flush() {
 	if len(q.msgs) == 0 {
 		return
 	}
+	chunk := q.chunk
+	if chunk <= 0 {
+		chunk = writeChunk
+	}
 	n := 0
 	var err error
 	for n < len(q.msgs) && err == nil {
 		var k int
-		k, err = q.conn.WriteBatch(q.msgs[n:min(n+writeChunk, len(q.msgs))])
+		k, err = q.conn.WriteBatch(q.msgs[n:min(n+chunk, len(q.msgs))])
 		n += k
 	}
 	for _, m := range q.msgs[:n] {

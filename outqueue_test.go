@@ -28,8 +28,8 @@ func (c *chunkConn) WriteBatch(m []udp.Message) (int, error) {
 }
 
 // TestFlushWritesInChunks: a queue goes out writeChunk datagrams per
-// WriteBatch, all of them counted; a failed write stops the flush, and
-// only what went is counted.
+// WriteBatch (or its own chunk), all of them counted; a failed write
+// stops the flush, and only what went is counted.
 func TestFlushWritesInChunks(t *testing.T) {
 	fill := func(q *outQueue, n int) {
 		to := netip.MustParseAddrPort("127.0.0.1:9000")
@@ -56,5 +56,13 @@ func TestFlushWritesInChunks(t *testing.T) {
 	}
 	if sent := uint64(2*writeChunk + 3 + writeChunk + writeChunk/2); q.packets != sent || q.errors != 1 || len(q.msgs) != 0 {
 		t.Fatalf("after a failed write: %d packets (want %d), %d errors, %d queued", q.packets, sent, q.errors, len(q.msgs))
+	}
+
+	c.sizes, c.failAt = nil, 0
+	q.chunk = 64
+	fill(q, 70)
+	q.flush()
+	if want := []int{64, 6}; !slices.Equal(c.sizes, want) {
+		t.Fatalf("WriteBatch sizes %v with a chunk of 64, want %v", c.sizes, want)
 	}
 }
