@@ -33,6 +33,20 @@
 // Datagrams larger than the buffer they are read into are dropped and
 // counted (Stats().Read.Dropped), never delivered truncated.
 //
+// # Segmentation offload
+//
+// With Config.GSO, on Linux 4.18 and later, WriteBatch hands each run of
+// datagrams to one address, all of one size but the last (which may be
+// shorter), to the kernel as one message with a UDP_SEGMENT control
+// message: the datagrams are its iovecs, and the stack is walked once
+// for the run, which is cut apart below it. On loopback that is most of
+// a small datagram's cost (BenchmarkSend). The receiver sees ordinary
+// datagrams; a capture on the sending host or on loopback holds a run as
+// one frame. A kernel that refuses a segmented message (EIO: a device
+// without checksum offload) gets its datagrams one by one, and the
+// socket writes without GSO from then on (SocketInfo.GSO).
+// Stats().Write.Segmented counts the datagrams written in runs.
+//
 // # Buffers
 //
 // BufferPool hands out fixed-size Buffers (BufferSize bytes, a whole
