@@ -201,10 +201,11 @@ func zoneName(index uint32) string {
 // here and rewritten in place, so no destination is allocated.
 //
 // With Config.GSO, where the kernel offers UDP generic segmentation
-// offload (UDP_SEGMENT, Linux 4.18), a run of datagrams to one address, all of one size but
-// the last (which may be shorter), goes as one message: its datagrams
-// are the message's iovecs and a control message gives their size, and
-// the kernel cuts them apart below the socket layer, or the NIC does.
+// offload (UDP_SEGMENT, Linux 4.18), a run of datagrams to one address,
+// all of one size but the last (which may be shorter), goes as one
+// message: its datagrams are the message's iovecs and a control message
+// gives their size, and the kernel cuts them apart below the socket
+// layer, or the NIC does.
 // The stack is walked once for the run instead of once a datagram; on
 // loopback that is most of a small datagram's cost (bench_linux_test.go,
 // BenchmarkSend). The receiver sees ordinary datagrams.
@@ -223,8 +224,8 @@ type writer struct {
 }
 
 const (
-	// maxSegments is the most datagrams one segmented message carries
-	// (the kernel's UDP_MAX_SEGMENTS was 64 before Linux 6.4).
+	// maxSegments is the most datagrams one segmented message carries:
+	// 64, the kernel's UDP_MAX_SEGMENTS on older kernels.
 	maxSegments = 64
 	// maxSegmentedBytes bounds a segmented message's payload, which must
 	// fit one IP datagram's length field with its headers.
