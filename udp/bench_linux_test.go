@@ -63,10 +63,9 @@ func BenchmarkSend(b *testing.B) {
 		if c.gso {
 			name += "/gso=on"
 		}
-		batch := c.batch
 		b.Run(name, func(b *testing.B) {
-			tx, rx := benchConns(b, batch, c.gso)
-			msgs := make([]Message, batch)
+			tx, rx := benchConns(b, c.batch, c.gso)
+			msgs := make([]Message, c.batch)
 			for i := range msgs {
 				msgs[i] = Message{Buf: make([]byte, benchSize), Addr: rx.LocalAddr()}
 			}
@@ -74,7 +73,7 @@ func BenchmarkSend(b *testing.B) {
 			cpu0 := cpuTime(syscall.RUSAGE_SELF)
 			k := 0
 			for b.Loop() {
-				if k++; k == batch {
+				if k++; k == c.batch {
 					if _, err := tx.WriteBatch(msgs); err != nil {
 						b.Fatal(err)
 					}

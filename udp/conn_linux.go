@@ -199,23 +199,15 @@ func zoneName(index uint32) string {
 // writer sends through x/net's WriteBatch (sendmmsg), which reuses its
 // own pooled mmsghdrs. Each slot's net.UDPAddr and IP bytes are owned
 // here and rewritten in place, so no destination is allocated.
-//
-// With Config.GSO, where the kernel offers UDP generic segmentation
-// offload (UDP_SEGMENT, Linux 4.18), a run of datagrams to one address,
-// all of one size but the last (which may be shorter), goes as one
-// message: its datagrams are the message's iovecs and a control message
-// gives their size, and the kernel cuts them apart below the socket
-// layer, or the NIC does.
-// The stack is walked once for the run instead of once a datagram; on
-// loopback that is most of a small datagram's cost (bench_linux_test.go,
-// BenchmarkSend). The receiver sees ordinary datagrams.
+// With Config.GSO a run goes as one message (doc.go, "Segmentation
+// offload"): its datagrams are the message's iovecs, so a message
+// carries as many datagrams as it has Buffers.
 type writer struct {
 	msgs  []ipv4.Message
 	bufs  [][]byte // the datagrams of this write, in order; msgs' Buffers slice it
 	addrs []net.UDPAddr
 	ips   [][net.IPv6len]byte
 	oob   [][]byte // per message: its UDP_SEGMENT control message
-	count []int    // per message: the datagrams it carries
 	send  func([]ipv4.Message, int) (int, error)
 	// gso: runs go as one segmented message. Cleared for good when the
 	// kernel refuses a segmented message that then goes through as
@@ -238,7 +230,6 @@ func (w *writer) init(c *Conn) {
 	w.addrs = make([]net.UDPAddr, c.batch)
 	w.ips = make([][net.IPv6len]byte, c.batch)
 	w.oob = make([][]byte, c.batch)
-	w.count = make([]int, c.batch)
 	space := unix.CmsgSpace(2)
 	oob := make([]byte, c.batch*space)
 	for i := range w.msgs {
@@ -344,24 +335,20 @@ func (w *writer) sendRuns(c *Conn, msgs []Message, from int, gso bool) (int, err
 			m.OOB = w.oob[g]
 		}
 		setUDPAddr(&w.addrs[g], &w.ips[g], msgs[i].Addr)
-		w.count[g] = k
 		i += k
 		g++
 	}
 	sent, err := w.send(w.msgs[:g], 0)
 	sent = max(sent, 0) // x/net reports -1 with some errors
 	n, total, segs := 0, 0, 0
-	for k := range sent {
-		for _, b := range w.msgs[k].Buffers {
+	for _, m := range w.msgs[:sent] {
+		for _, b := range m.Buffers {
 			total += len(b)
 		}
-		if w.count[k] > 1 {
-			segs += w.count[k]
+		if len(m.Buffers) > 1 {
+			segs += len(m.Buffers)
 		}
-		n += w.count[k]
-	}
-	for k := range w.msgs[:g] {
-		w.msgs[k].Buffers = nil
+		n += len(m.Buffers)
 	}
 	c.tx.batch(n, total)
 	c.tx.segmented.Add(uint64(segs))

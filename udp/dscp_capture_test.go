@@ -3,6 +3,7 @@ package udp
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"testing"
 
 	"github.com/tickwire/tickwire/internal/tshark"
@@ -88,8 +89,10 @@ func TestDSCPOnTheWire(t *testing.T) {
 		if r[1] != "46" {
 			t.Errorf("GSO frame: ip.dsfield.dscp = %s, want 46", r[1])
 		}
-		var n int
-		fmt.Sscan(r[0], &n)
+		n, err := strconv.Atoi(r[0])
+		if err != nil {
+			t.Fatalf("GSO frame: udp.length %q", r[0])
+		}
 		payload += n - 8
 	}
 	if want := perSender * len("tickwire dscp"); payload != want {
