@@ -76,6 +76,7 @@ func (s *Server) receiveBatches(bs []*udp.Batch) {
 		s.openFrom = bs
 		s.builder.open(s, n)
 		s.openFrom = nil
+		s.stats.OpenedAhead += uint64(total)
 	}
 	k := 0
 	for _, b := range bs {

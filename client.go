@@ -99,12 +99,6 @@ type Dialer struct {
 	// socket, with many others, instead of goroutines and a socket of its
 	// own.
 	Group *ClientGroup
-
-	// frameFilter is a test hook (nil in production): it sees every game
-	// frame before the game does and returns the frame to deliver (the
-	// same slice, a modified copy) or nil to drop it. Tests use it to
-	// inject faults behind the AEAD.
-	frameFilter func(t proto.FrameType, f []byte) []byte
 }
 
 // ClientLayer is a protocol layer that starts on a client's accepted
@@ -120,6 +114,14 @@ type Accepted struct {
 	Time       time.Time     // when the accept arrived
 	ServerTick uint32        // the server's tick in the accept's header
 	RTT        time.Duration // from the last handshake packet sent to the accept
+	Players    []uint16      // the connection's player slots (Client.Players)
+	TickRate   int           // the server's tick rate (Client.TickRate)
+	// SendFrame queues one encoded proto frame (copied) on the reliable
+	// channel to the server, like Client.SendFrame, for code already on
+	// the client's loop: the layer's FrameHandler methods and functions
+	// passed to Client.Do, where Client.SendFrame would wait for the
+	// loop forever.
+	SendFrame func(frame []byte) error
 }
 
 // Dial connects to the server named in token with default settings.
@@ -162,7 +164,6 @@ type Client struct {
 	stopLoop     chan struct{}
 	flushReq     chan time.Duration // a no-delay Flush wants another flush this much later
 	layer        ClientLayer
-	filter       func(t proto.FrameType, f []byte) []byte
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -253,7 +254,6 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		stopLoop: make(chan struct{}),
 		flushReq: make(chan time.Duration, 1),
 		layer:    d.Game,
-		filter:   d.frameFilter,
 		out:      outQueue{conn: conn, log: cfg.Logger},
 	}
 	c.peer = peerOutput{q: &c.out, addr: addr}
@@ -387,42 +387,15 @@ func (c *Client) start(w session.Welcome, now, sentAt time.Time) error {
 	c.tick0 = now
 	c.sess = w.Session
 	if c.layer != nil {
-		fh, err := c.layer.Attach(c, Accepted{Time: now, ServerTick: c.tickNum, RTT: now.Sub(sentAt)})
+		fh, err := c.layer.Attach(c, Accepted{Time: now, ServerTick: c.tickNum, RTT: now.Sub(sentAt),
+			Players: c.Players(), TickRate: c.TickRate(), SendFrame: c.sendFrameLoop})
 		if err != nil {
 			c.sess = nil
 			return err
 		}
-		if c.filter != nil {
-			fh = filteredFrames{fh, c.filter}
-		}
 		c.sh.setFrames(fh)
 	}
 	return nil
-}
-
-// filteredFrames passes game frames through Dialer.frameFilter (tests).
-type filteredFrames struct {
-	FrameHandler
-	filter func(t proto.FrameType, f []byte) []byte
-}
-
-func (h filteredFrames) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
-	if f = h.filter(t, f); f != nil {
-		return h.FrameHandler.Frame(t, f, p)
-	}
-	return nil
-}
-
-func (h filteredFrames) Tick(now time.Time, tick uint32) {
-	if t, ok := h.FrameHandler.(Ticker); ok {
-		t.Tick(now, tick)
-	}
-}
-
-func (h filteredFrames) Ended(now time.Time, r proto.DisconnectReason) {
-	if e, ok := h.FrameHandler.(Ender); ok {
-		e.Ended(now, r)
-	}
 }
 
 // ConnID is the connection id the server assigned.

@@ -183,6 +183,11 @@ func (c *Conn) Flush() {
 	}
 }
 
+// Worker is the build worker writing the connection's packet now, from 0
+// to Config.Workers-1 (0 on the loop): a FrameHandler's AppendFrames may
+// keep scratch memory per worker and use this one's.
+func (c *Conn) Worker() int { return c.worker }
+
 // ReliableQueued is how many reliable segments wait to be sent or
 // acknowledged: zero once everything sent reliably was acknowledged.
 func (c *Conn) ReliableQueued() int { return c.sess.ReliableQueued() }

@@ -14,6 +14,7 @@ import (
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
 )
 
 func dialErr(t *testing.T, tok *ConnectToken) error {
@@ -371,19 +372,43 @@ func TestShuttingDownDenialNoAmplification(t *testing.T) {
 	}
 }
 
-// TestSpoofedMigrationBudget is the reflection attack through address
-// migration: a player forges the source address of its own session's
-// packets (a victim's) while playing, and the server, which streams a
-// game packet every tick, may send the victim at most 3× the bytes the
-// forged packets carried, since the victim never answers the path
-// challenge. The player's own traffic keeps flowing.
+// TestSpoofedMigrationBudget is the reflection attack through an address
+// change: a client forges the source address of its own session's
+// packets (a victim's) while the server streams it a packet every tick
+// (as a game does), and the server may send the victim at most 3× the
+// bytes the forged packets carried, since the victim never answers the
+// path challenge. The client's own traffic keeps flowing.
 func TestSpoofedMigrationBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newGameRig(t)
-		defer r.close()
-		c, gc := r.dial(1, 3, nil)
-		defer c.Close()
-		victim, err := r.net.Listen("10.0.9.9:80")
+		n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}})
+		spc, err := n.Listen("10.0.0.1:7777")
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := testKey(t)
+		srv, err := NewServer(key, Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Handle(streamHandler{})
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(udp.FromPacketConn(spc)) }()
+		defer func() {
+			srv.Close()
+			if err := <-served; err != nil {
+				t.Error(err)
+			}
+		}()
+		cpc, err := n.Listen("10.0.1.1:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := MintToken(key, TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{"10.0.0.1:7777"}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := dial(t, tok, Dialer{Conn: udp.FromPacketConn(cpc)})
+		victim, err := n.Listen("10.0.9.9:80")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -409,19 +434,67 @@ func TestSpoofedMigrationBudget(t *testing.T) {
 				victim.WriteTo(p, server)
 			})
 		}
-		r.waitSynced("after the spoofing", checksummed(4), gc)
-		victim.Close()
+		// The client's own traffic flows: its echo comes back.
+		before := c.Stats().PacketsIn
+		if err := c.Send(Reliable, 1, []byte("still here")); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		victim.Close() // before any t.Fatal: its reader must end
+		for {
+			m, err := c.Receive(ctx)
+			if err != nil {
+				t.Fatalf("after the spoofing: no echo: %v", err)
+			}
+			if m.Channel == 1 { // not the stream's
+				if string(m.Data) != "still here" {
+					t.Fatalf("after the spoofing: echo %q", m.Data)
+				}
+				break
+			}
+		}
 		got := <-received
 		var st ConnStats
-		r.srv.Do(func() { r.srv.Each(func(sc *Conn) { st = sc.Stats() }) })
+		srv.Do(func() { srv.Each(func(sc *Conn) { st = sc.Stats() }) })
 		t.Logf("forged %d bytes from the victim's address; the victim received %d; conn %+v", forged, got, st)
 		if got > 3*forged {
 			t.Fatalf("victim received %d bytes for %d forged (%.1f×), want at most 3×", got, forged, float64(got)/float64(forged))
+		}
+		if c.Stats().PacketsIn <= before || c.Err() != nil {
+			t.Fatalf("the client's traffic stopped: %d packets in since the spoofing, err %v", c.Stats().PacketsIn-before, c.Err())
 		}
 		if st.Migrations < 50 || st.PathBlocked == 0 {
 			t.Fatalf("conn stats %+v: the forged packets did not move the session", st)
 		}
 	})
+}
+
+// streamHandler echoes messages and streams every connection an
+// unreliable message every tick through a frame handler, as a game host
+// streams its snapshots.
+type streamHandler struct{}
+
+func (streamHandler) Connected(c *Conn) { c.SetFrameHandler(streamFrames{}) }
+
+func (streamHandler) Message(c *Conn, m *Message) { c.Send(m.Delivery, m.Channel, m.Data) }
+
+func (streamHandler) Disconnected(*Conn, proto.DisconnectReason) {}
+
+// streamFrames writes a 100-byte unreliable message into every packet.
+type streamFrames struct{}
+
+func (streamFrames) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
+func (streamFrames) Delivered(uint64)                                 {}
+func (streamFrames) Lost(uint64)                                      {}
+func (streamFrames) Ticks() Ticks                                     { return Ticks{} }
+func (streamFrames) AppendFrames(b []byte, room int, _ *PacketInfo) []byte {
+	f := proto.MessageFrame{Channel: 2, Data: make([]byte, 100)}
+	if f.Len() > room {
+		return b
+	}
+	b, _ = f.Append(b)
+	return b
 }
 
 // TestReplayedResponseCreatesNothing: a challenge response captured from

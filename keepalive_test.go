@@ -20,10 +20,10 @@ type tapped struct {
 	typ  proto.PacketType
 }
 
-// trafficLog is a cuttable socket that records the datagrams it sends and
+// trafficLog is a udptest.Cuttable socket that records the datagrams it sends and
 // receives (not those the cut swallows).
 type trafficLog struct {
-	cuttable
+	udptest.Cuttable
 	mu  sync.Mutex
 	log []tapped
 }
@@ -39,14 +39,14 @@ func (c *trafficLog) note(b []byte, sent bool) {
 }
 
 func (c *trafficLog) WriteTo(b []byte, addr net.Addr) (int, error) {
-	if !c.cut.Load() {
+	if !c.Cut.Load() {
 		c.note(b, true)
 	}
-	return c.cuttable.WriteTo(b, addr)
+	return c.Cuttable.WriteTo(b, addr)
 }
 
 func (c *trafficLog) ReadFrom(b []byte) (int, net.Addr, error) {
-	n, addr, err := c.cuttable.ReadFrom(b)
+	n, addr, err := c.Cuttable.ReadFrom(b)
 	if err == nil {
 		c.note(b[:n], false)
 	}
@@ -108,7 +108,7 @@ func TestHeartbeatAndTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, ct := &trafficLog{cuttable: cuttable{PacketConn: spc}}, &trafficLog{cuttable: cuttable{PacketConn: cpc}}
+		st, ct := &trafficLog{Cuttable: udptest.Cuttable{PacketConn: spc}}, &trafficLog{Cuttable: udptest.Cuttable{PacketConn: cpc}}
 		key, _ := GenerateKey()
 		srv, err := NewServer(key, Config{})
 		if err != nil {
@@ -161,7 +161,7 @@ func TestHeartbeatAndTimeout(t *testing.T) {
 		}
 
 		// The client drops off the network, both ways.
-		ct.cut.Store(true)
+		ct.Cut.Store(true)
 		r := <-h.ended
 		serverEnd := time.Now()
 		clientEnded := <-ce.at

@@ -38,6 +38,8 @@ type Server struct {
 	out     outQueue
 	stats   ServerStats
 	closed  bool
+	driven  bool      // Drive: the caller's loop runs the server
+	at      time.Time // Drive: the time of the last Receive or Step
 	done    chan struct{}
 	idSeed  uint64
 	tickNum uint32
@@ -71,6 +73,12 @@ type ServerStats struct {
 	SendErrors       uint64
 	Ticks            uint64
 	LastTickDuration time.Duration
+	// Workers is how many build workers run (Config.Workers once enough
+	// connections called for them; the loop counts as the first).
+	Workers int
+	// OpenedAhead counts the datagrams the workers opened before the
+	// loop received them (a backlog large enough to share).
+	OpenedAhead uint64
 }
 
 // NewServer creates a server that admits holders of tokens sealed with key.
@@ -195,12 +203,22 @@ func (s *Server) Close() error {
 	}
 	s.closed = true
 	serving := s.conn != nil
+	if s.driven {
+		s.shutdown()
+		s.builder.stop()
+		close(s.done)
+		serving = false
+	}
 	s.mu.Unlock()
 	if serving {
 		<-s.done
 	}
 	return nil
 }
+
+// Done is closed once the server has stopped: its loop ended (Close, or
+// a socket that failed), or a driven server was closed.
+func (s *Server) Done() <-chan struct{} { return s.done }
 
 // Shutdown is Close bounded by ctx.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -220,6 +238,7 @@ func (s *Server) Stats() ServerStats {
 	defer s.mu.Unlock()
 	st := s.stats
 	st.Connections = len(s.conns)
+	st.Workers = len(s.builder.workers)
 	st.PacketsOut, st.BytesOut, st.SendErrors = s.out.packets, s.out.bytes, s.out.errors
 	for _, w := range s.builder.workers {
 		st.PacketsOut, st.BytesOut, st.SendErrors = st.PacketsOut+w.q.packets, st.BytesOut+w.q.bytes, st.SendErrors+w.q.errors
@@ -273,14 +292,7 @@ func (s *Server) loop() error {
 				return nil
 			}
 			s.receivePending()
-			start := s.now() // the tick's duration leaves the datagrams out
-			s.tick(start)
-			s.out.flush()
-			s.stats.Ticks++
-			s.stats.LastTickDuration = s.now().Sub(start)
-			if s.cfg.ObserveTick != nil {
-				s.cfg.ObserveTick(s.tickNum, s.stats.LastTickDuration)
-			}
+			s.step(s.now()) // the tick's duration leaves the datagrams out
 			s.mu.Unlock()
 		case <-s.in.Done():
 			readErr = s.in.Err()
@@ -293,6 +305,18 @@ func (s *Server) loop() error {
 			}
 			return nil
 		}
+	}
+}
+
+// step runs one tick that starts at start and sends its packets. On the
+// loop, with mu held.
+func (s *Server) step(start time.Time) {
+	s.tick(start)
+	s.out.flush()
+	s.stats.Ticks++
+	s.stats.LastTickDuration = s.now().Sub(start)
+	if s.cfg.ObserveTick != nil {
+		s.cfg.ObserveTick(s.tickNum, s.stats.LastTickDuration)
 	}
 }
 
@@ -340,7 +364,9 @@ func (s *Server) shutdown() {
 	}
 	s.out.flush()
 	s.conn.Close()
-	s.in.Drain()
+	if s.in != nil {
+		s.in.Drain()
+	}
 }
 
 func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time.Time) {

@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
@@ -72,13 +74,13 @@ func swarmRun(t *testing.T, units int, commitsMode bool) swarmBandwidth {
 			t.Fatal(err)
 		}
 		if commitsMode {
-			h, err := tickwire.NewCommitHost(srv, func(uint64) (sim.CommitGame, error) { return swarm.NewGame(units) }, tickwire.CommitConfig{})
+			h, err := commits.NewHost(srv, func(uint64) (sim.CommitGame, error) { return swarm.NewGame(units) }, commits.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			srv.Handle(h)
 		} else {
-			h, err := tickwire.NewGameHost(srv, func(uint64) (tickwire.Game, error) { return swarm.NewGame(units) }, tickwire.GameConfig{
+			h, err := game.NewHost(srv, func(uint64) (game.Game, error) { return swarm.NewGame(units) }, game.Config{
 				Interest:  interest.WorldConfig{CellSize: 64 * swarm.Sub},
 				Scheduler: interest.SchedulerConfig{Radius: 512 * swarm.Sub},
 				View:      swarm.View,
@@ -93,7 +95,7 @@ func swarmRun(t *testing.T, units int, commitsMode bool) swarmBandwidth {
 
 		type player struct {
 			c      *tickwire.Client
-			cc     *tickwire.CommitClient
+			cc     *commits.Client
 			orders chan []byte
 		}
 		var players []*player
@@ -112,12 +114,12 @@ func swarmRun(t *testing.T, units int, commitsMode bool) swarmBandwidth {
 			p := &player{orders: make(chan []byte, 16)}
 			d := tickwire.Dialer{Conn: udp.FromPacketConn(cpc)}
 			if commitsMode {
-				p.cc, _ = tickwire.NewCommitClient(w, tickwire.CommitClientConfig{})
+				p.cc, _ = commits.NewClient(w, commits.ClientConfig{})
 				d.Game = p.cc
 			} else {
 				// The state-sync client sends the order as its input at
 				// the next tick it samples (one order, then zeros).
-				gc, err := tickwire.NewGameClient(w, func(_ uint16, _ uint32, dst []byte) []byte {
+				gc, err := game.NewClient(w, func(_ uint16, _ uint32, dst []byte) []byte {
 					select {
 					case o := <-p.orders:
 						return append(dst, o...)

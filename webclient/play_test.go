@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/webgate"
 )
@@ -35,8 +36,8 @@ func server(t *testing.T) (tickwire.Key, *webgate.Conn, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := tickwire.NewGameHost(srv, func(uint64) (tickwire.Game, error) { return arena.NewGame(10), nil },
-		tickwire.GameConfig{SendEffects: arena.SendShots})
+	host, err := game.NewHost(srv, func(uint64) (game.Game, error) { return arena.NewGame(10), nil },
+		game.Config{SendEffects: arena.SendShots})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
@@ -25,7 +26,7 @@ const Timeout = 5 * time.Second
 // Player is one browser player of the arena.
 type Player struct {
 	client *tickwire.Client
-	gc     *tickwire.GameClient
+	gc     *game.Client
 	slot   uint16
 
 	mu      sync.Mutex // guards everything below
@@ -67,7 +68,7 @@ func Dial(ctx context.Context, token string, pipe *Pipe) (*Player, error) {
 		return nil, err
 	}
 	p := &Player{}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), p.sample, sim.ClientConfig{})
+	gc, err := game.NewClient(arena.NewGame(0), p.sample, sim.ClientConfig{})
 	if err != nil {
 		return nil, err
 	}
@@ -135,19 +136,19 @@ func (p *Player) frame(eng *sim.Client) {
 
 // GameEvent implements tickwire.GameHandler: the server's judgement of
 // this player's shots, readiness, desyncs and the end.
-func (p *Player) GameEvent(_ *sim.Client, e *tickwire.GameEvent) {
+func (p *Player) GameEvent(_ *sim.Client, e *game.Event) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch e.Kind {
-	case tickwire.EventReady:
+	case game.EventReady:
 		p.ready = true
-	case tickwire.EventDesync:
+	case game.EventDesync:
 		p.desyncs++
-	case tickwire.EventEffect:
+	case game.EventEffect:
 		if e.Effect.Kind == arena.EffectShot {
 			p.addShot(shot{Effect: e.Effect, server: true})
 		}
-	case tickwire.EventDisconnected:
+	case game.EventDisconnected:
 		p.ended = e.Disconnect.String()
 	}
 }

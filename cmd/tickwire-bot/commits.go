@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/sim"
@@ -26,7 +27,7 @@ import (
 // ran and when each command reached its live world.
 type commitBot struct {
 	id  int
-	cc  *tickwire.CommitClient
+	cc  *commits.Client
 	mu  sync.Mutex
 	rec botproto.CommitRecord
 }
@@ -122,7 +123,7 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 			return err
 		}
 	}
-	b.cc, err = tickwire.NewCommitClient(w, tickwire.CommitClientConfig{
+	b.cc, err = commits.NewClient(w, commits.ClientConfig{
 		Mesh:     o.mesh,
 		MeshConn: meshConn,
 		Loaded: func(_ sim.Game, tick uint32) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
@@ -18,16 +19,16 @@ type gameStats struct {
 	inputsSent, lateInputs uint64
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
-	stallsBounded          uint64                             // stalls the lag-compensation bound won
-	settled                interpCounts                       // the same since tickwire.ConvergeTime
-	events                 [tickwire.NumGameEventKinds]uint64 // by tickwire.GameEventKind
-	resyncCauses           [proto.NumResyncReasons]uint64     // by proto.ResyncReason
+	stallsBounded          uint64                         // stalls the lag-compensation bound won
+	settled                interpCounts                   // the same since tickwire.ConvergeTime
+	events                 [game.NumEventKinds]uint64     // by tickwire.GameEventKind
+	resyncCauses           [proto.NumResyncReasons]uint64 // by proto.ResyncReason
 }
 
 // botGame plays the arena for one bot: scripted random inputs (a heading
 // held for a second or two, aim sweeping, a shot now and then).
 type botGame struct {
-	gc  *tickwire.GameClient
+	gc  *game.Client
 	r   *rand.Rand
 	cur map[uint16]*script
 }
@@ -46,7 +47,7 @@ func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag 
 	for _, p := range players {
 		b.cur[p] = &script{}
 	}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify, MaxInterpLag: interpLag})
+	gc, err := game.NewClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify, MaxInterpLag: interpLag})
 	if err != nil {
 		panic(err) // the default engine configuration is valid
 	}
@@ -105,18 +106,18 @@ func (b *botGame) stats() gameStats {
 }
 
 // eventCounts are the summary's form of event counts.
-func eventCounts(n *[tickwire.NumGameEventKinds]uint64) botproto.Events {
+func eventCounts(n *[game.NumEventKinds]uint64) botproto.Events {
 	return botproto.Events{
-		Ready:           n[tickwire.EventReady],
-		PlayersJoined:   n[tickwire.EventPlayerJoined],
-		PlayersLeft:     n[tickwire.EventPlayerLeft],
-		ActionsAccepted: n[tickwire.EventActionAccepted],
-		ActionsRejected: n[tickwire.EventActionRejected],
-		MessagesLate:    n[tickwire.EventMessageLate],
-		ResyncsStarted:  n[tickwire.EventResyncStarted],
-		ResyncsFinished: n[tickwire.EventResyncFinished],
-		Desyncs:         n[tickwire.EventDesync],
-		Disconnects:     n[tickwire.EventDisconnected],
+		Ready:           n[game.EventReady],
+		PlayersJoined:   n[game.EventPlayerJoined],
+		PlayersLeft:     n[game.EventPlayerLeft],
+		ActionsAccepted: n[game.EventActionAccepted],
+		ActionsRejected: n[game.EventActionRejected],
+		MessagesLate:    n[game.EventMessageLate],
+		ResyncsStarted:  n[game.EventResyncStarted],
+		ResyncsFinished: n[game.EventResyncFinished],
+		Desyncs:         n[game.EventDesync],
+		Disconnects:     n[game.EventDisconnected],
 	}
 }
 
@@ -144,7 +145,7 @@ type interpCounts struct{ frames, stalls, bounded uint64 }
 
 // settledInterp is what interpolation did once the client had played
 // tickwire.ConvergeTime (nothing before).
-func settledInterp(st tickwire.GameClientStats) interpCounts {
+func settledInterp(st game.ClientStats) interpCounts {
 	if st.Settled.InterpFrames == 0 {
 		return interpCounts{}
 	}

@@ -51,7 +51,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/udp/netem"
 )
@@ -174,8 +174,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.interpLag < 0 || o.interpLag > time.Second {
 		return nil, fmt.Errorf("-max-interp-lag %v out of range 0..1s", o.interpLag)
 	}
-	if o.inputInterval < 1 || o.inputInterval > tickwire.MaxInputInterval {
-		return nil, fmt.Errorf("-input-interval %d out of range 1..%d", o.inputInterval, tickwire.MaxInputInterval)
+	if o.inputInterval < 1 || o.inputInterval > game.MaxInputInterval {
+		return nil, fmt.Errorf("-input-interval %d out of range 1..%d", o.inputInterval, game.MaxInputInterval)
 	}
 	if o.n < 1 || o.n > 5000 {
 		return nil, fmt.Errorf("-n %d out of range 1..5000", o.n)

@@ -13,8 +13,10 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/lobby"
+	"github.com/tickwire/tickwire/peerhost"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -25,7 +27,7 @@ import (
 // player and takes it over when the host is lost.
 type peerBot struct {
 	bot
-	peer *tickwire.Peer
+	peer *peerhost.Player
 
 	evMu   sync.Mutex
 	events []botproto.PeerEvent
@@ -36,7 +38,7 @@ type peerBot struct {
 // every reliable message on botproto.EchoChannel straight back through
 // the Peer's exactly-once stream.
 type echoHost struct {
-	peer *tickwire.Peer
+	peer *peerhost.Player
 	log  *slog.Logger
 }
 
@@ -96,10 +98,10 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	}
 	host := &echoHost{log: log}
 	npcs := o.npcs
-	peer, err := tickwire.NewPeer(tickwire.PeerConfig{
+	peer, err := peerhost.NewPlayer(peerhost.Config{
 		Game:     b.game.gc,
-		Factory:  func(uint64) (tickwire.Game, error) { return arena.NewGame(npcs), nil },
-		Host:     tickwire.GameConfig{Handler: host},
+		Factory:  func(uint64) (game.Game, error) { return arena.NewGame(npcs), nil },
+		Host:     game.Config{Handler: host},
 		Server:   tickwire.Config{Logger: log},
 		HostConn: hc,
 		HostAddr: self,
@@ -175,7 +177,7 @@ func readyWhenFull(ctx context.Context, lc *lobby.Client, seat *lobby.Seat, size
 	}
 }
 
-func (b *peerBot) event(e tickwire.PeerEvent) {
+func (b *peerBot) event(e peerhost.Event) {
 	b.evMu.Lock()
 	defer b.evMu.Unlock()
 	b.events = append(b.events, botproto.PeerEvent{Kind: e.Kind.String(), UnixMs: e.Time.UnixMilli(),
@@ -249,7 +251,7 @@ loop:
 	if st.Hosting {
 		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing
 	}
-	if ended != nil && !errors.Is(ended, tickwire.ErrPeerClosed) {
+	if ended != nil && !errors.Is(ended, peerhost.ErrClosed) {
 		sum.Peer.Ended = ended.Error()
 	}
 	return sum, nil

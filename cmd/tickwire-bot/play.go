@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/proto"
 )
@@ -363,7 +364,7 @@ func percentiles(d []time.Duration) botproto.Percentiles {
 // fill completes s from the bots and the counts before and after play.
 func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
 	var echo []time.Duration
-	var events [tickwire.NumGameEventKinds]uint64
+	var events [game.NumEventKinds]uint64
 	reasons := map[string]int{}
 	for _, b := range bots {
 		if b.client != nil {
@@ -440,10 +441,10 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 		fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s; the bot's own CPU %.1f µs per client and tick\n", s.DownKbpsPerClient, s.UpKbpsPerClient, s.BotCPUPerClientTick)
 		fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
 		fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
-			s.InputsSent, s.LateInputs, tickwire.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
+			s.InputsSent, s.LateInputs, game.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
 		fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled (%d while the lag-compensation bound cut the delay); after the first %v: %d frames, %d stalled (%d)\n",
 			s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls, s.InterpStallsBounded,
-			tickwire.ConvergeTime, s.InterpFramesSettled, s.InterpStallsSettled, s.InterpStallsBoundedSettled)
+			game.ConvergeTime, s.InterpFramesSettled, s.InterpStallsSettled, s.InterpStallsBoundedSettled)
 		e := &s.Events
 		fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
 			e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -67,7 +68,7 @@ func (d *demo) play(ctx context.Context, slot uint16) error {
 		return err
 	}
 	b := &demoBot{r: rand.New(rand.NewPCG(uint64(slot), d.gameID))}
-	gc, err := tickwire.NewGameClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: true})
+	gc, err := game.NewClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: true})
 	if err != nil {
 		return err
 	}

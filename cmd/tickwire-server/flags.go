@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/game"
 	"io"
 	"log/slog"
 	"net"
@@ -227,8 +228,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.maxRewind < 0 || o.maxRewind > time.Second {
 		return nil, fmt.Errorf("-max-rewind %v out of range 0..1s", o.maxRewind)
 	}
-	if o.snapshotInterval < 1 || o.snapshotInterval > tickwire.MaxSnapshotInterval {
-		return nil, fmt.Errorf("-snapshot-interval %d out of range 1..%d", o.snapshotInterval, tickwire.MaxSnapshotInterval)
+	if o.snapshotInterval < 1 || o.snapshotInterval > game.MaxSnapshotInterval {
+		return nil, fmt.Errorf("-snapshot-interval %d out of range 1..%d", o.snapshotInterval, game.MaxSnapshotInterval)
 	}
 	if o.snapshotInterval != 1 && o.game != "arena" {
 		return nil, fmt.Errorf("-snapshot-interval applies to -game arena only (-game %s sends commits every tick)", o.game)

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/sim"
 )
@@ -23,9 +25,9 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			// radius.
 			world.Kinds = []interest.Kind{arena.KindPlayer: {AlwaysRelevant: true}}
 		}
-		host, err := tickwire.NewGameHost(srv, func(gameID uint64) (tickwire.Game, error) {
+		host, err := game.NewHost(srv, func(gameID uint64) (game.Game, error) {
 			return arena.NewGame(o.npcs), nil
-		}, tickwire.GameConfig{
+		}, game.Config{
 			Interest:  world,
 			Scheduler: sched,
 			View:      arena.View,
@@ -42,9 +44,9 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 	case "swarm":
 		// Commits mode: the server relays the players' group orders and
 		// commits ticks; every client simulates all the units.
-		host, err := tickwire.NewCommitHost(srv, func(gameID uint64) (sim.CommitGame, error) {
+		host, err := commits.NewHost(srv, func(gameID uint64) (sim.CommitGame, error) {
 			return swarm.NewGame(o.units)
-		}, tickwire.CommitConfig{})
+		}, commits.Config{})
 		if err != nil {
 			return nil, err
 		}

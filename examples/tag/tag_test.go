@@ -11,6 +11,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/tag"
+	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/udp/netem"
@@ -19,7 +20,7 @@ import (
 
 // chase is a bot's input with the world in view (GameClient.InputFrom):
 // "it" runs at the nearest runner, the others away from "it".
-func chase(world tickwire.Game, player uint16, tick uint32, dst []byte) []byte {
+func chase(world game.Game, player uint16, tick uint32, dst []byte) []byte {
 	g := world.(*tag.Game)
 	me := g.Runner(player)
 	if me == nil {
@@ -54,15 +55,15 @@ func stick(d int32) int8 { return int8(max(-127, min(127, d))) }
 
 // player is one test player: its game client and what it heard.
 type player struct {
-	gc     *tickwire.GameClient
+	gc     *game.Client
 	mu     sync.Mutex
-	tags   []tickwire.GameEvent // EventEffect, in the order heard
-	frames int                  // OnFrame calls
-	seenIt map[uint16]bool      // who it saw as "it", frame by frame
+	tags   []game.Event    // EventEffect, in the order heard
+	frames int             // OnFrame calls
+	seenIt map[uint16]bool // who it saw as "it", frame by frame
 }
 
-func (p *player) GameEvent(_ *sim.Client, e *tickwire.GameEvent) {
-	if e.Kind == tickwire.EventEffect && e.Effect.Kind == tag.EffectTagged {
+func (p *player) GameEvent(_ *sim.Client, e *game.Event) {
+	if e.Kind == game.EventEffect && e.Effect.Kind == tag.EffectTagged {
 		p.mu.Lock()
 		p.tags = append(p.tags, *e)
 		p.mu.Unlock()
@@ -93,7 +94,7 @@ func TestTagOverALossyNetwork(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		host, err := tickwire.NewGameHost(srv, func(uint64) (tickwire.Game, error) { return tag.New(), nil }, tickwire.GameConfig{
+		host, err := game.NewHost(srv, func(uint64) (game.Game, error) { return tag.New(), nil }, game.Config{
 			SendEffects: func(*sim.Effect) (uint16, bool) { return 0, true },
 		})
 		if err != nil {
@@ -106,7 +107,7 @@ func TestTagOverALossyNetwork(t *testing.T) {
 		// Three players.
 		var players []*player
 		for slot := uint16(1); slot <= 3; slot++ {
-			gc, err := tickwire.NewGameClient(tag.New(), nil, sim.ClientConfig{})
+			gc, err := game.NewClient(tag.New(), nil, sim.ClientConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,10 +143,10 @@ func TestTagOverALossyNetwork(t *testing.T) {
 		}
 		// The tags the players heard, in tick order: the same list for
 		// all, and what the confirmed scores say.
-		var first []tickwire.GameEvent
+		var first []game.Event
 		for i, p := range players {
 			p.mu.Lock()
-			tags := append([]tickwire.GameEvent(nil), p.tags...)
+			tags := append([]game.Event(nil), p.tags...)
 			frames, seenIt := p.frames, len(p.seenIt)
 			p.mu.Unlock()
 			for k := 1; k < len(tags); k++ {

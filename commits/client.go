@@ -1,0 +1,801 @@
+package commits
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// CommitClientConfig tunes a CommitClient. The zero value is the default.
+type ClientConfig struct {
+	// Capacity is the client's command buffer in ticks. It must cover the
+	// server's (CommitConfig.Capacity) plus how far the client's commit
+	// may trail the server's. Default 8 s of ticks at the server's rate.
+	Capacity int
+	// Shown, if set, is called (with the client's lock held) the first
+	// time a command reaches the live world, with the time.
+	Shown func(c *sim.Command, at time.Time)
+	// Committed, if set, is called (with the lock held) for every command
+	// the committed world executes, in order: the game's final record.
+	Committed func(c *sim.Command)
+	// Loaded, if set, is called (with the lock held) when a committed
+	// state replaced both worlds (the join, a resync): what the game
+	// showed or recorded before may not lead to it.
+	Loaded func(committed sim.Game, tick uint32)
+	// Frame, if set, is called (with the lock held) after the live world
+	// moved: the place to draw it.
+	Frame func(live sim.Game, tick uint32)
+	// Rejoin, if set, is how the client gets back in after the server
+	// dropped it (too slow, timed out): a fresh connect token. The client
+	// dials again with Dialer and plays on from a fresh committed copy.
+	Rejoin func(ctx context.Context) (*tickwire.ConnectToken, error)
+	// Dialer dials the rejoins (its Game is set to the CommitClient).
+	Dialer tickwire.Dialer
+	// Mesh makes the client take part in the peer mesh (docs/COMMITS.md):
+	// it sends each command it issues straight to the peers it reaches
+	// too, and applies theirs to its live world as they arrive.
+	Mesh bool
+	// MeshConn, with Mesh, is the mesh's socket (an impaired one in
+	// tests). Default: a DSCP EF UDP socket on the client's local IP.
+	// The CommitClient closes it.
+	MeshConn udp.BatchConn
+	// Now is the clock; default time.Now.
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// CommitClientStats count what a CommitClient did.
+type ClientStats struct {
+	sim.LockstepStats
+	Issued     uint64 // commands this client issued
+	Committed  uint32 // the committed tick
+	Live       uint32 // the live tick
+	Lead       int    // ticks ahead a command is scheduled (the server's lead)
+	CommitLag  int    // live − committed now, in ticks
+	MaxLag     int    // the largest CommitLag seen
+	Kicks      uint64 // times the server took this client out of the commit (slow)
+	Resyncs    uint64 // committed states loaded after the first
+	Desyncs    uint64 // resyncs the server sent because the checksums differed
+	SumsSent   uint64 // committed ticks whose checksum was sent
+	Rejoins    uint64 // new connections after the server dropped this client
+	BadFrames  uint64
+	StallMax   time.Duration // the longest time the committed tick did not move
+	Connection uint32        // the current connection id
+	Mesh       MeshStats     // the peer mesh (with CommitClientConfig.Mesh)
+}
+
+// CommitClient is the client half of commits mode: it holds the
+// committed and live worlds (sim.Lockstep), sends the player's commands
+// scheduled a lead ahead, applies the commands the server relays (a late
+// one rebuilds live), commits what the server confirms and checksums the
+// committed world for the server to compare. Attach it with Dialer.Game.
+type Client struct {
+	cfg  ClientConfig
+	game sim.CommitGame
+	log  *slog.Logger
+
+	mu sync.Mutex
+	c  *tickwire.Client
+	// sendFrame queues a frame from the client's loop (Accepted.SendFrame)
+	sendFrame func(frame []byte) error
+	ls        *sim.Lockstep
+	have      bool   // a committed state arrived
+	recv      uint32 // reliable commit-mode frames received on this connection
+	sent      uint32 // commands sent on this connection
+	seq       map[uint16]uint32
+	stamp     map[uint16]uint32
+	own       []ownCommand // sent, for re-adding after a state
+	commitC   uint32       // the latest commit the server announced
+	commitAt  uint32       // ... to apply once recv reaches it
+	commitRx  uint16       // ... when the server had received this many of our commands
+	lead      int
+	period    time.Duration
+	epoch     time.Time
+	offs      [32]float64 // server tick − local ticks, recent samples
+	offN      int
+	off       float64
+	sumFrom   uint32
+	sums      proto.CommitSumsFrame
+	codecs    deltacomp.Codecs
+	raw       []byte
+	frame     []byte
+	lastMove  time.Time
+	stats     ClientStats
+	mesh      *clientMesh
+	meshErr   error
+	report    proto.MeshReportFrame
+	reportAt  time.Time
+	// shortcuts: when each tentative command (player, seq) arrived, until
+	// the server's copy does or its tick commits
+	shortcuts map[cmdName]shortcutArrival
+	closed    bool
+	done      chan struct{}
+	err       error
+}
+
+type cmdName struct {
+	player uint16
+	seq    uint32
+}
+
+type shortcutArrival struct {
+	at   time.Time
+	tick uint32
+}
+
+type ownCommand struct {
+	player    uint16
+	tick, seq uint32
+	idx       uint32 // the connection's command count when it was sent
+	data      []byte
+	// parked: out of the buffer, its tick committed before the server
+	// had it; the server's move puts it back
+	parked bool
+}
+
+// NewCommitClient returns a client for game, a blank world of the game
+// the server runs (the committed state replaces it on connect).
+func NewClient(game sim.CommitGame, cfg ClientConfig) (*Client, error) {
+	if game == nil {
+		return nil, errors.New("tickwire: NewCommitClient needs a game")
+	}
+	if cfg.Capacity < 0 || cfg.Capacity > 1<<16 {
+		return nil, fmt.Errorf("tickwire: CommitClientConfig.Capacity %d out of 0..65536", cfg.Capacity)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, game: game, log: cfg.Logger, done: make(chan struct{})}, nil
+}
+
+// Attach starts the client on an accepted connection (ClientLayer).
+func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.FrameHandler, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.closed {
+		return nil, errors.New("tickwire: CommitClient closed")
+	}
+	cc.period = time.Second / time.Duration(c.TickRate())
+	if cc.ls == nil {
+		capacity := cc.cfg.Capacity
+		if capacity == 0 {
+			capacity = 8 * c.TickRate()
+		}
+		ls, err := sim.NewLockstep(cc.game, 0, nil, sim.LockstepConfig{Capacity: capacity, SumHistory: 2 * proto.MaxCommitSums,
+			Committed: cc.committed, Shown: cc.shown})
+		if err != nil {
+			return nil, err
+		}
+		cc.ls = ls
+		cc.epoch = a.Time
+	}
+	cc.c = c
+	cc.sendFrame = a.SendFrame
+	cc.have = false
+	cc.recv, cc.sent = 0, 0
+	cc.seq = map[uint16]uint32{}
+	cc.stamp = map[uint16]uint32{}
+	cc.own = cc.own[:0]
+	cc.offN = 0
+	cc.sample(a.ServerTick, a.RTT, a.Time)
+	cc.stats.Connection = c.ConnID()
+	return (*commitFrames)(cc), nil
+}
+
+func (cc *Client) committed(c *sim.Command) {
+	if cc.cfg.Committed != nil {
+		cc.cfg.Committed(c)
+	}
+}
+
+func (cc *Client) shown(c *sim.Command) {
+	if cc.cfg.Shown != nil {
+		cc.cfg.Shown(c, cc.cfg.Now())
+	}
+}
+
+// localTicks is now on the client's own tick scale.
+func (cc *Client) localTicks(now time.Time) float64 {
+	return float64(now.Sub(cc.epoch)) / float64(cc.period)
+}
+
+// sample adds a clock sample: the server was at tick when it sent a
+// packet that arrived at at, half a round trip later. The estimate is
+// the largest recent sample: delays only ever make a sample smaller.
+func (cc *Client) sample(tick uint32, rtt time.Duration, at time.Time) {
+	s := float64(tick) + float64(rtt/2)/float64(cc.period) - cc.localTicks(at)
+	cc.offs[cc.offN%len(cc.offs)] = s
+	cc.offN++
+	n := min(cc.offN, len(cc.offs))
+	m := cc.offs[0]
+	for _, v := range cc.offs[1:n] {
+		m = max(m, v)
+	}
+	cc.off = m
+}
+
+// ServerTick is the client's estimate of the server's tick at now
+// (fractional): the present every client shows.
+func (cc *Client) ServerTick(now time.Time) float64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.localTicks(now) + cc.off
+}
+
+// present is the tick live should show at now.
+func (cc *Client) present(now time.Time) uint32 {
+	t := cc.localTicks(now) + cc.off
+	if t < 0 {
+		return 0
+	}
+	return uint32(math.Floor(t))
+}
+
+// Issue sends a command of player (one of the connection's) and puts it
+// in the live world's buffer: it executes Lead ticks from now on every
+// client. It returns the tick.
+func (cc *Client) Issue(player uint16, data []byte) (uint32, error) {
+	c := cc.Client()
+	if c == nil {
+		return 0, tickwire.ErrNotConnected
+	}
+	var (
+		at  uint32
+		err error
+	)
+	// The client's loop first, then ours: the order the loop takes them.
+	c.Do(func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		at, err = cc.issueLocked(c, player, data)
+	})
+	return at, err
+}
+
+func (cc *Client) issueLocked(c *tickwire.Client, player uint16, data []byte) (uint32, error) {
+	if cc.c != c || !cc.have {
+		return 0, tickwire.ErrNotConnected
+	}
+	now := cc.cfg.Now()
+	at := max(cc.present(now)+uint32(cc.lead), cc.ls.LiveTick()+1, cc.stamp[player]+1, cc.ls.CommittedTick()+1)
+	seq := cc.seq[player] + 1
+	f := proto.CommandFrame{Kind: proto.CommandInput, Player: player, Tick: at, Seq: seq, Data: data}
+	var err error
+	cc.frame, err = f.Append(cc.frame[:0])
+	if err != nil {
+		return 0, err
+	}
+	cmd := sim.Command{Kind: sim.CommandInput, Player: player, Tick: at, Seq: seq, Data: data}
+	if err := cc.ls.Add(&cmd); err != nil {
+		return 0, err
+	}
+	if err := cc.sendFrame(cc.frame); err != nil {
+		return 0, err
+	}
+	cc.seq[player] = seq
+	cc.stamp[player] = at
+	cc.sent++
+	cc.own = append(cc.own, ownCommand{player: player, tick: at, seq: seq, idx: cc.sent, data: append([]byte(nil), data...)})
+	cc.stats.Issued++
+	if cc.mesh != nil {
+		cc.mesh.broadcast(cc.frame, cc.ls.LiveTick())
+	}
+	return at, nil
+}
+
+// Do runs f with the client's lock held, on the worlds as they are (the
+// live world after any pending rebuild).
+func (cc *Client) Do(f func(ls *sim.Lockstep)) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.ls != nil {
+		cc.ls.Live()
+		f(cc.ls)
+	}
+}
+
+// Stats returns the counters.
+func (cc *Client) Stats() ClientStats {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	s := cc.stats
+	if cc.ls != nil {
+		s.LockstepStats = cc.ls.Stats()
+		s.Committed, s.Live = cc.ls.CommittedTick(), cc.ls.LiveTick()
+		s.CommitLag = int(int32(s.Live - s.Committed))
+	}
+	s.Lead = cc.lead
+	if cc.mesh != nil {
+		s.Mesh = cc.mesh.Stats() // the mesh's lock after ours, as everywhere
+	}
+	return s
+}
+
+// Client is the current connection (it changes on a rejoin).
+func (cc *Client) Client() *tickwire.Client {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.c
+}
+
+// Done is closed when the client stopped for good (Close, or dropped
+// without Rejoin, or a rejoin failed); Err says why.
+func (cc *Client) Done() <-chan struct{} { return cc.done }
+
+// Err is why the client stopped.
+func (cc *Client) Err() error {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	return cc.err
+}
+
+// Close ends the connection and stops rejoining.
+func (cc *Client) Close() error {
+	cc.mu.Lock()
+	c := cc.c
+	already := cc.closed
+	cc.closed = true
+	cc.mu.Unlock()
+	if already {
+		return nil
+	}
+	var err error
+	if c != nil {
+		err = c.Close()
+	}
+	cc.mu.Lock()
+	m := cc.mesh
+	cc.mu.Unlock()
+	if m != nil {
+		m.close()
+	}
+	cc.stop(nil)
+	return err
+}
+
+func (cc *Client) stop(err error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	select {
+	case <-cc.done:
+	default:
+		cc.err = err
+		close(cc.done)
+	}
+}
+
+// commitFrames is the CommitClient as the connection's FrameHandler (its
+// methods run on the client's loop).
+type commitFrames Client
+
+func (f *commitFrames) Frame(t proto.FrameType, b []byte, p *tickwire.PacketInfo) error {
+	cc := (*Client)(f)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	err := cc.frameLocked(t, b, p)
+	if err != nil {
+		cc.stats.BadFrames++
+	}
+	return err
+}
+
+func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInfo) error {
+	switch t {
+	case proto.FrameControl:
+		ctl, _, err := proto.ParseControlFrame(b)
+		if err != nil {
+			return err
+		}
+		if ctl.Code != proto.ControlCommit {
+			return nil
+		}
+		cc.sample(p.Header.Tick, p.RTT, p.Time)
+		at, rx, lead := proto.SplitCommitArg(ctl.Arg)
+		cc.lead = int(lead)
+		if int32(ctl.Tick-cc.commitC) > 0 || int32(at-cc.commitAt) > 0 {
+			cc.commitC, cc.commitAt, cc.commitRx = ctl.Tick, at, rx
+		}
+		cc.applyCommit(p.Time)
+		return nil
+	case proto.FrameCommand:
+		cc.recv++
+		f, _, err := proto.ParseCommandFrame(b)
+		if err != nil {
+			return err
+		}
+		if !cc.have {
+			return nil
+		}
+		cmd := sim.Command{Kind: sim.CommandKind(f.Kind), Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data}
+		if a, ok := cc.shortcuts[cmdName{f.Player, f.Seq}]; ok && f.Kind == proto.CommandInput {
+			delete(cc.shortcuts, cmdName{f.Player, f.Seq})
+			if cc.mesh != nil {
+				cc.mesh.earlier(p.Time.Sub(a.at))
+			}
+		}
+		own := f.Kind == proto.CommandInput && cc.isOwn(f.Player)
+		if own {
+			cc.moved(f.Player, f.Seq, f.Tick) // ours, moved by the server
+		}
+		err = cc.ls.Add(&cmd)
+		if errors.Is(err, sim.ErrCommandConflict) && own {
+			// A later command of ours sits where the server moved this
+			// one: the server will move that one too. Park it.
+			cc.park(f.Player, f.Tick)
+			err = cc.ls.Add(&cmd)
+		}
+		if err != nil {
+			cc.log.Warn("command refused: asking for the committed state", "tick", f.Tick, "err", err)
+			cc.requestState(proto.ResyncSlowClient)
+			return nil
+		}
+		cc.applyCommit(p.Time)
+		if int32(f.Tick-cc.ls.LiveTick()) <= 0 {
+			cc.ls.Live() // show it now: a rollback
+			cc.drawLocked()
+		}
+		return nil
+	case proto.FrameFullSnapshot:
+		cc.recv++
+		f, _, err := proto.ParseFullSnapshotFrame(b)
+		if err != nil {
+			return err
+		}
+		return cc.loadState(&f, p.Time)
+	case proto.FramePeerIntro:
+		f, _, err := proto.ParsePeerIntroFrame(b)
+		if err != nil {
+			return err
+		}
+		if cc.mesh == nil {
+			return nil
+		}
+		switch f.Op {
+		case proto.PeerAdd:
+			return cc.mesh.add(&f)
+		case proto.PeerRemove:
+			cc.mesh.remove(f.Peer)
+		}
+		return nil
+	}
+	return fmt.Errorf("tickwire: %v frame in commits mode", t)
+}
+
+// startMesh opens the mesh (once) and tells the server, on this
+// connection, where it listens.
+func (cc *Client) startMesh() {
+	if cc.mesh == nil && cc.meshErr == nil {
+		conn := cc.cfg.MeshConn
+		if conn == nil {
+			conn, cc.meshErr = listenMesh(cc.c.LocalAddr().Addr())
+			if cc.meshErr != nil {
+				cc.log.Warn("no peer mesh: cannot open its socket", "err", cc.meshErr)
+				return
+			}
+		}
+		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut)
+	}
+	if cc.mesh == nil {
+		return
+	}
+	cc.mesh.reset(cc.c.ConnID())
+	hello := proto.PeerIntroFrame{Op: proto.PeerHello, Port: cc.mesh.conn.LocalAddr().Port()}
+	var err error
+	cc.frame, err = hello.Append(cc.frame[:0])
+	if err == nil {
+		cc.sendFrame(cc.frame)
+	}
+}
+
+// shortcut applies a peer's copy of its command to the live world (a
+// tentative command: the committed world waits for the server's copy).
+func (cc *Client) shortcut(f *proto.CommandFrame, from uint32, at time.Time) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.have || f.Kind != proto.CommandInput || cc.isOwn(f.Player) {
+		return
+	}
+	if present, _ := cc.ls.Has(sim.CommandInput, f.Player, f.Seq); present {
+		return // the server's copy was first
+	}
+	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data, Tentative: true}
+	if err := cc.ls.Add(&cmd); err != nil {
+		if errors.Is(err, sim.ErrCommandLate) {
+			cc.mesh.late()
+		}
+		return
+	}
+	if cc.shortcuts == nil {
+		cc.shortcuts = map[cmdName]shortcutArrival{}
+	}
+	cc.shortcuts[cmdName{f.Player, f.Seq}] = shortcutArrival{at: at, tick: f.Tick}
+	cc.mesh.useful()
+	if int32(f.Tick-cc.ls.LiveTick()) <= 0 {
+		cc.ls.Live() // show it now: a rollback
+		cc.drawLocked()
+	}
+}
+
+// moved notes the server's move of our command seq to tick.
+func (cc *Client) moved(player uint16, seq, tick uint32) {
+	for i := range cc.own {
+		if o := &cc.own[i]; o.player == player && o.seq == seq {
+			o.tick, o.parked = tick, false
+		}
+	}
+}
+
+// park takes our command at tick out of the buffer until the server's
+// move of it arrives.
+func (cc *Client) park(player uint16, tick uint32) {
+	for i := range cc.own {
+		if o := &cc.own[i]; o.player == player && o.tick == tick && !o.parked {
+			cc.ls.Remove(sim.CommandInput, player, o.seq)
+			o.parked = true
+		}
+	}
+}
+
+func (cc *Client) isOwn(player uint16) bool {
+	for _, p := range cc.c.Players() {
+		if p == player {
+			return true
+		}
+	}
+	return false
+}
+
+// A commits-mode full snapshot's data starts with a header before the
+// lockstep state: why it was sent (a resync reason, 0 for a join), how
+// many of the client's commands the server had received, and for each
+// of the connection's players the last command seq the server has of
+// it (a new connection numbers on from there).
+const commitStateHeader = 1 + 4 + 1
+
+func (cc *Client) loadState(f *proto.FullSnapshotFrame, now time.Time) error {
+	var err error
+	cc.raw, err = cc.codecs.AppendDecompress(cc.raw[:0], f.Data, f.Codec, int(f.RawLen))
+	if err != nil {
+		return err
+	}
+	if len(cc.raw) < commitStateHeader {
+		return errCommitState
+	}
+	reason := proto.ResyncReason(cc.raw[0])
+	received := binary.LittleEndian.Uint32(cc.raw[1:])
+	n := int(cc.raw[5])
+	if len(cc.raw) < commitStateHeader+6*n {
+		return errCommitState
+	}
+	bases := cc.raw[commitStateHeader : commitStateHeader+6*n]
+	if err := cc.ls.LoadState(cc.raw[commitStateHeader+6*n:]); err != nil {
+		cc.log.Warn("committed state refused", "err", err)
+		return err
+	}
+	if !cc.have && cc.cfg.Mesh {
+		cc.startMesh()
+	}
+	if cc.have {
+		cc.stats.Resyncs++
+	} else {
+		// The connection's first state: number our commands on from
+		// the server's count.
+		for i := 0; i < n; i++ {
+			p := binary.LittleEndian.Uint16(bases[6*i:])
+			cc.seq[p] = binary.LittleEndian.Uint32(bases[6*i+2:])
+		}
+	}
+	switch reason {
+	case proto.ResyncSlowClient:
+		cc.stats.Kicks++
+	case proto.ResyncChecksum:
+		cc.stats.Desyncs++
+	}
+	cc.have = true
+	cc.lastMove = now
+	cc.sumFrom = cc.ls.CommittedTick() + 1
+	// Our commands the server had not received yet are in no copy it
+	// sends: put them back.
+	keep := cc.own[:0]
+	for _, o := range cc.own {
+		if o.idx > received && int32(o.tick-cc.ls.CommittedTick()) > 0 {
+			cmd := sim.Command{Kind: sim.CommandInput, Player: o.player, Tick: o.tick, Seq: o.seq, Data: o.data}
+			if cc.ls.Add(&cmd) == nil {
+				keep = append(keep, o)
+			}
+		}
+	}
+	cc.own = keep
+	if cc.cfg.Loaded != nil {
+		cc.cfg.Loaded(cc.ls.Committed(), cc.ls.CommittedTick())
+	}
+	cc.log.Info("committed state loaded", "tick", cc.ls.CommittedTick(), "reason", reason, "players", cc.ls.Players())
+	return nil
+}
+
+var errCommitState = errors.New("tickwire: commits-mode state too short")
+
+// applyCommit commits the server's announced tick once every frame the
+// server had sent before deciding it has arrived.
+func (cc *Client) applyCommit(now time.Time) {
+	if !cc.have || int32(cc.recv-cc.commitAt) < 0 || int32(cc.commitC-cc.ls.CommittedTick()) <= 0 {
+		return
+	}
+	// Our commands the server had not received when it decided the
+	// commit cannot run at a committed tick: it will move them.
+	for i := range cc.own {
+		o := &cc.own[i]
+		if !o.parked && int32(o.tick-cc.commitC) <= 0 && int16(uint16(o.idx)-cc.commitRx) > 0 {
+			cc.ls.Remove(sim.CommandInput, o.player, o.seq)
+			o.parked = true
+		}
+	}
+	if err := cc.ls.Commit(cc.commitC); err != nil {
+		return
+	}
+	if d := now.Sub(cc.lastMove); d > cc.stats.StallMax {
+		cc.stats.StallMax = d
+	}
+	cc.lastMove = now
+	if lag := int(int32(cc.ls.LiveTick() - cc.ls.CommittedTick())); lag > cc.stats.MaxLag {
+		cc.stats.MaxLag = lag
+	}
+	// Forget our commands the committed world has run, and the parked
+	// ones the server received and did not move (it dropped them).
+	keep := cc.own[:0]
+	for _, o := range cc.own {
+		received := int16(uint16(o.idx)-cc.commitRx) <= 0
+		if o.parked && !received || !o.parked && int32(o.tick-cc.ls.CommittedTick()) > 0 {
+			keep = append(keep, o)
+		}
+	}
+	cc.own = keep
+	for k, a := range cc.shortcuts {
+		if int32(a.tick-cc.ls.CommittedTick()) <= 0 {
+			delete(cc.shortcuts, k)
+		}
+	}
+	cc.sendSums()
+}
+
+// sendSums sends the committed checksums of every full window of ticks.
+func (cc *Client) sendSums() {
+	n := uint32(min(cc.c.TickRate(), proto.MaxCommitSums))
+	for int32(cc.ls.CommittedTick()-(cc.sumFrom+n-1)) >= 0 {
+		cc.sums.From = cc.sumFrom
+		cc.sums.Sums = cc.sums.Sums[:0]
+		for t := cc.sumFrom; t < cc.sumFrom+n; t++ {
+			s, ok := cc.ls.CommittedSum(t)
+			if !ok {
+				break
+			}
+			cc.sums.Sums = append(cc.sums.Sums, s)
+		}
+		cc.sumFrom += n
+		if len(cc.sums.Sums) == 0 {
+			continue
+		}
+		var err error
+		cc.frame, err = cc.sums.Append(cc.frame[:0])
+		if err == nil && cc.sendFrame(cc.frame) == nil {
+			cc.stats.SumsSent += uint64(len(cc.sums.Sums))
+		}
+	}
+}
+
+func (cc *Client) requestState(r proto.ResyncReason) {
+	f := proto.ResyncRequestFrame{Reason: r, Tick: cc.ls.CommittedTick()}
+	var err error
+	cc.frame, err = f.Append(cc.frame[:0])
+	if err == nil {
+		cc.sendFrame(cc.frame)
+	}
+}
+
+func (cc *Client) drawLocked() {
+	if cc.cfg.Frame != nil {
+		cc.cfg.Frame(cc.ls.Live(), cc.ls.LiveTick())
+	}
+}
+
+// Tick moves live to the present (the client's loop calls it every
+// tick, before the packets of the tick are built).
+func (f *commitFrames) Tick(now time.Time, _ uint32) {
+	cc := (*Client)(f)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.have {
+		return
+	}
+	cc.ls.AdvanceLive(cc.present(now))
+	cc.drawLocked()
+}
+
+// AppendFrames adds the commit item: how far live got and how many
+// commands were sent.
+func (f *commitFrames) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) []byte {
+	cc := (*Client)(f)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.have {
+		return b
+	}
+	item := proto.CommitItemFrame{Live: cc.ls.LiveTick(), Commands: cc.sent}
+	if item.Len() > room {
+		return b
+	}
+	b, _ = item.Append(b)
+	if cc.mesh != nil && p.Time.Sub(cc.reportAt) >= meshReportTick {
+		cc.mesh.report(&cc.report)
+		if len(cc.report.Peers) > 0 && cc.report.Len() <= room-item.Len() {
+			b, _ = cc.report.Append(b)
+			cc.reportAt = p.Time
+		}
+	}
+	return b
+}
+
+func (f *commitFrames) Delivered(uint64) {}
+func (f *commitFrames) Lost(uint64)      {}
+
+func (f *commitFrames) Ticks() tickwire.Ticks {
+	cc := (*Client)(f)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	var t uint32
+	if cc.ls != nil {
+		t = cc.ls.LiveTick()
+	}
+	return tickwire.Ticks{Tick: t, InterpFrom: t, InterpTo: t}
+}
+
+// Ended rejoins when the server dropped the client and Rejoin is set.
+func (f *commitFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	cc := (*Client)(f)
+	cc.mu.Lock()
+	closed := cc.closed
+	rejoin := cc.cfg.Rejoin
+	if r == proto.DisconnectTooSlow {
+		cc.stats.Kicks++
+	}
+	cc.mu.Unlock()
+	if closed || rejoin == nil || r == proto.DisconnectClosed {
+		cc.stop(&tickwire.DisconnectError{Reason: r})
+		return
+	}
+	go cc.rejoin(r)
+}
+
+func (cc *Client) rejoin(r proto.DisconnectReason) {
+	cc.log.Info("dropped by the server: rejoining", "reason", r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tok, err := cc.cfg.Rejoin(ctx)
+	if err != nil {
+		cc.stop(fmt.Errorf("tickwire: rejoin after %v: %w", r, err))
+		return
+	}
+	d := cc.cfg.Dialer
+	d.Game = cc
+	if _, err := d.Dial(ctx, tok); err != nil {
+		cc.stop(fmt.Errorf("tickwire: rejoin after %v: %w", r, err))
+		return
+	}
+	cc.mu.Lock()
+	cc.stats.Rejoins++
+	cc.mu.Unlock()
+}

@@ -1,0 +1,357 @@
+package commits
+
+import (
+	"crypto/rand"
+	"errors"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/session"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// The peer mesh of commits mode (seed 004 "unreliable shortcuts",
+// docs/COMMITS.md): a client that takes part listens on its own UDP
+// socket (DSCP EF by default, like every tickwire socket), the server
+// introduces it to the other meshed clients of its game with a key per
+// pair and direction, and it sends each command it issues straight to
+// every peer it reaches, besides the reliable pipeline. A peer applies the
+// copy to its live world at once (a tentative command, sim.Lockstep); the
+// committed world runs only the server's copy.
+
+// Mesh timing: probes find a peer (both sides send at once, which also
+// opens NAT mappings) and measure the round trip; a peer silent for
+// meshSilence is unreachable until it answers again.
+const (
+	meshProbeFast  = 100 * time.Millisecond // while a peer has not answered
+	meshProbeSlow  = 500 * time.Millisecond // after meshGiveUp without an answer
+	meshKeepAlive  = 250 * time.Millisecond
+	meshSilence    = time.Second
+	meshGiveUp     = 2 * time.Second
+	meshReportTick = time.Second
+)
+
+// MeshStats count what a client's mesh did.
+type MeshStats struct {
+	Peers     int // introduced
+	Reachable int // answering now
+	// ShortcutsSent counts command copies sent to peers, ShortcutsReceived
+	// those received, ShortcutsUseful those that arrived before the
+	// server's copy, ShortcutsLate those that arrived after the tick was
+	// committed (dropped).
+	ShortcutsSent, ShortcutsReceived, ShortcutsUseful, ShortcutsLate uint64
+	// Earlier is the total of how much earlier the useful shortcuts
+	// arrived than the server's copies (divide by EarlierCount).
+	Earlier      time.Duration
+	EarlierCount uint64
+	// Migrations counts peers whose packets came from another address
+	// than the one in use (NAT rebinding, a proxy): followed once the
+	// packet authenticated with the pair's key.
+	Migrations uint64
+	Dropped    tickwire.DropCounts // peer datagrams dropped, by reason
+}
+
+type meshPeer struct {
+	conn       uint32 // the peer's connection id: names the pair in headers
+	players    []uint16
+	introduced netip.AddrPort
+	addr       netip.AddrPort // where its packets come from and ours go
+	link       *session.PeerLink
+	since      time.Time
+	reachable  bool
+	lastRecv   time.Time
+	probe      [proto.PathDataSize]byte
+	probeAt    time.Time
+	rtt        time.Duration
+}
+
+// clientMesh is one client's mesh socket and peers.
+type clientMesh struct {
+	conn    udp.BatchConn
+	now     func() time.Time
+	deliver func(f *proto.CommandFrame, from uint32, at time.Time)
+
+	mu     sync.Mutex
+	self   uint32
+	peers  map[uint32]*meshPeer
+	stats  MeshStats
+	out    []byte
+	frame  []byte
+	send   [1]udp.Message
+	rx     []proto.CommandFrame // the read loop's: a packet's shortcut commands
+	closed chan struct{}
+	wg     sync.WaitGroup
+}
+
+// newClientMesh starts a mesh on conn: its read loop and its prober.
+func newClientMesh(conn udp.BatchConn, now func() time.Time, deliver func(f *proto.CommandFrame, from uint32, at time.Time)) *clientMesh {
+	m := &clientMesh{conn: conn, now: now, deliver: deliver, peers: map[uint32]*meshPeer{}, closed: make(chan struct{})}
+	m.wg.Add(2)
+	go m.readLoop()
+	go m.probeLoop()
+	return m
+}
+
+// listenMesh opens a mesh socket on ip, any port.
+func listenMesh(ip netip.Addr) (udp.BatchConn, error) {
+	network := "udp4"
+	if ip.Is6() && !ip.Is4In6() {
+		network = "udp6"
+	}
+	return udp.Listen(network, netip.AddrPortFrom(ip, 0).String(), udp.Config{})
+}
+
+func (m *clientMesh) close() {
+	select {
+	case <-m.closed:
+		return
+	default:
+	}
+	close(m.closed)
+	m.conn.Close()
+	m.wg.Wait()
+}
+
+// reset forgets every peer: a new connection (id self) starts over.
+func (m *clientMesh) reset(self uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.self = self
+	clear(m.peers)
+}
+
+// add introduces a peer; a peer introduced again gets a fresh link.
+func (m *clientMesh) add(f *proto.PeerIntroFrame) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	link, err := session.NewPeerLink(m.self, &f.SendKey, &f.RecvKey)
+	if err != nil {
+		return err
+	}
+	m.peers[f.Peer] = &meshPeer{conn: f.Peer, players: f.Players, introduced: f.Addr, addr: f.Addr, link: link, since: m.now()}
+	m.probeLocked(m.peers[f.Peer], m.now())
+	return nil
+}
+
+func (m *clientMesh) remove(peer uint32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.peers, peer)
+}
+
+// send seals payload for p and sends it (m.mu held).
+func (m *clientMesh) sendLocked(p *meshPeer, tick uint32, payload []byte) {
+	m.out = p.link.Append(m.out[:0], tick, payload)
+	m.send[0] = udp.Message{Buf: m.out, Addr: p.addr}
+	m.conn.WriteBatch(m.send[:])
+}
+
+// broadcast sends a command frame to every reachable peer; it returns
+// how many it went to.
+func (m *clientMesh) broadcast(frame []byte, tick uint32) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, p := range m.peers {
+		if p.reachable {
+			m.sendLocked(p, tick, frame)
+			n++
+		}
+	}
+	m.stats.ShortcutsSent += uint64(n)
+	return n
+}
+
+// probeLocked sends p a path challenge (a probe and a keep-alive).
+func (m *clientMesh) probeLocked(p *meshPeer, now time.Time) {
+	rand.Read(p.probe[:])
+	p.probeAt = now
+	f := proto.PathChallengeFrame{Data: p.probe}
+	m.frame, _ = f.Append(m.frame[:0])
+	m.sendLocked(p, 0, m.frame)
+}
+
+func (m *clientMesh) probeLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(meshProbeFast / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.closed:
+			return
+		case <-t.C:
+		}
+		now := m.now()
+		m.mu.Lock()
+		for _, p := range m.peers {
+			if p.reachable && now.Sub(p.lastRecv) > meshSilence {
+				p.reachable = false
+			}
+			every := meshKeepAlive
+			if !p.reachable {
+				every = meshProbeFast
+				if now.Sub(p.since) > meshGiveUp {
+					every = meshProbeSlow
+				}
+			}
+			if now.Sub(p.probeAt) >= every {
+				m.probeLocked(p, now)
+			}
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *clientMesh) readLoop() {
+	defer m.wg.Done()
+	msgs := make([]udp.Message, 8)
+	for i := range msgs {
+		msgs[i].Buf = make([]byte, proto.MaxPacketSizeLimit)
+	}
+	for {
+		n, err := m.conn.ReadBatch(msgs)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			select {
+			case <-m.closed:
+				return
+			default:
+				continue
+			}
+		}
+		for i := range n {
+			m.receive(msgs[i].Buf[:msgs[i].N], msgs[i].Addr)
+		}
+	}
+}
+
+// receive handles one datagram: only a sealed peer packet of an
+// introduced peer, fresh and authentic, is accepted.
+func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
+	at := m.now()
+	h, _, err := proto.ParseHeader(pkt)
+	m.mu.Lock()
+	if err != nil {
+		m.stats.Dropped[tickwire.DropMalformed]++
+		m.mu.Unlock()
+		return
+	}
+	p, ok := m.peers[h.ConnID]
+	if !ok {
+		m.stats.Dropped[tickwire.DropUnknownConn]++
+		m.mu.Unlock()
+		return
+	}
+	payload, why, ok := p.link.Open(pkt, &h)
+	if !ok {
+		m.stats.Dropped[why]++
+		m.mu.Unlock()
+		return
+	}
+	if from != p.addr {
+		p.addr = from
+		m.stats.Migrations++
+	}
+	p.lastRecv = at
+	cmds := m.rx[:0]
+	r := proto.FrameReader{Payload: payload}
+	for r.Next() {
+		switch r.Type() {
+		case proto.FramePathChallenge:
+			f, _, err := proto.ParsePathChallengeFrame(r.Frame())
+			if err == nil {
+				resp := proto.PathResponseFrame(f)
+				m.frame, _ = resp.Append(m.frame[:0])
+				m.sendLocked(p, 0, m.frame)
+			}
+		case proto.FramePathResponse:
+			f, _, err := proto.ParsePathResponseFrame(r.Frame())
+			if err == nil && f.Data == p.probe && !p.probeAt.IsZero() {
+				sample := at.Sub(p.probeAt)
+				if p.rtt == 0 {
+					p.rtt = sample
+				} else {
+					p.rtt += (sample - p.rtt) / 8
+				}
+				p.reachable = true
+				p.probeAt = at // answered: the next probe waits its turn
+			}
+		case proto.FrameCommand:
+			f, _, err := proto.ParseCommandFrame(r.Frame())
+			if err == nil {
+				cmds = append(cmds, f) // Data aliases pkt: valid until the next read
+			}
+		}
+	}
+	if r.Err() != nil {
+		m.stats.Dropped[tickwire.DropMalformed]++
+	}
+	conn := p.conn
+	m.rx = cmds
+	m.stats.ShortcutsReceived += uint64(len(cmds))
+	m.mu.Unlock()
+	for i := range cmds {
+		m.deliver(&cmds[i], conn, at)
+	}
+}
+
+// report is the mesh report: every peer and its round trip (0 when
+// unreachable).
+func (m *clientMesh) report(f *proto.MeshReportFrame) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	f.Peers = f.Peers[:0]
+	for _, p := range m.peers {
+		if len(f.Peers) == proto.MaxMeshReport {
+			break
+		}
+		var us uint32
+		if p.reachable {
+			us = uint32(max(p.rtt.Microseconds(), 1))
+		}
+		f.Peers = append(f.Peers, proto.MeshPeerReport{Peer: p.conn, RTTMicros: us})
+	}
+}
+
+// Stats returns the counters.
+func (m *clientMesh) Stats() MeshStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Peers = len(m.peers)
+	for _, p := range m.peers {
+		if p.reachable {
+			s.Reachable++
+		}
+	}
+	return s
+}
+
+// useful counts a shortcut that arrived before the server's copy.
+func (m *clientMesh) useful() {
+	m.mu.Lock()
+	m.stats.ShortcutsUseful++
+	m.mu.Unlock()
+}
+
+// late counts a shortcut that arrived after its tick was committed.
+func (m *clientMesh) late() {
+	m.mu.Lock()
+	m.stats.ShortcutsLate++
+	m.mu.Unlock()
+}
+
+// earlier records how much earlier a useful shortcut came than the
+// server's copy.
+func (m *clientMesh) earlier(d time.Duration) {
+	m.mu.Lock()
+	m.stats.Earlier += d
+	m.stats.EarlierCount++
+	m.mu.Unlock()
+}

@@ -1,0 +1,504 @@
+package game
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// InputFunc returns a player's input for a tick (appended to dst, exactly
+// the game's input size: anything else plays as an idle input and counts
+// in GameClientStats.BadInputs). The GameClient calls it once per local
+// player for every tick its predicted clock passes, in tick order, on
+// the client's loop.
+type InputFunc func(player uint16, tick uint32, dst []byte) []byte
+
+// WorldInputFunc is an InputFunc that sees the world as the player sees
+// it: world is the predicted world of the last frame (read it, do not
+// change it), for input that depends on the state — bots, aim assist,
+// "move toward". Install it with GameClient.InputFrom.
+type WorldInputFunc func(world Game, player uint16, tick uint32, dst []byte) []byte
+
+// FrameFunc runs on the client's loop after every frame of the engine
+// (GameClient.OnFrame): read the predicted world, the bodies to draw and
+// the effects of that frame there — each effect is in exactly one frame —
+// without a lock or a goroutine of your own. Do not keep eng.
+type FrameFunc func(eng *sim.Client)
+
+// GameClient plays a game on a Client. It is the network side of the
+// client tick engine (sim.Client): it rebuilds the server's state from
+// snapshot deltas and full snapshots (deltacomp.Replica) and hands every
+// new state to the engine as the authoritative world; it asks for a
+// resync when a delta does not apply or a checksum differs; it puts the
+// engine's predicted tick and rendered view in every packet header, its
+// input frames in every packet, and feeds it the server's input acks and
+// action rejections. The engine runs the predicted clock, prediction with
+// rollback, interpolation and correction smoothing (see sim.Client).
+// The game hears what happens to it through a GameHandler (Handle): the
+// moment it can play, players joining and leaving, its actions accepted
+// or rejected, late postmarked messages, resyncs, desyncs and the
+// disconnect, in tick order.
+//
+// Create it with NewGameClient and pass it in Dialer.Game (it is a
+// ClientLayer: it attaches to the accepted session through the same seam
+// any other protocol layer would use). Use Do to read
+// the engine (the predicted world, the interpolated bodies, effects)
+// while the client's loop is not running it.
+type Client struct {
+	c       *tickwire.Client
+	game    Game
+	input   InputFunc
+	cfg     sim.ClientConfig
+	eng     *sim.Client
+	replica *deltacomp.Replica
+	codecs  deltacomp.Codecs
+	sum     sim.Checksummer
+
+	lastSeq   uint16 // header sequence of the last packet with game frames
+	seenSeq   bool
+	recvAt    time.Time // when that packet was taken
+	lastDelta uint32    // revision of the last delta applied
+	deltaTick uint32
+	resyncDue bool
+	resyncWhy proto.ResyncReason
+	resyncAt  time.Time
+	checkIdx  []int32
+	connected time.Time
+	settled   bool // stats.Settled was taken
+	stats     ClientStats
+
+	// worldInput replaces input (InputFrom); onFrame runs after each frame
+	worldInput WorldInputFunc
+	onFrame    FrameFunc
+
+	// cur is c for the goroutines of Stats, State and Do (Attach
+	// replaces c when the GameClient moves to a new session); resuming
+	// makes the next Attach a host migration's (Resume).
+	cur      atomic.Pointer[tickwire.Client]
+	resuming atomic.Bool
+	attachMu sync.Mutex // held by Attach, and by the readers around cur
+
+	// revTicks maps the newest replica revisions to their server ticks
+	// (UpdatedAt), by revision modulo its length.
+	revTicks [512]revTick
+
+	handler  Handler
+	sampleFn sim.SampleFunc // g.sample, made once
+	ev       gameEvents
+}
+
+// GameClientStats count what a GameClient saw.
+type ClientStats struct {
+	Deltas, FullSnapshots uint64
+	Resyncs               uint64 // resync requests sent
+	// ResyncCauses counts resyncs started, by the cause that started
+	// them (indexed by proto.ResyncReason).
+	ResyncCauses [proto.NumResyncReasons]uint64
+	Desyncs      uint64 // checksum mismatches
+	ChecksumsOK  uint64
+	BadStates    uint64 // states the game's ReadSnapshot rejected
+	Rejected     uint64 // actions the server rejected
+	// Engine is the client tick engine's view: clock, prediction,
+	// interpolation and corrections.
+	Engine sim.ClientStats
+	// LateInputs counts inputs the server reported missing or late once
+	// the clock had ConvergeTime to converge.
+	LateInputs uint64
+	// Settled is Engine as it stood once the session had lasted
+	// ConvergeTime (zero before): Engine minus Settled is what happened
+	// since, such as the interpolation stalls of a settled client. The
+	// first seconds' stalls are the estimators (jitter, input age, RTT
+	// variation) learning the path.
+	Settled sim.ClientStats
+	// BadInputs counts inputs the InputFunc returned with another size
+	// than the game's Schema.InputSize (played as idle inputs).
+	BadInputs uint64
+	Entities  int
+	// Events counts the events delivered (to the GameHandler, if any),
+	// by kind.
+	Events [NumEventKinds]uint64
+}
+
+// ConvergeTime is how long after connecting a GameClient's clock is
+// given to converge before late inputs count in its statistics.
+const ConvergeTime = 3 * time.Second
+
+// NewGameClient returns a game client for game (a world of the game the
+// server runs, used as the template of the engine's worlds), with input
+// as the source of its players' inputs (nil: set one with InputFrom, or
+// the players stand idle) and cfg for the engine; the local players and
+// the tick rate come from the server's accept.
+func NewClient(game Game, input InputFunc, cfg sim.ClientConfig) (*Client, error) {
+	if game == nil {
+		return nil, errors.New("tickwire: NewGameClient needs a game")
+	}
+	if len(cfg.Players) > 0 {
+		return nil, errors.New("tickwire: NewGameClient: leave sim.ClientConfig.Players empty: the local players are the connect token's")
+	}
+	// Check the configuration now rather than at connect time.
+	trial := cfg
+	trial.Players = []uint16{1}
+	if _, err := sim.NewClient(game, trial); err != nil {
+		return nil, err
+	}
+	r, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: game.Schema().RecordSize})
+	if err != nil {
+		return nil, err
+	}
+	return &Client{game: game, input: input, cfg: cfg, replica: r}, nil
+}
+
+// Attach binds g to a client whose session was just accepted (it is
+// Dialer.Game's ClientLayer): it starts the tick engine for the client's
+// players at the server's tick and returns the handler of the game's
+// frames.
+//
+// A GameClient can be attached again, to a new session: after a host
+// migration (Resume before dialling the successor) it keeps its engine —
+// the sampled inputs, which it re-sends, and the predicted world — and
+// re-anchors the clocks; otherwise it starts over with a new engine.
+// Either way the state of the old session (the replica, its packet
+// sequence, the resync in progress) is forgotten.
+func (g *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.FrameHandler, error) {
+	g.attachMu.Lock() // against Stats, State, Do of the session before
+	defer g.attachMu.Unlock()
+	g.resetSession()
+	if g.resuming.Swap(false) && g.eng != nil && slices.Equal(g.eng.Players(), a.Players) {
+		g.c = c
+		g.cur.Store(c)
+		g.eng.Resume(a.Time, a.ServerTick, a.RTT)
+		g.ev.resume(a.ServerTick)
+		return (*gameFrames)(g), nil
+	}
+	cfg := g.cfg
+	cfg.Players = a.Players
+	cfg.TickRate = a.TickRate
+	eng, err := sim.NewClient(g.game, cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.c, g.eng = c, eng
+	g.cur.Store(c)
+	g.connected, g.settled = a.Time, false
+	g.stats.Settled = sim.ClientStats{}
+	schema := g.game.Schema()
+	g.ev = gameEvents{newest: make([]uint32, len(cfg.Players)), inputSize: schema.InputSize,
+		actionLen: schema.ActionBytes, newestTick: a.ServerTick}
+	g.sampleFn = g.sample
+	eng.Start(a.Time, a.ServerTick, a.RTT)
+	return (*gameFrames)(g), nil
+}
+
+// Resume makes the next Attach a host migration's: the session the
+// GameClient is attached to is about to be replaced by one to the
+// successor, which resumes the same game (docs/MIGRATION.md); its end
+// is not the game's (no EventDisconnected). Call it before closing that
+// session.
+func (g *Client) Resume() { g.resuming.Store(true) }
+
+// resetSession forgets what belonged to the last session.
+func (g *Client) resetSession() {
+	g.replica.Reset()
+	g.lastSeq, g.seenSeq, g.recvAt = 0, false, time.Time{}
+	g.lastDelta, g.deltaTick = 0, 0
+	g.resyncDue, g.resyncAt = false, time.Time{}
+}
+
+// gameFrames is the GameClient seen as its connection's FrameHandler
+// and Ticker, so those methods stay out of GameClient's API.
+type gameFrames Client
+
+// Tick runs one client frame: the engine's clock, input sampling,
+// rollback and prediction.
+func (f *gameFrames) Tick(now time.Time, _ uint32) {
+	g := (*Client)(f)
+	g.eng.Advance(now, g.sampleFn)
+	if !g.settled && now.Sub(g.connected) > ConvergeTime {
+		g.settled = true
+		g.stats.Settled = g.eng.Stats()
+	}
+	if g.onFrame != nil {
+		g.onFrame(g.eng)
+	}
+}
+
+// InputFrom makes f the source of the players' inputs instead of the
+// InputFunc given to NewGameClient: f sees the predicted world. Call it
+// before dialling.
+func (g *Client) InputFrom(f WorldInputFunc) { g.worldInput = f }
+
+// OnFrame makes f run on the client's loop after every frame (FrameFunc).
+// Call it before dialling.
+func (g *Client) OnFrame(f FrameFunc) { g.onFrame = f }
+
+// Ticks put the predicted tick and the view the client rendered when it
+// sampled that tick's input in the header.
+func (f *gameFrames) Ticks() tickwire.Ticks {
+	v := f.eng.View()
+	return tickwire.Ticks{Tick: f.eng.Tick(), InterpFrom: v.From, InterpTo: v.To, Blend: v.Blend}
+}
+
+// MaxInputInterval is the longest GameClient.SetInputInterval.
+const MaxInputInterval = 4
+
+// SetInputInterval makes the client send its packets every n ticks (1,
+// the default, to MaxInputInterval) instead of every tick, each with the
+// n inputs sampled since the last (and any the server has not
+// acknowledged): a command rate below the tick rate, as Source's
+// cl_cmdrate. The server then receives and opens n times fewer packets
+// from this client, and the client sends fewer bytes; its clock leads
+// the server by 1.5·(n−1) ticks more, so that the inputs sampled first
+// still arrive in time, even when a packet is lost
+// (sim.ClientConfig.InputInterval). Reliable data queued goes at once
+// whatever n.
+// Call it before dialing.
+func (g *Client) SetInputInterval(n int) error {
+	if n < 1 || n > MaxInputInterval {
+		return fmt.Errorf("tickwire: input interval %d is outside 1–%d ticks", n, MaxInputInterval)
+	}
+	g.cfg.InputInterval = n // the engine's clock covers the cadence too
+	return nil
+}
+
+// Due paces the client's packets (Pacer): every tick, or every
+// SetInputInterval ticks.
+func (f *gameFrames) Due(tick uint32) bool {
+	return f.cfg.InputInterval <= 1 || tick%uint32(f.cfg.InputInterval) == 0
+}
+
+func (f *gameFrames) Delivered(uint64) {}
+func (f *gameFrames) Lost(uint64)      {}
+
+// AppendFrames writes the engine's input frames (every input the server
+// has not acknowledged, at least enough for the measured loss) and a
+// pending resync request.
+func (f *gameFrames) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) []byte {
+	g := (*Client)(f)
+	start := len(b)
+	b = g.eng.AppendInputFrames(b, room, p.Loss)
+	now := p.Time
+	if g.resyncDue && now.Sub(g.resyncAt) > 500*time.Millisecond {
+		req := g.replica.ResyncRequest(g.resyncWhy)
+		if nb, err := req.Append(b); err == nil && len(nb)-start <= room {
+			b = nb
+			g.resyncAt = now
+			g.stats.Resyncs++
+			g.resyncStarted(g.resyncWhy)
+		}
+	}
+	return b
+}
+
+func (g *Client) resync(why proto.ResyncReason) {
+	if !g.resyncDue {
+		g.resyncDue, g.resyncWhy = true, why
+		g.stats.ResyncCauses[why]++
+	}
+}
+
+// authoritative hands the replica's state to the engine.
+func (g *Client) authoritative(tick uint32) {
+	if err := g.eng.Authoritative(tick, g.replica.State()); err != nil {
+		g.stats.BadStates++
+		g.resync(proto.ResyncPatchError)
+		return
+	}
+	g.stateApplied(tick)
+}
+
+// Frame handles a game frame from the server.
+func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *tickwire.PacketInfo) error {
+	g := (*Client)(f)
+	h := &p.Header
+	if !g.seenSeq || h.Seq != g.lastSeq {
+		g.lastSeq, g.seenSeq, g.recvAt = h.Seq, true, p.Time
+		g.eng.PacketReceived(g.recvAt, h.Tick)
+		g.packetTick(h.Tick)
+	}
+	switch t {
+	case proto.FrameSnapshotDelta:
+		d, _, err := proto.ParseSnapshotDeltaFrame(frame)
+		if err != nil {
+			return err
+		}
+		g.eng.SnapshotReceived(g.recvAt, d.Tick)
+		if g.cfg.SkipState { // acked, not applied (no checksum compared then)
+			g.stats.Deltas++
+			g.authoritative(d.Tick)
+			return nil
+		}
+		switch err := g.replica.Apply(&d); {
+		case err == nil:
+			g.stats.Deltas++
+			g.lastDelta, g.deltaTick = d.Revision, d.Tick
+			g.revTicks[d.Revision%uint32(len(g.revTicks))] = revTick{rev: d.Revision, tick: d.Tick}
+			g.authoritative(d.Tick)
+		case errors.Is(err, deltacomp.ErrBaselineMissing):
+			g.resync(proto.ResyncBaselineMissing)
+		case errors.Is(err, deltacomp.ErrStale):
+		default:
+			g.resync(proto.ResyncPatchError)
+		}
+	case proto.FrameFullSnapshot:
+		g.gameFrame()
+		full, _, err := proto.ParseFullSnapshotFrame(frame)
+		if err != nil {
+			g.resync(proto.ResyncPatchError)
+			return err
+		}
+		if g.cfg.SkipState {
+			g.stats.FullSnapshots++
+			g.authoritative(full.Tick)
+			g.fullSnapshot(full.Tick)
+			return nil
+		}
+		if err := g.replica.ApplyFull(&full, &g.codecs); err != nil {
+			g.resync(proto.ResyncPatchError)
+			return nil // the frame was well formed; the state it names is not ours
+		}
+		g.stats.FullSnapshots++
+		g.resyncDue = false
+		rev := g.replica.Revision()
+		g.revTicks[rev%uint32(len(g.revTicks))] = revTick{rev: rev, tick: g.replica.State().Tick}
+		g.authoritative(g.replica.State().Tick)
+		g.fullSnapshot(g.replica.State().Tick)
+	case proto.FrameChecksum:
+		cs, _, err := proto.ParseChecksumFrame(frame)
+		if err != nil {
+			return err
+		}
+		if g.lastDelta == 0 || g.replica.Revision() != g.lastDelta || cs.Tick != g.deltaTick {
+			return nil // not right after the delta it describes: nothing to compare
+		}
+		if g.sumReplica() != cs.Sum {
+			g.stats.Desyncs++
+			g.desync(cs.Tick)
+			g.resync(proto.ResyncChecksum)
+		} else {
+			g.stats.ChecksumsOK++
+		}
+	case proto.FrameInputAck:
+		a, _, err := proto.ParseInputAckFrame(frame)
+		if err != nil {
+			return err
+		}
+		late := g.eng.InputAck(g.recvAt, a, h.Tick, p.RTTVar)
+		if late && g.recvAt.Sub(g.connected) > ConvergeTime {
+			g.stats.LateInputs++
+		}
+		g.inputAck(&a, h.Tick)
+	case proto.FrameControl:
+		g.gameFrame() // counted even when malformed: the server counted it
+		ctl, _, err := proto.ParseControlFrame(frame)
+		if err != nil {
+			return err
+		}
+		if ctl.Code == proto.ControlActionRejected {
+			g.stats.Rejected++
+			g.eng.Rejected(ctl.Player, ctl.Tick)
+		}
+		g.control(&ctl, h.Tick)
+	case proto.FrameEffect:
+		g.gameFrame()
+		ef, _, err := proto.ParseEffectFrame(frame)
+		if err != nil {
+			return err
+		}
+		e := sim.Effect{Tick: ef.Tick, Kind: ef.Kind, Player: ef.Player, Entity: ef.Entity, Data: ef.Data}
+		g.post(ef.Tick, Event{Kind: EventEffect, Tick: ef.Tick, Player: ef.Player, Effect: e})
+		g.advance()
+	default:
+		return errUnexpectedFrame
+	}
+	return nil
+}
+
+// sumReplica is the checksum frame's sum (sim.Checksummer.EntitiesSum)
+// over the entities the delta frame just applied carried, with their
+// values in the replica. Not "every entity of that revision": a second
+// delta of the same revision (a server tick that ran no step) or a full
+// snapshot of it would add entities the server's sum does not cover.
+func (g *Client) sumReplica() uint64 {
+	s := g.replica.State()
+	g.checkIdx = g.checkIdx[:0]
+	lo := 0
+	for _, id := range g.replica.Carried() {
+		i, ok := slices.BinarySearch(s.IDs[lo:], id)
+		i += lo
+		if ok {
+			g.checkIdx = append(g.checkIdx, int32(i))
+			lo = i
+		}
+	}
+	return g.sum.EntitiesSum(s, g.checkIdx)
+}
+
+// revTick is a replica revision's server tick.
+type revTick struct{ rev, tick uint32 }
+
+// UpdatedAt is the server tick of the newest value the client holds of
+// entity id (ok false when it holds none, or the value is too old to
+// say). Under interest management an entity out of the client's
+// relevance keeps its last value: compare with the newest state's tick
+// to tell a stale entity from a fresh one. Safe from any goroutine.
+func (g *Client) UpdatedAt(id proto.NetworkID) (tick uint32, ok bool) {
+	g.do(func() { tick, ok = g.updatedAt(id) })
+	return tick, ok
+}
+
+// do runs f under the current session's lock, unless no session was
+// attached yet; it reports whether f ran.
+func (g *Client) do(f func()) bool {
+	g.attachMu.Lock()
+	defer g.attachMu.Unlock()
+	c := g.cur.Load()
+	if c == nil {
+		return false
+	}
+	c.Do(f)
+	return true
+}
+
+func (g *Client) updatedAt(id proto.NetworkID) (uint32, bool) {
+	s := g.replica.State()
+	i, found := slices.BinarySearch(s.IDs, id)
+	if !found {
+		return 0, false
+	}
+	rev := g.replica.EntityRevision(i)
+	rt := g.revTicks[rev%uint32(len(g.revTicks))]
+	return rt.tick, rt.rev == rev && rev != 0
+}
+
+// Stats returns the counters. Safe from any goroutine.
+func (g *Client) Stats() ClientStats {
+	var st ClientStats
+	g.do(func() {
+		st = g.stats
+		st.Engine = g.eng.Stats()
+		st.Events = g.ev.counts
+		st.Entities = g.replica.State().Len()
+	})
+	return st
+}
+
+// State calls f with the replicated state (the newest value of every
+// entity the server sent), under the client's lock.
+func (g *Client) State(f func(s *deltacomp.Snapshot)) {
+	g.do(func() { f(g.replica.State()) })
+}
+
+// Do calls f with the tick engine (the predicted and confirmed worlds,
+// bodies to render, effects) under the client's lock, between two of
+// the loop's frames. It does nothing before the client connected.
+func (g *Client) Do(f func(eng *sim.Client)) {
+	g.do(func() { f(g.eng) })
+}

@@ -1,0 +1,560 @@
+package peerhost
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/game"
+	"github.com/tickwire/tickwire/migrate"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// MigrationConfig makes a GameHost the host of a peer-hosted game that
+// its players can take over when it is lost (host migration,
+// docs/MIGRATION.md). The host keeps every player informed of the roster
+// (who can host, where, in which order), streams the game to the first
+// successor in line (its warm standby: StandbyFeed), hands out the
+// credentials the successor's server admits the players with (a fresh
+// key to the successor, a token for its address to everyone), and steps
+// down when it learns it was replaced. The GameHost then runs one game.
+type HostConfig struct {
+	// Game is the id of the game (the one the players' tokens name).
+	Game uint64
+	// Epoch is the host's term: 1 for the lobby's host, the election's
+	// for a successor.
+	Epoch uint32
+	// Self is the host's own player slot (0 when it does not play).
+	Self uint16
+	// Candidates are the players who can host, by player slot: the
+	// address ("host:port") the other players reach their game server at.
+	Candidates map[uint16]string
+	// TokenTTL is the validity of the successor tokens (default
+	// DefaultTokenTTL); fresh ones go out every TokenTTL/3 and whenever
+	// the roster changes.
+	TokenTTL time.Duration
+	// UserData goes into the successor tokens (the lobby's game type).
+	UserData [proto.UserDataSize]byte
+	// StallTimeout: a host whose own loop was stopped this long (a
+	// SIGSTOP, a frozen laptop) was declared lost by its players, who
+	// followed a successor; it steps down instead of running a second
+	// authority. Default migrate.DefaultTimeout.
+	StallTimeout time.Duration
+	// streams are the players' peer message streams a promoted standby
+	// held (Peer).
+	streams map[uint16]*playerStream
+	// StepDown, if set, runs (on the server's loop) when the host learns
+	// it was replaced: its standby or half its players left it with
+	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
+	// The GameHost has stopped the game by then; the owner closes the
+	// server (Server.CloseAll with proto.DisconnectHostMigrate).
+	StepDown func(why string)
+}
+
+// MigrationStats count what the host side of host migration did.
+type HostStats struct {
+	Epoch        uint32 // the host's
+	Rosters      uint64 // roster frames sent
+	Credentials  uint64 // credential rounds minted
+	StandbyAcks  uint64
+	StandbyTick  uint32 // the newest tick the standby holds
+	StandbyLag   uint32 // ticks between the host's and the standby's newest, at the last ack
+	Feed         StandbyFeedStats
+	SteppedDown  bool
+	StepDownWhy  string
+	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// Stream counts the peer message streams' traffic (the players'
+	// messages received, the host's sent).
+	Stream StreamStats
+}
+
+// hostMigration is a game.Host's side of host migration: its Hooks.
+type hostMigration struct {
+	h       *game.Host
+	log     *slog.Logger
+	handler tickwire.Handler // the game's (game.Config.Handler)
+	cfg     HostConfig
+	feed    StandbyFeed
+	roster  migrate.Roster
+	standby *tickwire.Conn
+	dirty   bool // the roster changed: send it, with fresh credentials
+	minted  time.Time
+	lastRun time.Time
+	left    int // players that left with proto.DisconnectHostMigrate
+	down    bool
+	stats   HostStats
+	buf     []byte
+	succ    []migrate.Member
+	// the players' peer message streams (peerstream.go), by first slot;
+	// acked: the standby has acked since it became the standby
+	streams map[uint16]*playerStream
+	acked   bool
+	scratch []*tickwire.Conn // conns
+}
+
+// newHostMigration returns the hooks of a game host of gcfg that runs
+// host migration by cfg; it learns the host with attach.
+func newHostMigration(cfg HostConfig, gcfg *game.Config, log *slog.Logger) (*hostMigration, error) {
+	codec, ok := gcfg.FullCodec.Codec()
+	if !ok {
+		return nil, fmt.Errorf("tickwire: game.Config.FullCodec %d is not a codec", gcfg.FullCodec)
+	}
+	if cfg.TokenTTL <= 0 {
+		cfg.TokenTTL = tickwire.DefaultTokenTTL
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = migrate.DefaultTimeout
+	}
+	if cfg.Epoch == 0 {
+		cfg.Epoch = 1
+	}
+	m := &hostMigration{log: log, handler: gcfg.Handler, cfg: cfg, streams: map[uint16]*playerStream{}}
+	for p, st := range cfg.streams {
+		m.streams[p] = st
+	}
+	m.feed = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch), Codec: codec}
+	return m, nil
+}
+
+// conns are the connections playing the game, in the order they joined.
+func (m *hostMigration) conns() []*tickwire.Conn {
+	m.scratch = m.h.Conns(m.cfg.Game, m.scratch[:0])
+	return m.scratch
+}
+
+// tick is the game's engine tick (0 before it runs).
+func (m *hostMigration) tick() uint32 {
+	if eng := m.h.Engine(m.cfg.Game); eng != nil {
+		return eng.Tick()
+	}
+	return 0
+}
+
+// carries reports whether c carries player slot p.
+func carries(c *tickwire.Conn, p uint16) bool { return slices.Contains(c.Players(), p) }
+
+
+// Stats returns the host migration counters. Call from the server's
+// loop.
+func (m *hostMigration) Stats() HostStats {
+	st := m.stats
+	st.Epoch = m.cfg.Epoch
+	st.Feed = m.feed.Stats()
+	return st
+}
+
+// Stepped feeds the standby with the step eng just ran (game.Hooks).
+func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
+	m.feed.Stepped(gameID, eng)
+}
+
+// Joined notes a join: the roster goes out again; a player back from a
+// migration gets its stream (game.Hooks).
+func (m *hostMigration) Joined(c *tickwire.Conn, resumed bool) {
+	m.dirty = true
+	if resumed {
+		m.resumed(c)
+	}
+}
+
+// Left handles a connection that ended with reason r, after the game
+// removed it (game.Hooks).
+func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
+	m.dirty = true
+	wasStandby := c == m.standby
+	if wasStandby {
+		m.setStandby(nil)
+	}
+	if r != proto.DisconnectHostMigrate || m.down {
+		return
+	}
+	m.left++
+	m.stats.MigrateLeave++
+	others := m.left // the players it had, its own excluded
+	for _, x := range m.conns() {
+		if !carries(x, m.cfg.Self) {
+			others++
+		}
+	}
+	switch {
+	case wasStandby:
+		m.stepDown("the standby followed a successor")
+	case 2*m.left >= others:
+		m.stepDown("half the players followed a successor")
+	}
+}
+
+// stepDown stops the game for good: a successor runs it.
+func (m *hostMigration) stepDown(why string) {
+	if m.down {
+		return
+	}
+	m.down = true
+	m.stats.SteppedDown, m.stats.StepDownWhy = true, why
+	m.feed.SetStandby(nil)
+	m.log.Warn("host steps down", "game", m.cfg.Game, "epoch", m.cfg.Epoch, "why", why)
+	if m.cfg.StepDown != nil {
+		m.cfg.StepDown(why)
+	}
+}
+
+// tick runs before the host's games step: it detects a stall of the
+// host's own loop, and sends the roster and credentials when due. It
+// reports false once the host stepped down (nothing may step or send).
+func (m *hostMigration) Tick(now time.Time) bool {
+	if m.down {
+		return false
+	}
+	if !m.lastRun.IsZero() && now.Sub(m.lastRun) >= m.cfg.StallTimeout {
+		m.stepDown("the host's loop stalled for " + now.Sub(m.lastRun).Round(time.Millisecond).String())
+		return false
+	}
+	m.lastRun = now
+	if m.h.Engine(m.cfg.Game) == nil {
+		return true
+	}
+	if m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
+		m.dirty = false
+		m.publish(now)
+	}
+	return true
+}
+
+// publish sends the roster of g's players to all of them, makes the
+// first successor the standby, and hands out a fresh round of
+// credentials for it.
+func (m *hostMigration) publish(now time.Time) {
+	r := migrate.Roster{Epoch: migrate.Epoch(m.cfg.Epoch)}
+	for _, c := range m.conns() {
+		players := c.Players()
+		if len(players) == 0 {
+			continue
+		}
+		mem := migrate.Member{Slot: players[0], ClientID: c.ClientID()}
+		if addr := m.cfg.Candidates[players[0]]; addr != "" {
+			mem.Candidate, mem.Addr = true, addr
+		}
+		if mem.Slot == m.cfg.Self {
+			r.Host = mem.Slot
+		}
+		r.Members = append(r.Members, mem)
+	}
+	slices.SortFunc(r.Members, func(a, b migrate.Member) int { return int(a.Slot) - int(b.Slot) })
+	if err := r.Validate(); err != nil {
+		m.log.Warn("host migration: no valid roster", "game", m.cfg.Game, "err", err)
+		return
+	}
+	m.roster = r
+	f := r.Frame()
+	b, err := f.Append(m.buf[:0])
+	if err != nil {
+		return
+	}
+	m.buf = b
+	for _, c := range m.conns() {
+		// Not counted in the input acks' frame count: no game event.
+		if c.SendFrame(b) == nil {
+			m.stats.Rosters++
+		}
+	}
+	m.succ = r.Succession(m.succ[:0])
+	var next *tickwire.Conn
+	if len(m.succ) > 0 {
+		for _, c := range m.conns() {
+			if ps := c.Players(); len(ps) > 0 && ps[0] == m.succ[0].Slot {
+				next = c
+			}
+		}
+	}
+	if next != m.standby {
+		m.setStandby(next)
+	}
+	m.minted = now
+	if next == nil {
+		return
+	}
+	m.credentials(m.succ[0], now)
+}
+
+// credentials mints a round of credentials for successor s and sends
+// them: the key to s, a token for s's address to every player.
+func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
+	players := make([]SuccessorPlayer, 0, len(m.conns()))
+	for _, c := range m.conns() {
+		if ps := c.Players(); len(ps) > 0 {
+			players = append(players, SuccessorPlayer{ClientID: c.ClientID(), Players: ps})
+		}
+	}
+	sc, err := MintSuccessorCredentials(m.cfg.Game, s.Addr, players, m.cfg.TokenTTL, m.cfg.UserData, now)
+	if err != nil {
+		m.log.Warn("host migration: credentials", "game", m.cfg.Game, "err", err)
+		return
+	}
+	m.stats.Credentials++
+	epoch := m.cfg.Epoch
+	for _, c := range m.conns() {
+		ps := c.Players()
+		if len(ps) == 0 {
+			continue
+		}
+		if ps[0] == s.Slot {
+			kf := sc.KeyFrame(epoch, s.Slot)
+			if b, err := kf.Append(m.buf[:0]); err == nil {
+				m.buf = b
+				c.SendFrame(b)
+			}
+		}
+		if tf, ok := sc.TokenFrame(epoch, s.Slot, ps[0]); ok {
+			if b, err := tf.Append(m.buf[:0]); err == nil {
+				m.buf = b
+				c.SendFrame(b)
+			}
+		}
+	}
+}
+
+// setStandby makes next (nil: nobody) the standby: it gets the game from
+// the next step on, and at once the state of every player's stream;
+// nothing is released to the players until it acknowledged that.
+func (m *hostMigration) setStandby(next *tickwire.Conn) {
+	m.standby, m.acked = next, false
+	if next == nil {
+		m.feed.SetStandby(nil)
+		return
+	}
+	m.feed.SetStandby(next)
+	due := m.tick() + 1
+	for p, st := range m.streams {
+		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		for i := range st.out {
+			o := &st.out[i]
+			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			if !o.sent {
+				o.release = due
+			}
+			if len(b) > 32<<10 {
+				next.SendFrame(b)
+				b = b[:0]
+			}
+		}
+		if len(b) > 0 {
+			next.SendFrame(b)
+		}
+		m.buf = b
+		for i := range st.pending {
+			st.pending[i].tick = due
+		}
+	}
+}
+
+// maxStreamBacklog and maxStreamBytes bound the messages a stream keeps
+// unacknowledged at either end (a player that acknowledges nothing costs
+// its host at most that much); Send fails with ErrQueueFull beyond them.
+const (
+	maxStreamBacklog = 4096
+	maxStreamBytes   = 8 << 20
+)
+
+// held reports whether the standby holds what went out to it before
+// tick's step (or there is no standby to wait for).
+func (m *hostMigration) held(tick uint32) bool {
+	return m.standby == nil || (m.acked && int32(m.stats.StandbyTick-tick) >= 0)
+}
+
+// stream is the stream of player p.
+func (m *hostMigration) stream(p uint16) *playerStream {
+	st := m.streams[p]
+	if st == nil {
+		st = newPlayerStream()
+		m.streams[p] = st
+	}
+	return st
+}
+
+// toStandby sends a copy frame to the standby.
+func (m *hostMigration) toStandby(b []byte) {
+	if m.standby != nil {
+		m.standby.SendFrame(b)
+	}
+}
+
+// send queues a message of the host to gc's player on its stream: it
+// goes out once the standby holds its copy.
+func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error {
+	ps := c.Players()
+	if len(ps) == 0 {
+		return tickwire.ErrNotConnected
+	}
+	if len(data) > proto.MaxMessageSize {
+		return tickwire.ErrMessageTooLarge
+	}
+	st := m.stream(ps[0])
+	if len(st.out) >= maxStreamBacklog || st.outBytes+len(data) > maxStreamBytes {
+		return tickwire.ErrQueueFull // the player acknowledges nothing
+	}
+	st.outBytes += len(data)
+	st.outSeq++
+	msg := streamMsg{seq: st.outSeq, channel: channel, data: slices.Clone(data), release: m.tick() + 1}
+	st.out = append(st.out, msg)
+	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Copy: true, Seq: msg.seq, Channel: channel, Data: data})
+	m.toStandby(m.buf)
+	m.release()
+	return nil
+}
+
+// sendStream sends a reliable message on channel to c's player on its
+// peer message stream, which delivers it exactly once across migrations;
+// to a connection that plays no game here, it is c.Send(Reliable, ...).
+// Call it from the server's loop (a Handler method).
+func (m *hostMigration) sendStream(c *tickwire.Conn, channel uint8, data []byte) error {
+	if !slices.Contains(m.conns(), c) {
+		return c.Send(tickwire.Reliable, channel, data)
+	}
+	return m.send(c, channel, data)
+}
+
+// streamOf is the stream of gc's player, if it has one.
+func (m *hostMigration) streamOf(c *tickwire.Conn) (player uint16, st *playerStream) {
+	if ps := c.Players(); len(ps) > 0 {
+		return ps[0], m.streams[ps[0]]
+	}
+	return 0, nil
+}
+
+// sendOut sends message o of player's stream to gc, counting it in n.
+func (m *hostMigration) sendOut(c *tickwire.Conn, player uint16, o *streamMsg, n *uint64) {
+	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: player, Seq: o.seq, Channel: o.channel, Data: o.data})
+	if c.SendFrame(m.buf) == nil {
+		o.sent = true
+		*n++
+	}
+}
+
+// ackRun tells gc's player how far its messages ran (durable), if not
+// told yet or always.
+func (m *hostMigration) ackRun(c *tickwire.Conn, player uint16, st *playerStream, always bool) {
+	if st.durable == st.acked && !always {
+		return
+	}
+	m.buf = appendPeerAck(m.buf[:0], player, proto.PeerAckFromPlayer, st.durable)
+	if c.SendFrame(m.buf) == nil {
+		st.acked = st.durable
+	}
+}
+
+// release sends what the standby holds now: the host's messages and the
+// acknowledgements of the players' messages.
+func (m *hostMigration) release() {
+	for _, c := range m.conns() {
+		player, st := m.streamOf(c)
+		if st == nil {
+			continue
+		}
+		for i := range st.out {
+			if o := &st.out[i]; !o.sent && m.held(o.release) {
+				m.sendOut(c, player, o, &m.stats.Stream.Sent)
+			}
+		}
+		n := 0
+		for n < len(st.pending) && m.held(st.pending[n].tick) {
+			st.durable = st.pending[n].through
+			n++
+		}
+		st.pending = st.pending[n:]
+		m.ackRun(c, player, st, false)
+	}
+}
+
+// resumed sends a player back from a migration its stream: every
+// message it has not acknowledged, and how far its own ran.
+func (m *hostMigration) resumed(c *tickwire.Conn) {
+	player, st := m.streamOf(c)
+	if st == nil {
+		return
+	}
+	for i := range st.out {
+		m.sendOut(c, player, &st.out[i], &m.stats.Stream.Resent)
+	}
+	m.ackRun(c, player, st, true)
+}
+
+// peerMessage runs a player's stream message: a new one goes to the
+// game's handler (after its copy of the fact to the standby), one that
+// ran already (re-sent after a migration) is dropped.
+func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame) error {
+	if f.Copy || !carries(c, f.Player) || f.Player != c.Players()[0] {
+		return errForeignPlayer
+	}
+	st := m.stream(f.Player)
+	switch d := int32(f.Seq - st.inNext); {
+	case d < 0:
+		m.stats.Stream.Duplicates++
+		return nil
+	case d > 0:
+		m.stats.Stream.Gaps++
+		return errStreamGap
+	}
+	st.inNext++
+	st.pending = append(st.pending, pendingRun{through: f.Seq, tick: m.tick() + 1})
+	m.buf = appendPeerAck(m.buf[:0], f.Player, proto.PeerAckStandbyRun, f.Seq)
+	m.toStandby(m.buf)
+	m.stats.Stream.Received++
+	m.handler.Message(c, &tickwire.Message{Channel: f.Channel, Delivery: tickwire.Reliable, Data: f.Data})
+	m.release()
+	return nil
+}
+
+// frame handles a migration frame from a player: the standby's acks, the
+// players' stream messages and acknowledgements.
+func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) error {
+	switch t {
+	case proto.FramePeerMessage:
+		pm, _, err := proto.ParsePeerMessageFrame(f)
+		if err != nil {
+			return err
+		}
+		return m.peerMessage(c, &pm)
+	case proto.FramePeerAck:
+		a, _, err := proto.ParsePeerAckFrame(f)
+		if err != nil {
+			return err
+		}
+		if a.Kind != proto.PeerAckToPlayer || len(c.Players()) == 0 || a.Player != c.Players()[0] {
+			return errForeignPlayer
+		}
+		if st := m.streams[a.Player]; st != nil && int32(a.Through-st.outSeq) <= 0 {
+			st.received(a.Through)
+			m.buf = appendPeerAck(m.buf[:0], a.Player, proto.PeerAckStandbyReceived, a.Through)
+			m.toStandby(m.buf)
+		}
+		return nil
+	case proto.FrameStandbyAck:
+	default:
+		return errUnexpectedFrame
+	}
+	a, _, err := proto.ParseStandbyAckFrame(f)
+	if err != nil {
+		return err
+	}
+	if c != m.standby || a.Epoch != m.cfg.Epoch {
+		return errNotStandby
+	}
+	m.stats.StandbyAcks++
+	if !m.acked || int32(a.Tick-m.stats.StandbyTick) > 0 {
+		m.stats.StandbyTick, m.acked = a.Tick, true
+	}
+	m.stats.StandbyLag = m.tick() - m.stats.StandbyTick
+	m.release()
+	return nil
+}
+
+var errNotStandby = errors.New("tickwire: standby ack from a connection that is not the standby, or of another epoch")
+
+var (
+	errForeignPlayer   = errors.New("tickwire: frame for a player the connection does not carry")
+	errUnexpectedFrame = errors.New("tickwire: unexpected frame type")
+)

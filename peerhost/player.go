@@ -1,0 +1,894 @@
+package peerhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/deltacomp"
+	"github.com/tickwire/tickwire/game"
+	"github.com/tickwire/tickwire/migrate"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// PeerConfig configures a Peer.
+type Config struct {
+	// Game is the player's game client; it stays the same across hosts.
+	Game *game.Client
+	// Factory makes the world of the game when this peer hosts it (as
+	// the lobby's host, or promoted). Required with HostConn.
+	Factory game.Factory
+	// Host configures the game host when this peer hosts (its Migration
+	// is filled in by the Peer), Server its server.
+	Host   game.Config
+	Server tickwire.Config
+	// HostConn is this player's host socket, bound for the whole game
+	// (nil: the player cannot host); HostAddr is where the other players
+	// reach it (what the lobby named as its "hostAddr").
+	HostConn udp.BatchConn
+	HostAddr string
+	// Handler, if set, receives the messages of every session; its
+	// Disconnected runs once, when the Peer ends (a host migration is not
+	// a disconnect).
+	Handler tickwire.ClientHandler
+	// Dialer returns the dialer for each session (a new socket, the
+	// caller's Handler and Game are set by the Peer); nil: Dialer{}.
+	Dialer func() tickwire.Dialer
+	// Redirect, if set, rewrites the address a successor is dialled at
+	// (a proxy in tests and netem runs); the token is unchanged.
+	Redirect func(addr string) string
+	// Timeout is how long the host may be silent before it is lost
+	// (default migrate.DefaultTimeout, seed 001's three heartbeats);
+	// PromoteTimeout how long an elected successor has to announce
+	// itself (default migrate.DefaultPromoteTimeout).
+	Timeout, PromoteTimeout time.Duration
+	// OnEvent, if set, hears what the Peer does (from its goroutines).
+	OnEvent func(Event)
+	Logger  *slog.Logger
+}
+
+// PeerEventKind names a Peer event.
+type EventKind uint8
+
+// Peer events.
+const (
+	EventHostLost    EventKind = iota + 1 // the host went silent or left
+	EventFollowing                        // dialled the elected successor (Epoch, Slot)
+	EventPromoted                         // this peer became the host (Epoch)
+	EventResumed                          // the successor announced itself (host migration control)
+	EventSteppedDown                      // this peer's host learned it was replaced
+	EventNoHost                           // nobody can take over: the Peer ended with migrate.ErrNoHost
+)
+
+var peerEventNames = [...]string{EventHostLost: "host lost", EventFollowing: "following", EventPromoted: "promoted",
+	EventResumed: "resumed", EventSteppedDown: "stepped down", EventNoHost: "no host"}
+
+func (k EventKind) String() string {
+	if int(k) < len(peerEventNames) && peerEventNames[k] != "" {
+		return peerEventNames[k]
+	}
+	return "unknown"
+}
+
+// PeerEvent is one step of a host migration as a peer saw it.
+type Event struct {
+	Kind  EventKind
+	Time  time.Time
+	Epoch uint32
+	Slot  uint16 // the host concerned
+	Text  string
+}
+
+// PeerStats count what a Peer did.
+type Stats struct {
+	Epoch        uint32 // of the host followed (or run) now
+	Migrations   uint64 // successors followed (including by promotion)
+	Promotions   uint64
+	StandbyState uint64 // standby states loaded
+	StandbySteps uint64
+	StandbyErrs  uint64 // standby frames that did not load or replay
+	StaleRosters uint64
+	Tokens       uint64 // successor tokens received
+	Keys         uint64 // successor keys received
+	DialFailures uint64
+	// Stream counts this player's peer message stream (Send and the
+	// host's messages).
+	Stream      StreamStats
+	Hosting     bool
+	SteppedDown bool           // this peer's host was replaced and stopped
+	Host        HostStats      // when hosting
+	HostGame    game.HostStats // when hosting
+}
+
+// Peer is a player of a peer-hosted game that survives the loss of its
+// host (host migration, seed 001, docs/MIGRATION.md): it plays through
+// its GameClient, follows the host's roster, keeps the warm standby when
+// the host names it, and when the host goes silent runs the election
+// every player computes alike — then either dials the successor with
+// the token the host gave it in advance, or, elected itself, promotes
+// its standby to a game host on its own host socket. A peer chosen by
+// the lobby to host starts that host with Host before joining it.
+type Player struct {
+	cfg  Config
+	log  *slog.Logger
+	game uint64
+
+	mu       sync.Mutex
+	client   *tickwire.Client
+	follower migrate.Follower
+	standby  migrate.Standby
+	rec      sim.StepRecord
+	codecs   deltacomp.Codecs
+	keys     []tickwire.Key        // successor keys received, newest last (at most 2)
+	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
+	ackSent  uint32
+	srv      *tickwire.Server
+	host     *game.Host
+	mig      *hostMigration // host's hooks
+	stats    Stats
+	err      error
+	players  []uint16
+	clientID uint64
+
+	// The peer message stream (peerstream.go): this player's own —
+	// messages sent and not yet confirmed, the newest number received and
+	// when its ack last went out — and, as the standby, the host's copies
+	// of every player's.
+	outSeq     uint32
+	out        []streamMsg
+	outBytes   int
+	inRecv     uint32
+	ackedRecv  uint32
+	ackPackets int
+	streams    map[uint16]*playerStream
+	stream     StreamStats
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+type tokenHeld struct {
+	epoch uint32
+	tok   *tickwire.ConnectToken
+}
+
+// NewPeer returns a peer for cfg; nothing runs before Host or Join.
+func NewPlayer(cfg Config) (*Player, error) {
+	if cfg.Game == nil {
+		return nil, errors.New("tickwire: PeerConfig.Game is required")
+	}
+	if cfg.HostConn != nil && (cfg.Factory == nil || cfg.HostAddr == "") {
+		return nil, errors.New("tickwire: a PeerConfig with a HostConn needs a Factory and its HostAddr")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	p.follower.Monitor.Timeout = cfg.Timeout
+	p.follower.PromoteTimeout = cfg.PromoteTimeout
+	return p, nil
+}
+
+// Host starts the game server on the peer's host socket as the lobby's
+// host (epoch 1): key opens the players' tokens (the lobby's HostKey),
+// candidates are the players who can take over, by slot, with their
+// addresses (the lobby's "hostAddr"s, this peer's included), self is this
+// peer's own slot, userData the tokens' (the game type).
+func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates map[uint16]string, userData [proto.UserDataSize]byte) error {
+	if p.cfg.HostConn == nil {
+		return errors.New("tickwire: Peer.Host without a host socket")
+	}
+	p.game = gameID
+	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData})
+	return err
+}
+
+// startHost runs a server with a GameHost of mc on the host socket.
+func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostConfig) (*game.Host, error) {
+	scfg := p.cfg.Server
+	scfg.PreviousKeys = append(append([]tickwire.Key(nil), scfg.PreviousKeys...), previous...)
+	if scfg.Logger == nil {
+		scfg.Logger = p.log
+	}
+	srv, err := tickwire.NewServer(key, scfg)
+	if err != nil {
+		return nil, err
+	}
+	mc.StepDown = func(why string) { go p.stepDown(srv, why) }
+	gcfg := p.cfg.Host
+	mig, err := newHostMigration(mc, &gcfg, scfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	gcfg.Hooks = mig
+	host, err := game.NewHost(srv, p.cfg.Factory, gcfg)
+	if err != nil {
+		return nil, err
+	}
+	mig.h = host
+	srv.Handle(host)
+	go func() {
+		if err := srv.Serve(p.cfg.HostConn); err != nil {
+			p.log.Warn("peer host stopped", "err", err)
+		}
+	}()
+	p.mu.Lock()
+	p.srv, p.host, p.mig, p.stats.Hosting = srv, host, mig, true
+	p.mu.Unlock()
+	return host, nil
+}
+
+// stepDown closes this peer's host, replaced by a successor: every
+// player still connected is told so.
+//
+// The peer gives the host up on the server's loop, with the connections'
+// closing, so that no player message reaches the handler in between
+// (its Reply would find no host).
+func (p *Player) stepDown(srv *tickwire.Server, why string) {
+	srv.Do(func() {
+		p.mu.Lock()
+		if p.srv == srv {
+			p.srv, p.host, p.mig = nil, nil, nil
+			p.stats.Hosting, p.stats.SteppedDown = false, true
+		}
+		p.mu.Unlock()
+		srv.CloseAll(proto.DisconnectHostMigrate)
+	})
+	p.event(Event{Kind: EventSteppedDown, Text: why})
+	srv.Close()
+}
+
+// Join connects the peer to the game's host with tok and starts
+// following it. ctx bounds the dial only.
+func (p *Player) Join(ctx context.Context, tok *tickwire.ConnectToken) error {
+	p.game = tok.GameID
+	c, err := p.dial(ctx, tok, "")
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.players, p.clientID = c.Players(), c.ClientID()
+	p.follower.Self = p.players[0]
+	p.follower.Heard(time.Now())
+	p.mu.Unlock()
+	go p.run()
+	return nil
+}
+
+// dial connects a session with tok, at addr when set (else the token's).
+func (p *Player) dial(ctx context.Context, tok *tickwire.ConnectToken, addr string) (*tickwire.Client, error) {
+	d := tickwire.Dialer{}
+	if p.cfg.Dialer != nil {
+		d = p.cfg.Dialer()
+	}
+	d.Game = p
+	d.Handler = peerHandler{p}
+	if d.Config.Timeout == 0 {
+		// The follower decides the host is lost, not the session.
+		d.Config.Timeout = 2 * p.timeout()
+	}
+	if addr != "" {
+		t := *tok
+		t.ServerAddrs = []string{addr}
+		tok = &t
+	}
+	c, err := d.Dial(ctx, tok)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.client = c
+	p.mu.Unlock()
+	return c, nil
+}
+
+func (p *Player) timeout() time.Duration {
+	if p.cfg.Timeout > 0 {
+		return p.cfg.Timeout
+	}
+	return migrate.DefaultTimeout
+}
+
+// Client is the session to the current host (nil between hosts). Send
+// messages on it; do not close it (Close the Peer).
+func (p *Player) Client() *tickwire.Client {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.client
+}
+
+// Stats returns the counters.
+func (p *Player) Stats() Stats {
+	p.mu.Lock()
+	st := p.stats
+	st.Stream = p.stream
+	st.Epoch = uint32(p.follower.Following().Epoch)
+	st.StaleRosters = p.follower.StaleRosters()
+	host, mig, srv := p.host, p.mig, p.srv
+	p.mu.Unlock()
+	if host != nil {
+		srv.Do(func() { st.Host, st.HostGame = mig.Stats(), host.Stats() })
+		st.Epoch = max(st.Epoch, st.Host.Epoch)
+	}
+	return st
+}
+
+// ErrPeerClosed is the Peer's Err after Close.
+var ErrClosed = errors.New("tickwire: peer closed")
+
+// Send sends a reliable message to the game's host on channel, on this
+// player's peer message stream: it reaches whichever peer hosts the game
+// exactly once and in order, across host migrations (during one it waits
+// for the successor). It fails only when the stream holds too many
+// unconfirmed messages (ErrQueueFull) or data is too large.
+func (p *Player) Send(channel uint8, data []byte) error {
+	if len(data) > proto.MaxMessageSize {
+		return tickwire.ErrMessageTooLarge
+	}
+	p.mu.Lock()
+	if len(p.out) >= maxStreamBacklog || p.outBytes+len(data) > maxStreamBytes {
+		p.mu.Unlock()
+		return tickwire.ErrQueueFull
+	}
+	p.outBytes += len(data)
+	p.outSeq++
+	m := streamMsg{seq: p.outSeq, channel: channel, data: slices.Clone(data)}
+	p.out = append(p.out, m)
+	p.stream.Sent++
+	c, self := p.client, p.players[0]
+	p.mu.Unlock()
+	if c != nil {
+		c.SendFrame(appendPeerMessage(nil, proto.PeerMessageFrame{Player: self, Seq: m.seq, Channel: channel, Data: m.data}))
+	}
+	return nil
+}
+
+// Reply sends a reliable message from the game host this peer runs to
+// connection c's player, on its peer message stream (GameHost.SendStream).
+// Call it from the host's GameConfig.Handler.
+func (p *Player) Reply(c *tickwire.Conn, channel uint8, data []byte) error {
+	p.mu.Lock()
+	mig := p.mig
+	p.mu.Unlock()
+	if mig == nil {
+		return errors.New("tickwire: Player.Reply: this player hosts no game")
+	}
+	return mig.sendStream(c, channel, data)
+}
+
+// resend sends c, a new session, every stream message not confirmed.
+func (p *Player) resend(c *tickwire.Client) {
+	p.mu.Lock()
+	out := slices.Clone(p.out) // the data is never modified
+	self := p.players[0]
+	p.ackedRecv = 0 // tell the new host how far we got
+	p.mu.Unlock()
+	var b []byte
+	resent := uint64(0)
+	for _, m := range out {
+		b = appendPeerMessage(b[:0], proto.PeerMessageFrame{Player: self, Seq: m.seq, Channel: m.channel, Data: m.data})
+		if c.SendFrame(b) == nil {
+			resent++
+		}
+	}
+	p.mu.Lock()
+	p.stream.Resent += resent
+	p.mu.Unlock()
+}
+
+// Done is closed when the Peer ended; Err says why.
+func (p *Player) Done() <-chan struct{} { return p.done }
+
+// Err is nil while the Peer plays, then why it ended.
+func (p *Player) Err() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// Close leaves the game: the session and any host this peer runs.
+func (p *Player) Close() error {
+	p.once.Do(func() { close(p.stop) })
+	<-p.done
+	return nil
+}
+
+// run is the peer's supervisor: it advances the follower and carries
+// out its decisions.
+func (p *Player) run() {
+	defer close(p.done)
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var ended <-chan struct{}
+		cur := p.Client()
+		if cur != nil {
+			ended = cur.Done()
+		}
+		select {
+		case <-p.stop:
+			p.finish(ErrClosed, proto.DisconnectClosed)
+			return
+		case <-ended:
+			if p.sessionEnded(cur) {
+				return
+			}
+		case <-t.C:
+		}
+		now := time.Now()
+		p.mu.Lock()
+		act := p.follower.Advance(now)
+		p.mu.Unlock()
+		switch act.Kind {
+		case migrate.ActDial:
+			p.follow(act)
+		case migrate.ActPromote:
+			p.promote(act)
+		case migrate.ActNoHost:
+			p.event(Event{Kind: EventNoHost, Time: now})
+			p.finish(act.Err, proto.DisconnectHostMigrate)
+			return
+		}
+	}
+}
+
+// sessionEnded handles the end of the session to the host: one that
+// left for a successor (or timed out) starts the election now; any other
+// reason ends the Peer. It reports whether the Peer ended.
+func (p *Player) sessionEnded(c *tickwire.Client) bool {
+	p.mu.Lock()
+	if p.client != c {
+		p.mu.Unlock()
+		return false // replaced already (a successor was dialled)
+	}
+	p.client = nil
+	p.mu.Unlock()
+	var de *tickwire.DisconnectError
+	errors.As(c.Err(), &de)
+	if de != nil && de.Remote && de.Reason != proto.DisconnectHostMigrate && de.Reason != proto.DisconnectTimeout {
+		p.finish(c.Err(), de.Reason) // the host ended the game, or kicked us
+		return true
+	}
+	now := time.Now()
+	p.mu.Lock()
+	p.follower.HostGone(now)
+	p.mu.Unlock()
+	return false
+}
+
+// finish ends the Peer with err.
+func (p *Player) finish(err error, r proto.DisconnectReason) {
+	p.mu.Lock()
+	c, srv := p.client, p.srv
+	p.client = nil
+	if p.err == nil {
+		p.err = err
+	}
+	p.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	if srv != nil {
+		srv.Close()
+	}
+	if p.cfg.Handler != nil {
+		p.cfg.Handler.Disconnected(c, r)
+	}
+}
+
+// leave closes the session to the old host, telling it we follow a
+// successor, and prepares the GameClient to resume.
+func (p *Player) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
+	p.mu.Lock()
+	c := p.client
+	p.client = nil
+	p.mu.Unlock()
+	p.cfg.Game.Resume()
+	p.event(Event{Kind: EventHostLost, Time: now, Slot: lost, Epoch: uint32(epoch)})
+	if c != nil {
+		c.CloseWith(proto.DisconnectHostMigrate)
+	}
+}
+
+// follow dials the elected successor act.Member with its token.
+func (p *Player) follow(act migrate.Action) {
+	now := time.Now()
+	p.mu.Lock()
+	old := p.follower.Following().Host
+	held := p.tokens[act.Member.Slot]
+	clear(p.streams) // the successor's standby gets them from it
+	p.mu.Unlock()
+	p.leave(now, old, act.Epoch)
+	if held == nil {
+		p.log.Warn("no token for the successor", "slot", act.Member.Slot, "epoch", act.Epoch)
+		return // its promote timeout strikes it off
+	}
+	addr := act.Member.Addr
+	if p.cfg.Redirect != nil {
+		addr = p.cfg.Redirect(addr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
+	defer cancel()
+	c, err := p.dial(ctx, held.tok, addr)
+	if err != nil {
+		p.mu.Lock()
+		p.stats.DialFailures++
+		p.mu.Unlock()
+		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
+		return
+	}
+	p.resend(c)
+	p.event(Event{Kind: EventFollowing, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: act.Member.Slot})
+}
+
+func (p *Player) promoteTimeout() time.Duration {
+	if p.cfg.PromoteTimeout > 0 {
+		return p.cfg.PromoteTimeout
+	}
+	return migrate.DefaultPromoteTimeout
+}
+
+// promote makes this peer the host of act.Epoch: its standby becomes
+// the authority on its own server, and its own player re-dials it.
+func (p *Player) promote(act migrate.Action) {
+	now := time.Now()
+	p.mu.Lock()
+	old := p.follower.Following()
+	lost := old.Host
+	candidates := map[uint16]string{}
+	for _, m := range old.Members {
+		if m.Candidate && m.Slot != lost {
+			candidates[m.Slot] = m.Addr
+		}
+	}
+	keys := append([]tickwire.Key(nil), p.keys...)
+	eng, err := p.standby.Promote(now)
+	streams := make(map[uint16]*playerStream, len(p.streams))
+	for pl, st := range p.streams {
+		streams[pl] = st.clone()
+	}
+	clear(p.streams)
+	p.mu.Unlock()
+	p.leave(now, lost, act.Epoch)
+	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
+		p.log.Warn("elected but cannot host", "epoch", act.Epoch, "err", err, "keys", len(keys))
+		return // the others strike us off after the promote timeout
+	}
+	key := keys[len(keys)-1]
+	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
+		Self: p.players[0], Candidates: candidates, streams: streams})
+	if err == nil {
+		p.srv.Do(func() {
+			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
+				Grace: 2 * p.timeout(), Gone: []uint16{lost}})
+		})
+	}
+	if err != nil {
+		p.log.Warn("promotion failed", "epoch", act.Epoch, "err", err)
+		return
+	}
+	p.mu.Lock()
+	p.follower.Promoted(act.Epoch)
+	p.stats.Promotions++
+	p.stats.Migrations++
+	p.mu.Unlock()
+	p.event(Event{Kind: EventPromoted, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: p.players[0]})
+	// The own player re-dials its own server like everyone else.
+	local := p.cfg.HostConn.LocalAddr()
+	if local.Addr().IsUnspecified() {
+		local = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), local.Port())
+	}
+	self := local.String()
+	tok, err := tickwire.MintToken(key, tickwire.TokenParams{GameID: p.game, ClientID: p.clientID, Players: p.players,
+		ServerAddrs: []string{self}}, time.Now())
+	if err != nil {
+		p.log.Warn("own token", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
+	defer cancel()
+	c, err := p.dial(ctx, tok, "")
+	if err != nil {
+		p.log.Warn("own player could not rejoin", "err", err)
+		return
+	}
+	p.resend(c)
+}
+
+// event reports e to OnEvent.
+func (p *Player) event(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	p.log.Info("peer "+e.Kind.String(), "epoch", e.Epoch, "slot", e.Slot, "text", e.Text)
+	if p.cfg.OnEvent != nil {
+		p.cfg.OnEvent(e)
+	}
+}
+
+// peerHandler passes the sessions' messages on; their disconnects are
+// the Peer's business.
+type peerHandler struct{ p *Player }
+
+func (h peerHandler) Message(c *tickwire.Client, m *tickwire.Message) {
+	if h.p.cfg.Handler != nil {
+		h.p.cfg.Handler.Message(c, m)
+	}
+}
+
+func (h peerHandler) Disconnected(*tickwire.Client, proto.DisconnectReason) {}
+
+// Attach makes the Peer the ClientLayer of each session: it wraps the
+// GameClient's frame handler with the migration frames.
+func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.FrameHandler, error) {
+	fh, err := p.cfg.Game.Attach(c, a)
+	if err != nil {
+		return nil, err
+	}
+	return &peerFrames{p: p, inner: fh, tickRate: c.TickRate()}, nil
+}
+
+// peerFrames is a session's frame handler: the game's, plus the host
+// migration frames and the host's heartbeat.
+type peerFrames struct {
+	p        *Player
+	inner    tickwire.FrameHandler
+	tickRate int
+}
+
+func (f *peerFrames) Ticks() tickwire.Ticks { return f.inner.Ticks() }
+func (f *peerFrames) Delivered(pn uint64)   { f.inner.Delivered(pn) }
+func (f *peerFrames) Lost(pn uint64)        { f.inner.Lost(pn) }
+
+// Tick runs the game's frame (the GameClient is a Ticker).
+func (f *peerFrames) Tick(now time.Time, tick uint32) {
+	if t, ok := f.inner.(tickwire.Ticker); ok {
+		t.Tick(now, tick)
+	}
+}
+
+// Ended passes the session's end to the game.
+func (f *peerFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	if e, ok := f.inner.(tickwire.Ender); ok {
+		e.Ended(now, r)
+	}
+}
+
+// AppendFrames adds the standby's ack after the game's frames.
+func (f *peerFrames) AppendFrames(b []byte, room int, pi *tickwire.PacketInfo) []byte {
+	start := len(b)
+	b = f.inner.AppendFrames(b, room, pi)
+	p := f.p
+	p.mu.Lock()
+	tick, ok := p.standby.Ready()
+	due := ok && tick != p.ackSent
+	epoch := p.standby.Epoch()
+	// This player's stream ack: when it moved, and now and then while
+	// anything was received (it is cumulative; a lost one is repeated).
+	p.ackPackets++
+	if p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30) && len(p.players) > 0 {
+		if nb := appendPeerAck(b, p.players[0], proto.PeerAckToPlayer, p.inRecv); len(nb)-start <= room {
+			b, p.ackedRecv, p.ackPackets = nb, p.inRecv, 0
+		}
+	}
+	p.mu.Unlock()
+	if due {
+		a := proto.StandbyAckFrame{Epoch: uint32(epoch), Tick: tick}
+		if nb, err := a.Append(b); err == nil && len(nb)-start <= room {
+			b = nb
+			p.mu.Lock()
+			p.ackSent = tick
+			p.mu.Unlock()
+		}
+	}
+	return b
+}
+
+// Frame handles the migration frames and passes the others to the game.
+func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo) error {
+	p := f.p
+	p.mu.Lock()
+	p.follower.Heard(pi.Time)
+	p.mu.Unlock()
+	switch t {
+	case proto.FrameRoster:
+		return p.roster(b)
+	case proto.FrameSuccessor:
+		return p.successor(b)
+	case proto.FrameStandbyState, proto.FrameStandbyStep:
+		return p.standbyFrame(t, b, f.tickRate)
+	case proto.FramePeerMessage:
+		return p.peerMessage(b, pi)
+	case proto.FramePeerAck:
+		return p.peerAck(b)
+	case proto.FrameControl:
+		if ctl, _, err := proto.ParseControlFrame(b); err == nil && ctl.Code == proto.ControlHostMigration {
+			p.mu.Lock()
+			ok := p.follower.Announced(pi.Time, ctl.Player, migrate.Epoch(ctl.Arg))
+			p.mu.Unlock()
+			if ok {
+				p.mu.Lock()
+				p.stats.Migrations++
+				p.mu.Unlock()
+				p.event(Event{Kind: EventResumed, Time: pi.Time, Epoch: uint32(ctl.Arg), Slot: ctl.Player})
+			}
+		}
+	}
+	return f.inner.Frame(t, b, pi)
+}
+
+func (p *Player) roster(b []byte) error {
+	f, _, err := proto.ParseRosterFrame(b)
+	if err != nil {
+		return err
+	}
+	r, err := migrate.RosterFromFrame(&f)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.follower.Roster(&r)
+	return nil
+}
+
+func (p *Player) successor(b []byte) error {
+	f, _, err := proto.ParseSuccessorFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f.Epoch < uint32(p.follower.Following().Epoch) {
+		return fmt.Errorf("%w: epoch %d is stale", ErrSuccessorFrame, f.Epoch)
+	}
+	switch f.Kind {
+	case proto.SuccessorKey:
+		if len(p.players) == 0 || f.Successor != p.players[0] {
+			return fmt.Errorf("%w: a key for slot %d", ErrSuccessorFrame, f.Successor)
+		}
+		k, err := SuccessorKey(&f)
+		if err != nil {
+			return err
+		}
+		p.keys = append(p.keys, k)
+		if len(p.keys) > 2 {
+			p.keys = p.keys[len(p.keys)-2:]
+		}
+		p.stats.Keys++
+	default:
+		tok, err := SuccessorToken(&f)
+		if err != nil {
+			return err
+		}
+		p.tokens[f.Successor] = &tokenHeld{epoch: f.Epoch, tok: tok}
+		p.stats.Tokens++
+	}
+	return nil
+}
+
+// standbyFrame loads a standby state or replays a standby step.
+func (p *Player) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
+	if p.cfg.Factory == nil {
+		return errUnexpectedFrame
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	if t == proto.FrameStandbyState {
+		var f proto.StandbyStateFrame
+		if f, _, err = proto.ParseStandbyStateFrame(b); err == nil {
+			var world game.Game
+			if world, err = p.cfg.Factory(p.game); err == nil {
+				cfg := p.cfg.Host.Sim
+				cfg.TickRate = tickRate
+				err = migrate.LoadStateFrame(&p.standby, &f, world, cfg, &p.codecs)
+			}
+		}
+		if err == nil {
+			p.stats.StandbyState++
+		}
+	} else {
+		var f proto.StandbyStepFrame
+		if f, _, err = proto.ParseStandbyStepFrame(b); err == nil {
+			var e migrate.Epoch
+			if e, err = migrate.StepRecordFromFrame(&p.rec, &f); err == nil {
+				err = p.standby.Step(e, &p.rec)
+			}
+		}
+		if err == nil {
+			p.stats.StandbySteps++
+		}
+	}
+	if err != nil {
+		p.stats.StandbyErrs++
+	}
+	return nil // counted here; the host's stream goes on
+}
+
+// peerMessage takes a stream message from the host: one to this player
+// is delivered in order (a duplicate after a migration is dropped); a
+// copy for the standby is kept.
+func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
+	f, _, err := proto.ParsePeerMessageFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if f.Copy {
+		st := p.streams[f.Player]
+		if st == nil {
+			st = newPlayerStream()
+			p.streams[f.Player] = st
+		}
+		st.standbyCopy(&f)
+		p.mu.Unlock()
+		return nil
+	}
+	if len(p.players) == 0 || f.Player != p.players[0] {
+		p.mu.Unlock()
+		return errForeignPlayer
+	}
+	switch d := int32(f.Seq - p.inRecv - 1); {
+	case d < 0:
+		p.stream.Duplicates++
+		p.mu.Unlock()
+		return nil
+	case d > 0:
+		p.stream.Gaps++
+		p.mu.Unlock()
+		return errStreamGap
+	}
+	p.inRecv = f.Seq
+	p.stream.Received++
+	c := p.client
+	p.mu.Unlock()
+	if p.cfg.Handler != nil {
+		p.cfg.Handler.Message(c, &tickwire.Message{Channel: f.Channel, Delivery: tickwire.Reliable, Data: f.Data})
+	}
+	return nil
+}
+
+// peerAck takes a stream acknowledgement from the host: of this
+// player's messages, or, as the standby, a copy for a player's stream.
+func (p *Player) peerAck(b []byte) error {
+	f, _, err := proto.ParsePeerAckFrame(b)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch f.Kind {
+	case proto.PeerAckFromPlayer:
+		if len(p.players) == 0 || f.Player != p.players[0] {
+			return errForeignPlayer
+		}
+		p.out = slices.DeleteFunc(p.out, func(m streamMsg) bool {
+			done := int32(m.seq-f.Through) <= 0
+			if done {
+				p.outBytes -= len(m.data)
+			}
+			return done
+		})
+	case proto.PeerAckStandbyRun, proto.PeerAckStandbyReceived:
+		st := p.streams[f.Player]
+		if st == nil {
+			st = newPlayerStream()
+			p.streams[f.Player] = st
+		}
+		st.standbyAck(&f)
+	default:
+		return errUnexpectedFrame
+	}
+	return nil
+}

@@ -1,0 +1,510 @@
+package peerhost
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/game"
+	"github.com/tickwire/tickwire/migrate"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
+)
+
+// killSwitch cuts a process off the network at once, as SIGKILL does:
+// once set, its sockets send and receive nothing, and say nothing.
+// stall, set, stops its host's loop for that long once (SIGSTOP, then
+// SIGCONT).
+type killSwitch struct {
+	dead  atomic.Bool
+	stall atomic.Int64
+}
+
+// stallHandler is a host's handler that echoes every message back on
+// the players' streams, and whose tick stops the loop when its process is
+// stalled.
+type stallHandler struct {
+	k    *killSwitch
+	peer **Player
+}
+
+func (stallHandler) Connected(*tickwire.Conn)                            {}
+func (stallHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
+func (h stallHandler) Message(c *tickwire.Conn, m *tickwire.Message) {
+	if err := (*h.peer).Reply(c, m.Channel, m.Data); err != nil {
+		panic(err)
+	}
+}
+func (h stallHandler) Tick(time.Time, uint32) {
+	if d := h.k.stall.Swap(0); d > 0 {
+		time.Sleep(time.Duration(d))
+	}
+}
+
+type killableConn struct {
+	net.PacketConn
+	k *killSwitch
+}
+
+func (c killableConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.k.dead.Load() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, addr)
+}
+
+func (c killableConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, a, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.k.dead.Load() {
+			return n, a, err
+		}
+	}
+}
+
+// peerRig is a peer-hosted arena game on the in-memory network: player
+// slot i runs its host socket at 10.0.0.i:7000 and plays from 10.0.1.i.
+type peerRig struct {
+	t     *testing.T
+	net   *udptest.Network
+	key   tickwire.Key
+	peers []*Player
+	games []*game.Client
+	kills []*killSwitch
+
+	mu      sync.Mutex
+	echoes  [][]uint32 // per player, the numbers of the echoes received
+	sent    []uint32
+	events  [][]Event
+	missing map[uint16]int // inputs of each player a host ran without, after a migration
+	resumed map[uint64]uint32
+}
+
+const peerGame = 0x5eed
+
+func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) }
+
+// newPeerRigHosts is newPeerRig where only the first hosts players offer
+// to host.
+func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
+	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
+		events: make([][]Event, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
+	r.key, _ = tickwire.GenerateKey()
+	candidates := map[uint16]string{}
+	for i := 1; i <= hosts; i++ {
+		candidates[uint16(i)] = fmt.Sprintf("10.0.0.%d:7000", i)
+	}
+	for i := 1; i <= n; i++ {
+		k := &killSwitch{}
+		var hostConn udp.BatchConn
+		if addr := candidates[uint16(i)]; addr != "" {
+			hc, err := r.net.Listen(addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hostConn = udp.FromPacketConn(killableConn{hc, k})
+		}
+		gc, err := game.NewClient(arena.NewGame(0), randomInputs(uint64(i)), sim.ClientConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := 5000
+		var rec sim.StepRecord
+		slot := uint16(i)
+		self := new(*Player)
+		p, err := NewPlayer(Config{
+			Handler:  echoRecorder{r, int(slot) - 1},
+			Game:     gc,
+			Factory:  func(uint64) (game.Game, error) { return arena.NewGame(8), nil },
+			HostConn: hostConn,
+			HostAddr: candidates[slot],
+			Host: game.Config{Handler: stallHandler{k, self}, Stepped: func(_ uint64, eng *sim.Server) {
+				// A host that runs a game it adopted counts the inputs
+				// it had to run without, for the first second.
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				if r.resumed == nil || r.kills[slot-1].dead.Load() {
+					return
+				}
+				from, ok := r.resumed[uint64(slot)]
+				if !ok {
+					from, r.resumed[uint64(slot)] = eng.Tick(), eng.Tick()
+				}
+				if int32(eng.Tick()-from) > 60 {
+					return
+				}
+				eng.Record(&rec)
+				for _, in := range rec.Inputs {
+					if in.Missing && !r.kills[in.Player-1].dead.Load() {
+						r.missing[in.Player]++
+					}
+				}
+			}},
+			Dialer: func() tickwire.Dialer {
+				port++
+				pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:%d", slot, port))
+				if err != nil {
+					t.Error(err)
+				}
+				return tickwire.Dialer{Conn: udp.FromPacketConn(killableConn{pc, k})}
+			},
+			OnEvent: func(e Event) {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				r.events[slot-1] = append(r.events[slot-1], e)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*self = p
+		r.peers, r.games, r.kills = append(r.peers, p), append(r.games, gc), append(r.kills, k)
+	}
+	if err := r.peers[0].Host(peerGame, r.key, 1, candidates, [proto.UserDataSize]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range r.peers {
+		tok, err := tickwire.MintToken(r.key, tickwire.TokenParams{GameID: peerGame, ClientID: uint64(i+1) * 11, Players: []uint16{uint16(i + 1)},
+			ServerAddrs: []string{candidates[1]}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := p.Join(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+	return r
+}
+
+// echoRecorder records the numbered echoes a peer receives.
+type echoRecorder struct {
+	r *peerRig
+	i int
+}
+
+func (e echoRecorder) Message(_ *tickwire.Client, m *tickwire.Message) {
+	e.r.mu.Lock()
+	defer e.r.mu.Unlock()
+	e.r.echoes[e.i] = append(e.r.echoes[e.i], binary.LittleEndian.Uint32(m.Data))
+}
+
+func (echoRecorder) Disconnected(*tickwire.Client, proto.DisconnectReason) {}
+
+// echo sends every live peer's next numbered message every 50 ms until
+// stop is closed.
+func (r *peerRig) echo(stop chan struct{}) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		for i, p := range r.peers {
+			if r.kills[i].dead.Load() {
+				continue
+			}
+			r.mu.Lock()
+			n := r.sent[i]
+			r.sent[i]++
+			r.mu.Unlock()
+			if err := p.Send(7, binary.LittleEndian.AppendUint32(nil, n)); err != nil {
+				r.t.Errorf("peer %d: Send: %v", i+1, err)
+			}
+		}
+	}
+}
+
+// checkEchoes waits until every live peer got back every message it
+// sent, and checks each came back exactly once, in order.
+func (r *peerRig) checkEchoes() {
+	r.t.Helper()
+	r.waitFor("echoes back", 5*time.Second, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for i := range r.peers {
+			if !r.kills[i].dead.Load() && len(r.echoes[i]) < int(r.sent[i]) {
+				return false
+			}
+		}
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.peers {
+		if r.kills[i].dead.Load() {
+			continue
+		}
+		for k, n := range r.echoes[i] {
+			if n != uint32(k) {
+				r.t.Fatalf("peer %d: echo %d is message %d (sent %d, received %d)", i+1, k, n, r.sent[i], len(r.echoes[i]))
+			}
+		}
+		if len(r.echoes[i]) != int(r.sent[i]) {
+			r.t.Fatalf("peer %d: %d echoes for %d messages", i+1, len(r.echoes[i]), r.sent[i])
+		}
+	}
+}
+
+// close stops every peer.
+func (r *peerRig) close() {
+	for _, p := range r.peers {
+		p.Close()
+	}
+}
+
+// kill cuts peer i (0-based) off and stops it.
+func (r *peerRig) kill(i int) {
+	r.kills[i].dead.Store(true)
+	go r.peers[i].Close()
+}
+
+func (r *peerRig) eventsOf(i int) []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events[i])
+}
+
+// waitFor polls (virtual time) until cond holds, failing after limit.
+func (r *peerRig) waitFor(what string, limit time.Duration, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPeerHostMigration: in virtual time, three peers play the arena on
+// the first one's host (15 ms links); the host is cut off without a word
+// after 5 s. The standby (slot 2: the first candidate by client id)
+// detects the silence, is elected by everyone alike, promotes its warm
+// standby on its own socket and re-dials itself; slot 3 dials it with the
+// token the old host gave it. Both play on, in sync, the new host having
+// run none of their ticks without their inputs. Then the new host is cut
+// off too, and the last player takes over alone.
+func TestPeerHostMigration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		stop := make(chan struct{})
+		go r.echo(stop)
+		time.Sleep(5 * time.Second)
+		if st := r.peers[1].Stats(); st.StandbyState == 0 || st.StandbySteps < 200 || st.StandbyErrs != 0 || st.Keys == 0 {
+			t.Fatalf("standby peer: %+v", st)
+		}
+		if st := r.peers[2].Stats(); st.Tokens == 0 || st.Epoch != 1 {
+			t.Fatalf("third peer: %+v", st)
+		}
+		hst := r.peers[0].Stats().Host
+		t.Logf("host → standby: %d states (%d B), %d steps (%d B) in 5 s; standby lag %d ticks",
+			hst.Feed.States, hst.Feed.StateBytes, hst.Feed.Steps, hst.Feed.StepBytes, hst.StandbyLag)
+		before := r.games[2].Stats()
+
+		r.mu.Lock()
+		r.resumed = map[uint64]uint32{}
+		r.mu.Unlock()
+		killed := time.Now()
+		r.kill(0)
+		r.waitFor("slot 3 resumed on slot 2", 3*time.Second, func() bool {
+			ev := r.eventsOf(2)
+			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		})
+		took := time.Since(killed)
+		t.Logf("from the kill to the third player's resume: %v (virtual; detection %v)", took, tickwire.DefaultTimeout)
+		if took > 2*time.Second {
+			t.Fatalf("resumed %v after the kill", took)
+		}
+		if st := r.peers[1].Stats(); st.Promotions != 1 || !st.Hosting || st.Epoch != 2 {
+			t.Fatalf("promoted peer: %+v", st)
+		}
+		time.Sleep(3 * time.Second)
+		after := r.games[2].Stats()
+		be, ae := before.Engine, after.Engine
+		t.Logf("third player across the migration: %d interpolation frames stalled (of %d), %d own-body corrections (largest %.1f units; total before %d), prediction capped %d frames, %d clock jumps",
+			ae.InterpStalls-be.InterpStalls, ae.InterpFrames-be.InterpFrames, ae.Corrections-be.Corrections, ae.CorrectionMax, be.Corrections,
+			ae.PredictionCapped-be.PredictionCapped, ae.ClockJumps-be.ClockJumps)
+		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || after.FullSnapshots != before.FullSnapshots+1 {
+			t.Fatalf("third player after the migration: %+v (before %+v)", after, before)
+		}
+		if st := r.games[1].Stats(); st.Desyncs != 0 || st.Engine.Resumes != 1 {
+			t.Fatalf("promoted player's game: %+v", st)
+		}
+		r.mu.Lock()
+		missing := maps2str(r.missing)
+		r.mu.Unlock()
+		var hst2 game.HostStats
+		r.peers[1].srv.Do(func() { hst2 = r.peers[1].host.Stats() })
+		if missing != "" || hst2.ResumedMissing != 0 {
+			t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst2.ResumedMissing)
+		}
+
+		// The second migration: slot 3 takes over alone.
+		r.kill(1)
+		r.waitFor("slot 3 promoted", 3*time.Second, func() bool { return r.peers[2].Stats().Promotions == 1 })
+		before = r.games[2].Stats()
+		time.Sleep(3 * time.Second)
+		close(stop)
+		r.checkEchoes()
+		t.Logf("streams: slot 3 %+v; its host %+v", r.peers[2].Stats().Stream, r.peers[2].Stats().Host.Stream)
+		after = r.games[2].Stats()
+		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || r.peers[2].Stats().Epoch != 3 {
+			t.Fatalf("last player on its own host: %+v (before %+v), peer %+v", after, before, r.peers[2].Stats())
+		}
+	})
+}
+
+func maps2str(m map[uint16]int) string {
+	s := ""
+	for p, n := range m {
+		if n > 0 {
+			s += fmt.Sprintf("player %d (%d ticks) ", p, n)
+		}
+	}
+	return s
+}
+
+// TestPeerStalledHostStepsDown: in virtual time, the host's loop stops
+// for 3 s (a SIGSTOP) while its sockets stay open. The players elect and
+// follow slot 2; when the old host runs again it learns it was replaced
+// (its loop stalled past the players' timeout, and its standby left it
+// for a successor) and steps down without sending another snapshot; its
+// own player follows the successor like everyone else. One authority
+// runs the game: slot 2's, with all three players.
+func TestPeerStalledHostStepsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		stop := make(chan struct{})
+		go r.echo(stop)
+		time.Sleep(4 * time.Second)
+		old := r.peers[0]
+		old.mu.Lock()
+		srv, mig := old.srv, old.mig
+		old.mu.Unlock()
+		r.kills[0].stall.Store(int64(3 * time.Second)) // SIGSTOP … SIGCONT
+		r.waitFor("the old host stepped down", 5*time.Second, func() bool {
+			select {
+			case <-srv.Done():
+				return true
+			default:
+				return false
+			}
+		})
+		st := mig.Stats() // the server's loop has ended
+		if !st.SteppedDown {
+			t.Fatalf("old host: %+v", st)
+		}
+		t.Logf("old host stepped down: %s", st.StepDownWhy)
+		if ev := r.eventsOf(0); len(ev) == 0 || !slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == EventSteppedDown }) {
+			t.Fatalf("old host's events: %+v", ev)
+		}
+		r.waitFor("all three players on slot 2's host", 3*time.Second, func() bool {
+			hs := r.peers[1].Stats()
+			if hs.Promotions != 1 {
+				return false
+			}
+			for _, g := range r.games {
+				if g.Stats().Engine.Resumes != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		before := make([]game.ClientStats, 3)
+		for i, g := range r.games {
+			before[i] = g.Stats()
+		}
+		time.Sleep(2 * time.Second)
+		for i, g := range r.games {
+			st := g.Stats()
+			if st.Desyncs != 0 || st.ChecksumsOK <= before[i].ChecksumsOK {
+				t.Fatalf("player %d after the step-down: %+v", i+1, st)
+			}
+		}
+		if r.peers[0].Stats().Epoch != 2 || r.peers[2].Stats().Epoch != 2 {
+			t.Fatalf("epochs: %d, %d", r.peers[0].Stats().Epoch, r.peers[2].Stats().Epoch)
+		}
+		close(stop)
+		r.checkEchoes()
+	})
+}
+
+// TestPeerNoHostLeft: when the host is lost and no other player offered
+// to host, the players end with migrate.ErrNoHost (and say so to their
+// handler and events) instead of a bare timeout.
+func TestPeerNoHostLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRigHosts(t, 2, 1)
+		defer r.peers[1].Close()
+		time.Sleep(2 * time.Second)
+		r.kill(0)
+		select {
+		case <-r.peers[1].Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("the peer still runs 5 s after losing the only host")
+		}
+		if err := r.peers[1].Err(); !errors.Is(err, migrate.ErrNoHost) {
+			t.Fatalf("Err() = %v, want migrate.ErrNoHost", err)
+		}
+		ev := r.eventsOf(1)
+		if len(ev) == 0 || ev[len(ev)-1].Kind != EventNoHost {
+			t.Fatalf("events %+v", ev)
+		}
+	})
+}
+
+// TestPeerStreamRefusesForgeries: a player's forged stream frames — a
+// message in another player's name, a standby copy, a number from the
+// future, an acknowledgement of another player's stream — are refused
+// and counted by the host, and the stream goes on.
+func TestPeerStreamRefusesForgeries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		stop := make(chan struct{})
+		go r.echo(stop)
+		time.Sleep(2 * time.Second)
+		c := r.peers[2].Client()
+		var before game.HostStats
+		host, mig := r.peers[0].host, r.peers[0].mig
+		r.peers[0].srv.Do(func() { before = host.Stats() })
+		for _, f := range [][]byte{
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 2, Seq: 1, Data: []byte("as player 2")}),
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 3, Copy: true, Seq: 1, Data: []byte("a copy")}),
+			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 3, Seq: 1 << 30, Data: []byte("from the future")}),
+			appendPeerAck(nil, 2, proto.PeerAckToPlayer, 1000),
+			appendPeerAck(nil, 3, proto.PeerAckStandbyRun, 1000),
+		} {
+			if err := c.SendFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		close(stop)
+		r.checkEchoes()
+		var after game.HostStats
+		var ms HostStats
+		r.peers[0].srv.Do(func() { after, ms = host.Stats(), mig.Stats() })
+		if bad := after.BadFrames - before.BadFrames; bad != 5 || ms.Stream.Gaps != 1 {
+			t.Fatalf("host counted %d bad frames (want 5), %d stream gaps (want 1)", bad, ms.Stream.Gaps)
+		}
+	})
+}
