@@ -203,12 +203,8 @@ type addrBuckets struct {
 	now func() time.Time
 }
 
-// maxBucketAddrs is how many client addresses one addrBuckets keeps at
-// most (addrlimit.Buckets): some 11 MB.
-const maxBucketAddrs = 1 << 16
-
 func newAddrBuckets(limit rate.Limit, burst int, now func() time.Time) addrBuckets {
-	return addrBuckets{addrlimit.NewBuckets(limit, burst, maxBucketAddrs), now}
+	return addrBuckets{addrlimit.NewBuckets(limit, burst, addrlimit.DefaultMaxKeys), now}
 }
 
 // refuse spends a token of a's bucket, or answers 429 with Retry-After

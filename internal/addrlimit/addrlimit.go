@@ -80,6 +80,10 @@ func (c *Counts) Len() int {
 	return len(c.held)
 }
 
+// DefaultMaxKeys is the cap on keys that tickwire's users give their
+// Buckets: at some 180 bytes a key, 11 MB.
+const DefaultMaxKeys = 1 << 16
+
 // minSweep is how many keys a Buckets keeps before it first forgets the
 // full ones.
 const minSweep = 1024
