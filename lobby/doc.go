@@ -183,7 +183,9 @@
 // sockets. Over a rate limit the answer is 429 "rate_limited" with a
 // Retry-After header and "retryAfter" (seconds) in the body; over a
 // per-address cap, 429 "address_limit"; with Config.MaxSockets sockets
-// open, 503 "busy". A browser request from another site's page is
+// open, 503 "busy". Each rate limit remembers at most 65536 addresses
+// whose buckets are not full; past that it forgets the fullest buckets
+// rather than grow. A browser request from another site's page is
 // refused with 403 "cross_origin" (Lobby.ProtectCrossOrigin); WebSockets
 // accept only same-origin pages and Config.OriginPatterns. Request
 // bodies over Config.MaxMessageBytes are cut

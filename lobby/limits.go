@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // This file holds the per-address limits: what one client address may
 // hold (open rooms, sockets) and how fast it may act (create, join,
-// chat). Everything here runs with Lobby.mu held.
+// chat), on package addrlimit's counts and buckets. Everything here but
+// ClientAddr runs with Lobby.mu held.
 
 // RateLimit is a token bucket: Burst actions at once, then one more per
 // Every. A negative Burst turns the limit off.
@@ -33,87 +36,36 @@ func (r RateLimit) withDefault(d RateLimit) RateLimit {
 
 func (r RateLimit) valid() bool { return r.Burst < 0 || (r.Burst > 0 && r.Every > 0) }
 
-// limiter returns a bucket for r, or nil when r is off.
-func (r RateLimit) limiter() *rate.Limiter {
+// buckets returns a bucket per client address for r, or nil when r is
+// off.
+func (r RateLimit) buckets() *addrlimit.Buckets {
 	if r.Burst < 0 {
 		return nil
 	}
-	return rate.NewLimiter(rate.Every(r.Every), r.Burst)
+	return addrlimit.NewBuckets(rate.Every(r.Every), r.Burst, addrlimit.DefaultMaxKeys)
 }
 
-// addrState is one client address: its buckets (nil when off) and what
-// it holds.
-type addrState struct {
-	create, join, chat *rate.Limiter
-	rooms              int // open rooms it created
-	sockets            int // sockets open or being accepted
-}
-
-// minSweep is how many addresses the lobby tracks before it first forgets
-// the ones that hold nothing and have full buckets.
-const minSweep = 1024
-
-// clientKey is what the per-address limits count by: an IPv4 address, or
-// the /64 of an IPv6 one (a host usually has the whole /64).
-func clientKey(a netip.Addr) netip.Prefix {
-	bits := a.BitLen()
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits) // the zero Addr gives the zero Prefix: one shared entry
-	return p
-}
-
-// addr returns the state of the client address key, creating it.
-func (l *Lobby) addr(key netip.Prefix) *addrState {
-	c := l.addrs[key]
-	if c != nil {
-		return c
-	}
-	if len(l.addrs) >= l.sweepAt {
-		l.sweepAddrs()
-		l.sweepAt = max(minSweep, 2*len(l.addrs))
-	}
-	c = &addrState{create: l.cfg.CreateRate.limiter(), join: l.cfg.JoinRate.limiter(), chat: l.cfg.ChatRate.limiter()}
-	l.addrs[key] = c
-	return c
-}
-
-// sweepAddrs forgets the addresses that hold nothing and whose buckets
-// are full: a new entry for them would be the same.
-func (l *Lobby) sweepAddrs() {
-	now := l.now()
-	full := func(b *rate.Limiter) bool { return b == nil || b.TokensAt(now) >= float64(b.Burst()) }
-	for k, c := range l.addrs {
-		if c.rooms == 0 && c.sockets == 0 && full(c.create) && full(c.join) && full(c.chat) {
-			delete(l.addrs, k)
-		}
-	}
-}
-
-// take spends a token of b for one action ("games created", "joins",
-// "chat messages"), or says how long to wait.
-func (l *Lobby) take(b *rate.Limiter, what string) *Error {
+// take spends a token of k's bucket in b for one action ("games
+// created", "joins", "chat messages"), or says how long to wait.
+func (l *Lobby) take(b *addrlimit.Buckets, k addrlimit.Key, what string) *Error {
 	if b == nil {
 		return nil
 	}
-	now := l.now()
-	r := b.ReserveN(now, 1)
-	d := r.DelayFrom(now)
+	d := b.Take(l.now(), k)
 	if d == 0 {
 		return nil
 	}
-	r.CancelAt(now)
 	secs := int(math.Ceil(d.Seconds()))
 	e := errorf(CodeRateLimited, "too many %s from your address: wait %d s", what, secs)
 	e.RetryAfter = secs
 	return e
 }
 
-// atMost refuses an address that already holds max of something (a
+// hold counts one more of what k holds in c ("games", "lobby
+// connections"), or refuses an address that already holds max (a
 // negative max is no limit).
-func atMost(held, max int, what string) *Error {
-	if max >= 0 && held >= max {
+func hold(c *addrlimit.Counts, k addrlimit.Key, max int, what string) *Error {
+	if held, ok := c.Hold(k, max); !ok {
 		return errorf(CodeAddrLimit, "your address already has %d %s open, the most allowed: close one first", held, what)
 	}
 	return nil

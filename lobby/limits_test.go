@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // fakeClock is the rate limits' clock in tests.
@@ -288,8 +290,8 @@ func TestClientAddr(t *testing.T) {
 		"192.0.2.1":            "192.0.2.1/32",
 		"2001:db8:1:2:3:4:5:6": "2001:db8:1:2::/64",
 	} {
-		if got := clientKey(netip.MustParseAddr(addr)).String(); got != key {
-			t.Errorf("clientKey(%s) = %s, want %s", addr, got, key)
+		if got := addrlimit.KeyOf(netip.MustParseAddr(addr)).String(); got != key {
+			t.Errorf("addrlimit.KeyOf(%s) = %s, want %s", addr, got, key)
 		}
 	}
 }
@@ -380,11 +382,12 @@ func lastMsg(s *socket) []byte {
 	}
 }
 
-// TestAddrSweep: once the lobby tracks minSweep addresses, a new one makes
-// it forget those that hold nothing and whose buckets have refilled.
+// TestAddrSweep: the lobby's buckets forget the addresses whose buckets
+// have refilled (addrlimit.Buckets has the details), but not what an
+// address holds: one that created MaxRoomsPerAddr rooms stays refused.
 func TestAddrSweep(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1e9, 0)}
-	l, err := New(Config{})
+	l, err := New(Config{MaxRoomsPerAddr: 1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,24 +395,24 @@ func TestAddrSweep(t *testing.T) {
 	l.now = clk.Now
 	l.mu.Lock()
 	defer l.unlock()
-	key := func(i int) netip.Prefix { return clientKey(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)})) }
-	for i := range minSweep {
-		if e := l.take(l.addr(key(i)).join, "joins"); e != nil {
+	addr := func(i int) netip.Addr { return netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}) }
+	if _, e := l.create("demo", CreateRequest{Name: "g", Player: "Bob"}, origin{remote: addr(0)}); e != nil {
+		t.Fatal(e)
+	}
+	const many = 1 << 12
+	for i := range many {
+		if e := l.take(l.joinRate, addrlimit.KeyOf(addr(i)), "joins"); e != nil {
 			t.Fatal(e)
 		}
 	}
-	l.addr(key(0)).rooms = 1     // holds a room
-	clk.Advance(time.Second / 2) // buckets not yet full
-	l.addr(key(minSweep))
-	if len(l.addrs) != minSweep+1 {
-		t.Fatalf("%d addresses after a sweep with no full bucket, want %d", len(l.addrs), minSweep+1)
-	}
 	clk.Advance(time.Minute)
-	for i := minSweep + 1; i < 4*minSweep && len(l.addrs) > 2; i++ { // up to the next sweep
-		l.addr(key(i))
+	for i := many; i < 4*many && l.joinRate.Len() > 1; i++ { // up to a sweep
+		l.take(l.joinRate, addrlimit.KeyOf(addr(i)), "joins")
 	}
-	if len(l.addrs) != 2 || l.addrs[key(0)] == nil {
-		t.Errorf("after the next sweep: %d addresses, the one holding a room kept: %v; want it and the newest",
-			len(l.addrs), l.addrs[key(0)] != nil)
+	if n := l.joinRate.Len(); n != 1 {
+		t.Errorf("%d addresses' join buckets after a sweep, want the newest", n)
+	}
+	if _, e := l.create("demo", CreateRequest{Name: "h", Player: "Bob"}, origin{remote: addr(0)}); e == nil || e.Code != CodeAddrLimit {
+		t.Errorf("a second room from the address holding one: %v, want %q", e, CodeAddrLimit)
 	}
 }

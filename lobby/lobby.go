@@ -4,12 +4,13 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // Lobby is the lobby's public HTTP handler: pages, WebSockets and the JSON
@@ -30,13 +31,17 @@ type Lobby struct {
 
 	now func() time.Time // the clock of the rate limits; tests replace it
 
+	// The per-address limits (limits.go), used with mu held. A nil
+	// Buckets is a rate limit turned off.
+	createRate, joinRate, chatRate *addrlimit.Buckets
+	roomsByAddr                    addrlimit.Counts // open rooms each address created
+	socketsByAddr                  addrlimit.Counts // sockets each address holds or is being accepted
+
 	mu       sync.Mutex
 	rooms    map[string]*room
 	seats    map[string]*seat
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
-	addrs    map[netip.Prefix]*addrState
-	sweepAt  int // len(addrs) that triggers a sweep
 	closed   bool
 	done     chan struct{} // closed by Close
 	after    []func()      // run by unlock, after l.mu is released
@@ -54,10 +59,12 @@ func New(cfg Config) (*Lobby, error) {
 		rooms:   map[string]*room{},
 		seats:   map[string]*seat{},
 		sockets: map[*socket]struct{}{},
-		addrs:   map[netip.Prefix]*addrState{},
-		sweepAt: minSweep,
 		now:     time.Now,
 		done:    make(chan struct{}),
+
+		createRate: cfg.CreateRate.buckets(),
+		joinRate:   cfg.JoinRate.buckets(),
+		chatRate:   cfg.ChatRate.buckets(),
 	}
 	for _, gt := range cfg.Types {
 		t := &gameType{GameType: gt, watchers: map[*socket]struct{}{}}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // The WebSocket protocol (GET /games/{type}/ws): JSON text messages.
@@ -209,18 +211,17 @@ func (l *Lobby) serveSocket(w http.ResponseWriter, r *http.Request, t *gameType)
 		return
 	}
 	o := l.originOf(r, nil)
-	cl := l.addr(clientKey(o.remote))
-	if err := atMost(cl.sockets, l.cfg.MaxSocketsPerAddr, "lobby connections"); err != nil {
+	key := addrlimit.KeyOf(o.remote)
+	if err := hold(&l.socketsByAddr, key, l.cfg.MaxSocketsPerAddr, "lobby connections"); err != nil {
 		l.unlock()
 		l.writeError(w, err)
 		return
 	}
 	l.nsockets++
-	cl.sockets++ // kept in l.addrs while it holds a socket
 	l.unlock()
 	release := func() {
 		l.nsockets--
-		cl.sockets--
+		l.socketsByAddr.Release(key)
 	}
 	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: l.cfg.OriginPatterns})
 	if err != nil {

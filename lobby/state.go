@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tickwire/tickwire/fleet"
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // This file holds the rooms and seats and every change to them. All of it
@@ -44,8 +45,8 @@ type room struct {
 	hosting    Hosting
 	maxPlayers int
 	created    time.Time
-	owner      netip.Prefix // the creator's client key (MaxRoomsPerAddr)
-	players    []*seat      // join order
+	owner      addrlimit.Key // the creator's client address (MaxRoomsPerAddr)
+	players    []*seat       // join order
 	chat       []ChatLine
 	// allocating is set while the fleet is asked for a server.
 	allocating bool
@@ -200,12 +201,12 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	if len(t.rooms) >= l.cfg.MaxRoomsPerType {
 		return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
 	}
-	owner := clientKey(o.remote)
-	c := l.addr(owner)
-	if err := atMost(c.rooms, l.cfg.MaxRoomsPerAddr, "games"); err != nil {
+	owner := addrlimit.KeyOf(o.remote)
+	if err := hold(&l.roomsByAddr, owner, l.cfg.MaxRoomsPerAddr, "games"); err != nil {
 		return nil, err
 	}
-	if err := l.take(c.create, "games created"); err != nil {
+	if err := l.take(l.createRate, owner, "games created"); err != nil {
+		l.roomsByAddr.Release(owner)
 		return nil, err
 	}
 	r := &room{
@@ -215,7 +216,6 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	for l.rooms[r.id] != nil {
 		r.id = l.roomID()
 	}
-	c.rooms++
 	l.rooms[r.id] = r
 	t.rooms = append(t.rooms, r)
 	s := l.seat(r, player, req.HostPort, o)
@@ -251,7 +251,7 @@ func (l *Lobby) join(roomID string, req JoinRequest, o origin) (*seat, *Error) {
 			return nil, errorf(CodeNameTaken, "someone in %q is already called %q", r.name, p.name)
 		}
 	}
-	if err := l.take(l.addr(clientKey(o.remote)).join, "joins"); err != nil {
+	if err := l.take(l.joinRate, addrlimit.KeyOf(o.remote), "joins"); err != nil {
 		return nil, err
 	}
 	s := l.seat(r, player, req.HostPort, o)
@@ -329,7 +329,7 @@ func (l *Lobby) chat(s *seat, roomID, text string) *Error {
 	if n := utf8.RuneCountInString(text); n > l.cfg.MaxChatLen {
 		return errorf(CodeBadRequest, "chat message has %d characters, at most %d allowed", n, l.cfg.MaxChatLen)
 	}
-	if err := l.take(l.addr(clientKey(s.remote)).chat, "chat messages"); err != nil {
+	if err := l.take(l.chatRate, addrlimit.KeyOf(s.remote), "chat messages"); err != nil {
 		return err
 	}
 	l.act(s)
@@ -392,9 +392,7 @@ func (l *Lobby) remove(s *seat, why string) {
 func (l *Lobby) closeRoom(r *room) {
 	delete(l.rooms, r.id)
 	r.typ.rooms = slices.DeleteFunc(r.typ.rooms, func(x *room) bool { return x == r })
-	if c := l.addrs[r.owner]; c != nil {
-		c.rooms--
-	}
+	l.roomsByAddr.Release(r.owner)
 }
 
 // expire removes a seat whose player went idle or (an API seat) stopped

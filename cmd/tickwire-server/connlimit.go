@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+
+	"github.com/tickwire/tickwire/internal/addrlimit"
 )
 
 // addrLimitListener admits at most max connections at once from one
@@ -14,13 +16,11 @@ type addrLimitListener struct {
 	net.Listener
 	max    int
 	exempt func(netip.Addr) bool
-
-	mu   sync.Mutex
-	open map[netip.Prefix]int
+	open   addrlimit.Counts
 }
 
 func limitPerAddr(ln net.Listener, max int, exempt func(netip.Addr) bool) *addrLimitListener {
-	return &addrLimitListener{Listener: ln, max: max, exempt: exempt, open: map[netip.Prefix]int{}}
+	return &addrLimitListener{Listener: ln, max: max, exempt: exempt}
 }
 
 func (l *addrLimitListener) Accept() (net.Conn, error) {
@@ -33,27 +33,13 @@ func (l *addrLimitListener) Accept() (net.Conn, error) {
 		if !ok || l.exempt(ta.AddrPort().Addr().Unmap()) {
 			return c, nil
 		}
-		key := addrKey(ta.AddrPort().Addr())
-		l.mu.Lock()
-		full := l.open[key] >= l.max
-		if !full {
-			l.open[key]++
-		}
-		l.mu.Unlock()
-		if full {
+		key := addrlimit.KeyOf(ta.AddrPort().Addr())
+		if _, ok := l.open.Hold(key, l.max); !ok {
 			c.Close()
 			continue
 		}
-		return &addrConn{Conn: c, release: func() { l.release(key) }}, nil
+		return &addrConn{Conn: c, release: func() { l.open.Release(key) }}, nil
 	}
-}
-
-func (l *addrLimitListener) release(key netip.Prefix) {
-	l.mu.Lock()
-	if l.open[key]--; l.open[key] == 0 {
-		delete(l.open, key)
-	}
-	l.mu.Unlock()
 }
 
 // addrConn gives its address's place back when closed.
@@ -66,16 +52,4 @@ type addrConn struct {
 func (c *addrConn) Close() error {
 	c.once.Do(c.release) // before the close the peer sees
 	return c.Conn.Close()
-}
-
-// addrKey is what per-address limits count by: an IPv4 address, or the
-// /64 of an IPv6 one (as the lobby counts them).
-func addrKey(a netip.Addr) netip.Prefix {
-	a = a.Unmap()
-	bits := 32
-	if a.Is6() {
-		bits = 64
-	}
-	p, _ := a.Prefix(bits)
-	return p
 }

@@ -39,7 +39,7 @@ func newDemo(o *options, key tickwire.Key, log *slog.Logger) *demo {
 	return &demo{
 		key: key, addr: o.publicAddr, gameID: rand.Uint64() | 1, bots: o.demo, log: log,
 		// a spectator token per second per address, 10 at once
-		buckets: addrBuckets{limit: rate.Limit(1), burst: 10, now: o.now},
+		buckets: newAddrBuckets(rate.Limit(1), 10, o.now),
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/addrlimit"
 	"github.com/tickwire/tickwire/lobby"
 	"github.com/tickwire/tickwire/proto"
 )
@@ -64,7 +65,7 @@ type joinHandler struct {
 
 func newJoinHandler(key tickwire.Key, o *options, game *gameHost, log *slog.Logger, client func(*http.Request) netip.Addr) *joinHandler {
 	j := &joinHandler{key: key, o: o, game: game, log: log, client: client,
-		buckets: addrBuckets{limit: rate.Limit(o.joinRate), burst: o.joinBurst, now: o.now}}
+		buckets: newAddrBuckets(rate.Limit(o.joinRate), o.joinBurst, o.now)}
 	if o.joinSecret != "" {
 		h := sha256.Sum256([]byte(o.joinSecret))
 		j.secret = &h
@@ -195,21 +196,21 @@ func httpError(w http.ResponseWriter, status int, code, format string, args ...a
 	json.NewEncoder(w).Encode(&lobby.Error{Code: code, Message: fmt.Sprintf(format, args...)})
 }
 
-// addrBuckets is a token bucket per client address (addrKey).
+// addrBuckets is a token bucket per client address, on the server's
+// clock.
 type addrBuckets struct {
-	limit rate.Limit
-	burst int
-	now   func() time.Time
+	*addrlimit.Buckets
+	now func() time.Time
+}
 
-	mu      sync.Mutex
-	buckets map[netip.Prefix]*rate.Limiter
-	sweepAt int // len(buckets) that makes take forget the full ones
+func newAddrBuckets(limit rate.Limit, burst int, now func() time.Time) addrBuckets {
+	return addrBuckets{addrlimit.NewBuckets(limit, burst, addrlimit.DefaultMaxKeys), now}
 }
 
 // refuse spends a token of a's bucket, or answers 429 with Retry-After
 // and returns true.
-func (b *addrBuckets) refuse(w http.ResponseWriter, a netip.Addr) bool {
-	wait := b.take(addrKey(a))
+func (b addrBuckets) refuse(w http.ResponseWriter, a netip.Addr) bool {
+	wait := b.Take(b.now(), addrlimit.KeyOf(a))
 	if wait <= 0 {
 		return false
 	}
@@ -217,34 +218,4 @@ func (b *addrBuckets) refuse(w http.ResponseWriter, a netip.Addr) bool {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 	httpError(w, http.StatusTooManyRequests, lobby.CodeRateLimited, "too many tokens asked for from your address: wait %d s", secs)
 	return true
-}
-
-// take spends a token of key's bucket, or returns how long until one is
-// there. Full buckets are forgotten when the map has grown.
-func (b *addrBuckets) take(key netip.Prefix) time.Duration {
-	now := b.now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	lim := b.buckets[key]
-	if lim == nil {
-		if len(b.buckets) >= b.sweepAt {
-			for k, l := range b.buckets {
-				if l.TokensAt(now) >= float64(b.burst) {
-					delete(b.buckets, k)
-				}
-			}
-			b.sweepAt = max(1024, 2*len(b.buckets))
-		}
-		if b.buckets == nil {
-			b.buckets = map[netip.Prefix]*rate.Limiter{}
-		}
-		lim = rate.NewLimiter(b.limit, b.burst)
-		b.buckets[key] = lim
-	}
-	r := lim.ReserveN(now, 1)
-	wait := r.DelayFrom(now)
-	if wait > 0 {
-		r.CancelAt(now)
-	}
-	return wait
 }
