@@ -43,8 +43,6 @@ type stallFrames struct {
 }
 
 func (f *stallFrames) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
-func (f *stallFrames) Delivered(uint64)                                 {}
-func (f *stallFrames) Lost(uint64)                                      {}
 func (f *stallFrames) Ticks() Ticks                                     { return Ticks{} }
 func (f *stallFrames) AppendFrames(b []byte, _ int, _ *PacketInfo) []byte {
 	if f.block != nil {

@@ -90,11 +90,11 @@ type ConnStats struct {
 	// BadFrames counts frames dropped as malformed or refused by the
 	// frame handler.
 	BadFrames uint64
-	// Migrations counts address changes followed (NAT rebinding, or a
+	// AddressChanges counts address changes followed (NAT rebinding, or a
 	// forged source address), PathValidations the new addresses that
 	// answered their path challenge, PathBlocked the datagrams not sent
 	// to an address that had not answered yet (beyond 3× what it sent).
-	Migrations, PathValidations, PathBlocked uint64
+	AddressChanges, PathValidations, PathBlocked uint64
 }
 
 // sessionConnStats fills the parts of ConnStats a session knows.
@@ -229,7 +229,7 @@ func (c *Conn) Stats() ConnStats {
 	st.Addr = c.sess.Addr()
 	st.Connected = c.connected
 	ps := c.sess.PathStats()
-	st.Migrations, st.PathValidations, st.PathBlocked = ps.Moves, ps.Validations, ps.Blocked
+	st.AddressChanges, st.PathValidations, st.PathBlocked = ps.Moves, ps.Validations, ps.Blocked
 	return st
 }
 

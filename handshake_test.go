@@ -194,7 +194,7 @@ func TestSessionPacketForgery(t *testing.T) {
 		t.Fatalf("drops %v, want %v", got, want)
 	}
 	s.Do(func() {
-		if sc := s.Conn(c.ConnID()); sc == nil || sc.Addr().Port() != c.LocalAddr().Port() || sc.Stats().Migrations != 0 {
+		if sc := s.Conn(c.ConnID()); sc == nil || sc.Addr().Port() != c.LocalAddr().Port() || sc.Stats().AddressChanges != 0 {
 			t.Fatalf("connection disturbed: %+v", sc)
 		}
 	})
@@ -372,13 +372,13 @@ func TestShuttingDownDenialNoAmplification(t *testing.T) {
 	}
 }
 
-// TestSpoofedMigrationBudget is the reflection attack through an address
+// TestSpoofedAddressChangeBudget is the reflection attack through an address
 // change: a client forges the source address of its own session's
 // packets (a victim's) while the server streams it a packet every tick
 // (as a game does), and the server may send the victim at most 3× the
 // bytes the forged packets carried, since the victim never answers the
 // path challenge. The client's own traffic keeps flowing.
-func TestSpoofedMigrationBudget(t *testing.T) {
+func TestSpoofedAddressChangeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}})
 		spc, err := n.Listen("10.0.0.1:7777")
@@ -464,7 +464,7 @@ func TestSpoofedMigrationBudget(t *testing.T) {
 		if c.Stats().PacketsIn <= before || c.Err() != nil {
 			t.Fatalf("the client's traffic stopped: %d packets in since the spoofing, err %v", c.Stats().PacketsIn-before, c.Err())
 		}
-		if st.Migrations < 50 || st.PathBlocked == 0 {
+		if st.AddressChanges < 50 || st.PathBlocked == 0 {
 			t.Fatalf("conn stats %+v: the forged packets did not move the session", st)
 		}
 	})
@@ -485,8 +485,6 @@ func (streamHandler) Disconnected(*Conn, proto.DisconnectReason) {}
 type streamFrames struct{}
 
 func (streamFrames) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
-func (streamFrames) Delivered(uint64)                                 {}
-func (streamFrames) Lost(uint64)                                      {}
 func (streamFrames) Ticks() Ticks                                     { return Ticks{} }
 func (streamFrames) AppendFrames(b []byte, room int, _ *PacketInfo) []byte {
 	f := proto.MessageFrame{Channel: 2, Data: make([]byte, 100)}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/tickwire/tickwire/internal/session"
 	"os"
 	"runtime"
 	"strings"
@@ -24,6 +25,11 @@ func GenerateKey() (Key, error) {
 	}
 	return k, nil
 }
+
+// ID names the key in the tokens it seals (ConnectToken.KeyID): the
+// first four bytes of its SHA-256, so a server holding several keys
+// during a rotation knows which one opens a token.
+func (k Key) ID() uint32 { return session.KeyID((*[proto.KeySize]byte)(&k)) }
 
 // String is the key in hex, as stored in key files. Never log it.
 func (k Key) String() string { return hex.EncodeToString(k[:]) }

@@ -11,9 +11,9 @@ import (
 // FrameHandler is a protocol layer that rides on a connection's packets,
 // as the game layer (GameHost on a server's Conn, GameClient on a Client)
 // does: it receives the frames the connection does not handle itself,
-// adds its own frames to the first packet of every tick, names the ticks
-// in the packet headers, and hears which of the packets it wrote were
-// delivered or lost. Attach one with Conn.SetFrameHandler or through
+// adds its own frames to the first packet of every tick, and names the
+// ticks in the packet headers; one that implements PacketFates also
+// hears which of the packets it wrote were delivered or lost. Attach one with Conn.SetFrameHandler or through
 // Dialer.Game. Every method runs on the connection's loop goroutine.
 type FrameHandler interface {
 	// Frame receives one frame (input, snapshot, checksum, control...)
@@ -23,11 +23,17 @@ type FrameHandler interface {
 	// AppendFrames adds frames to the packet p describes (its number, the
 	// send time, the path's estimates), within room bytes, and returns b.
 	AppendFrames(b []byte, room int, p *PacketInfo) []byte
-	// Delivered and Lost report the fate of sent packets by number.
-	Delivered(pn uint64)
-	Lost(pn uint64)
 	// Ticks are the tick fields of the connection's next packet headers.
 	Ticks() Ticks
+}
+
+// PacketFates is implemented by a FrameHandler that learns what became
+// of the packets it wrote (a game host moves its delta baselines on
+// them): Delivered and Lost report each packet's fate by number, once,
+// on the connection's loop.
+type PacketFates interface {
+	Delivered(pn uint64)
+	Lost(pn uint64)
 }
 
 // Pacer is implemented by a FrameHandler that sends on some ticks only:
@@ -66,13 +72,15 @@ type Ticks = session.Ticks
 type sessionHandler struct {
 	message func(m *Message)
 	frames  FrameHandler
-	pacer   Pacer // frames, when it paces its packets
+	pacer   Pacer       // frames, when it paces its packets
+	fates   PacketFates // frames, when it hears its packets' fates
 }
 
 // setFrames attaches f (nil detaches).
 func (h *sessionHandler) setFrames(f FrameHandler) {
 	h.frames = f
 	h.pacer, _ = f.(Pacer)
+	h.fates, _ = f.(PacketFates)
 }
 
 // sendMode is when the owner's session sends a packet at tick.
@@ -103,14 +111,14 @@ func (h *sessionHandler) AppendFrames(b []byte, room int, p *PacketInfo) []byte 
 }
 
 func (h *sessionHandler) Delivered(pn uint64) {
-	if h.frames != nil {
-		h.frames.Delivered(pn)
+	if h.fates != nil {
+		h.fates.Delivered(pn)
 	}
 }
 
 func (h *sessionHandler) Lost(pn uint64) {
-	if h.frames != nil {
-		h.frames.Lost(pn)
+	if h.fates != nil {
+		h.fates.Lost(pn)
 	}
 }
 

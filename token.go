@@ -80,7 +80,7 @@ func MintToken(key Key, p TokenParams, now time.Time) (*ConnectToken, error) {
 		return nil, fmt.Errorf("tickwire: negative token TTL %v", ttl)
 	}
 	t := &ConnectToken{
-		KeyID:       session.KeyID((*[proto.KeySize]byte)(&key)),
+		KeyID:       key.ID(),
 		GameID:      p.GameID,
 		Expires:     time.Unix(now.Add(ttl).Unix(), 0).UTC(),
 		ClientID:    p.ClientID,

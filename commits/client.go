@@ -456,8 +456,8 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			return err
 		}
 		return cc.loadState(&f, p.Time)
-	case proto.FramePeerIntro:
-		f, _, err := proto.ParsePeerIntroFrame(b)
+	case proto.FrameMeshIntro:
+		f, _, err := proto.ParseMeshIntroFrame(b)
 		if err != nil {
 			return err
 		}
@@ -465,10 +465,10 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			return nil
 		}
 		switch f.Op {
-		case proto.PeerAdd:
+		case proto.MeshAdd:
 			return cc.mesh.add(&f)
-		case proto.PeerRemove:
-			cc.mesh.remove(f.Peer)
+		case proto.MeshRemove:
+			cc.mesh.remove(f.Conn)
 		}
 		return nil
 	}
@@ -493,7 +493,7 @@ func (cc *Client) startMesh() {
 		return
 	}
 	cc.mesh.reset(cc.c.ConnID())
-	hello := proto.PeerIntroFrame{Op: proto.PeerHello, Port: cc.mesh.conn.LocalAddr().Port()}
+	hello := proto.MeshIntroFrame{Op: proto.MeshHello, Port: cc.mesh.conn.LocalAddr().Port()}
 	var err error
 	cc.frame, err = hello.Append(cc.frame[:0])
 	if err == nil {
@@ -741,16 +741,13 @@ func (f *commitFrames) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) 
 	b, _ = item.Append(b)
 	if cc.mesh != nil && p.Time.Sub(cc.reportAt) >= meshReportTick {
 		cc.mesh.report(&cc.report)
-		if len(cc.report.Peers) > 0 && cc.report.Len() <= room-item.Len() {
+		if len(cc.report.Links) > 0 && cc.report.Len() <= room-item.Len() {
 			b, _ = cc.report.Append(b)
 			cc.reportAt = p.Time
 		}
 	}
 	return b
 }
-
-func (f *commitFrames) Delivered(uint64) {}
-func (f *commitFrames) Lost(uint64)      {}
 
 func (f *commitFrames) Ticks() tickwire.Ticks {
 	cc := (*Client)(f)

@@ -541,8 +541,8 @@ func (h *Host) meshLeave(cc *commitConn) {
 		if o == cc || !o.meshAddr.IsValid() || o.meshOut {
 			continue
 		}
-		h.sendIntro(o, &proto.PeerIntroFrame{Op: proto.PeerRemove, Peer: cc.c.ID()})
-		h.sendIntro(cc, &proto.PeerIntroFrame{Op: proto.PeerRemove, Peer: o.c.ID()})
+		h.sendIntro(o, &proto.MeshIntroFrame{Op: proto.MeshRemove, Conn: cc.c.ID()})
+		h.sendIntro(cc, &proto.MeshIntroFrame{Op: proto.MeshRemove, Conn: o.c.ID()})
 		delete(o.meshRTT, cc.c.ID())
 		h.stats.MeshRemovals++
 	}
@@ -555,8 +555,8 @@ func (h *Host) introduce(a, b *commitConn) {
 	g.meshEpoch++
 	ab := h.pairKey(g, a, b)
 	ba := h.pairKey(g, b, a)
-	h.sendIntro(a, &proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: b.c.ID(), Addr: b.meshAddr, Players: b.c.Players(), SendKey: ab, RecvKey: ba})
-	h.sendIntro(b, &proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: a.c.ID(), Addr: a.meshAddr, Players: a.c.Players(), SendKey: ba, RecvKey: ab})
+	h.sendIntro(a, &proto.MeshIntroFrame{Op: proto.MeshAdd, Conn: b.c.ID(), Addr: b.meshAddr, Players: b.c.Players(), SendKey: ab, RecvKey: ba})
+	h.sendIntro(b, &proto.MeshIntroFrame{Op: proto.MeshAdd, Conn: a.c.ID(), Addr: a.meshAddr, Players: a.c.Players(), SendKey: ba, RecvKey: ab})
 	h.stats.Introductions++
 }
 
@@ -577,7 +577,7 @@ func (h *Host) pairKey(g *commitGame, from, to *commitConn) [proto.KeySize]byte 
 	return key
 }
 
-func (h *Host) sendIntro(cc *commitConn, f *proto.PeerIntroFrame) {
+func (h *Host) sendIntro(cc *commitConn, f *proto.MeshIntroFrame) {
 	b, err := f.Append(nil)
 	if err != nil {
 		h.log.Error("encode peer introduction", "err", err)
@@ -620,12 +620,12 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		}
 		cc.checkSums()
 		return nil
-	case proto.FramePeerIntro:
-		f, _, err := proto.ParsePeerIntroFrame(f)
+	case proto.FrameMeshIntro:
+		f, _, err := proto.ParseMeshIntroFrame(f)
 		if err != nil {
 			return cc.bad(err)
 		}
-		if f.Op != proto.PeerHello || f.Port == 0 {
+		if f.Op != proto.MeshHello || f.Port == 0 {
 			return cc.bad(errMeshHello)
 		}
 		if h.cfg.NoMesh || cc.meshAddr.IsValid() {
@@ -642,9 +642,9 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 			return nil
 		}
 		clear(cc.meshRTT)
-		for _, r := range cc.report.Peers {
-			if cc.g.conn(r.Peer) != nil {
-				cc.meshRTT[r.Peer] = time.Duration(r.RTTMicros) * time.Microsecond
+		for _, r := range cc.report.Links {
+			if cc.g.conn(r.Conn) != nil {
+				cc.meshRTT[r.Conn] = time.Duration(r.RTTMicros) * time.Microsecond
 			}
 		}
 		return nil
@@ -748,9 +748,6 @@ func (cc *commitConn) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) [
 	}
 	return out
 }
-
-func (cc *commitConn) Delivered(uint64) {}
-func (cc *commitConn) Lost(uint64)      {}
 
 // Ticks names the server's tick in every packet: the clients' clock.
 func (cc *commitConn) Ticks() tickwire.Ticks {

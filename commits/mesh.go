@@ -37,7 +37,7 @@ const (
 
 // MeshStats count what a client's mesh did.
 type MeshStats struct {
-	Peers     int // introduced
+	Links     int // introduced
 	Reachable int // answering now
 	// ShortcutsSent counts command copies sent to peers, ShortcutsReceived
 	// those received, ShortcutsUseful those that arrived before the
@@ -48,11 +48,11 @@ type MeshStats struct {
 	// arrived than the server's copies (divide by EarlierCount).
 	Earlier      time.Duration
 	EarlierCount uint64
-	// Migrations counts peers whose packets came from another address
+	// AddressChanges counts peers whose packets came from another address
 	// than the one in use (NAT rebinding, a proxy): followed once the
 	// packet authenticated with the pair's key.
-	Migrations uint64
-	Dropped    tickwire.DropCounts // peer datagrams dropped, by reason
+	AddressChanges uint64
+	Dropped        tickwire.DropCounts // peer datagrams dropped, by reason
 }
 
 type meshPeer struct {
@@ -60,7 +60,7 @@ type meshPeer struct {
 	players    []uint16
 	introduced netip.AddrPort
 	addr       netip.AddrPort // where its packets come from and ours go
-	link       *session.PeerLink
+	link       *session.MeshLink
 	since      time.Time
 	reachable  bool
 	lastRecv   time.Time
@@ -125,15 +125,15 @@ func (m *clientMesh) reset(self uint32) {
 }
 
 // add introduces a peer; a peer introduced again gets a fresh link.
-func (m *clientMesh) add(f *proto.PeerIntroFrame) error {
+func (m *clientMesh) add(f *proto.MeshIntroFrame) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	link, err := session.NewPeerLink(m.self, &f.SendKey, &f.RecvKey)
+	link, err := session.NewMeshLink(m.self, &f.SendKey, &f.RecvKey)
 	if err != nil {
 		return err
 	}
-	m.peers[f.Peer] = &meshPeer{conn: f.Peer, players: f.Players, introduced: f.Addr, addr: f.Addr, link: link, since: m.now()}
-	m.probeLocked(m.peers[f.Peer], m.now())
+	m.peers[f.Conn] = &meshPeer{conn: f.Conn, players: f.Players, introduced: f.Addr, addr: f.Addr, link: link, since: m.now()}
+	m.probeLocked(m.peers[f.Conn], m.now())
 	return nil
 }
 
@@ -256,7 +256,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 	}
 	if from != p.addr {
 		p.addr = from
-		m.stats.Migrations++
+		m.stats.AddressChanges++
 	}
 	p.lastRecv = at
 	cmds := m.rx[:0]
@@ -306,16 +306,16 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 func (m *clientMesh) report(f *proto.MeshReportFrame) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f.Peers = f.Peers[:0]
+	f.Links = f.Links[:0]
 	for _, p := range m.peers {
-		if len(f.Peers) == proto.MaxMeshReport {
+		if len(f.Links) == proto.MaxMeshReport {
 			break
 		}
 		var us uint32
 		if p.reachable {
 			us = uint32(max(p.rtt.Microseconds(), 1))
 		}
-		f.Peers = append(f.Peers, proto.MeshPeerReport{Peer: p.conn, RTTMicros: us})
+		f.Links = append(f.Links, proto.MeshLinkReport{Conn: p.conn, RTTMicros: us})
 	}
 }
 
@@ -324,7 +324,7 @@ func (m *clientMesh) Stats() MeshStats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
-	s.Peers = len(m.peers)
+	s.Links = len(m.peers)
 	for _, p := range m.peers {
 		if p.reachable {
 			s.Reachable++

@@ -158,8 +158,8 @@ func TestMeshPairUnreachable(t *testing.T) {
 		runCommits(t, ps, 10*time.Second)
 		checkRecords(t, ps)
 		for i, want := range []int{1, 1, 2} {
-			if m := ps[i].cc.Stats().Mesh; m.Peers != 2 || m.Reachable != want {
-				t.Errorf("client %d: %d of %d peers reachable, want %d", i+1, m.Reachable, m.Peers, want)
+			if m := ps[i].cc.Stats().Mesh; m.Links != 2 || m.Reachable != want {
+				t.Errorf("client %d: %d of %d peers reachable, want %d", i+1, m.Reachable, m.Links, want)
 			}
 		}
 		if st := r.hostStats(); st.Desyncs != 0 {
@@ -218,7 +218,7 @@ func TestMeshDropsForgeries(t *testing.T) {
 		send([]byte("not a tickwire packet"))
 		var k1, k2 [proto.KeySize]byte
 		k1[0] = 1
-		stranger, _ := session.NewPeerLink(0xdead, &k1, &k2)
+		stranger, _ := session.NewMeshLink(0xdead, &k1, &k2)
 		send(stranger.Append(nil, 1, nil))
 		rec.mu.Lock()
 		peer2 := ps[1].cc.Client().ConnID()
@@ -227,7 +227,7 @@ func TestMeshDropsForgeries(t *testing.T) {
 		for range 100 {
 			stranger.Append(nil, 1, nil) // past the numbers the peer used
 		}
-		forger, _ := session.NewPeerLink(peer2, &k1, &k2)
+		forger, _ := session.NewMeshLink(peer2, &k1, &k2)
 		for range 1000 {
 			forger.Append(nil, 1, nil)
 		}
@@ -240,7 +240,7 @@ func TestMeshDropsForgeries(t *testing.T) {
 		if d[tickwire.DropMalformed] != 1 || d[tickwire.DropUnknownConn] != 1 || d[tickwire.DropAuth] != 1 || d[tickwire.DropReplay] != 1 {
 			t.Errorf("dropped %v, want one malformed, one unknown, one forged, one replayed", d)
 		}
-		if m := ps[0].cc.Stats().Mesh; m.Reachable != 1 || m.Migrations != 0 {
+		if m := ps[0].cc.Stats().Mesh; m.Reachable != 1 || m.AddressChanges != 0 {
 			t.Errorf("the forgeries moved the mesh: %+v", m)
 		}
 	})
@@ -275,7 +275,7 @@ func TestMeshHotPathAllocs(t *testing.T) {
 	var ab, ba [proto.KeySize]byte
 	ab[0], ba[0] = 1, 2
 	peerAddr := netip.MustParseAddrPort("10.0.1.2:6000")
-	if err := m.add(&proto.PeerIntroFrame{Op: proto.PeerAdd, Peer: 2, Addr: peerAddr, Players: []uint16{2}, SendKey: ab, RecvKey: ba}); err != nil {
+	if err := m.add(&proto.MeshIntroFrame{Op: proto.MeshAdd, Conn: 2, Addr: peerAddr, Players: []uint16{2}, SendKey: ab, RecvKey: ba}); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
@@ -283,7 +283,7 @@ func TestMeshHotPathAllocs(t *testing.T) {
 	m.mu.Unlock()
 	cmd := proto.CommandFrame{Kind: proto.CommandInput, Player: 2, Tick: 9, Seq: 1, Data: []byte{1, 2, 3, 4}}
 	frame, _ := cmd.Append(nil)
-	peer, _ := session.NewPeerLink(2, &ba, &ab)
+	peer, _ := session.NewMeshLink(2, &ba, &ab)
 	pkts := make([][]byte, 300)
 	for i := range pkts {
 		pkts[i] = peer.Append(nil, 9, frame)

@@ -274,9 +274,6 @@ func (f *gameFrames) Due(tick uint32) bool {
 	return f.cfg.InputInterval <= 1 || tick%uint32(f.cfg.InputInterval) == 0
 }
 
-func (f *gameFrames) Delivered(uint64) {}
-func (f *gameFrames) Lost(uint64)      {}
-
 // AppendFrames writes the engine's input frames (every input the server
 // has not acknowledged, at least enough for the measured loss) and a
 // pending resync request.

@@ -408,8 +408,6 @@ func (f *resyncFlooder) Attach(*tickwire.Client, tickwire.Accepted) (tickwire.Fr
 	return f, nil
 }
 func (f *resyncFlooder) Frame(proto.FrameType, []byte, *tickwire.PacketInfo) error { return nil }
-func (f *resyncFlooder) Delivered(uint64)                                          {}
-func (f *resyncFlooder) Lost(uint64)                                               {}
 func (f *resyncFlooder) Ticks() tickwire.Ticks                                     { return tickwire.Ticks{} }
 func (f *resyncFlooder) AppendFrames(b []byte, room int, _ *tickwire.PacketInfo) []byte {
 	req := proto.ResyncRequestFrame{Reason: proto.ResyncPatchError}

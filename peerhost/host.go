@@ -137,7 +137,6 @@ func (m *hostMigration) tick() uint32 {
 // carries reports whether c carries player slot p.
 func carries(c *tickwire.Conn, p uint16) bool { return slices.Contains(c.Players(), p) }
 
-
 // Stats returns the host migration counters. Call from the server's
 // loop.
 func (m *hostMigration) Stats() HostStats {

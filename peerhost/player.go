@@ -647,8 +647,6 @@ type peerFrames struct {
 }
 
 func (f *peerFrames) Ticks() tickwire.Ticks { return f.inner.Ticks() }
-func (f *peerFrames) Delivered(pn uint64)   { f.inner.Delivered(pn) }
-func (f *peerFrames) Lost(pn uint64)        { f.inner.Lost(pn) }
 
 // Tick runs the game's frame (the GameClient is a Ticker).
 func (f *peerFrames) Tick(now time.Time, tick uint32) {

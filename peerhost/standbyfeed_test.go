@@ -32,8 +32,6 @@ type standbyLayer struct {
 func (l *standbyLayer) Attach(*tickwire.Client, tickwire.Accepted) (tickwire.FrameHandler, error) {
 	return l, nil
 }
-func (l *standbyLayer) Delivered(uint64)      {}
-func (l *standbyLayer) Lost(uint64)           {}
 func (l *standbyLayer) Ticks() tickwire.Ticks { return tickwire.Ticks{} }
 func (l *standbyLayer) AppendFrames(b []byte, _ int, _ *tickwire.PacketInfo) []byte {
 	return b

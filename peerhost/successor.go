@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
-	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -59,7 +58,7 @@ func MintSuccessorCredentials(gameID uint64, addr string, players []SuccessorPla
 // (player slot successor) of a host of epoch.
 func (sc *SuccessorCredentials) KeyFrame(epoch uint32, successor uint16) proto.SuccessorFrame {
 	return proto.SuccessorFrame{Epoch: epoch, Successor: successor, Kind: proto.SuccessorKey,
-		KeyID: session.KeyID((*[proto.KeySize]byte)(&sc.Key)), Key: sc.Key}
+		KeyID: sc.Key.ID(), Key: sc.Key}
 }
 
 // TokenFrame is the successor frame that gives player (its first slot)
@@ -81,7 +80,7 @@ func SuccessorKey(f *proto.SuccessorFrame) (tickwire.Key, error) {
 	if f.Kind != proto.SuccessorKey {
 		return tickwire.Key{}, fmt.Errorf("%w: kind %d is not a key", ErrSuccessorFrame, f.Kind)
 	}
-	if session.KeyID(&f.Key) != f.KeyID {
+	if tickwire.Key(f.Key).ID() != f.KeyID {
 		return tickwire.Key{}, fmt.Errorf("%w: key id %#x does not name its key", ErrSuccessorFrame, f.KeyID)
 	}
 	return tickwire.Key(f.Key), nil

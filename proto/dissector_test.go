@@ -294,24 +294,24 @@ func expectFrame(f fields, fr frame) {
 		for _, sum := range v.Sums {
 			f.add("tickwire.commit_sums.sum", fmt.Sprintf("0x%016x", sum))
 		}
-	case *PeerIntroFrame:
-		f.add("tickwire.frame.type", uint8(FramePeerIntro))
-		f.add("tickwire.peer_intro.op", uint8(v.Op))
-		f.add("tickwire.peer_intro.peer", v.Peer)
+	case *MeshIntroFrame:
+		f.add("tickwire.frame.type", uint8(FrameMeshIntro))
+		f.add("tickwire.mesh_intro.op", uint8(v.Op))
+		f.add("tickwire.mesh_intro.conn", v.Conn)
 		switch v.Op {
-		case PeerHello:
-			f.add("tickwire.peer_intro.port", v.Port)
-		case PeerAdd:
-			f.add("tickwire.peer_intro.addr", v.Addr.String())
+		case MeshHello:
+			f.add("tickwire.mesh_intro.port", v.Port)
+		case MeshAdd:
+			f.add("tickwire.mesh_intro.addr", v.Addr.String())
 			for _, p := range v.Players {
-				f.add("tickwire.peer_intro.player", p)
+				f.add("tickwire.mesh_intro.player", p)
 			}
 		}
 	case *MeshReportFrame:
 		f.add("tickwire.frame.type", uint8(FrameMeshReport))
-		f.add("tickwire.mesh_report.count", len(v.Peers))
-		for _, p := range v.Peers {
-			f.add("tickwire.mesh_report.peer", p.Peer)
+		f.add("tickwire.mesh_report.count", len(v.Links))
+		for _, p := range v.Links {
+			f.add("tickwire.mesh_report.conn", p.Conn)
 			f.add("tickwire.mesh_report.rtt_us", p.RTTMicros)
 		}
 	case *ParityFrame:
@@ -443,7 +443,7 @@ func dissectorCorpus(g *gen, n int) []capturedPacket {
 				}
 				return b
 			})
-			session(PacketPeer, sealed, frames)
+			session(PacketMesh, sealed, frames)
 			session(PacketKeepAlive, sealed, func(b []byte, f fields) []byte { return b })
 			session(PacketDisconnect, sealed, func(b []byte, f fields) []byte {
 				r := DisconnectReason(1 + g.r.IntN(int(disconnectReasonEnd)-1))

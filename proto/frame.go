@@ -27,7 +27,7 @@ const (
 	FrameCommand       FrameType = 0x15 // commits mode: a command (or a join, a leave) for a tick
 	FrameCommitItem    FrameType = 0x16 // commits mode: how far a client's live state got
 	FrameCommitSums    FrameType = 0x17 // commits mode: a client's committed-state checksums
-	FramePeerIntro     FrameType = 0x18 // commits mode mesh: a client's hello, the server's introductions of peers
+	FrameMeshIntro     FrameType = 0x18 // commits mode mesh: a client's hello, the server's introductions of peers
 	FrameMeshReport    FrameType = 0x19 // commits mode mesh: how fast a client reaches its peers
 	FrameParity        FrameType = 0x1a // a Reed–Solomon parity shard over earlier packets' reliable frames
 	frameTypeEnd       FrameType = 0x1b
@@ -57,7 +57,7 @@ var frameNames = [...]string{
 	FrameCommand:       "command",
 	FrameCommitItem:    "commit item",
 	FrameCommitSums:    "commit sums",
-	FramePeerIntro:     "peer intro",
+	FrameMeshIntro:     "mesh intro",
 	FrameMeshReport:    "mesh report",
 	FrameParity:        "parity",
 }
@@ -145,8 +145,8 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = ParseCommitItemFrame(b)
 	case FrameCommitSums:
 		_, _, n, err = scanCommitSums(b)
-	case FramePeerIntro:
-		_, n, err = parsePeerIntro(b, false)
+	case FrameMeshIntro:
+		_, n, err = parseMeshIntro(b, false)
 	case FrameMeshReport:
 		_, n, err = scanMeshReport(b)
 	case FrameParity:

@@ -5,75 +5,75 @@ import "net/netip"
 // The peer mesh of commits mode (seed 004 "unreliable shortcuts",
 // docs/COMMITS.md): clients send their commands straight to each other
 // in peer packets (type 9) besides the reliable pipeline through the
-// server. The server introduces the peers (PeerIntroFrame) and learns
+// server. The server introduces the peers (MeshIntroFrame) and learns
 // how fast each pair reaches each other (MeshReportFrame) to set the
 // lead.
 
-// PeerIntroOp says what a PeerIntroFrame does.
-type PeerIntroOp uint8
+// MeshIntroOp says what a MeshIntroFrame does.
+type MeshIntroOp uint8
 
 const (
-	// PeerHello, client → server: the client takes part in the mesh and
+	// MeshHello, client → server: the client takes part in the mesh and
 	// listens for peer packets on Port (at its session's IP address).
-	PeerHello PeerIntroOp = 1
-	// PeerAdd, server → client: Peer (a connection id, which names the
+	MeshHello MeshIntroOp = 1
+	// MeshAdd, server → client: Peer (a connection id, which names the
 	// pair in peer packet headers) listens at Addr and plays Players;
 	// seal what you send it with SendKey, open what it sends with
 	// RecvKey.
-	PeerAdd PeerIntroOp = 2
-	// PeerRemove, server → client: forget Peer.
-	PeerRemove   PeerIntroOp = 3
-	peerIntroEnd PeerIntroOp = 4
+	MeshAdd MeshIntroOp = 2
+	// MeshRemove, server → client: forget Peer.
+	MeshRemove   MeshIntroOp = 3
+	meshIntroEnd MeshIntroOp = 4
 )
 
-// MaxPeerPlayers bounds the players a PeerIntroFrame names.
-const MaxPeerPlayers = MaxPlayersPerConnection
+// MaxMeshPlayers bounds the players a MeshIntroFrame names.
+const MaxMeshPlayers = MaxPlayersPerConnection
 
-// PeerIntroFrame introduces peers of the mesh; it travels on the
+// MeshIntroFrame introduces peers of the mesh; it travels on the
 // reliable channel (the keys are sealed by the session).
-type PeerIntroFrame struct {
-	Op      PeerIntroOp
-	Peer    uint32         // Add, Remove
+type MeshIntroFrame struct {
+	Op      MeshIntroOp
+	Conn    uint32         // Add, Remove
 	Port    uint16         // Hello
 	Addr    netip.AddrPort // Add
-	Players []uint16       // Add, at most MaxPeerPlayers
+	Players []uint16       // Add, at most MaxMeshPlayers
 	SendKey [KeySize]byte  // Add
 	RecvKey [KeySize]byte  // Add
 }
 
-func (f *PeerIntroFrame) Len() int {
+func (f *MeshIntroFrame) Len() int {
 	n := 1 + 1 + 4
 	switch f.Op {
-	case PeerHello:
+	case MeshHello:
 		n += 2
-	case PeerAdd:
+	case MeshAdd:
 		n += 1 + 16 + 2 + 1 + 2*len(f.Players) + 2*KeySize
 	}
 	return n
 }
 
 var (
-	errIntroTrunc   = truncated("peer intro frame", "")
-	errIntroType    = malformed("peer intro frame", "type")
-	errIntroOp      = malformed("peer intro frame", "op")
-	errIntroAddr    = malformed("peer intro frame", "address")
-	errIntroPlayers = malformed("peer intro frame", "players")
+	errIntroTrunc   = truncated("mesh intro frame", "")
+	errIntroType    = malformed("mesh intro frame", "type")
+	errIntroOp      = malformed("mesh intro frame", "op")
+	errIntroAddr    = malformed("mesh intro frame", "address")
+	errIntroPlayers = malformed("mesh intro frame", "players")
 )
 
-func (f *PeerIntroFrame) Append(b []byte) ([]byte, error) {
-	if f.Op == 0 || f.Op >= peerIntroEnd {
+func (f *MeshIntroFrame) Append(b []byte) ([]byte, error) {
+	if f.Op == 0 || f.Op >= meshIntroEnd {
 		return b, errIntroOp
 	}
-	b = append(b, byte(FramePeerIntro), byte(f.Op))
-	b = le.AppendUint32(b, f.Peer)
+	b = append(b, byte(FrameMeshIntro), byte(f.Op))
+	b = le.AppendUint32(b, f.Conn)
 	switch f.Op {
-	case PeerHello:
+	case MeshHello:
 		b = le.AppendUint16(b, f.Port)
-	case PeerAdd:
+	case MeshAdd:
 		if !f.Addr.IsValid() || f.Addr.Port() == 0 {
 			return b, errIntroAddr
 		}
-		if len(f.Players) == 0 || len(f.Players) > MaxPeerPlayers {
+		if len(f.Players) == 0 || len(f.Players) > MaxMeshPlayers {
 			return b, errIntroPlayers
 		}
 		a := f.Addr.Addr()
@@ -95,31 +95,31 @@ func (f *PeerIntroFrame) Append(b []byte) ([]byte, error) {
 	return b, nil
 }
 
-// ParsePeerIntroFrame parses a peer intro frame; Players is allocated.
-func ParsePeerIntroFrame(b []byte) (PeerIntroFrame, int, error) {
-	return parsePeerIntro(b, true)
+// ParseMeshIntroFrame parses a mesh intro frame; Players is allocated.
+func ParseMeshIntroFrame(b []byte) (MeshIntroFrame, int, error) {
+	return parseMeshIntro(b, true)
 }
 
-// parsePeerIntro parses (keep) or only validates a peer intro frame.
-func parsePeerIntro(b []byte, keep bool) (PeerIntroFrame, int, error) {
+// parseMeshIntro parses (keep) or only validates a mesh intro frame.
+func parseMeshIntro(b []byte, keep bool) (MeshIntroFrame, int, error) {
 	r := reader{b: b}
-	if !r.frameType(FramePeerIntro) {
-		return PeerIntroFrame{}, 0, errIntroType
+	if !r.frameType(FrameMeshIntro) {
+		return MeshIntroFrame{}, 0, errIntroType
 	}
-	f := PeerIntroFrame{Op: PeerIntroOp(r.u8()), Peer: r.u32()}
+	f := MeshIntroFrame{Op: MeshIntroOp(r.u8()), Conn: r.u32()}
 	if err := r.check(errIntroTrunc, errIntroTrunc); err != nil {
-		return PeerIntroFrame{}, 0, err
+		return MeshIntroFrame{}, 0, err
 	}
 	switch f.Op {
-	case PeerHello:
+	case MeshHello:
 		f.Port = r.u16()
-	case PeerAdd:
+	case MeshAdd:
 		v := r.u8()
 		ipb := r.bytes(16)
 		port := r.u16()
 		n := int(r.u8())
 		if err := r.check(errIntroTrunc, errIntroTrunc); err != nil {
-			return PeerIntroFrame{}, 0, err
+			return MeshIntroFrame{}, 0, err
 		}
 		var ip16 [16]byte
 		copy(ip16[:], ipb)
@@ -129,14 +129,14 @@ func parsePeerIntro(b []byte, keep bool) (PeerIntroFrame, int, error) {
 			a = a.Unmap()
 		case v == 6 && !a.Is4In6():
 		default:
-			return PeerIntroFrame{}, 0, errIntroAddr
+			return MeshIntroFrame{}, 0, errIntroAddr
 		}
 		if port == 0 {
-			return PeerIntroFrame{}, 0, errIntroAddr
+			return MeshIntroFrame{}, 0, errIntroAddr
 		}
 		f.Addr = netip.AddrPortFrom(a, port)
-		if n == 0 || n > MaxPeerPlayers {
-			return PeerIntroFrame{}, 0, errIntroPlayers
+		if n == 0 || n > MaxMeshPlayers {
+			return MeshIntroFrame{}, 0, errIntroPlayers
 		}
 		if keep {
 			f.Players = make([]uint16, n)
@@ -148,12 +148,12 @@ func parsePeerIntro(b []byte, keep bool) (PeerIntroFrame, int, error) {
 		}
 		copy(f.SendKey[:], r.bytes(KeySize))
 		copy(f.RecvKey[:], r.bytes(KeySize))
-	case PeerRemove:
+	case MeshRemove:
 	default:
-		return PeerIntroFrame{}, 0, errIntroOp
+		return MeshIntroFrame{}, 0, errIntroOp
 	}
 	if err := r.check(errIntroTrunc, errIntroTrunc); err != nil {
-		return PeerIntroFrame{}, 0, err
+		return MeshIntroFrame{}, 0, err
 	}
 	return f, r.off, nil
 }
@@ -161,10 +161,10 @@ func parsePeerIntro(b []byte, keep bool) (PeerIntroFrame, int, error) {
 // MaxMeshReport bounds the entries of one MeshReportFrame.
 const MaxMeshReport = 64
 
-// MeshPeerReport is how a client reaches one peer: RTTMicros is the
+// MeshLinkReport is how a client reaches one peer: RTTMicros is the
 // smoothed round trip of its probes, 0 when the peer is unreachable.
-type MeshPeerReport struct {
-	Peer      uint32
+type MeshLinkReport struct {
+	Conn      uint32
 	RTTMicros uint32
 }
 
@@ -172,10 +172,10 @@ type MeshPeerReport struct {
 // its peers, for the lead (a command that reaches a peer straight
 // needs no time for the server's two hops).
 type MeshReportFrame struct {
-	Peers []MeshPeerReport // at most MaxMeshReport
+	Links []MeshLinkReport // at most MaxMeshReport
 }
 
-func (f *MeshReportFrame) Len() int { return 1 + 1 + 8*len(f.Peers) }
+func (f *MeshReportFrame) Len() int { return 1 + 1 + 8*len(f.Links) }
 
 var (
 	errReportTrunc = truncated("mesh report frame", "")
@@ -184,12 +184,12 @@ var (
 )
 
 func (f *MeshReportFrame) Append(b []byte) ([]byte, error) {
-	if len(f.Peers) > MaxMeshReport {
+	if len(f.Links) > MaxMeshReport {
 		return b, errReportCount
 	}
-	b = append(b, byte(FrameMeshReport), byte(len(f.Peers)))
-	for _, p := range f.Peers {
-		b = le.AppendUint32(b, p.Peer)
+	b = append(b, byte(FrameMeshReport), byte(len(f.Links)))
+	for _, p := range f.Links {
+		b = le.AppendUint32(b, p.Conn)
 		b = le.AppendUint32(b, p.RTTMicros)
 	}
 	return b, nil
@@ -202,10 +202,10 @@ func ParseMeshReportFrame(b []byte, f *MeshReportFrame) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	f.Peers = f.Peers[:0]
+	f.Links = f.Links[:0]
 	for i := range n {
 		o := 2 + 8*i
-		f.Peers = append(f.Peers, MeshPeerReport{Peer: le.Uint32(b[o:]), RTTMicros: le.Uint32(b[o+4:])})
+		f.Links = append(f.Links, MeshLinkReport{Conn: le.Uint32(b[o:]), RTTMicros: le.Uint32(b[o+4:])})
 	}
 	return end, nil
 }

@@ -31,7 +31,7 @@ func TestEnumTables(t *testing.T) {
 // FuzzHeader: any input either fails to parse or round-trips exactly.
 func FuzzHeader(f *testing.F) {
 	g := newGen(10)
-	for _, pt := range []PacketType{PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketPeer} {
+	for _, pt := range []PacketType{PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketMesh} {
 		h := g.header(pt, pt != PacketData)
 		b, _ := h.Append(nil)
 		f.Add(b)

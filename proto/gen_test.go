@@ -140,12 +140,12 @@ func (g *gen) frame(t FrameType) frame {
 			f.Sums[i] = g.r.Uint64()
 		}
 		return f
-	case FramePeerIntro:
-		f := &PeerIntroFrame{Op: PeerIntroOp(1 + g.r.IntN(int(peerIntroEnd)-1)), Peer: g.r.Uint32()}
+	case FrameMeshIntro:
+		f := &MeshIntroFrame{Op: MeshIntroOp(1 + g.r.IntN(int(meshIntroEnd)-1)), Conn: g.r.Uint32()}
 		switch f.Op {
-		case PeerHello:
+		case MeshHello:
 			f.Port = uint16(g.r.Uint32())
-		case PeerAdd:
+		case MeshAdd:
 			if g.r.IntN(2) == 0 {
 				f.Addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte(g.bytes(4))), uint16(1+g.r.IntN(65535)))
 			} else {
@@ -157,7 +157,7 @@ func (g *gen) frame(t FrameType) frame {
 				}
 				f.Addr = netip.AddrPortFrom(netip.AddrFrom16(ip), uint16(1+g.r.IntN(65535)))
 			}
-			f.Players = make([]uint16, 1+g.r.IntN(MaxPeerPlayers))
+			f.Players = make([]uint16, 1+g.r.IntN(MaxMeshPlayers))
 			for i := range f.Players {
 				f.Players[i] = uint16(g.r.Uint32())
 			}
@@ -183,10 +183,10 @@ func (g *gen) frame(t FrameType) frame {
 	case FrameMeshReport:
 		f := &MeshReportFrame{}
 		if n := g.r.IntN(MaxMeshReport + 1); n > 0 {
-			f.Peers = make([]MeshPeerReport, n)
+			f.Links = make([]MeshLinkReport, n)
 		}
-		for i := range f.Peers {
-			f.Peers[i] = MeshPeerReport{Peer: g.r.Uint32(), RTTMicros: g.r.Uint32()}
+		for i := range f.Links {
+			f.Links[i] = MeshLinkReport{Conn: g.r.Uint32(), RTTMicros: g.r.Uint32()}
 		}
 		return f
 	case FramePeerAck:

@@ -35,7 +35,7 @@ const (
 	PacketData              PacketType = 6 // both ways, session header
 	PacketKeepAlive         PacketType = 7 // both ways, session header
 	PacketDisconnect        PacketType = 8 // both ways, session header
-	PacketPeer              PacketType = 9 // peer -> peer, session header (lockstep mesh)
+	PacketMesh              PacketType = 9 // client -> client, session header (commits mode mesh)
 	packetTypeEnd           PacketType = 10
 )
 
@@ -63,7 +63,7 @@ var packetNames = [...]string{
 	PacketData:              "data",
 	PacketKeepAlive:         "keep-alive",
 	PacketDisconnect:        "disconnect",
-	PacketPeer:              "peer",
+	PacketMesh:              "mesh",
 }
 
 func (t PacketType) String() string {
@@ -80,7 +80,7 @@ func (t PacketType) Valid() bool { return t > 0 && t < packetTypeEnd }
 // session header (and so carry a connection id, sequence and acks).
 func (t PacketType) HasSessionHeader() bool {
 	switch t {
-	case PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketPeer:
+	case PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketMesh:
 		return true
 	}
 	return false

@@ -80,8 +80,8 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 		var f CommitSumsFrame
 		n, err := ParseCommitSumsFrame(b, &f)
 		return &f, n, err
-	case FramePeerIntro:
-		f, n, err := ParsePeerIntroFrame(b)
+	case FrameMeshIntro:
+		f, n, err := ParseMeshIntroFrame(b)
 		return &f, n, err
 	case FrameMeshReport:
 		var f MeshReportFrame
@@ -171,7 +171,7 @@ func wantTruncated(t *testing.T, name string, b []byte, parse func([]byte) error
 func TestHeaderRoundTrip(t *testing.T) {
 	g := newGen(3)
 	for range 2000 {
-		for _, pt := range []PacketType{PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketPeer} {
+		for _, pt := range []PacketType{PacketAccept, PacketData, PacketKeepAlive, PacketDisconnect, PacketMesh} {
 			want := g.header(pt, g.r.IntN(2) == 0)
 			b, err := want.Append(nil)
 			if err != nil {

@@ -59,7 +59,7 @@ local p = Proto("tickwire", "tickwire game protocol")
 local packet_names = {
     [1] = "Connection request", [2] = "Challenge", [3] = "Challenge response",
     [4] = "Accept", [5] = "Denied", [6] = "Data", [7] = "Keep-alive",
-    [8] = "Disconnect", [9] = "Peer",
+    [8] = "Disconnect", [9] = "Mesh",
 }
 local frame_names = {
     [0x01] = "Ack-only", [0x02] = "Reliable", [0x03] = "Message", [0x04] = "Input",
@@ -69,7 +69,7 @@ local frame_names = {
     [0x0e] = "Standby ack", [0x0f] = "Standby step", [0x10] = "Standby state",
     [0x11] = "Successor", [0x12] = "Peer message", [0x13] = "Peer ack",
     [0x14] = "Effect", [0x15] = "Command", [0x16] = "Commit item", [0x17] = "Commit sums",
-    [0x18] = "Peer intro", [0x19] = "Mesh report", [0x1a] = "Parity",
+    [0x18] = "Mesh intro", [0x19] = "Mesh report", [0x1a] = "Parity",
 }
 local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
@@ -222,14 +222,14 @@ f.csm_count   = ProtoField.uint8("tickwire.commit_sums.count", "Count")
 f.csm_sum     = ProtoField.uint64("tickwire.commit_sums.sum", "Checksum", base.HEX)
 
 local intro_ops = { [1] = "hello", [2] = "add", [3] = "remove" }
-f.pi_op      = ProtoField.uint8("tickwire.peer_intro.op", "Op", base.DEC, intro_ops)
-f.pi_peer    = ProtoField.uint32("tickwire.peer_intro.peer", "Peer connection")
-f.pi_port    = ProtoField.uint16("tickwire.peer_intro.port", "Mesh port")
-f.pi_addr    = ProtoField.string("tickwire.peer_intro.addr", "Peer address")
-f.pi_player  = ProtoField.uint16("tickwire.peer_intro.player", "Peer player")
-f.pi_keys    = ProtoField.bytes("tickwire.peer_intro.keys", "Pair keys")
-f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Peers")
-f.mr_peer    = ProtoField.uint32("tickwire.mesh_report.peer", "Peer connection")
+f.pi_op      = ProtoField.uint8("tickwire.mesh_intro.op", "Op", base.DEC, intro_ops)
+f.pi_conn    = ProtoField.uint32("tickwire.mesh_intro.conn", "Member connection")
+f.pi_port    = ProtoField.uint16("tickwire.mesh_intro.port", "Mesh port")
+f.pi_addr    = ProtoField.string("tickwire.mesh_intro.addr", "Member address")
+f.pi_player  = ProtoField.uint16("tickwire.mesh_intro.player", "Member player")
+f.pi_keys    = ProtoField.bytes("tickwire.mesh_intro.keys", "Pair keys")
+f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Links")
+f.mr_conn    = ProtoField.uint32("tickwire.mesh_report.conn", "Member connection")
 f.mr_rtt     = ProtoField.uint32("tickwire.mesh_report.rtt_us", "RTT (µs, 0 unreachable)")
 f.par_first  = ProtoField.uint32("tickwire.parity.first", "First member (packet number, low 32 bits)")
 f.par_members = ProtoField.uint8("tickwire.parity.members", "Members")
@@ -711,13 +711,13 @@ local function frame_commit_sums(buf, off, tree)
     return off + 8 * n
 end
 
-local function frame_peer_intro(buf, off, tree)
-    local trunc = "truncated peer intro frame"
+local function frame_mesh_intro(buf, off, tree)
+    local trunc = "truncated mesh intro frame"
     if not have(buf, off, 5) then return bad(tree, trunc) end
     local op = buf(off, 1):uint()
-    if op < 1 or op > 3 then return bad(tree, "peer intro frame: unknown op") end
+    if op < 1 or op > 3 then return bad(tree, "mesh intro frame: unknown op") end
     tree:add(f.pi_op, buf(off, 1))
-    tree:add_le(f.pi_peer, buf(off + 1, 4))
+    tree:add_le(f.pi_conn, buf(off + 1, 4))
     off = off + 5
     if op == 1 then
         if not have(buf, off, 2) then return bad(tree, trunc) end
@@ -764,12 +764,12 @@ local function frame_peer_intro(buf, off, tree)
         end
         addr = "[" .. text .. "]:" .. port
     else
-        return bad(tree, "peer intro frame: bad address")
+        return bad(tree, "mesh intro frame: bad address")
     end
-    if port == 0 then return bad(tree, "peer intro frame: bad address") end
+    if port == 0 then return bad(tree, "mesh intro frame: bad address") end
     tree:add(f.pi_addr, buf(off, 19), addr)
     local n = buf(off + 19, 1):uint()
-    if n == 0 or n > MAX_PLAYERS then return bad(tree, "peer intro frame: bad player count") end
+    if n == 0 or n > MAX_PLAYERS then return bad(tree, "mesh intro frame: bad player count") end
     off = off + 20
     if not have(buf, off, 2 * n + 64) then return bad(tree, trunc) end
     for i = 0, n - 1 do tree:add_le(f.pi_player, buf(off + 2 * i, 2)) end
@@ -787,7 +787,7 @@ local function frame_mesh_report(buf, off, tree)
     off = off + 1
     if not have(buf, off, 8 * n) then return bad(tree, trunc) end
     for i = 0, n - 1 do
-        tree:add_le(f.mr_peer, buf(off + 8 * i, 4))
+        tree:add_le(f.mr_conn, buf(off + 8 * i, 4))
         tree:add_le(f.mr_rtt, buf(off + 8 * i + 4, 4))
     end
     return off + 8 * n
@@ -875,7 +875,7 @@ local frame_parsers = {
     [0x0d] = frame_roster, [0x0e] = frame_standby_ack, [0x0f] = frame_standby_step,
     [0x10] = frame_standby_state, [0x11] = frame_successor, [0x12] = frame_peer_message,
     [0x13] = frame_peer_ack, [0x14] = frame_effect, [0x15] = frame_command,
-    [0x16] = frame_commit_item, [0x17] = frame_commit_sums, [0x18] = frame_peer_intro,
+    [0x16] = frame_commit_item, [0x17] = frame_commit_sums, [0x18] = frame_mesh_intro,
     [0x19] = frame_mesh_report, [0x1a] = frame_parity,
 }
 

@@ -9,10 +9,10 @@ import (
 func TestPeerLink(t *testing.T) {
 	var ab, ba, other [proto.KeySize]byte
 	ab[0], ba[0], other[0] = 1, 2, 3
-	a, _ := NewPeerLink(10, &ab, &ba)
-	b, _ := NewPeerLink(20, &ba, &ab)
-	eve, _ := NewPeerLink(10, &other, &other)
-	open := func(l *PeerLink, pkt []byte) ([]byte, DropReason, bool) {
+	a, _ := NewMeshLink(10, &ab, &ba)
+	b, _ := NewMeshLink(20, &ba, &ab)
+	eve, _ := NewMeshLink(10, &other, &other)
+	open := func(l *MeshLink, pkt []byte) ([]byte, DropReason, bool) {
 		h, _, err := proto.ParseHeader(pkt)
 		if err != nil {
 			t.Fatal(err)
@@ -20,7 +20,7 @@ func TestPeerLink(t *testing.T) {
 		return l.Open(pkt, &h)
 	}
 	p1 := a.Append(nil, 77, []byte("hello"))
-	if h, _, _ := proto.ParseHeader(p1); h.Type != proto.PacketPeer || h.ConnID != 10 || h.Tick != 77 || !h.Sealed {
+	if h, _, _ := proto.ParseHeader(p1); h.Type != proto.PacketMesh || h.ConnID != 10 || h.Tick != 77 || !h.Sealed {
 		t.Fatalf("header %+v", h)
 	}
 	if got, _, ok := open(b, append([]byte(nil), p1...)); !ok || string(got) != "hello" {
