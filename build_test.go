@@ -1,6 +1,7 @@
 package tickwire
 
 import (
+	"fmt"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -208,4 +209,59 @@ func TestBuildFollowsConnections(t *testing.T) {
 			t.Errorf("connection %d built %d times, want %d", c.id, got, want)
 		}
 	}
+}
+
+// BenchmarkTransportTick is the transport's part of a server tick for n
+// connections: each connection's packet built with a 200-byte frame from
+// its frame handler (as a game's snapshot delta), sealed, and written in
+// batches, by one worker and by two (Config.Workers). The game's part is
+// BenchmarkServerTick in package game.
+func BenchmarkTransportTick(b *testing.B) {
+	for _, n := range []int{256, 1000} {
+		for _, w := range []int{1, 2} {
+			b.Run(fmt.Sprintf("conns=%d/workers=%d", n, w), func(b *testing.B) {
+				s, conns, now := newBareServer(b, w, n)
+				defer s.builder.stop()
+				for _, c := range conns {
+					c.SetFrameHandler(fixedFrames{})
+				}
+				// build, not tick: the bare connections hear nothing, and
+				// tick would time them out.
+				tick := func() {
+					*now = now.Add(time.Second / 60)
+					s.build(*now)
+					s.out.flush()
+				}
+				for range 120 {
+					tick()
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					tick()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/conn")
+				if st := s.Stats(); st.PacketsOut < uint64(b.N*n) {
+					b.Fatalf("%d packets sent in %d ticks of %d connections", st.PacketsOut, b.N, n)
+				}
+			})
+		}
+	}
+}
+
+// fixedFrames writes a 200-byte frame into every packet.
+type fixedFrames struct{}
+
+var fixedFrame = func() []byte {
+	f := proto.MessageFrame{Channel: 1, Data: make([]byte, 196)}
+	b, _ := f.Append(nil)
+	return b
+}()
+
+func (fixedFrames) Frame(proto.FrameType, []byte, *PacketInfo) error { return nil }
+func (fixedFrames) Ticks() Ticks                                     { return Ticks{} }
+func (fixedFrames) AppendFrames(b []byte, room int, _ *PacketInfo) []byte {
+	if len(fixedFrame) > room {
+		return b
+	}
+	return append(b, fixedFrame...)
 }

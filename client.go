@@ -89,7 +89,7 @@ type Dialer struct {
 	// session, which has one peer) names that peer whatever the token
 	// says.
 	Resolve func(ctx context.Context, addr string) (netip.AddrPort, error)
-	// Game, if set, plays a game on the connection (a *GameClient, or
+	// Game, if set, plays a game on the connection (a *game.Client, or
 	// any other ClientLayer): it is attached once the server accepted,
 	// before Dial returns, and consumes the server's frames beyond
 	// messages.
@@ -104,7 +104,7 @@ type Dialer struct {
 // ClientLayer is a protocol layer that starts on a client's accepted
 // session: Attach returns the FrameHandler that reads and writes the
 // connection's frames from then on, or an error that fails the Dial.
-// GameClient is one.
+// game.Client is one.
 type ClientLayer interface {
 	Attach(c *Client, a Accepted) (FrameHandler, error)
 }
@@ -434,7 +434,7 @@ func (c *Client) SendAt(d Delivery, channel uint8, tick uint32, data []byte) err
 
 // SendPlayerAt is SendAt on behalf of player, one of the connection's
 // players (Players): the message names it (proto.MessageFrame.Player),
-// and a server's GameHost runs it as that player's. For the first player
+// and a server's game.Host runs it as that player's. For the first player
 // it sends exactly what SendAt does.
 func (c *Client) SendPlayerAt(player uint16, d Delivery, channel uint8, tick uint32, data []byte) error {
 	players := c.Players()

@@ -1,26 +1,11 @@
-// Package tickwire is the public API of the tickwire engine: Server,
-// Client, Config, connect tokens, and the game layer (GameHost on the
-// server, GameClient on the client) that runs a Game — the interface game
-// code implements (package sim).
+// Package tickwire is the transport of the tickwire engine: a UDP
+// protocol for real-time games, its Server and Client, and the seam on
+// which the game modes are built.
 //
-// It is the API over the lower packages: proto for bytes, udp for
-// sockets, internal/session for the mechanics of one connection (packet
-// numbers, sealing and the replay window, acks, the reliable channel,
-// keep-alives and timeouts, the stateless handshake), deltacomp and
-// interest for replication, sim for the tick engine. The root holds what
-// users call: Server and Client with their loops and sockets, Conn (one
-// client's connection; Connection ≠ Player), connect tokens and keys,
-// and the game layer with the join / leave / resync / desync flows.
-//
-// # Layers on a connection
-//
-// A protocol layer rides on a connection through one exported seam, the
-// FrameHandler: it receives the frames the connection does not handle
-// itself, adds its frames to the first packet of every tick, names the
-// header ticks and hears which of its packets were delivered or lost.
-// GameHost attaches one per connection with Conn.SetFrameHandler;
-// GameClient is a ClientLayer that Dialer.Game attaches once the server
-// accepted. Neither uses anything a third-party layer could not.
+//	udp (sockets, batches) ─► internal/session (one connection: packet
+//	numbers, sealing, acks, the reliable channel, keep-alives) ─►
+//	tickwire (Server, Conn, Client, ClientGroup: handshakes, loops,
+//	ticks, messages) ─► a FrameHandler (a mode: game, commits)
 //
 // # Connections
 //
@@ -30,37 +15,38 @@
 // more bytes than it received, and creates the connection only when the
 // client echoes the cookie and proves it holds the token's key. Every
 // session packet is sealed with AES-256-GCM, the header as additional
-// data, the 64-bit packet number as nonce; a replay window drops repeats.
-// One connection (Conn) carries one to four player slots.
+// data, the 64-bit packet number as nonce; a replay window drops
+// repeats. A connection moves to a new address only once that address
+// answers a path challenge (ConnStats.AddressChanges). One connection
+// (Conn) carries one to four player slots: Connection ≠ Player.
 //
 // Each side sends at most one packet per tick plus what its reliable
 // queue needs: Reliable (exactly once, in order; kcp-go's ARQ core,
 // repeated once on lossy links), Sequenced (never older after newer) and
 // Unreliable messages, optionally postmarked with a tick. Server Handler
-// callbacks and ClientHandler callbacks run on the owning loop goroutine.
+// callbacks and ClientHandler callbacks run on the owning loop
+// goroutine. A Server runs its own goroutines (Serve) or the caller's
+// loop (Drive, Receive, Step).
 //
-// # Games
+// # Layers on a connection
 //
-// A GameHost (the server's Handler) runs one sim engine per game id,
-// created the first time a token names it. Every tick it steps each game,
-// and for each connection writes its players' input acks (with the input
-// age the client's clock steers by), a snapshot delta chosen by the
-// interest scheduler within the packet budget, and every ChecksumInterval
-// ticks a checksum of that delta's entities. Joins and resyncs get a
-// compressed full snapshot on the reliable channel.
+// A protocol layer rides on a connection through one exported seam, the
+// FrameHandler: it receives the frames the connection does not handle
+// itself, adds its frames to the first packet of every tick and names
+// the header ticks; PacketFates, Pacer, Ticker and Ender are what it
+// may also implement. A server's Handler attaches one per connection
+// with Conn.SetFrameHandler; a ClientLayer (Dialer.Game) attaches one
+// once the server accepted. The modes are packages built only on these
+// seams, as quic-go's http3 is built on its connections:
 //
-// A GameClient (Dialer.Game) rebuilds the state with a deltacomp.Replica,
-// asks for a resync on a revision gap, a patch that does not apply or a
-// checksum mismatch, and runs the client tick engine (sim.Client) on it:
-// a clock just far enough ahead of the server, the players' inputs for
-// every tick it passes (each packet repeats those not yet acknowledged),
-// prediction by rollback and re-simulation from every new state,
-// smoothed corrections, and interpolation of what the server sent. A
-// GameHandler hears, in tick order, what happens to the game: ready to
-// play, players joined and left (with the reason), each action accepted
-// or rejected (acceptance read from the input acks, which count the
-// game frames the server sent, so no input costs a message), postmarked
-// messages that came too late, resyncs, desyncs and the disconnect.
-// A postmarked message runs as the player that sent it
-// (Client.SendPlayerAt names one of a connection's players).
+//   - game: server-authoritative state sync (game.Host, game.Client):
+//     snapshots as XOR+RLE deltas chosen by interest, inputs, prediction,
+//     interpolation, events.
+//   - commits: the committed/live lockstep mode (commits.Host,
+//     commits.Client) with its mesh of unreliable shortcuts.
+//   - peerhost: a player's process that hosts a game and survives the
+//     loss of its host (host migration).
+//
+// The root imports none of the replication, simulation or migration
+// packages (docs/ARCHITECTURE.md, kept true by a test).
 package tickwire

@@ -9,7 +9,7 @@ import (
 )
 
 // FrameHandler is a protocol layer that rides on a connection's packets,
-// as the game layer (GameHost on a server's Conn, GameClient on a Client)
+// as the game layer (game.Host on a server's Conn, game.Client on a Client)
 // does: it receives the frames the connection does not handle itself,
 // adds its own frames to the first packet of every tick, and names the
 // ticks in the packet headers; one that implements PacketFates also
@@ -37,8 +37,8 @@ type PacketFates interface {
 }
 
 // Pacer is implemented by a FrameHandler that sends on some ticks only:
-// a GameHost with GameConfig.SnapshotInterval above 1 on the server, a
-// GameClient with SetInputInterval above 1 on the client. Due reports
+// a game.Host with game.Config.SnapshotInterval above 1 on the server, a
+// game.Client with SetInputInterval above 1 on the client. Due reports
 // whether the packet of the owner's tick must go, and is called once
 // per tick, before that tick's AppendFrames. Between due ticks the
 // owner sends only data queued (reliable or unreliable messages and

@@ -21,8 +21,8 @@ import (
 
 // The swarm bandwidth comparison (bench/README.md): eight players give
 // their groups an order every 200..600 ms for 20 s of virtual time at
-// 30 Hz, first in commits mode (CommitHost: commands relayed, every
-// client simulates every unit), then in state sync (GameHost: XOR+RLE
+// 30 Hz, first in commits mode (commits.Host: commands relayed, every
+// client simulates every unit), then in state sync (game.Host: XOR+RLE
 // deltas of the units chosen by the interest scheduler within a view
 // radius around the player's team, 1,200-byte packets). The figures are
 // each client's bytes per second on the wire (UDP payload), each way.

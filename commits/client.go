@@ -17,10 +17,10 @@ import (
 	"github.com/tickwire/tickwire/udp"
 )
 
-// CommitClientConfig tunes a CommitClient. The zero value is the default.
+// ClientConfig tunes a Client. The zero value is the default.
 type ClientConfig struct {
 	// Capacity is the client's command buffer in ticks. It must cover the
-	// server's (CommitConfig.Capacity) plus how far the client's commit
+	// server's (Config.Capacity) plus how far the client's commit
 	// may trail the server's. Default 8 s of ticks at the server's rate.
 	Capacity int
 	// Shown, if set, is called (with the client's lock held) the first
@@ -40,22 +40,22 @@ type ClientConfig struct {
 	// dropped it (too slow, timed out): a fresh connect token. The client
 	// dials again with Dialer and plays on from a fresh committed copy.
 	Rejoin func(ctx context.Context) (*tickwire.ConnectToken, error)
-	// Dialer dials the rejoins (its Game is set to the CommitClient).
+	// Dialer dials the rejoins (its Game is set to the Client).
 	Dialer tickwire.Dialer
-	// Mesh makes the client take part in the peer mesh (docs/COMMITS.md):
+	// Mesh makes the client take part in the mesh (docs/COMMITS.md):
 	// it sends each command it issues straight to the peers it reaches
 	// too, and applies theirs to its live world as they arrive.
 	Mesh bool
 	// MeshConn, with Mesh, is the mesh's socket (an impaired one in
 	// tests). Default: a DSCP EF UDP socket on the client's local IP.
-	// The CommitClient closes it.
+	// The Client closes it.
 	MeshConn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
 }
 
-// CommitClientStats count what a CommitClient did.
+// ClientStats count what a Client did.
 type ClientStats struct {
 	sim.LockstepStats
 	Issued     uint64 // commands this client issued
@@ -72,10 +72,10 @@ type ClientStats struct {
 	BadFrames  uint64
 	StallMax   time.Duration // the longest time the committed tick did not move
 	Connection uint32        // the current connection id
-	Mesh       MeshStats     // the peer mesh (with CommitClientConfig.Mesh)
+	Mesh       MeshStats     // the mesh (with ClientConfig.Mesh)
 }
 
-// CommitClient is the client half of commits mode: it holds the
+// Client is the client half of commits mode: it holds the
 // committed and live worlds (sim.Lockstep), sends the player's commands
 // scheduled a lead ahead, applies the commands the server relays (a late
 // one rebuilds live), commits what the server confirms and checksums the
@@ -144,7 +144,7 @@ type ownCommand struct {
 	parked bool
 }
 
-// NewCommitClient returns a client for game, a blank world of the game
+// NewClient returns a client for game, a blank world of the game
 // the server runs (the committed state replaces it on connect).
 func NewClient(game sim.CommitGame, cfg ClientConfig) (*Client, error) {
 	if game == nil {
@@ -378,7 +378,7 @@ func (cc *Client) stop(err error) {
 	}
 }
 
-// commitFrames is the CommitClient as the connection's FrameHandler (its
+// commitFrames is the Client as the connection's FrameHandler (its
 // methods run on the client's loop).
 type commitFrames Client
 

@@ -25,10 +25,10 @@ import (
 
 const commitRate = 30
 
-// commitRig is a CommitHost on the in-memory network playing swarm.
+// commitRig is a Host on the in-memory network playing swarm.
 type commitRig struct {
 	t *testing.T
-	// mesh makes the players take part in the peer mesh, each on
+	// mesh makes the players take part in the mesh, each on
 	// 10.0.1.<id>:6000; meshWrap, if set, wraps that socket.
 	mesh     bool
 	meshWrap func(id uint64, pc net.PacketConn) net.PacketConn

@@ -20,13 +20,13 @@ import (
 
 // Commits mode (seed 004, docs/COMMITS.md): the server relays commands
 // and decides commits; every client runs a committed and a live world
-// (sim.Lockstep). CommitHost is the server half, CommitClient the client
+// (sim.Lockstep). Host is the server half, Client the client
 // half.
 
-// CommitGameFactory makes the world of a new commits-mode game.
+// GameFactory makes the world of a new commits-mode game.
 type GameFactory func(gameID uint64) (sim.CommitGame, error)
 
-// CommitConfig tunes a CommitHost. The zero value is the default.
+// Config tunes a Host. The zero value is the default.
 type Config struct {
 	// Capacity is the command buffer's length in ticks (a command is
 	// never scheduled further ahead of the committed tick). Default 4 s
@@ -51,13 +51,13 @@ type Config struct {
 	FullCodec deltacomp.FullCodec
 	// Handler, if set, also receives the connections' events.
 	Handler tickwire.Handler
-	// NoMesh refuses the peer mesh: clients that offer one are not
+	// NoMesh refuses the mesh: clients that offer one are not
 	// introduced to each other, and every command goes through the
 	// server.
 	NoMesh bool
 }
 
-// CommitHostStats count what a CommitHost did.
+// HostStats count what a Host did.
 type HostStats struct {
 	Games     int
 	Joins     uint64
@@ -72,12 +72,12 @@ type HostStats struct {
 	Checked   uint64 // committed ticks whose checksum a client sent and the server compared
 	BadFrames uint64
 	// Introductions counts pairs of clients introduced to each other
-	// (peer mesh), MeshRemovals the pairs taken apart (a client left or
+	// (mesh), MeshRemovals the pairs taken apart (a client left or
 	// was kicked).
 	Introductions, MeshRemovals uint64
 }
 
-// CommitHost runs commits-mode games on a Server: per game id, the
+// Host runs commits-mode games on a Server: per game id, the
 // authoritative committed world, the command buffer, and the clients'
 // progress. Use it as the server's Handler.
 type Host struct {
@@ -93,7 +93,7 @@ type Host struct {
 	stats   HostStats
 	buf     []byte
 	state   []byte
-	secret  [32]byte // the peer mesh's pair keys derive from it
+	secret  [32]byte // the mesh's pair keys derive from it
 }
 
 // commitGame is one running game.
@@ -132,7 +132,7 @@ type commitConn struct {
 	// the path as of this tick: half the round trip, and that plus twice
 	// the jitter (a one-way delay with room for its variation)
 	up, oneway time.Duration
-	// the peer mesh: where the client listens (invalid: not in it),
+	// the mesh: where the client listens (invalid: not in it),
 	// whether it is out of it for now (kicked), and the round trips it
 	// reported to its peers (by connection id; 0: unreachable)
 	meshAddr netip.AddrPort
@@ -141,7 +141,7 @@ type commitConn struct {
 	report   proto.MeshReportFrame
 }
 
-// NewCommitHost returns a host that creates games with factory, or an
+// NewHost returns a host that creates games with factory, or an
 // error naming what is wrong with cfg. Install it with srv.Handle.
 func NewHost(srv *tickwire.Server, factory GameFactory, cfg Config) (*Host, error) {
 	if factory == nil {
@@ -442,7 +442,7 @@ func (h *Host) kick(cc *commitConn) {
 
 // updateLead sets the game's lead: the longest time a command needs to
 // reach every other client — up one client's path and down another's
-// through the server, or straight across the peer mesh when that pair
+// through the server, or straight across the mesh when that pair
 // reaches each other — plus two ticks (rounding, the server's turn).
 func (h *Host) updateLead(g *commitGame, now time.Time) {
 	need := g.slowestPath()

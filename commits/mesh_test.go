@@ -82,7 +82,7 @@ func meshRun(t *testing.T, mesh bool) ([]time.Duration, []*commitPlayer, *commit
 	return delays(ps), ps, r
 }
 
-// TestMeshShortensTheWay: with the peer mesh, a command reaches the
+// TestMeshShortensTheWay: with the mesh, a command reaches the
 // other clients' screens in well under the time it takes through the
 // server (the lead follows the 10 ms peer paths instead of the 60 ms
 // server paths), the committed worlds agree, and no command runs twice.

@@ -120,7 +120,7 @@ func (g *hostedGame) holds(now time.Time) bool {
 
 // checkResumed counts, for the first second after an adopted game's
 // hold ended, the inputs of players back from the migration that its
-// engine had to run without (GameHostStats.ResumedMissing): each was an
+// engine had to run without (HostStats.ResumedMissing): each was an
 // input of the old host's the successor did not get in time.
 func (h *Host) checkResumed(g *hostedGame) {
 	if g.checkUntil == 0 {

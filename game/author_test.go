@@ -19,7 +19,7 @@ import (
 	"github.com/tickwire/tickwire/udp"
 )
 
-// TestGameClientReattach (issue 23, bug 1): a GameClient dialled again
+// TestGameClientReattach (issue 23, bug 1): a Client dialled again
 // after its game ended — the server's new game starts from tick 0 — must
 // follow the new game at once, not hold the old session's replica and
 // wait for the server to pass the old tick.
@@ -51,10 +51,10 @@ func TestGameClientReattach(t *testing.T) {
 }
 
 // TestInterestKinds (issue 23, bug 3): a game reports its entities'
-// kinds (sim.EntityKinder), so GameConfig.Interest.Kinds applies: with a
+// kinds (sim.EntityKinder), so Config.Interest.Kinds applies: with a
 // view radius that shows nobody, the other player's avatar (kind
 // player, always relevant) stays fresh while the NPCs out of view keep
-// their last value — which GameClient.UpdatedAt tells apart.
+// their last value — which Client.UpdatedAt tells apart.
 func TestInterestKinds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		kinds := make([]interest.Kind, 4)

@@ -16,7 +16,7 @@ import (
 
 // InputFunc returns a player's input for a tick (appended to dst, exactly
 // the game's input size: anything else plays as an idle input and counts
-// in GameClientStats.BadInputs). The GameClient calls it once per local
+// in ClientStats.BadInputs). The Client calls it once per local
 // player for every tick its predicted clock passes, in tick order, on
 // the client's loop.
 type InputFunc func(player uint16, tick uint32, dst []byte) []byte
@@ -24,16 +24,16 @@ type InputFunc func(player uint16, tick uint32, dst []byte) []byte
 // WorldInputFunc is an InputFunc that sees the world as the player sees
 // it: world is the predicted world of the last frame (read it, do not
 // change it), for input that depends on the state — bots, aim assist,
-// "move toward". Install it with GameClient.InputFrom.
+// "move toward". Install it with Client.InputFrom.
 type WorldInputFunc func(world Game, player uint16, tick uint32, dst []byte) []byte
 
 // FrameFunc runs on the client's loop after every frame of the engine
-// (GameClient.OnFrame): read the predicted world, the bodies to draw and
+// (Client.OnFrame): read the predicted world, the bodies to draw and
 // the effects of that frame there — each effect is in exactly one frame —
 // without a lock or a goroutine of your own. Do not keep eng.
 type FrameFunc func(eng *sim.Client)
 
-// GameClient plays a game on a Client. It is the network side of the
+// Client plays a game on a Client. It is the network side of the
 // client tick engine (sim.Client): it rebuilds the server's state from
 // snapshot deltas and full snapshots (deltacomp.Replica) and hands every
 // new state to the engine as the authoritative world; it asks for a
@@ -42,12 +42,12 @@ type FrameFunc func(eng *sim.Client)
 // input frames in every packet, and feeds it the server's input acks and
 // action rejections. The engine runs the predicted clock, prediction with
 // rollback, interpolation and correction smoothing (see sim.Client).
-// The game hears what happens to it through a GameHandler (Handle): the
+// The game hears what happens to it through a Handler (Handle): the
 // moment it can play, players joining and leaving, its actions accepted
 // or rejected, late postmarked messages, resyncs, desyncs and the
 // disconnect, in tick order.
 //
-// Create it with NewGameClient and pass it in Dialer.Game (it is a
+// Create it with NewClient and pass it in Dialer.Game (it is a
 // ClientLayer: it attaches to the accepted session through the same seam
 // any other protocol layer would use). Use Do to read
 // the engine (the predicted world, the interpolated bodies, effects)
@@ -80,7 +80,7 @@ type Client struct {
 	onFrame    FrameFunc
 
 	// cur is c for the goroutines of Stats, State and Do (Attach
-	// replaces c when the GameClient moves to a new session); resuming
+	// replaces c when the Client moves to a new session); resuming
 	// makes the next Attach a host migration's (Resume).
 	cur      atomic.Pointer[tickwire.Client]
 	resuming atomic.Bool
@@ -95,7 +95,7 @@ type Client struct {
 	ev       gameEvents
 }
 
-// GameClientStats count what a GameClient saw.
+// ClientStats count what a Client saw.
 type ClientStats struct {
 	Deltas, FullSnapshots uint64
 	Resyncs               uint64 // resync requests sent
@@ -122,16 +122,16 @@ type ClientStats struct {
 	// than the game's Schema.InputSize (played as idle inputs).
 	BadInputs uint64
 	Entities  int
-	// Events counts the events delivered (to the GameHandler, if any),
+	// Events counts the events delivered (to the Handler, if any),
 	// by kind.
 	Events [NumEventKinds]uint64
 }
 
-// ConvergeTime is how long after connecting a GameClient's clock is
+// ConvergeTime is how long after connecting a Client's clock is
 // given to converge before late inputs count in its statistics.
 const ConvergeTime = 3 * time.Second
 
-// NewGameClient returns a game client for game (a world of the game the
+// NewClient returns a game client for game (a world of the game the
 // server runs, used as the template of the engine's worlds), with input
 // as the source of its players' inputs (nil: set one with InputFrom, or
 // the players stand idle) and cfg for the engine; the local players and
@@ -161,7 +161,7 @@ func NewClient(game Game, input InputFunc, cfg sim.ClientConfig) (*Client, error
 // players at the server's tick and returns the handler of the game's
 // frames.
 //
-// A GameClient can be attached again, to a new session: after a host
+// A Client can be attached again, to a new session: after a host
 // migration (Resume before dialling the successor) it keeps its engine —
 // the sampled inputs, which it re-sends, and the predicted world — and
 // re-anchors the clocks; otherwise it starts over with a new engine.
@@ -198,7 +198,7 @@ func (g *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 }
 
 // Resume makes the next Attach a host migration's: the session the
-// GameClient is attached to is about to be replaced by one to the
+// Client is attached to is about to be replaced by one to the
 // successor, which resumes the same game (docs/MIGRATION.md); its end
 // is not the game's (no EventDisconnected). Call it before closing that
 // session.
@@ -212,8 +212,8 @@ func (g *Client) resetSession() {
 	g.resyncDue, g.resyncAt = false, time.Time{}
 }
 
-// gameFrames is the GameClient seen as its connection's FrameHandler
-// and Ticker, so those methods stay out of GameClient's API.
+// gameFrames is the Client seen as its connection's FrameHandler
+// and Ticker, so those methods stay out of Client's API.
 type gameFrames Client
 
 // Tick runs one client frame: the engine's clock, input sampling,
@@ -231,7 +231,7 @@ func (f *gameFrames) Tick(now time.Time, _ uint32) {
 }
 
 // InputFrom makes f the source of the players' inputs instead of the
-// InputFunc given to NewGameClient: f sees the predicted world. Call it
+// InputFunc given to NewClient: f sees the predicted world. Call it
 // before dialling.
 func (g *Client) InputFrom(f WorldInputFunc) { g.worldInput = f }
 
@@ -246,7 +246,7 @@ func (f *gameFrames) Ticks() tickwire.Ticks {
 	return tickwire.Ticks{Tick: f.eng.Tick(), InterpFrom: v.From, InterpTo: v.To, Blend: v.Blend}
 }
 
-// MaxInputInterval is the longest GameClient.SetInputInterval.
+// MaxInputInterval is the longest Client.SetInputInterval.
 const MaxInputInterval = 4
 
 // SetInputInterval makes the client send its packets every n ticks (1,

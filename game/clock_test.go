@@ -77,7 +77,7 @@ func newLossyRig(t *testing.T) *gameRig {
 }
 
 // TestGameClockVirtual is issue 6's clock scenario end to end, in virtual
-// time: a GameClient plays the arena through "delay 50ms 10ms loss 2%"
+// time: a Client plays the arena through "delay 50ms 10ms loss 2%"
 // each way (a 40 ms link plus netem's 10±10 ms), then the delay steps to
 // 150 ms each way. After each start the lead must settle within 3 s, and
 // once it has, fewer than 1 % of inputs may arrive late and
@@ -158,7 +158,7 @@ func TestGamePredictionVirtual(t *testing.T) {
 	})
 }
 
-// TestGameClientSettledStats: GameClientStats.Settled stays zero until
+// TestGameClientSettledStats: ClientStats.Settled stays zero until
 // the session has lasted ConvergeTime, then holds the engine's counters
 // of that moment, so that Engine minus Settled counts what a settled
 // client saw.

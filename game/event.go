@@ -9,10 +9,10 @@ import (
 	"github.com/tickwire/tickwire/sim"
 )
 
-// GameEventKind says what a GameEvent reports.
+// EventKind says what a Event reports.
 type EventKind uint8
 
-// Game events and what each sets of GameEvent's fields (GameEvent's
+// Game events and what each sets of Event's fields (Event's
 // documentation shows one of each).
 const (
 	// EventReady: the game can be played. The first state was applied
@@ -57,13 +57,13 @@ const (
 	// the newest server tick seen. Always the last event.
 	EventDisconnected
 	// EventEffect: the server's game produced Effect at Tick, and its
-	// GameConfig.SendEffects sent it to this client (a tag, a score, an
+	// Config.SendEffects sent it to this client (a tag, a score, an
 	// explosion out of the client's prediction).
 	EventEffect
 	numGameEventKinds
 )
 
-// NumGameEventKinds bounds GameEventKind, for arrays indexed by kind.
+// NumGameEventKinds bounds EventKind, for arrays indexed by kind.
 const NumEventKinds = int(numGameEventKinds)
 
 var gameEventNames = [...]string{
@@ -87,8 +87,8 @@ func (k EventKind) String() string {
 	return fmt.Sprintf("GameEventKind(%d)", uint8(k))
 }
 
-// GameEvent is something that happened to a GameClient's game, which a
-// GameHandler receives. Kind says which fields are set (see the Event
+// Event is something that happened to a Client's game, which a
+// Handler receives. Kind says which fields are set (see the Event
 // constants); the others are zero. One of each kind, as String shows
 // them:
 //
@@ -142,10 +142,10 @@ func (e Event) String() string {
 	return s
 }
 
-// GameHandler receives a GameClient's events. GameEvent runs on the
+// Handler receives a Client's events. Event runs on the
 // client's loop goroutine, one event at a time, in tick order, with the
 // client's state locked (like a ClientHandler): it must not block and
-// must not call the GameClient's or the Client's methods that take the
+// must not call the Client's or the Client's methods that take the
 // lock (Do, State, Stats, Send...); it may read eng, the tick engine,
 // during the call. e is valid only during the call.
 //
@@ -181,7 +181,7 @@ type sampledAction struct {
 // that acknowledges nothing): the oldest are forgotten.
 const maxPendingActions = 4096
 
-// gameEvents is a GameClient's event bookkeeping.
+// gameEvents is a Client's event bookkeeping.
 type gameEvents struct {
 	pending []pendingEvent
 	actions []sampledAction // in tick order

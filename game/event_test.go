@@ -19,7 +19,7 @@ import (
 	"github.com/tickwire/tickwire/udp/udptest"
 )
 
-// eventLog is a GameHandler that records the events a game received.
+// eventLog is a Handler that records the events a game received.
 type eventLog struct {
 	mu     sync.Mutex
 	events []Event
@@ -346,7 +346,7 @@ func TestGameClientEventsAllocs(t *testing.T) {
 	}
 }
 
-// TestGameEventString: one event of each kind reads as GameEvent's
+// TestGameEventString: one event of each kind reads as Event's
 // documentation shows it.
 func TestGameEventString(t *testing.T) {
 	for _, c := range []struct {

@@ -112,7 +112,7 @@ func (h *valueHandler) Disconnected(c *tickwire.Conn, _ proto.DisconnectReason) 
 	h.left <- c.Value
 }
 
-// TestConnValueIsTheApplications: a GameConfig.Handler that sets
+// TestConnValueIsTheApplications: a Config.Handler that sets
 // Conn.Value keeps it, and the game host still finds the connection's
 // players when the client leaves: the player leaves and the game ends.
 func TestConnValueIsTheApplications(t *testing.T) {
@@ -152,7 +152,7 @@ func TestConnValueIsTheApplications(t *testing.T) {
 	})
 }
 
-// TestSetInputIntervalRange: GameClient.SetInputInterval takes 1 to
+// TestSetInputIntervalRange: Client.SetInputInterval takes 1 to
 // MaxInputInterval ticks and refuses the rest with what the range is.
 func TestSetInputIntervalRange(t *testing.T) {
 	gc, err := NewClient(arena.NewGame(0), nil, sim.ClientConfig{})

@@ -18,11 +18,11 @@ import (
 // world with its rules (see sim.Game for the contract).
 type Game = sim.Game
 
-// GameFactory makes the world of a new game the first time a connect
+// Factory makes the world of a new game the first time a connect
 // token names its id. It may refuse with an error.
 type Factory func(gameID uint64) (Game, error)
 
-// GameConfig tunes a GameHost. The zero value is the default.
+// Config tunes a Host. The zero value is the default.
 type Config struct {
 	// Sim configures each game's tick engine (input buffering, checksum
 	// interval, lag compensation). Its TickRate is the server's.
@@ -42,7 +42,7 @@ type Config struct {
 	// rate saves is the server's per-connection work (scheduling,
 	// encoding, sealing: a quarter to a third of the arena's tick at 2,
 	// since each snapshot then carries two ticks' changes) and the bytes
-	// down (see GameClient.SetInputInterval for the way up), at the
+	// down (see Client.SetInputInterval for the way up), at the
 	// cost of remote entities shown that much later (the client's
 	// interpolation delay follows the snapshot interval). Connections are
 	// spread over the ticks by id, so each tick builds an even share. In
@@ -74,7 +74,7 @@ type Config struct {
 	Hooks Hooks
 }
 
-// GameHost runs games on a Server: one tick engine (package sim) per
+// Host runs games on a Server: one tick engine (package sim) per
 // game id, fed by its connections' input frames, replicated to each
 // connection as XOR+RLE delta frames chosen by an interest scheduler, with
 // join and resync snapshots on the reliable channel. Use it as the
@@ -110,7 +110,7 @@ type packetScratch struct {
 	sched interest.Scratch
 }
 
-// GameHostStats count what a GameHost did.
+// HostStats count what a Host did.
 type HostStats struct {
 	Games        int    // running now
 	Joins        uint64 // players joined
@@ -143,7 +143,7 @@ type HostStats struct {
 	// that its engine ran without: inputs the old host may have run
 	// (and acknowledged) that did not reach the successor in time.
 	ResumedMissing uint64
-	// Effects counts the effects GameConfig.SendEffects networked.
+	// Effects counts the effects Config.SendEffects networked.
 	Effects uint64
 	// InputsMissing counts the (player, tick) pairs the games simulated
 	// without the player's input, ended games included
@@ -152,7 +152,7 @@ type HostStats struct {
 	InputsMissing uint64
 }
 
-// NewGameHost returns a host that creates games with factory, or an error
+// NewHost returns a host that creates games with factory, or an error
 // naming what is wrong with cfg. Install it with srv.Handle.
 func NewHost(srv *tickwire.Server, factory Factory, cfg Config) (*Host, error) {
 	if factory == nil {
@@ -185,7 +185,7 @@ func NewHost(srv *tickwire.Server, factory Factory, cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// MaxSnapshotInterval is the longest GameConfig.SnapshotInterval: as many
+// MaxSnapshotInterval is the longest Config.SnapshotInterval: as many
 // ticks as a connection's scheduler may go without an update and still
 // learn exactly what changed (interest.MaxSkippedUpdates + 1).
 const MaxSnapshotInterval = interest.MaxSkippedUpdates + 1
@@ -240,7 +240,7 @@ type gameConn struct {
 	now   time.Time
 	// phase is the connection's place in the snapshot cadence: its
 	// packets are due on the ticks where (tick + phase) mod
-	// GameConfig.SnapshotInterval is 0.
+	// Config.SnapshotInterval is 0.
 	phase uint32
 	// full snapshot in flight on the reliable channel: taken as the
 	// encoder's baseline once the reliable queue has drained.
@@ -307,7 +307,7 @@ func (h *Host) Resyncs() uint64 { return h.stats.Resyncs }
 // Desyncs counts checksum mismatches clients reported.
 func (h *Host) Desyncs() uint64 { return h.stats.Desyncs }
 
-// InputsMissing is GameHostStats.InputsMissing, for metrics.
+// InputsMissing is HostStats.InputsMissing, for metrics.
 func (h *Host) InputsMissing() uint64 { return h.Stats().InputsMissing }
 
 // Entities is how many entities a game has now.
@@ -471,9 +471,9 @@ func (h *Host) Disconnected(c *tickwire.Conn, r proto.DisconnectReason) {
 
 // Message hands postmarked messages to the engine (they run at their
 // tick, as the player the message names — Client.SendPlayerAt — or the
-// connection's first player) and everything else to GameConfig.Handler.
+// connection's first player) and everything else to Config.Handler.
 // A postmarked message naming a player the connection does not carry is
-// dropped and counted (GameHostStats.BadFrames).
+// dropped and counted (HostStats.BadFrames).
 func (h *Host) Message(c *tickwire.Conn, m *tickwire.Message) {
 	gc := h.conns[c]
 	if gc != nil && m.Postmarked && len(c.Players()) > 0 {
@@ -587,7 +587,7 @@ func (h *Host) Tick(now time.Time, tick uint32) {
 }
 
 // sendEffects sends the effects of the step g just ran that
-// GameConfig.SendEffects networks.
+// Config.SendEffects networks.
 func (h *Host) sendEffects(g *hostedGame) {
 	for i := range g.eng.Effects() {
 		e := &g.eng.Effects()[i].Effect
@@ -795,7 +795,7 @@ var (
 )
 
 // Due paces the connection's packets (Pacer): due on one tick in
-// GameConfig.SnapshotInterval, the server's tick.
+// Config.SnapshotInterval, the server's tick.
 func (gc *gameConn) Due(tick uint32) bool {
 	return (tick+gc.phase)%uint32(gc.host.cfg.SnapshotInterval) == 0
 }
@@ -803,7 +803,7 @@ func (gc *gameConn) Due(tick uint32) bool {
 // AppendFrames writes this tick's frames for the connection, on its due
 // ticks only (Due): input acks of its players, then the snapshot delta in
 // the room left, then, when one is due (every
-// GameConfig.Sim.ChecksumInterval ticks), the checksum of the entities
+// Config.Sim.ChecksumInterval ticks), the checksum of the entities
 // that delta carried (sim.Checksummer.EntitiesSum). A packet that goes
 // between due ticks (reliable data queued) carries none of them: the
 // client's interpolation clock reads the snapshots' cadence.

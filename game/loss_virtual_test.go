@@ -121,7 +121,7 @@ func TestInterpStallsUnderLossVirtual(t *testing.T) {
 	}
 }
 
-// TestSnapshotIntervalVirtual: with GameConfig.SnapshotInterval 2 on the
+// TestSnapshotIntervalVirtual: with Config.SnapshotInterval 2 on the
 // loss suite's 4G profile, eight players firing hitscan shots (each
 // networked to everyone as a game event, so packets with reliable data go
 // between the snapshots too) get half the snapshot deltas (30 a second
@@ -130,7 +130,7 @@ func TestInterpStallsUnderLossVirtual(t *testing.T) {
 // cadence: its delay grows by the longer interval between snapshots (one
 // tick) and, while snapshots are being lost, by the longer hole a lost
 // one leaves (one more). With the players also sending every other tick
-// (GameClient.SetInputInterval 2), each sends half the packets, their
+// (Client.SetInputInterval 2), each sends half the packets, their
 // inputs arrive in time about as often as at every tick's cadence (the
 // clock's target age covers the cadence: without that, 78 late inputs
 // instead of 7), and all stays in sync.

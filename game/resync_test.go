@@ -22,7 +22,7 @@ import (
 
 // The join, leave, resync and desync flows of seed 001, end to end over
 // the in-memory network in virtual time: a server running the arena
-// through a GameHost, GameClients dialling it, faults injected inside the
+// through a Host, GameClients dialling it, faults injected inside the
 // client (behind the AEAD) with a testrig.FilterLayer. Every case ends with
 // the client's replica equal to the server's state at the replica's tick.
 
@@ -296,7 +296,7 @@ func truncatePatch(f []byte) []byte {
 func TestGameResync(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		interval int // GameConfig.Sim.ChecksumInterval
+		interval int // Config.Sim.ChecksumInterval
 		frame    proto.FrameType
 		n        int
 		fault    func([]byte) []byte

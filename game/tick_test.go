@@ -48,7 +48,7 @@ type tickRig struct {
 	// and kills send game events on the reliable channel.
 	fire bool
 	// inputEvery makes each client send every inputEvery ticks (its
-	// inputs of those ticks in one frame), as GameClient.SetInputInterval.
+	// inputs of those ticks in one frame), as Client.SetInputInterval.
 	inputEvery int
 	// batch holds the clients' datagrams of a tick, as the read loop
 	// hands them to the server: the server receives them together (its
@@ -142,7 +142,7 @@ func newTickRig(t testing.TB, n, workers int) *tickRig { return newPacedTickRig(
 // rigGameID is the game the rig's tokens name.
 const rigGameID = 1
 
-// newPacedTickRig is newTickRig with GameConfig.SnapshotInterval interval
+// newPacedTickRig is newTickRig with Config.SnapshotInterval interval
 // and the clients sending every interval ticks too.
 func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 	key, _ := tickwire.GenerateKey()
@@ -420,10 +420,10 @@ func BenchmarkServerTickFire(b *testing.B) { benchWorkers(b, true, 1) }
 
 // BenchmarkServerTickPaced and BenchmarkServerTickFirePaced are
 // BenchmarkServerTickWorkers and BenchmarkServerTickFire with snapshots
-// every other tick (GameConfig.SnapshotInterval 2: 30 Hz at the 60 Hz
+// every other tick (Config.SnapshotInterval 2: 30 Hz at the 60 Hz
 // tick), each tick building half the connections' packets, and the
 // clients sending every other tick, two inputs a packet
-// (GameClient.SetInputInterval 2), as the capacity run's
+// (Client.SetInputInterval 2), as the capacity run's
 // -snapshot-interval 2 -input-interval 2.
 func BenchmarkServerTickPaced(b *testing.B)     { benchWorkers(b, false, 2) }
 func BenchmarkServerTickFirePaced(b *testing.B) { benchWorkers(b, true, 2) }
@@ -696,7 +696,7 @@ func TestBacklogOpenedOnWorkers(t *testing.T) {
 	sameSent(t, one.sent, two.sent, "one worker", "two")
 }
 
-// TestInputsMissingCounted: GameHostStats.InputsMissing counts the ticks
+// TestInputsMissingCounted: HostStats.InputsMissing counts the ticks
 // a player's game ran without its input (a client gone quiet), only
 // those, and keeps them when the game ends.
 func TestInputsMissingCounted(t *testing.T) {

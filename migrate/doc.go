@@ -7,11 +7,11 @@
 // at any tick.
 //
 // It does no I/O and reads no clock: every call that depends on time
-// takes now. The root package wires it to connections:
+// takes now. Package peerhost wires it to connections:
 //
 //	host:    roster ──► players          step records ──► standby
 //	player:  packets from host ──► HostMonitor ──► lost? ──► Election
 //	         ──► winner: dial its address with the successor token
 //	standby: Standby.Load / Step (replay) ──► lost, elected ──► Promote
-//	         ──► a GameHost over the promoted sim.Server, epoch + 1
+//	         ──► a game.Host over the promoted sim.Server, epoch + 1
 package migrate

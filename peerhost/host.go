@@ -14,14 +14,14 @@ import (
 	"github.com/tickwire/tickwire/sim"
 )
 
-// MigrationConfig makes a GameHost the host of a peer-hosted game that
+// HostConfig makes a game.Host the host of a peer-hosted game that
 // its players can take over when it is lost (host migration,
 // docs/MIGRATION.md). The host keeps every player informed of the roster
 // (who can host, where, in which order), streams the game to the first
 // successor in line (its warm standby: StandbyFeed), hands out the
 // credentials the successor's server admits the players with (a fresh
 // key to the successor, a token for its address to everyone), and steps
-// down when it learns it was replaced. The GameHost then runs one game.
+// down when it learns it was replaced. The game.Host then runs one game.
 type HostConfig struct {
 	// Game is the id of the game (the one the players' tokens name).
 	Game uint64
@@ -45,17 +45,17 @@ type HostConfig struct {
 	// authority. Default migrate.DefaultTimeout.
 	StallTimeout time.Duration
 	// streams are the players' peer message streams a promoted standby
-	// held (Peer).
+	// held (Player).
 	streams map[uint16]*playerStream
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
-	// The GameHost has stopped the game by then; the owner closes the
+	// The game.Host has stopped the game by then; the owner closes the
 	// server (Server.CloseAll with proto.DisconnectHostMigrate).
 	StepDown func(why string)
 }
 
-// MigrationStats count what the host side of host migration did.
+// HostStats count what the host side of host migration did.
 type HostStats struct {
 	Epoch        uint32 // the host's
 	Rosters      uint64 // roster frames sent
@@ -89,7 +89,7 @@ type hostMigration struct {
 	stats   HostStats
 	buf     []byte
 	succ    []migrate.Member
-	// the players' peer message streams (peerstream.go), by first slot;
+	// the players' peer message streams (stream.go), by first slot;
 	// acked: the standby has acked since it became the standby
 	streams map[uint16]*playerStream
 	acked   bool

@@ -19,7 +19,7 @@ import (
 	"github.com/tickwire/tickwire/udp"
 )
 
-// PeerConfig configures a Peer.
+// Config configures a Player.
 type Config struct {
 	// Game is the player's game client; it stays the same across hosts.
 	Game *game.Client
@@ -27,7 +27,7 @@ type Config struct {
 	// the lobby's host, or promoted). Required with HostConn.
 	Factory game.Factory
 	// Host configures the game host when this peer hosts (its Migration
-	// is filled in by the Peer), Server its server.
+	// is filled in by the Player), Server its server.
 	Host   game.Config
 	Server tickwire.Config
 	// HostConn is this player's host socket, bound for the whole game
@@ -36,11 +36,11 @@ type Config struct {
 	HostConn udp.BatchConn
 	HostAddr string
 	// Handler, if set, receives the messages of every session; its
-	// Disconnected runs once, when the Peer ends (a host migration is not
+	// Disconnected runs once, when the Player ends (a host migration is not
 	// a disconnect).
 	Handler tickwire.ClientHandler
 	// Dialer returns the dialer for each session (a new socket, the
-	// caller's Handler and Game are set by the Peer); nil: Dialer{}.
+	// caller's Handler and Game are set by the Player); nil: Dialer{}.
 	Dialer func() tickwire.Dialer
 	// Redirect, if set, rewrites the address a successor is dialled at
 	// (a proxy in tests and netem runs); the token is unchanged.
@@ -50,22 +50,22 @@ type Config struct {
 	// PromoteTimeout how long an elected successor has to announce
 	// itself (default migrate.DefaultPromoteTimeout).
 	Timeout, PromoteTimeout time.Duration
-	// OnEvent, if set, hears what the Peer does (from its goroutines).
+	// OnEvent, if set, hears what the Player does (from its goroutines).
 	OnEvent func(Event)
 	Logger  *slog.Logger
 }
 
-// PeerEventKind names a Peer event.
+// EventKind names a Player event.
 type EventKind uint8
 
-// Peer events.
+// Player events.
 const (
 	EventHostLost    EventKind = iota + 1 // the host went silent or left
 	EventFollowing                        // dialled the elected successor (Epoch, Slot)
 	EventPromoted                         // this peer became the host (Epoch)
 	EventResumed                          // the successor announced itself (host migration control)
 	EventSteppedDown                      // this peer's host learned it was replaced
-	EventNoHost                           // nobody can take over: the Peer ended with migrate.ErrNoHost
+	EventNoHost                           // nobody can take over: the Player ended with migrate.ErrNoHost
 )
 
 var peerEventNames = [...]string{EventHostLost: "host lost", EventFollowing: "following", EventPromoted: "promoted",
@@ -78,7 +78,7 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// PeerEvent is one step of a host migration as a peer saw it.
+// Event is one step of a host migration as a peer saw it.
 type Event struct {
 	Kind  EventKind
 	Time  time.Time
@@ -87,7 +87,7 @@ type Event struct {
 	Text  string
 }
 
-// PeerStats count what a Peer did.
+// Stats count what a Player did.
 type Stats struct {
 	Epoch        uint32 // of the host followed (or run) now
 	Migrations   uint64 // successors followed (including by promotion)
@@ -108,9 +108,9 @@ type Stats struct {
 	HostGame    game.HostStats // when hosting
 }
 
-// Peer is a player of a peer-hosted game that survives the loss of its
+// Player is a player of a peer-hosted game that survives the loss of its
 // host (host migration, seed 001, docs/MIGRATION.md): it plays through
-// its GameClient, follows the host's roster, keeps the warm standby when
+// its game.Client, follows the host's roster, keeps the warm standby when
 // the host names it, and when the host goes silent runs the election
 // every player computes alike — then either dials the successor with
 // the token the host gave it in advance, or, elected itself, promotes
@@ -138,7 +138,7 @@ type Player struct {
 	players  []uint16
 	clientID uint64
 
-	// The peer message stream (peerstream.go): this player's own —
+	// The peer message stream (stream.go): this player's own —
 	// messages sent and not yet confirmed, the newest number received and
 	// when its ack last went out — and, as the standby, the host's copies
 	// of every player's.
@@ -161,7 +161,7 @@ type tokenHeld struct {
 	tok   *tickwire.ConnectToken
 }
 
-// NewPeer returns a peer for cfg; nothing runs before Host or Join.
+// NewPlayer returns a peer for cfg; nothing runs before Host or Join.
 func NewPlayer(cfg Config) (*Player, error) {
 	if cfg.Game == nil {
 		return nil, errors.New("tickwire: PeerConfig.Game is required")
@@ -193,7 +193,7 @@ func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates m
 	return err
 }
 
-// startHost runs a server with a GameHost of mc on the host socket.
+// startHost runs a server with a game.Host of mc on the host socket.
 func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostConfig) (*game.Host, error) {
 	scfg := p.cfg.Server
 	scfg.PreviousKeys = append(append([]tickwire.Key(nil), scfg.PreviousKeys...), previous...)
@@ -300,7 +300,7 @@ func (p *Player) timeout() time.Duration {
 }
 
 // Client is the session to the current host (nil between hosts). Send
-// messages on it; do not close it (Close the Peer).
+// messages on it; do not close it (Close the Player).
 func (p *Player) Client() *tickwire.Client {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -323,7 +323,7 @@ func (p *Player) Stats() Stats {
 	return st
 }
 
-// ErrPeerClosed is the Peer's Err after Close.
+// ErrClosed is the Player's Err after Close.
 var ErrClosed = errors.New("tickwire: peer closed")
 
 // Send sends a reliable message to the game's host on channel, on this
@@ -354,8 +354,8 @@ func (p *Player) Send(channel uint8, data []byte) error {
 }
 
 // Reply sends a reliable message from the game host this peer runs to
-// connection c's player, on its peer message stream (GameHost.SendStream).
-// Call it from the host's GameConfig.Handler.
+// connection c's player, on its peer message stream (game.Host.SendStream).
+// Call it from the host's game.Config.Handler.
 func (p *Player) Reply(c *tickwire.Conn, channel uint8, data []byte) error {
 	p.mu.Lock()
 	mig := p.mig
@@ -386,10 +386,10 @@ func (p *Player) resend(c *tickwire.Client) {
 	p.mu.Unlock()
 }
 
-// Done is closed when the Peer ended; Err says why.
+// Done is closed when the Player ended; Err says why.
 func (p *Player) Done() <-chan struct{} { return p.done }
 
-// Err is nil while the Peer plays, then why it ended.
+// Err is nil while the Player plays, then why it ended.
 func (p *Player) Err() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -444,7 +444,7 @@ func (p *Player) run() {
 
 // sessionEnded handles the end of the session to the host: one that
 // left for a successor (or timed out) starts the election now; any other
-// reason ends the Peer. It reports whether the Peer ended.
+// reason ends the Player. It reports whether the Player ended.
 func (p *Player) sessionEnded(c *tickwire.Client) bool {
 	p.mu.Lock()
 	if p.client != c {
@@ -466,7 +466,7 @@ func (p *Player) sessionEnded(c *tickwire.Client) bool {
 	return false
 }
 
-// finish ends the Peer with err.
+// finish ends the Player with err.
 func (p *Player) finish(err error, r proto.DisconnectReason) {
 	p.mu.Lock()
 	c, srv := p.client, p.srv
@@ -487,7 +487,7 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 }
 
 // leave closes the session to the old host, telling it we follow a
-// successor, and prepares the GameClient to resume.
+// successor, and prepares the game.Client to resume.
 func (p *Player) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
 	p.mu.Lock()
 	c := p.client
@@ -617,7 +617,7 @@ func (p *Player) event(e Event) {
 }
 
 // peerHandler passes the sessions' messages on; their disconnects are
-// the Peer's business.
+// the Player's business.
 type peerHandler struct{ p *Player }
 
 func (h peerHandler) Message(c *tickwire.Client, m *tickwire.Message) {
@@ -628,8 +628,8 @@ func (h peerHandler) Message(c *tickwire.Client, m *tickwire.Message) {
 
 func (h peerHandler) Disconnected(*tickwire.Client, proto.DisconnectReason) {}
 
-// Attach makes the Peer the ClientLayer of each session: it wraps the
-// GameClient's frame handler with the migration frames.
+// Attach makes the Player the ClientLayer of each session: it wraps the
+// game.Client's frame handler with the migration frames.
 func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.FrameHandler, error) {
 	fh, err := p.cfg.Game.Attach(c, a)
 	if err != nil {
@@ -648,7 +648,7 @@ type peerFrames struct {
 
 func (f *peerFrames) Ticks() tickwire.Ticks { return f.inner.Ticks() }
 
-// Tick runs the game's frame (the GameClient is a Ticker).
+// Tick runs the game's frame (the game.Client is a Ticker).
 func (f *peerFrames) Tick(now time.Time, tick uint32) {
 	if t, ok := f.inner.(tickwire.Ticker); ok {
 		t.Tick(now, tick)

@@ -15,7 +15,7 @@ import (
 // reliable channel: a standby state frame (the engine state with the
 // snapshots of the state's tick and of the ticks before it, for lag
 // compensation) when the standby is set and every AnchorEvery, and a
-// standby step frame after every step. Hang Stepped on GameConfig.Stepped;
+// standby step frame after every step. Hang Stepped on game.Config.Stepped;
 // call every method from the server's loop.
 type StandbyFeed struct {
 	// Game is the id of the game fed.

@@ -79,8 +79,8 @@ func newFeedRig(t *testing.T) (*gameRig, *StandbyFeed, *standbyLayer, *tickwire.
 	return r, feed, layer, c, sc
 }
 
-// TestStandbyFeedPromotes: in virtual time, a GameHost feeds a player's
-// warm standby (StandbyFeed on GameConfig.Stepped, frames on the
+// TestStandbyFeedPromotes: in virtual time, a game.Host feeds a player's
+// warm standby (StandbyFeed on game.Config.Stepped, frames on the
 // standby's reliable channel over a 15 ms link) while another player
 // plays; the host's server then stops without notice. The standby,
 // promoted, holds exactly the host's state at the last tick it received,

@@ -2,7 +2,7 @@ package proto
 
 // EffectFrame is a presentation event the server's game produced in a
 // step (a tag, an explosion, a score), sent to the players concerned on
-// the reliable channel (GameConfig.SendEffects): the client delivers it
+// the reliable channel (game.Config.SendEffects): the client delivers it
 // as a game event in tick order. Kind, Player, Entity and Data are the
 // game's (sim.Effect).
 type EffectFrame struct {

@@ -67,7 +67,7 @@ type ClientStats struct {
 	InterpDilation            float64
 	// InterpCadence is the server's snapshot cadence the interpolation
 	// clock learned, in ticks (1: a snapshot every tick; a game host's
-	// GameConfig.SnapshotInterval when it paces them): the least tick
+	// game.Config.SnapshotInterval when it paces them): the least tick
 	// step of the last 8 snapshot deltas (SnapshotReceived).
 	InterpCadence uint32
 	// Lead is how far the predicted tick runs ahead of the newest server

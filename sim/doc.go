@@ -3,7 +3,7 @@
 // interpolation delay from jitter, prediction with unconditional rollback
 // and re-simulation, predicted spawn ids, correction smoothing,
 // lag-compensation history and checksums. Server and Client are the two engines; the root package's
-// GameHost and GameClient run them over the network. (Lockstep mode, with
+// game.Host and game.Client run them over the network. (Lockstep mode, with
 // committed and live worlds over a tick-indexed command buffer, is not
 // built yet; the wire format reserves its frames.)
 //

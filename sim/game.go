@@ -125,8 +125,8 @@ type EntityOwner interface {
 }
 
 // EntityKinder is implemented by a Game whose entities have kinds for
-// interest management: a GameHost asks it the kind byte of every
-// networked entity each tick and applies GameConfig.Interest.Kinds[kind]
+// interest management: a game.Host asks it the kind byte of every
+// networked entity each tick and applies game.Config.Interest.Kinds[kind]
 // (a scoreboard always relevant, avatars weighted above debris). Without
 // it every entity is of kind 0.
 type EntityKinder interface {

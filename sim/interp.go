@@ -41,7 +41,7 @@ type interpClock struct {
 	gapAt     time.Time // when a packet last arrived after lost ones
 	gap       int       // the most packets lost in a row since gapMemory before gapAt
 	// steps are the tick differences of the last packets; their least
-	// is the server's cadence (GameConfig.SnapshotInterval), by which
+	// is the server's cadence (game.Config.SnapshotInterval), by which
 	// a difference counts packets lost.
 	steps [8]uint32
 	nstep int

@@ -7,7 +7,7 @@
 //	page (JS glue: transport, canvas, keyboard)
 //	  │ Push(packet)            ▲ send(packet)
 //	  ▼                         │
-//	Pipe (udp.BatchConn) ─► tickwire.Client ─► GameClient ─► sim.Client
+//	Pipe (udp.BatchConn) ─► tickwire.Client ─► game.Client ─► sim.Client
 //	                                              │
 //	Player.Frame(now) ◄── RenderBodies, Effects ──┘
 //

@@ -113,7 +113,7 @@ func (p *Player) SetInput(moveX, moveY int8, aim float64, buttons uint8) {
 	p.mu.Unlock()
 }
 
-// sample is the GameClient's InputFunc.
+// sample is the game.Client's InputFunc.
 func (p *Player) sample(_ uint16, _ uint32, dst []byte) []byte {
 	p.mu.Lock()
 	in := p.in
@@ -121,7 +121,7 @@ func (p *Player) sample(_ uint16, _ uint32, dst []byte) []byte {
 	return arena.AppendInput(dst, in)
 }
 
-// frame is the GameClient's FrameFunc: it keeps the shots the client
+// frame is the game.Client's FrameFunc: it keeps the shots the client
 // predicted in this frame.
 func (p *Player) frame(eng *sim.Client) {
 	p.mu.Lock()
@@ -134,7 +134,7 @@ func (p *Player) frame(eng *sim.Client) {
 	}
 }
 
-// GameEvent implements tickwire.GameHandler: the server's judgement of
+// game.Event implements tickwire.GameHandler: the server's judgement of
 // this player's shots, readiness, desyncs and the end.
 func (p *Player) GameEvent(_ *sim.Client, e *game.Event) {
 	p.mu.Lock()

@@ -34,7 +34,7 @@ var profiles = []struct {
 // snapshots, bounded those of them during which the lag-compensation
 // bound (sim.ClientConfig.MaxInterpLag, the server's MaxRewind) held the
 // interpolation delay below its target, stalls3s and bound3s the same
-// once a client had played tickwire.ConvergeTime (the first seconds'
+// once a client had played game.ConvergeTime (the first seconds'
 // stalls are the estimators learning the path), and the resyncs by
 // cause.
 func TestLossSuite(t *testing.T) {

@@ -20,7 +20,7 @@ type gameStats struct {
 	corrections, rollbacks uint64
 	interpFrames, stalls   uint64
 	stallsBounded          uint64                         // stalls the lag-compensation bound won
-	settled                interpCounts                   // the same since tickwire.ConvergeTime
+	settled                interpCounts                   // the same since game.ConvergeTime
 	events                 [game.NumEventKinds]uint64     // by tickwire.GameEventKind
 	resyncCauses           [proto.NumResyncReasons]uint64 // by proto.ResyncReason
 }
@@ -41,7 +41,7 @@ type script struct {
 // newBotGame plays for one bot; a headless one that does not verify only
 // acks the snapshots (sim.ClientConfig.SkipState). interpLag bounds the
 // interpolation delay (0: the engine's default); inputInterval is the
-// ticks between its packets (GameClient.SetInputInterval).
+// ticks between its packets (game.Client.SetInputInterval).
 func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag time.Duration, inputInterval int) *botGame {
 	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
 	for _, p := range players {
@@ -58,7 +58,7 @@ func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag 
 	return b
 }
 
-// input is the GameClient's InputFunc (called on the client's loop).
+// input is the game.Client's InputFunc (called on the client's loop).
 func (b *botGame) input(player uint16, tick uint32, dst []byte) []byte {
 	s := b.cur[player]
 	if s == nil {
@@ -144,7 +144,7 @@ func gameProgress(bots []*bot) string {
 type interpCounts struct{ frames, stalls, bounded uint64 }
 
 // settledInterp is what interpolation did once the client had played
-// tickwire.ConvergeTime (nothing before).
+// game.ConvergeTime (nothing before).
 func settledInterp(st game.ClientStats) interpCounts {
 	if st.Settled.InterpFrames == 0 {
 		return interpCounts{}

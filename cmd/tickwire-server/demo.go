@@ -124,7 +124,7 @@ type demoBot struct {
 	until uint32
 }
 
-// input is the bot's tickwire.InputFunc (on the client's loop).
+// input is the bot's game.InputFunc (on the client's loop).
 func (b *demoBot) input(_ uint16, tick uint32, dst []byte) []byte {
 	if int32(tick-b.until) >= 0 {
 		b.in.MoveX = int8(b.r.IntN(255) - 127)

@@ -40,7 +40,7 @@ type options struct {
 	// maxRewind is the arena's lag-compensation window
 	// (sim.ServerConfig.MaxRewind; 0: the engine's default).
 	maxRewind time.Duration
-	// snapshotInterval is the arena's GameConfig.SnapshotInterval.
+	// snapshotInterval is the arena's game.Config.SnapshotInterval.
 	snapshotInterval int
 	// allAvatars makes every arena player see every avatar, wherever it
 	// is (the browser's minimap); costs players² entity updates.

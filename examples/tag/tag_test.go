@@ -18,7 +18,7 @@ import (
 	"github.com/tickwire/tickwire/udp/udptest"
 )
 
-// chase is a bot's input with the world in view (GameClient.InputFrom):
+// chase is a bot's input with the world in view (game.Client.InputFrom):
 // "it" runs at the nearest runner, the others away from "it".
 func chase(world game.Game, player uint16, tick uint32, dst []byte) []byte {
 	g := world.(*tag.Game)
@@ -87,7 +87,7 @@ func TestTagOverALossyNetwork(t *testing.T) {
 			return udp.FromPacketConn(netem.Wrap(net.PacketConn(pc), netem.Config{Egress: spec, Seed: seed}))
 		}
 
-		// The server: a GameHost of tag games that sends every tag to
+		// The server: a game.Host of tag games that sends every tag to
 		// every player.
 		key, _ := tickwire.GenerateKey()
 		srv, err := tickwire.NewServer(key, tickwire.Config{})

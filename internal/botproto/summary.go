@@ -24,7 +24,7 @@ type Summary struct {
 	// (sim.ClientStats.InterpStallsBounded).
 	InterpStallsBounded uint64 `json:"interp_stalls_bounded"`
 	// The interpolated frames, stalls and stalls the bound won once the
-	// clients had played tickwire.ConvergeTime (GameClientStats.Settled).
+	// clients had played game.ConvergeTime (game.ClientStats.Settled).
 	InterpFramesSettled        uint64  `json:"interp_frames_settled"`
 	InterpStallsSettled        uint64  `json:"interp_stalls_settled"`
 	InterpStallsBoundedSettled uint64  `json:"interp_stalls_bounded_settled"`
