@@ -147,6 +147,7 @@ type Client struct {
 	accept      proto.AcceptBody
 	tickRate    int
 	tickNum     uint32 // the server tick this client estimates
+	stall       loopStall
 	tick0       time.Time
 	out         outQueue
 	peer        peerOutput
@@ -672,6 +673,9 @@ func (c *Client) loop() {
 		case <-ticker.C:
 			c.mu.Lock()
 			now := c.now()
+			if d := c.stall.since(now, interval); d > 0 {
+				c.sess.Excuse(d) // the client's loop stalled, not the server
+			}
 			if c.sess.TimedOut(now) {
 				c.end(proto.DisconnectTimeout, true, now)
 				c.mu.Unlock()

@@ -39,6 +39,7 @@ import (
 type ClientGroup struct {
 	rate   int // 0 until the first accept, without ClientGroupConfig.TickRate
 	period time.Duration
+	stall  loopStall    // of run's ticks
 	ticker *time.Ticker // owned by run
 	socks  []*groupSock
 	in     chan sockBatch // the sockets' batches, fanned in
@@ -409,9 +410,10 @@ func (g *ClientGroup) step() {
 	for _, s := range g.socks {
 		g.handshakeTimers(s)
 	}
+	excuse := g.stall.since(time.Now(), g.period) // the group's loop stalled, not the servers
 	kept := g.clients[:0]
 	for _, c := range g.clients {
-		if g.tickClient(c) {
+		if g.tickClient(c, excuse) {
 			kept = append(kept, c)
 		} else {
 			delete(g.byConn, groupKey{c.server, c.sess.ID()})
@@ -484,7 +486,7 @@ func (d *groupDial) restart() error {
 
 // tickClient does for c what its own loop does on a tick, and reports
 // whether the session goes on.
-func (g *ClientGroup) tickClient(c *Client) bool {
+func (g *ClientGroup) tickClient(c *Client, excuse time.Duration) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil { // ended by a datagram (the server's disconnect)
@@ -501,6 +503,9 @@ func (g *ClientGroup) tickClient(c *Client) bool {
 	select {
 	case <-c.flushReq: // flushed with this tick's packets
 	default:
+	}
+	if excuse > 0 {
+		c.sess.Excuse(excuse)
 	}
 	if c.sess.TimedOut(now) {
 		c.end(proto.DisconnectTimeout, true, now)

@@ -44,6 +44,7 @@ type Server struct {
 	idSeed  uint64
 	tickNum uint32
 	ackDue  []*Conn // connections owing an ack-only packet after a batch
+	stall   loopStall
 	builder builder // builds the connections' packets each tick (build.go)
 	// backlog holds the batches of datagrams received together, and
 	// opened what the workers made of them (backlog.go)
@@ -73,6 +74,10 @@ type ServerStats struct {
 	SendErrors       uint64
 	Ticks            uint64
 	LastTickDuration time.Duration
+	// Stalled is the time the server's loop was not running between
+	// ticks (beyond twice the tick interval): its clients' silence in
+	// that time is excused.
+	Stalled time.Duration
 	// Workers is how many build workers run (Config.Workers once enough
 	// connections called for them; the loop counts as the first).
 	Workers int
@@ -239,6 +244,7 @@ func (s *Server) Stats() ServerStats {
 	st := s.stats
 	st.Connections = len(s.conns)
 	st.Workers = len(s.builder.workers)
+	st.Stalled = s.stall.total
 	st.PacketsOut, st.BytesOut, st.SendErrors = s.out.packets, s.out.bytes, s.out.errors
 	for _, w := range s.builder.workers {
 		st.PacketsOut, st.BytesOut, st.SendErrors = st.PacketsOut+w.q.packets, st.BytesOut+w.q.bytes, st.SendErrors+w.q.errors
@@ -622,9 +628,17 @@ func (s *Server) disconnect(c *Conn, r proto.DisconnectReason, now time.Time, no
 }
 
 // tick times out silent connections, runs the handler's tick and sends
-// every connection's packets.
+// every connection's packets. Silence is counted in the loop's own
+// running time: after a stall of the loop, every connection is excused
+// the stall first.
 func (s *Server) tick(now time.Time) {
 	s.tickNum++
+	if d := s.stall.since(now, time.Second/time.Duration(s.cfg.TickRate)); d > 0 {
+		for _, c := range s.conns {
+			c.sess.Excuse(d)
+		}
+		s.cfg.Logger.Warn("server loop stalled: its clients' silence is excused", "stalled", d.Round(time.Millisecond), "conns", len(s.conns))
+	}
 	for _, c := range s.conns {
 		if c.sess.TimedOut(now) {
 			s.disconnect(c, proto.DisconnectTimeout, now, true)

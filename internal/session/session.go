@@ -252,6 +252,11 @@ func (s *Session) ID() uint32 { return s.cfg.ID }
 // timeout at now.
 func (s *Session) TimedOut(now time.Time) bool { return now.Sub(s.lastRecv) > s.cfg.Timeout }
 
+// Excuse takes d off the peer's silence: time the owner itself was not
+// running (a stalled process), in which the peer's packets waited
+// unread and for which the peer is not to blame.
+func (s *Session) Excuse(d time.Duration) { s.lastRecv = s.lastRecv.Add(d) }
+
 // NextPacketNumber is the number the next packet sent will carry.
 func (s *Session) NextPacketNumber() uint64 { return s.acks.NextPacketNumber() }
 

@@ -1,0 +1,52 @@
+package tickwire
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire/proto"
+)
+
+// TestServerStallExcused: a server whose loop did not run for 3 s (a
+// SIGSTOP, a machine too busy) does not drop its clients for the silence
+// of that time: it counts their silence in its own running time, and
+// drops them once they have been silent past the timeout in that time.
+func TestServerStallExcused(t *testing.T) {
+	s, conns, now := newBareServer(t, 1, 4)
+	defer s.builder.stop()
+	interval := time.Second / 60
+	step := func(d time.Duration) {
+		*now = now.Add(d)
+		s.tick(*now)
+	}
+	open := func() (n int) {
+		for _, c := range conns {
+			if !c.Closed() {
+				n++
+			}
+		}
+		return n
+	}
+	for range 30 { // 0.5 s of silent clients
+		step(interval)
+	}
+	step(3 * time.Second) // the loop did not run
+	if n := open(); n != 4 {
+		t.Fatalf("%d of 4 connections open after the server's own 3-s stall", n)
+	}
+	if st := s.Stats().Stalled; st < 2900*time.Millisecond || st > 3*time.Second {
+		t.Fatalf("stalled %v, want about 3 s", st)
+	}
+	for range 50 { // 1.37 s of the loop's running time since the clients' last word
+		step(interval)
+	}
+	if n := open(); n != 4 {
+		t.Fatalf("%d of 4 connections open 1.37 s into their silence (timeout %v)", n, s.cfg.Timeout)
+	}
+	for range 20 { // 1.70 s
+		step(interval)
+	}
+	if n, timeouts := open(), s.Stats().Disconnects[proto.DisconnectTimeout]; n != 0 || timeouts != 4 {
+		t.Fatalf("%d of 4 connections open 1.70 s into their silence, %d timed out", n, timeouts)
+	}
+}
