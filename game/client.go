@@ -89,6 +89,10 @@ type Client struct {
 	// revTicks maps the newest replica revisions to their server ticks
 	// (UpdatedAt), by revision modulo its length.
 	revTicks [512]revTick
+	// repMu guards the replica and revTicks for UpdatedAt: held by the
+	// loop only while it changes them, so UpdatedAt can read them from
+	// anywhere, the loop's own callbacks included.
+	repMu sync.RWMutex
 
 	handler  Handler
 	sampleFn sim.SampleFunc // g.sample, made once
@@ -206,7 +210,9 @@ func (g *Client) Resume() { g.resuming.Store(true) }
 
 // resetSession forgets what belonged to the last session.
 func (g *Client) resetSession() {
+	g.repMu.Lock()
 	g.replica.Reset()
+	g.repMu.Unlock()
 	g.lastSeq, g.seenSeq, g.recvAt = 0, false, time.Time{}
 	g.lastDelta, g.deltaTick = 0, 0
 	g.resyncDue, g.resyncAt = false, time.Time{}
@@ -332,11 +338,16 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *tickwire.PacketIn
 			g.authoritative(d.Tick)
 			return nil
 		}
-		switch err := g.replica.Apply(&d); {
+		g.repMu.Lock()
+		err = g.replica.Apply(&d)
+		if err == nil {
+			g.revTicks[d.Revision%uint32(len(g.revTicks))] = revTick{rev: d.Revision, tick: d.Tick}
+		}
+		g.repMu.Unlock()
+		switch {
 		case err == nil:
 			g.stats.Deltas++
 			g.lastDelta, g.deltaTick = d.Revision, d.Tick
-			g.revTicks[d.Revision%uint32(len(g.revTicks))] = revTick{rev: d.Revision, tick: d.Tick}
 			g.authoritative(d.Tick)
 		case errors.Is(err, deltacomp.ErrBaselineMissing):
 			g.resync(proto.ResyncBaselineMissing)
@@ -357,14 +368,19 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *tickwire.PacketIn
 			g.fullSnapshot(full.Tick)
 			return nil
 		}
-		if err := g.replica.ApplyFull(&full, &g.codecs); err != nil {
+		g.repMu.Lock()
+		err = g.replica.ApplyFull(&full, &g.codecs)
+		if err == nil {
+			rev := g.replica.Revision()
+			g.revTicks[rev%uint32(len(g.revTicks))] = revTick{rev: rev, tick: g.replica.State().Tick}
+		}
+		g.repMu.Unlock()
+		if err != nil {
 			g.resync(proto.ResyncPatchError)
 			return nil // the frame was well formed; the state it names is not ours
 		}
 		g.stats.FullSnapshots++
 		g.resyncDue = false
-		rev := g.replica.Revision()
-		g.revTicks[rev%uint32(len(g.revTicks))] = revTick{rev: rev, tick: g.replica.State().Tick}
 		g.authoritative(g.replica.State().Tick)
 		g.fullSnapshot(g.replica.State().Tick)
 	case proto.FrameChecksum:
@@ -445,10 +461,12 @@ type revTick struct{ rev, tick uint32 }
 // entity id (ok false when it holds none, or the value is too old to
 // say). Under interest management an entity out of the client's
 // relevance keeps its last value: compare with the newest state's tick
-// to tell a stale entity from a fresh one. Safe from any goroutine.
+// to tell a stale entity from a fresh one. Safe from any goroutine,
+// the client's loop (OnFrame, InputFrom, Handler) included.
 func (g *Client) UpdatedAt(id proto.NetworkID) (tick uint32, ok bool) {
-	g.do(func() { tick, ok = g.updatedAt(id) })
-	return tick, ok
+	g.repMu.RLock()
+	defer g.repMu.RUnlock()
+	return g.updatedAt(id)
 }
 
 // do runs f under the current session's lock, unless no session was
@@ -475,7 +493,9 @@ func (g *Client) updatedAt(id proto.NetworkID) (uint32, bool) {
 	return rt.tick, rt.rev == rev && rev != 0
 }
 
-// Stats returns the counters. Safe from any goroutine.
+// Stats returns the counters. Safe from any goroutine but the client's
+// loop: not from OnFrame, InputFrom or a Handler, which it would wait
+// for forever (they have the engine at hand).
 func (g *Client) Stats() ClientStats {
 	var st ClientStats
 	g.do(func() {
@@ -488,14 +508,16 @@ func (g *Client) Stats() ClientStats {
 }
 
 // State calls f with the replicated state (the newest value of every
-// entity the server sent), under the client's lock.
+// entity the server sent), under the client's lock: from any goroutine
+// but the client's loop, as Stats.
 func (g *Client) State(f func(s *deltacomp.Snapshot)) {
 	g.do(func() { f(g.replica.State()) })
 }
 
 // Do calls f with the tick engine (the predicted and confirmed worlds,
 // bodies to render, effects) under the client's lock, between two of
-// the loop's frames. It does nothing before the client connected.
+// the loop's frames. It does nothing before the client connected. Not
+// from the client's loop, as Stats: OnFrame already has the engine.
 func (g *Client) Do(f func(eng *sim.Client)) {
 	g.do(func() { f(g.eng) })
 }

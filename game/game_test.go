@@ -200,3 +200,52 @@ func TestLateTickPublishesOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestUpdatedAtInOnFrame: UpdatedAt called from OnFrame, on the client's
+// loop, answers, and the client keeps running and closes. (It used to
+// wait for the lock of the loop it ran on, and freeze it.)
+func TestUpdatedAtInOnFrame(t *testing.T) {
+	_, _, key, addr := arenaServer(t, tickwire.Config{}, 10)
+	gc, err := NewClient(arena.NewGame(0), randomInputs(1), sim.ClientConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := make(chan bool, 1024)
+	gc.OnFrame(func(*sim.Client) {
+		_, ok := gc.UpdatedAt(arena.PlayerID(3))
+		select {
+		case frames <- ok:
+		default:
+		}
+	})
+	tok, _ := tickwire.MintToken(key, tickwire.TokenParams{GameID: 5, ClientID: 1, Players: []uint16{3}, ServerAddrs: []string{addr}}, time.Now())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// No cleanup that closes c: on a frozen loop it would wait forever.
+	c, err := (&tickwire.Dialer{Game: gc}).Dial(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, known := 0, 0
+	for n < 60 {
+		select {
+		case ok := <-frames:
+			n++
+			if ok {
+				known++
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d frames in 10 s with UpdatedAt in OnFrame: the client's loop is frozen", n)
+		}
+	}
+	if known == 0 {
+		t.Error("UpdatedAt in OnFrame never knew the player's own avatar")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatal("Close did not return")
+	}
+}
