@@ -1,6 +1,7 @@
 package peerhost
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -94,6 +95,8 @@ type hostMigration struct {
 	streams map[uint16]*playerStream
 	acked   bool
 	scratch []*tickwire.Conn // conns
+	// rosterErr is why the last roster was not valid ("" once one was)
+	rosterErr string
 }
 
 // newHostMigration returns the hooks of a game host of gcfg that runs
@@ -244,9 +247,20 @@ func (m *hostMigration) publish(now time.Time) {
 	}
 	slices.SortFunc(r.Members, func(a, b migrate.Member) int { return int(a.Slot) - int(b.Slot) })
 	if err := r.Validate(); err != nil {
-		m.log.Warn("host migration: no valid roster", "game", m.cfg.Game, "err", err)
+		// Said once until a roster is valid again. A new host's players,
+		// its own included, re-dial its server: until they are back the
+		// roster is empty or has no host, which is no fault.
+		if msg := err.Error(); msg != m.rosterErr {
+			m.rosterErr = msg
+			level := slog.LevelWarn
+			if len(r.Members) == 0 || errors.Is(err, migrate.ErrRosterHost) {
+				level = slog.LevelInfo
+			}
+			m.log.Log(context.Background(), level, "host migration: no valid roster yet", "game", m.cfg.Game, "err", err)
+		}
 		return
 	}
+	m.rosterErr = ""
 	m.roster = r
 	f := r.Frame()
 	b, err := f.Append(m.buf[:0])

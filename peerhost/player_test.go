@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -90,6 +91,35 @@ type peerRig struct {
 	events  [][]Event
 	missing map[uint16]int // inputs of each player a host ran without, after a migration
 	resumed map[uint64]uint32
+	// warnings counts the players' log records at Warn and above, by
+	// message.
+	warnings warnCounter
+}
+
+// warnCounter is a slog handler that counts records at Warn and above
+// by message.
+type warnCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *warnCounter) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
+func (w *warnCounter) WithAttrs([]slog.Attr) slog.Handler           { return w }
+func (w *warnCounter) WithGroup(string) slog.Handler                { return w }
+func (w *warnCounter) Handle(_ context.Context, r slog.Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	w.n[r.Message]++
+	return nil
+}
+
+func (w *warnCounter) count(msg string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n[msg]
 }
 
 const peerGame = 0x5eed
@@ -125,6 +155,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		slot := uint16(i)
 		self := new(*Player)
 		p, err := NewPlayer(Config{
+			Logger:   slog.New(&r.warnings),
 			Handler:  echoRecorder{r, int(slot) - 1},
 			Game:     gc,
 			Factory:  func(uint64) (game.Game, error) { return arena.NewGame(8), nil },
@@ -354,6 +385,11 @@ func TestPeerHostMigration(t *testing.T) {
 		r.peers[1].srv.Do(func() { hst2 = r.peers[1].host.Stats() })
 		if missing != "" || hst2.ResumedMissing != 0 {
 			t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst2.ResumedMissing)
+		}
+		// Its own player re-dials it like everyone else: no warning
+		// while the roster lacks it.
+		if n := r.warnings.count("host migration: no valid roster yet"); n != 0 {
+			t.Fatalf("%d warnings of no valid roster across the migration", n)
 		}
 
 		// The second migration: slot 3 takes over alone.
