@@ -655,8 +655,15 @@ func (f *peerFrames) Tick(now time.Time, tick uint32) {
 	}
 }
 
-// Ended passes the session's end to the game.
+// Ended passes the session's end to the game. A session to the host
+// that timed out, or that the host ended for a successor, is a host
+// migration, which the game goes on across (sessionEnded starts the
+// election): the game is told to resume before it hears the end, so it
+// sees no disconnect.
 func (f *peerFrames) Ended(now time.Time, r proto.DisconnectReason) {
+	if r == proto.DisconnectTimeout || r == proto.DisconnectHostMigrate {
+		f.p.cfg.Game.Resume()
+	}
 	if e, ok := f.inner.(tickwire.Ender); ok {
 		e.Ended(now, r)
 	}

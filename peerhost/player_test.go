@@ -94,6 +94,17 @@ type peerRig struct {
 	// warnings counts the players' log records at Warn and above, by
 	// message.
 	warnings warnCounter
+	// disconnects counts each player's game's EventDisconnected.
+	disconnects []atomic.Int32
+}
+
+// disconnectCounter is a game handler that counts EventDisconnected.
+type disconnectCounter struct{ n *atomic.Int32 }
+
+func (d disconnectCounter) GameEvent(_ *sim.Client, e *game.Event) {
+	if e.Kind == game.EventDisconnected {
+		d.n.Add(1)
+	}
 }
 
 // warnCounter is a slog handler that counts records at Warn and above
@@ -130,7 +141,7 @@ func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) 
 // to host.
 func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
-		events: make([][]Event, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
+		events: make([][]Event, n), disconnects: make([]atomic.Int32, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = tickwire.GenerateKey()
 	candidates := map[uint16]string{}
 	for i := 1; i <= hosts; i++ {
@@ -150,6 +161,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		if err != nil {
 			t.Fatal(err)
 		}
+		gc.Handle(disconnectCounter{&r.disconnects[i-1]})
 		port := 5000
 		var rec sim.StepRecord
 		slot := uint16(i)
@@ -400,6 +412,11 @@ func TestPeerHostMigration(t *testing.T) {
 		close(stop)
 		r.checkEchoes()
 		t.Logf("streams: slot 3 %+v; its host %+v", r.peers[2].Stats().Stream, r.peers[2].Stats().Host.Stream)
+		// Two migrations, and no disconnect in the game of the player
+		// who saw both.
+		if n := r.disconnects[2].Load(); n != 0 {
+			t.Fatalf("slot 3's game saw %d disconnects across two host migrations", n)
+		}
 		after = r.games[2].Stats()
 		if after.Desyncs != 0 || after.ChecksumsOK <= before.ChecksumsOK+1 || r.peers[2].Stats().Epoch != 3 {
 			t.Fatalf("last player on its own host: %+v (before %+v), peer %+v", after, before, r.peers[2].Stats())
