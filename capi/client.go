@@ -121,6 +121,9 @@ func (c *client) update(now float64) {
 	}
 	for {
 		m, err := c.c.Receive(c.done)
+		if err == c.done.Err() {
+			return // nothing more for now
+		}
 		if err != nil {
 			var de *tickwire.DisconnectError
 			if errors.As(err, &de) {

@@ -79,7 +79,7 @@ func TestNames(t *testing.T) {
 
 // frames runs game frames on c (update, then poll every event) every
 // millisecond until done says so, for at most 30 s.
-func frames(t *testing.T, c *client, done func(e *event) bool) {
+func frames(t testing.TB, c *client, done func(e *event) bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	frame := time.NewTicker(time.Millisecond)

@@ -121,19 +121,26 @@ func compileC(t testing.TB, out, lib string, srcs []string, flags ...string) str
 	return exe
 }
 
-// echoServer serves on a loopback socket until the test ends and echoes
-// every message back as it came: delivery, channel, postmark and bytes.
-type echoServer struct {
+// testServer serves on a loopback socket until the test ends and, if
+// echo, sends every message back as it came: delivery, channel, postmark
+// and bytes.
+type testServer struct {
 	srv  *tickwire.Server
 	key  tickwire.Key
 	addr netip.AddrPort
+	echo bool
 
 	mu       sync.Mutex
 	received int   // messages
 	sendErr  error // the first echo the server could not queue
 }
 
-func startEchoServer(t testing.TB) *echoServer {
+func startEchoServer(t testing.TB) *testServer {
+	t.Helper()
+	return startServer(t, true)
+}
+
+func startServer(t testing.TB, echo bool) *testServer {
 	t.Helper()
 	key, err := tickwire.GenerateKey()
 	if err != nil {
@@ -143,7 +150,7 @@ func startEchoServer(t testing.TB) *echoServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &echoServer{srv: srv, key: key}
+	s := &testServer{srv: srv, key: key, echo: echo}
 	srv.Handle(s)
 	conn, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
 	if err != nil {
@@ -158,19 +165,21 @@ func startEchoServer(t testing.TB) *echoServer {
 			t.Errorf("Serve: %v", err)
 		}
 		if err := s.err(); err != nil {
-			t.Errorf("echo server: %v", err)
+			t.Errorf("test server: %v", err)
 		}
 	})
 	return s
 }
 
-func (s *echoServer) Connected(*tickwire.Conn) {}
+func (s *testServer) Connected(*tickwire.Conn) {}
 
-func (s *echoServer) Message(c *tickwire.Conn, m *tickwire.Message) {
+func (s *testServer) Message(c *tickwire.Conn, m *tickwire.Message) {
 	var err error
-	if m.Postmarked {
+	switch {
+	case !s.echo:
+	case m.Postmarked:
 		err = c.SendAt(m.Delivery, m.Channel, m.Tick, m.Data)
-	} else {
+	default:
 		err = c.Send(m.Delivery, m.Channel, m.Data)
 	}
 	s.mu.Lock()
@@ -181,15 +190,15 @@ func (s *echoServer) Message(c *tickwire.Conn, m *tickwire.Message) {
 	}
 }
 
-func (s *echoServer) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
+func (s *testServer) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
-func (s *echoServer) err() error {
+func (s *testServer) err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.sendErr
 }
 
-func (s *echoServer) messages() int {
+func (s *testServer) messages() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.received
@@ -197,7 +206,7 @@ func (s *echoServer) messages() int {
 
 // token mints a token for the server: game 7, the given client id and
 // players.
-func (s *echoServer) token(t testing.TB, clientID uint64, players ...uint16) *tickwire.ConnectToken {
+func (s *testServer) token(t testing.TB, clientID uint64, players ...uint16) *tickwire.ConnectToken {
 	t.Helper()
 	if len(players) == 0 {
 		players = []uint16{1}
