@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/tickwire/tickwire"
 )
@@ -21,11 +22,15 @@ import (
 //	            update + poll until none / Send, Flush, Receive
 //
 // The server discards what it receives, so nothing comes back to poll.
+// The send rounds flood it with a datagram each: both ends wait a minute
+// (Config.Timeout) before they call the other gone, so that a loaded
+// machine's late acks do not end the connection.
 //
 //	go test -run '^$' -bench ABI -benchtime 200000x ./capi
 func BenchmarkABI(b *testing.B) {
-	srv := startServer(b, false)
-	c := newClient(srv.token(b, 1), "", tickwire.Config{})
+	patient := tickwire.Config{Timeout: time.Minute}
+	srv := startServer(b, false, patient)
+	c := newClient(srv.token(b, 1), "", patient)
 	b.Cleanup(func() {
 		handles.remove(c.handle)
 		c.free()
@@ -50,7 +55,7 @@ func BenchmarkABI(b *testing.B) {
 	cLoop := func(loop benchLoop) func(b *testing.B) {
 		return func(b *testing.B) {
 			if r := result(benchCalls(loop, c.handle, b.N)); r != resOK {
-				b.Fatalf("%v: %s", r, c.lastErr())
+				b.Fatalf("%v: %s (%v)", r, c.lastErr(), c.c.Err())
 			}
 		}
 	}
@@ -72,7 +77,7 @@ func BenchmarkABI(b *testing.B) {
 	run("send-round/go", func(b *testing.B) {
 		for b.Loop() {
 			if err := tc.Send(tickwire.Unreliable, 1, msg); err != nil {
-				b.Fatal(err)
+				b.Fatal(err, tc.Err())
 			}
 			tc.Flush()
 			for {

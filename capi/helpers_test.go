@@ -137,16 +137,16 @@ type testServer struct {
 
 func startEchoServer(t testing.TB) *testServer {
 	t.Helper()
-	return startServer(t, true)
+	return startServer(t, true, tickwire.Config{})
 }
 
-func startServer(t testing.TB, echo bool) *testServer {
+func startServer(t testing.TB, echo bool, cfg tickwire.Config) *testServer {
 	t.Helper()
 	key, err := tickwire.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := tickwire.NewServer(key, tickwire.Config{})
+	srv, err := tickwire.NewServer(key, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
