@@ -1,0 +1,303 @@
+//go:build cgo
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// client is a transport client behind a handle: a tickwire.Client that
+// dials in the background and whose events the game polls.
+//
+// The Client runs on its own goroutines and clock. update moves what it
+// has received since into the event queue (Client.Receive with a context
+// that is already done never blocks), so that a frame polls a fixed set
+// of events, stamped with the game's time; poll takes them one by one.
+type client struct {
+	handle uint64
+	token  *tickwire.ConnectToken
+	cancel context.CancelFunc // stops the dial
+	dialed chan dialResult    // the dial's outcome, sent once
+	done   context.Context    // already done: Receive polls with it
+
+	mu      sync.Mutex
+	c       *tickwire.Client // set by update once the dial succeeded
+	settled bool             // the dial's outcome was taken
+	state   int32            // stateConnecting, stateConnected, stateDisconnected
+	closing bool             // close was called
+	events  []event          // made pollable by update; events[head:] not yet polled
+	head    int
+	errMsg  string
+}
+
+// event is one pollable event (tw_event without the C).
+type event struct {
+	kind     uint32
+	flags    uint32
+	time     float64
+	delivery uint32
+	channel  uint32
+	tick     uint32
+	reason   uint32
+	detail   uint32
+	data     []byte
+}
+
+type dialResult struct {
+	c   *tickwire.Client
+	err error
+}
+
+// newClient starts dialing the token's server (or addr, when not empty)
+// and gives the client a handle.
+func newClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config) *client {
+	if addr != "" {
+		t := *tok
+		t.ServerAddrs = []string{addr}
+		tok = &t
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	c := &client{
+		token:  tok,
+		cancel: cancel,
+		dialed: make(chan dialResult, 1),
+		done:   done,
+		state:  stateConnecting,
+	}
+	c.handle = handles.add(c)
+	go func() {
+		d := tickwire.Dialer{Config: cfg}
+		tc, err := d.Dial(ctx, tok)
+		c.dialed <- dialResult{tc, err}
+	}()
+	return c
+}
+
+func (c *client) kind() kind { return kindClient }
+
+func (c *client) setErr(msg string) {
+	c.mu.Lock()
+	c.errMsg = msg
+	c.mu.Unlock()
+}
+
+func (c *client) lastErr() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.errMsg
+}
+
+// push makes e pollable; the caller holds c.mu.
+func (c *client) push(e event) { c.events = append(c.events, e) }
+
+// update makes pollable what happened since the last update: the dial's
+// outcome, the messages received, the end of the session.
+func (c *client) update(now float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.head > 0 { // drop what was polled, keep what was not
+		n := copy(c.events, c.events[c.head:])
+		clear(c.events[n:])
+		c.events, c.head = c.events[:n], 0
+	}
+	if !c.settled {
+		select {
+		case r := <-c.dialed:
+			c.settle(r, now)
+		default:
+			return
+		}
+	}
+	if c.c == nil || c.state == stateDisconnected {
+		return
+	}
+	for {
+		m, err := c.c.Receive(c.done)
+		if err == c.done.Err() {
+			return // nothing more for now
+		}
+		if err != nil {
+			var de *tickwire.DisconnectError
+			if errors.As(err, &de) {
+				e := event{kind: eventDisconnected, time: now, reason: uint32(de.Reason)}
+				if de.Remote {
+					e.flags |= flagRemote
+				}
+				c.push(e)
+				c.state = stateDisconnected
+				c.errMsg = err.Error()
+			}
+			return
+		}
+		e := event{kind: eventMessage, time: now, delivery: uint32(m.Delivery), channel: uint32(m.Channel), data: m.Data}
+		if m.Postmarked {
+			e.flags |= flagPostmarked
+			e.tick = m.Tick
+		}
+		c.push(e)
+	}
+}
+
+// settle takes the dial's outcome; the caller holds c.mu.
+func (c *client) settle(r dialResult, now float64) {
+	c.settled = true
+	if r.err == nil {
+		c.c = r.c
+		if c.closing { // closed while the dial finished: no CONNECTED
+			go r.c.Close()
+			return
+		}
+		c.state = stateConnected
+		c.push(event{kind: eventConnected, time: now})
+		return
+	}
+	e := event{kind: eventDisconnected, time: now, reason: disconnectConnectFailed}
+	var de *tickwire.DeniedError
+	switch {
+	case errors.As(r.err, &de):
+		e.reason, e.detail = disconnectDenied, uint32(de.Reason)
+	case errors.Is(r.err, tickwire.ErrHandshakeTimeout):
+		e.reason = disconnectHandshakeTimeout
+	case c.closing && errors.Is(r.err, context.Canceled):
+		e.reason = uint32(proto.DisconnectClosed)
+	}
+	c.push(e)
+	c.state = stateDisconnected
+	c.errMsg = r.err.Error()
+}
+
+// poll hands the next pollable event to take, and consumes it when take
+// returns resOK; otherwise the event stays first and take's message is
+// the client's last error. With no event it calls take with nil.
+func (c *client) poll(take func(e *event) (result, string)) result {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var e *event
+	if c.head < len(c.events) {
+		e = &c.events[c.head]
+	}
+	r, msg := take(e)
+	switch {
+	case r != resOK:
+		c.errMsg = msg
+	case e != nil:
+		*e = event{}
+		c.head++
+	}
+	return r
+}
+
+// connected returns the Client when the game has seen it connect (as of
+// the last update), else records and returns resNotConnected.
+func (c *client) connected() (*tickwire.Client, result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stateConnected {
+		c.errMsg = fmt.Sprintf("tickwire: client %d is %s", c.handle, stateName(c.state))
+		return nil, resNotConnected
+	}
+	return c.c, resOK
+}
+
+// accepted returns the Client once the server accepted it (before or
+// after the end), else records and returns resNotConnected.
+func (c *client) accepted() (*tickwire.Client, result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.c == nil {
+		c.errMsg = fmt.Sprintf("tickwire: client %d has no connection (%s)", c.handle, stateName(c.state))
+		return nil, resNotConnected
+	}
+	return c.c, resOK
+}
+
+// fail records err's message and returns its code.
+func (c *client) fail(err error) result {
+	if err == nil {
+		return resOK
+	}
+	c.setErr(err.Error())
+	return resultOf(err)
+}
+
+// send queues one message.
+func (c *client) send(d tickwire.Delivery, channel uint8, postmarked bool, tick uint32, data []byte) result {
+	tc, r := c.connected()
+	if r != resOK {
+		return r
+	}
+	if postmarked {
+		return c.fail(tc.SendAt(d, channel, tick, data))
+	}
+	return c.fail(tc.Send(d, channel, data))
+}
+
+// flush sends what is queued now.
+func (c *client) flush() result {
+	tc, r := c.connected()
+	if r != resOK {
+		return r
+	}
+	tc.Flush()
+	return resOK
+}
+
+// close starts closing: a dial gives up, a Client closes in the
+// background; update reports the end.
+func (c *client) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.closing = true
+	c.cancel()
+	if c.c != nil {
+		go c.c.Close()
+	}
+}
+
+// free closes the client and waits until its goroutines let go of it.
+// The caller has removed it from the handle table.
+func (c *client) free() {
+	c.close()
+	c.mu.Lock()
+	if !c.settled {
+		// The dial's context is cancelled: it returns at once.
+		c.settle(<-c.dialed, 0)
+	}
+	tc := c.c
+	clear(c.events)
+	c.events, c.head = nil, 0
+	c.mu.Unlock()
+	if tc != nil {
+		tc.Close() // waits for the Close that close started
+	}
+}
+
+func stateName(s int32) string {
+	switch s {
+	case stateConnecting:
+		return "connecting"
+	case stateConnected:
+		return "connected"
+	case stateDisconnected:
+		return "disconnected"
+	}
+	return "in no state"
+}
+
+// currentState is the state as of the last update.
+func (c *client) currentState() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}

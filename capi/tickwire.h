@@ -1,0 +1,459 @@
+/*
+ * tickwire.h: the C ABI of tickwire (libtickwire.a / libtickwire.so).
+ *
+ * Build the library from the tickwire module's root:
+ *
+ *     go build -buildmode=c-archive -o libtickwire.a ./capi    (static)
+ *     go build -buildmode=c-shared  -o libtickwire.so ./capi   (shared)
+ *
+ * and link a program against it with this header:
+ *
+ *     cc -I capi game.c libtickwire.a -lpthread -o game
+ *
+ * The library is the Go engine itself (the root package's Client), not a
+ * second implementation of the protocol: it runs the Go runtime in the
+ * process, on threads of its own.
+ *
+ * Model (netcode.io's client, ENet's typed events, GameNetworkingSockets'
+ * flat API):
+ *
+ *   - Objects are named by integer handles (tw_handle), never by
+ *     pointers into the library. Handles are never reused: a handle that
+ *     was freed names nothing, for good (TW_ERR_INVALID_HANDLE). Every kind
+ *     of object shares the one handle space; a function given a handle of
+ *     another kind fails with TW_ERR_WRONG_KIND.
+ *   - Nothing calls back. Once per frame the game calls
+ *     tw_client_update(client, now), then tw_client_poll until it
+ *     returns an event of kind TW_EVENT_NONE.
+ *   - A message's bytes are either copied into a buffer the caller
+ *     passes to tw_client_poll, or allocated by the library and owned by
+ *     the caller until tw_free.
+ *   - Every function returns a tw_result (TW_OK, or a negative TW_ERR_*
+ *     code) unless it says otherwise; a failed call leaves a message for
+ *     tw_last_error. Bad input (an unknown handle, a NULL pointer, a
+ *     buffer too short, an out-of-range value) is an error code, never a
+ *     crash. A pointer that is not NULL must be valid for the size the
+ *     call says: the library cannot check that.
+ *
+ * Threads. Every function may be called from any thread; the library
+ * serialises the calls on one handle. The intended use is one game thread
+ * per client: two threads polling one client split its events between
+ * them, and the retry after TW_ERR_BUFFER_TOO_SMALL (tw_client_poll)
+ * assumes nobody polled in between. tw_client_free may run while another
+ * thread is inside a call on the same handle: that call completes (or
+ * fails with TW_ERR_NOT_CONNECTED) and later calls fail with
+ * TW_ERR_INVALID_HANDLE. The library's own threads never run the
+ * caller's code.
+ *
+ * Time. The connection runs on the library's threads and clock: it sends
+ * one packet per server tick, retransmits, answers keep-alives and times
+ * out whether or not the game calls tw_client_update. The now passed to
+ * tw_client_update is the game's clock (seconds, any origin): it stamps
+ * the events that update makes pollable (tw_event.time), and nothing
+ * else. A game that stops calling update stays connected; what arrives
+ * waits for it, up to 65,536 messages or 8 MiB, beyond which new
+ * messages are dropped and counted (tw_stats.messages_dropped).
+ *
+ * Every struct has a fixed layout of fixed-width fields (no enums, no
+ * bool) so that C#, Rust and Zig can declare it field for field; the
+ * sizes are given for 64-bit targets. A struct's reserved fields are for
+ * later ABI versions: callers zero them (or the whole struct) and
+ * ignore them on output.
+ */
+#ifndef TICKWIRE_H
+#define TICKWIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * TW_ABI_VERSION is the version of this header. tw_client_create takes
+ * the version the caller was compiled with (pass TW_ABI_VERSION) and
+ * fails with TW_ERR_ABI_VERSION unless the library is the same version.
+ * Any change to a function's signature, a struct's layout or a
+ * constant's meaning makes a new version.
+ */
+#define TW_ABI_VERSION 1
+
+/* A handle names one object of the library. 0 is never a handle. */
+typedef uint64_t tw_handle;
+
+/* TW_OK or one of the negative TW_ERR_* codes. */
+typedef int32_t tw_result;
+
+enum {
+	TW_OK = 0,
+	/* The handle names no object: 0, never returned by a create
+	 * function, or already freed. */
+	TW_ERR_INVALID_HANDLE = -1,
+	/* The handle names an object of another kind. */
+	TW_ERR_WRONG_KIND = -2,
+	/* An argument is out of range: NULL where a pointer is required, a
+	 * delivery that is none of TW_DELIVERY_*, a string with no NUL in
+	 * its first 8 KiB, a time that is not finite. */
+	TW_ERR_INVALID_ARGUMENT = -3,
+	/* The caller was compiled against another TW_ABI_VERSION. */
+	TW_ERR_ABI_VERSION = -4,
+	/* The connect token does not parse (tw_last_error says why). The
+	 * library checks its layout; only the server can open its sealed
+	 * part, so a token the server refuses ends the connection with
+	 * TW_DISCONNECT_DENIED instead. */
+	TW_ERR_BAD_TOKEN = -5,
+	/* The client is still connecting, or its session has ended. */
+	TW_ERR_NOT_CONNECTED = -6,
+	/* The message exceeds what its delivery allows: one packet
+	 * (about 1,150 bytes at the default packet size) for unreliable and
+	 * sequenced messages, just under 128 KiB for reliable ones. */
+	TW_ERR_MESSAGE_TOO_LARGE = -7,
+	/* The connection's send queue is full: the server is not keeping
+	 * up. Nothing was queued; retry later or drop the message. */
+	TW_ERR_QUEUE_FULL = -8,
+	/* tw_client_poll: the message does not fit the buffer. The event
+	 * says its size and stays first in line; poll again with a buffer
+	 * of at least event.size bytes. */
+	TW_ERR_BUFFER_TOO_SMALL = -9,
+	/* The library could not allocate memory for an owned message. */
+	TW_ERR_NO_MEMORY = -10,
+	/* A bug in the library (tw_last_error says what). The handle
+	 * stays valid. */
+	TW_ERR_INTERNAL = -11
+};
+
+/* How a message travels (tw_client_send, tw_event.delivery). */
+enum {
+	/* May be lost, duplicated or arrive out of order. */
+	TW_DELIVERY_UNRELIABLE = 0,
+	/* May be lost; an older message on a channel is never delivered
+	 * after a newer one (state updates, voice). */
+	TW_DELIVERY_SEQUENCED = 1,
+	/* Exactly once and in the order sent, all channels together. */
+	TW_DELIVERY_RELIABLE = 2
+};
+
+/* What a client is doing (tw_client_state). */
+enum {
+	TW_STATE_CONNECTING = 1,
+	TW_STATE_CONNECTED = 2,
+	/* The connection ended, or never opened: a TW_EVENT_DISCONNECTED
+	 * event says why. The handle stays valid until tw_client_free. */
+	TW_STATE_DISCONNECTED = 3
+};
+
+/* tw_event.kind. Kinds 16..31 are reserved for the commits mode. */
+enum {
+	/* No event: every pollable event was read. */
+	TW_EVENT_NONE = 0,
+	/* The server accepted the client; it may send now. Comes once,
+	 * first. */
+	TW_EVENT_CONNECTED = 1,
+	/* A message from the server: data, size, delivery, channel and,
+	 * with TW_EVENT_POSTMARKED, tick. */
+	TW_EVENT_MESSAGE = 2,
+	/* The connection ended or could not open: reason (TW_DISCONNECT_*)
+	 * and, for TW_DISCONNECT_DENIED, detail (TW_DENY_*). Comes once,
+	 * last, after every message that arrived before the end. */
+	TW_EVENT_DISCONNECTED = 3
+};
+
+/* tw_event.flags. */
+enum {
+	/* TW_EVENT_MESSAGE: the sender postmarked the message with a tick
+	 * (tw_event.tick). */
+	TW_EVENT_POSTMARKED = 1u << 0,
+	/* TW_EVENT_DISCONNECTED: the server ended the session, or went
+	 * silent (TW_DISCONNECT_TIMEOUT). */
+	TW_EVENT_REMOTE = 1u << 1,
+	/* TW_EVENT_MESSAGE: data was allocated by the library and belongs
+	 * to the caller, who releases it with tw_free. */
+	TW_EVENT_OWNED = 1u << 2
+};
+
+/* tw_event.reason for TW_EVENT_DISCONNECTED. 1..7 are the protocol's own
+ * reasons, what one end tells the other; 64 and up end a connection
+ * that never opened. */
+enum {
+	TW_DISCONNECT_CLOSED = 1,       /* the client (tw_client_close) or server application closed it */
+	TW_DISCONNECT_TIMEOUT = 2,      /* no packet within the timeout */
+	TW_DISCONNECT_KICKED = 3,       /* the server removed the client */
+	TW_DISCONNECT_SHUTDOWN = 4,     /* the server is stopping */
+	TW_DISCONNECT_PROTOCOL = 5,     /* the peer broke the protocol */
+	TW_DISCONNECT_TOO_SLOW = 6,     /* fell behind what the server's game allows */
+	TW_DISCONNECT_HOST_MIGRATE = 7, /* the host handed the game over */
+	/* The server refused the handshake; tw_event.detail is the
+	 * TW_DENY_* reason. */
+	TW_DISCONNECT_DENIED = 64,
+	/* No server answered within the handshake timeout. */
+	TW_DISCONNECT_HANDSHAKE_TIMEOUT = 65,
+	/* The connection could not be attempted: a server address that
+	 * does not resolve, no socket, a config out of range
+	 * (tw_last_error says which). */
+	TW_DISCONNECT_CONNECT_FAILED = 66
+};
+
+/* tw_event.detail for TW_DISCONNECT_DENIED: why the server refused. */
+enum {
+	TW_DENY_INVALID_TOKEN = 1,     /* the token did not open (forged or tampered) */
+	TW_DENY_EXPIRED = 2,           /* the token or cookie expired */
+	TW_DENY_WRONG_GAME = 3,        /* the token names a game this server does not run */
+	TW_DENY_SERVER_FULL = 4,       /* no free connection or player slot */
+	TW_DENY_VERSION = 5,           /* the server speaks another protocol version */
+	TW_DENY_ALREADY_CONNECTED = 6, /* the token's client id holds a connection */
+	TW_DENY_BAD_COOKIE = 7,        /* the handshake did not verify */
+	TW_DENY_SHUTTING_DOWN = 8,     /* the server is stopping */
+	TW_DENY_TOKEN_USED = 9,        /* the token already opened a session */
+	TW_DENY_WRONG_SERVER = 10,     /* the token names other servers */
+	TW_DENY_UNKNOWN_KEY = 11,      /* the server has no key with the token's key id */
+	TW_DENY_JOIN_REFUSED = 12      /* the game refused a player (tw_last_error has its reason) */
+};
+
+/*
+ * One event, filled by tw_client_poll. 112 bytes on 64-bit targets.
+ * Fields a kind does not use are zero.
+ */
+typedef struct tw_event {
+	uint32_t kind;     /* TW_EVENT_* */
+	uint32_t flags;    /* TW_EVENT_POSTMARKED | TW_EVENT_REMOTE | TW_EVENT_OWNED */
+	tw_handle handle;  /* the object the event is about */
+	double time;       /* the now of the tw_client_update that made it pollable */
+	/* TW_EVENT_MESSAGE: the message's bytes: the caller's buffer, or
+	 * with TW_EVENT_OWNED the library's allocation (release with
+	 * tw_free). NULL when size is 0. */
+	uint8_t *data;
+	uint64_t size;     /* TW_EVENT_MESSAGE: bytes in the message */
+	uint32_t delivery; /* TW_EVENT_MESSAGE: TW_DELIVERY_* */
+	uint32_t channel;  /* TW_EVENT_MESSAGE: 0..255 */
+	uint32_t tick;     /* TW_EVENT_MESSAGE with TW_EVENT_POSTMARKED: the postmark */
+	uint32_t reason;   /* TW_EVENT_DISCONNECTED: TW_DISCONNECT_* */
+	uint32_t detail;   /* TW_EVENT_DISCONNECTED, TW_DISCONNECT_DENIED: TW_DENY_* */
+	uint32_t reserved0;
+	uint64_t reserved[6];
+} tw_event;
+
+/*
+ * Options of a new client. A zeroed struct (or NULL) means every
+ * default. 48 bytes.
+ */
+typedef struct tw_client_config {
+	/* Bounds the whole connection attempt. 0: 5000 ms. */
+	uint32_t handshake_timeout_ms;
+	/* The longest the client stays silent: a keep-alive goes out when
+	 * nothing else has for this long. 0: 500 ms. */
+	uint32_t heartbeat_ms;
+	/* The session ends (TW_DISCONNECT_TIMEOUT) after this long without
+	 * a packet from the server; more than heartbeat_ms. 0: 1500 ms. */
+	uint32_t timeout_ms;
+	/* Nonzero: protect reliable data on lossy links with Reed-Solomon
+	 * parity instead of copies (fewer bytes, a longer tail). */
+	uint32_t reliable_fec;
+	uint64_t reserved[4];
+} tw_client_config;
+
+/* What the server told the client when it accepted it
+ * (tw_client_info). 40 bytes. */
+typedef struct tw_accept_info {
+	uint32_t conn_id;      /* the connection id the server assigned */
+	uint32_t tick_rate;    /* the server's ticks per second */
+	uint64_t client_id;    /* the token's client id */
+	uint64_t game_id;      /* the token's game id */
+	uint32_t player_count; /* 1..4: the player slots this connection carries */
+	uint16_t players[4];   /* the first player_count are the slots */
+	uint32_t reserved;
+} tw_accept_info;
+
+/* A connection's counters and estimates (tw_client_stats). 128 bytes. */
+typedef struct tw_stats {
+	double rtt_ms;             /* smoothed round-trip time */
+	double jitter_ms;          /* round-trip time variation */
+	double loss;               /* 0..1: the fraction of the client's packets the server did not acknowledge */
+	uint64_t packets_in;
+	uint64_t packets_out;
+	uint64_t bytes_in;         /* UDP payload bytes received */
+	uint64_t bytes_out;        /* UDP payload bytes sent */
+	uint64_t messages_in;
+	uint64_t messages_out;
+	uint64_t messages_dropped; /* dropped because the game did not poll them (see Time above) */
+	uint64_t reliable_queue;   /* reliable segments waiting to be sent or acknowledged */
+	uint64_t reserved[5];
+} tw_stats;
+
+/* ---- Library ---------------------------------------------------------- */
+
+/* The library's TW_ABI_VERSION. Never fails. */
+uint32_t tw_abi_version(void);
+
+/*
+ * A constant English name of a code: "ok", "invalid handle", ...
+ * ("unknown" for a code this version does not define). The string is
+ * static: never free it.
+ */
+const char *tw_result_string(tw_result code);
+/* The same for a TW_DISCONNECT_* reason and a TW_DENY_* reason. */
+const char *tw_disconnect_string(uint32_t reason);
+const char *tw_deny_string(uint32_t reason);
+
+/*
+ * Copies the message of the last failed call on handle into buf, as a
+ * NUL-terminated string cut to cap - 1 bytes, and returns its whole
+ * length (without the NUL): call again with a larger buffer when the
+ * result is cap or more, like snprintf. buf may be NULL when cap is 0.
+ * Returns 0 when there is no message.
+ *
+ * Each handle keeps its own message; a call that succeeds leaves it as
+ * it was. Handle 0, or one that names no object, reads the process-wide
+ * message: that of the last failed tw_client_create, or of the last call
+ * given a handle that named no object, from any thread. Also, when a
+ * client's TW_EVENT_DISCONNECTED is made pollable, the client's message
+ * becomes the full text of why (the server's denial, the game's
+ * refusal, the socket error).
+ */
+size_t tw_last_error(tw_handle handle, char *buf, size_t cap);
+
+/*
+ * Releases a message the library allocated (a TW_EVENT_OWNED event's
+ * data). NULL does nothing. Never pass anything else.
+ */
+void tw_free(void *data);
+
+/* ---- Client ----------------------------------------------------------- */
+
+/*
+ * Creates a client and starts connecting; returns at once.
+ *
+ *   abi_version  TW_ABI_VERSION, the version the caller was compiled with.
+ *   token        the connect token as the lobby hands it out: the
+ *                URL-safe base64 text (NUL-terminated). The library
+ *                copies it.
+ *   server_addr  NULL (or "") to try the token's server addresses in
+ *                order; else "host:port", the one address to send to
+ *                instead (a proxy in front of the server, say). Copied.
+ *   config       NULL or a tw_client_config; read during the call only.
+ *   out          receives the new handle. Left unchanged on failure.
+ *
+ * Errors: TW_ERR_ABI_VERSION, TW_ERR_INVALID_ARGUMENT (a NULL token or
+ * out, a string with no NUL within 8 KiB), TW_ERR_BAD_TOKEN. They leave
+ * the process-wide message (tw_last_error(0, ...)).
+ *
+ * Whether the connection opens comes later, from tw_client_update and
+ * tw_client_poll: TW_EVENT_CONNECTED, or TW_EVENT_DISCONNECTED with
+ * TW_DISCONNECT_DENIED, TW_DISCONNECT_HANDSHAKE_TIMEOUT or
+ * TW_DISCONNECT_CONNECT_FAILED. A token opens one session only.
+ */
+tw_result tw_client_create(uint32_t abi_version, const char *token, const char *server_addr,
+                           const tw_client_config *config, tw_handle *out);
+
+/*
+ * Makes what happened since the last update pollable, in order: the
+ * connect or its failure, the messages that arrived, the disconnect.
+ * Call it once per frame, then tw_client_poll until TW_EVENT_NONE.
+ * Events an earlier update made pollable and nobody polled stay first.
+ *
+ * now is the game's clock in seconds (any origin); it must be finite.
+ * The events get it as their time. Errors: TW_ERR_INVALID_HANDLE,
+ * TW_ERR_WRONG_KIND, TW_ERR_INVALID_ARGUMENT (now not finite).
+ */
+tw_result tw_client_update(tw_handle client, double now);
+
+/*
+ * Takes the next pollable event and fills *event; TW_OK with kind
+ * TW_EVENT_NONE when there is none.
+ *
+ * A message's bytes go either
+ *   - into buf (cap bytes) when buf is not NULL: event->data = buf. When
+ *     the message is longer than cap the call fails with
+ *     TW_ERR_BUFFER_TOO_SMALL, fills *event (size, kind, ...) but for
+ *     data, and keeps the event first in line for the next poll; or
+ *   - when buf is NULL, into memory the library allocates: event->data
+ *     is that memory, flags has TW_EVENT_OWNED, and the caller releases
+ *     it with tw_free (it is no longer the library's).
+ * An empty message has data NULL and size 0 either way.
+ *
+ * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (event NULL), TW_ERR_BUFFER_TOO_SMALL,
+ * TW_ERR_NO_MEMORY (the event stays first in line).
+ */
+tw_result tw_client_poll(tw_handle client, tw_event *event, void *buf, size_t cap);
+
+/*
+ * Queues a message of size bytes for the server; it leaves with the
+ * client's next tick's packet (tw_client_flush sends it at once). The
+ * library copies data before returning. data may be NULL when size is 0.
+ * delivery is a TW_DELIVERY_*; channel is the application's (0..255).
+ *
+ * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (bad delivery, data NULL with size > 0),
+ * TW_ERR_NOT_CONNECTED, TW_ERR_MESSAGE_TOO_LARGE, TW_ERR_QUEUE_FULL.
+ */
+tw_result tw_client_send(tw_handle client, uint32_t delivery, uint8_t channel, const void *data,
+                         size_t size);
+
+/*
+ * tw_client_send with a tick postmark: the server's application is told
+ * the tick at which the client meant the message (its game runs it at
+ * that tick). Same errors.
+ */
+tw_result tw_client_send_at(tw_handle client, uint32_t delivery, uint8_t channel, uint32_t tick,
+                            const void *data, size_t size);
+
+/*
+ * Sends the queued messages now rather than with the next tick's packet:
+ * send then flush is the no-delay send, for chat or RPCs whose latency
+ * matters more than packing. Errors: TW_ERR_INVALID_HANDLE,
+ * TW_ERR_WRONG_KIND, TW_ERR_NOT_CONNECTED.
+ */
+tw_result tw_client_flush(tw_handle client);
+
+/*
+ * The client's state, TW_STATE_*, as of its last tw_client_update (so
+ * that it agrees with the events polled), or a negative TW_ERR_* code
+ * (TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND).
+ */
+int32_t tw_client_state(tw_handle client);
+
+/*
+ * Fills *info with what the server's accept said. Errors:
+ * TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND, TW_ERR_INVALID_ARGUMENT
+ * (info NULL), TW_ERR_NOT_CONNECTED (no accept yet, or the connection
+ * never opened).
+ */
+tw_result tw_client_info(tw_handle client, tw_accept_info *info);
+
+/*
+ * Fills *stats with the connection's counters and estimates; after the
+ * end, their final values. Same errors as tw_client_info.
+ */
+tw_result tw_client_stats(tw_handle client, tw_stats *stats);
+
+/*
+ * Starts closing the client; returns at once. A connected client sends
+ * what it queued once more, tells the server it is leaving, and ends
+ * with TW_EVENT_DISCONNECTED, reason TW_DISCONNECT_CLOSED, within about
+ * a tick; a connecting client gives up the same way. Closing a client
+ * that is closing or ended does nothing. Errors: TW_ERR_INVALID_HANDLE,
+ * TW_ERR_WRONG_KIND.
+ */
+tw_result tw_client_close(tw_handle client);
+
+/*
+ * Closes the client (as tw_client_close) if it is open, waits until the
+ * library's threads let go of it (at most about a tick), and releases
+ * the handle: from then on it names nothing. Events not polled are
+ * dropped; owned messages already polled stay the caller's. Errors:
+ * TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND.
+ */
+tw_result tw_client_free(tw_handle client);
+
+/* ---- Commits mode ------------------------------------------------------
+ * Coming in a later ABI version: a commits-mode client as another kind
+ * of handle in the same handle space, with its events (kinds 16..31) in
+ * the same tw_event.
+ */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* TICKWIRE_H */
