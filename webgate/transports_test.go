@@ -2,6 +2,7 @@ package webgate
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
@@ -17,6 +18,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
 
@@ -168,5 +170,52 @@ func TestDevCertificate(t *testing.T) {
 	}
 	if err := x.VerifyHostname("127.0.0.1"); err != nil {
 		t.Error(err)
+	}
+}
+
+// A WebSocket message over the largest packet (1472 bytes) closes the
+// socket with 1009 (message too big), as docs/PROTOCOL.md says: one byte
+// over, and a megabyte over; a message of exactly 1472 bytes goes
+// through.
+func TestWebSocketOversizeCloses1009(t *testing.T) {
+	c := newGate(t, Config{})
+	hs := httptest.NewServer(c.WebSocketHandler(nil))
+	defer hs.Close()
+	url := "ws" + strings.TrimPrefix(hs.URL, "http")
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+
+	ws, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	most := packetOf(proto.MaxPacketSizeLimit, 3)
+	if err := ws.Write(ctx, websocket.MessageBinary, most); err != nil {
+		t.Fatal(err)
+	}
+	if m := echoOne(t, c); m.N != proto.MaxPacketSizeLimit {
+		t.Fatalf("a %d-byte message arrived as %d bytes", proto.MaxPacketSizeLimit, m.N)
+	}
+	if _, _, err := ws.Read(ctx); err != nil {
+		t.Fatalf("after a %d-byte message: %v", proto.MaxPacketSizeLimit, err)
+	}
+
+	for _, size := range []int{proto.MaxPacketSizeLimit + 1, 1 << 20} {
+		ws, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.CloseNow()
+		if err := ws.Write(ctx, websocket.MessageBinary, packetOf(size, 4)); err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		_, _, err = ws.Read(ctx)
+		if code := websocket.CloseStatus(err); code != websocket.StatusMessageTooBig {
+			t.Errorf("a %d-byte message: read %v, close status %v, want 1009", size, err, code)
+		}
+	}
+	if st := c.Stats()[WebSocket]; st.Malformed != 2 {
+		t.Errorf("malformed %d, want 2", st.Malformed)
 	}
 }
