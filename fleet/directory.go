@@ -146,7 +146,8 @@ func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
 }
 
 // Close stops watching and, when the lobby was announced, tells the
-// fleet it is gone.
+// fleet it is gone, waiting at most 500 ms for that message to go (not
+// at all while NATS is not connected).
 func (d *Directory) Close() error {
 	select {
 	case <-d.stop:
@@ -162,7 +163,7 @@ func (d *Directory) Close() error {
 	}
 	unsubscribe(d.subs)
 	d.announceLobby(true)
-	return d.nc.Flush()
+	return flushLeaving(d.nc)
 }
 
 // Stats returns the Directory's counters.

@@ -172,7 +172,8 @@ func (m *Member) Drain() {
 }
 
 // Close stops the heartbeat, tells the fleet the server is gone and
-// stops answering requests.
+// stops answering requests. It waits at most 500 ms for the leave
+// message to go, and not at all while NATS is not connected.
 func (m *Member) Close() error {
 	select {
 	case <-m.stop:
@@ -185,7 +186,7 @@ func (m *Member) Close() error {
 	st := m.Status()
 	st.Draining, st.Leaving = true, true
 	m.publish(st)
-	return m.nc.Flush()
+	return flushLeaving(m.nc)
 }
 
 // Status is what the Member announces now.

@@ -156,6 +156,23 @@ func forget[E lastSeen](m map[string]E, now time.Time, after time.Duration) {
 	}
 }
 
+// leaveFlush bounds the wait for a Member's or Directory's last message
+// on Close: a process whose NATS is gone must still stop at once.
+const leaveFlush = 500 * time.Millisecond
+
+// flushLeaving sends what nc buffered, waiting at most leaveFlush, and
+// not at all when nc is not connected (the fleet then learns of the
+// leave from the silence).
+func flushLeaving(nc *nats.Conn) error {
+	if !nc.IsConnected() {
+		return fmt.Errorf("fleet: NATS is %v: the last message is not sent", nc.Status())
+	}
+	if err := nc.FlushTimeout(leaveFlush); err != nil {
+		return fmt.Errorf("fleet: the last message: %w", err)
+	}
+	return nil
+}
+
 // subscribe subscribes h to each subject, or to none when one fails.
 func subscribe(nc *nats.Conn, handlers map[string]nats.MsgHandler) ([]*nats.Subscription, error) {
 	var subs []*nats.Subscription
