@@ -99,7 +99,9 @@ func (s *Status) check() error {
 	return nil
 }
 
-// Request asks a server to reserve seats for a new game.
+// Request asks a server to reserve seats for a new game, or to release
+// them. It goes to "<prefix>.alloc.<server id>.<lobby id>": NATS lets a
+// lobby send only in its own name (PermissionsFor).
 type Request struct {
 	GameID uint64 `json:"gameId,string"`
 	Type   string `json:"type"`
@@ -107,14 +109,24 @@ type Request struct {
 	// HoldMs is how long the seats stay reserved for players who have
 	// not connected: the lifetime of the tokens the lobby mints.
 	HoldMs int64 `json:"holdMs"`
+	// LobbyKey is the lobby's X25519 public key (32 bytes), to which
+	// the server seals its token key.
+	LobbyKey []byte `json:"lobbyKey,omitempty"`
+	// Release gives back the seats of game GameID that this lobby
+	// reserved (its room went away); it is answered by nothing.
+	Release bool `json:"release,omitempty"`
 }
 
 // Grant answers a Request: the seats are reserved (Error empty) or not.
 type Grant struct {
-	Error  string   `json:"error,omitempty"`
-	Addrs  []string `json:"addrs,omitempty"`
-	Key    string   `json:"key,omitempty"` // the server's token key, hex
-	Status Status   `json:"status"`        // the server after the reservation
+	Error string   `json:"error,omitempty"`
+	Addrs []string `json:"addrs,omitempty"`
+	// ServerKey is the server's one-time X25519 public key and
+	// SealedKey its token key sealed to the Request's LobbyKey, the
+	// server's id and the game id (sealTokenKey).
+	ServerKey []byte `json:"serverKey,omitempty"`
+	SealedKey []byte `json:"sealedKey,omitempty"`
+	Status    Status `json:"status"` // the server after the reservation
 }
 
 func decode(b []byte, v any) error {

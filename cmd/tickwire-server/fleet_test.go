@@ -95,12 +95,24 @@ func TestFleetShutdownWithoutNATS(t *testing.T) {
 	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e, err := embedded.Start(embedded.Config{Listen: "127.0.0.1:0", Token: token, MaxPayload: fleet.MaxMessage})
+	auth := fleet.Authorizer("", map[fleet.Role]string{fleet.RoleServer: token})
+	e, err := embedded.Start(embedded.Config{Listen: "127.0.0.1:0", MaxPayload: fleet.MaxMessage,
+		Authorize: func(tok, id string) (embedded.Permissions, bool) {
+			if tok == "watcher-watcher-watcher" {
+				return embedded.Permissions{Subscribe: []string{">"}}, true
+			}
+			p, ok := auth(tok, id)
+			return embedded.Permissions(p), ok
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	nc, err := e.Connect("test")
+	watcher, err := fleet.NewCredentials(fleet.RoleLobby, "watcher-watcher-watcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := e.Connect("test", watcher.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
