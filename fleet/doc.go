@@ -6,11 +6,12 @@
 // A game server joins with Join and keeps a Member: every Interval it
 // publishes its Status (game types, UDP addresses, capacity, players,
 // seats reserved, games, tick p99) on "<prefix>.servers.<id>", and it
-// answers reservation requests on "<prefix>.alloc.<id>.<lobby id>". A lobby keeps a
-// Directory: it reads the announcements, and Allocate sends a Request to
-// the best candidate, which reserves the seats before it answers with a
-// Grant (its addresses and its connect-token key, so that the lobby mints
-// tokens only that server accepts). A server whose heartbeats stop for
+// answers reservation requests on "<prefix>.alloc.<id>.<lobby id>". A
+// lobby keeps a Directory: it reads the announcements, and Allocate
+// sends a Request to the best candidate, which reserves the seats before
+// it answers with a Grant (its addresses and its connect-token key,
+// sealed to the lobby, so that the lobby mints tokens only that server
+// accepts); Release gives back the seats of a room that went away. A server whose heartbeats stop for
 // StaleAfter, or that does not answer a request, is not chosen again
 // until it announces itself anew.
 //
