@@ -8,10 +8,10 @@ import (
 )
 
 // Dial connects to the fleet's NATS at url (nats://host:port; several
-// comma-separated for a cluster) with token (empty: none, or the user
-// and password in url). It keeps trying in the background when NATS is
-// not up yet, and reconnects for ever.
-func Dial(url, token, name string) (*nats.Conn, error) {
+// comma-separated for a cluster) with the credentials c. It keeps trying
+// in the background when NATS is not up yet, and reconnects for ever;
+// but it fails at once when NATS refuses the credentials.
+func Dial(url string, c *Credentials, name string) (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name(name),
 		nats.RetryOnFailedConnect(true),
@@ -19,12 +19,9 @@ func Dial(url, token, name string) (*nats.Conn, error) {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.Timeout(2 * time.Second),
 	}
-	if token != "" {
-		opts = append(opts, nats.Token(token))
-	}
-	nc, err := nats.Connect(url, opts...)
+	nc, err := nats.Connect(url, append(opts, c.Options()...)...)
 	if err != nil {
-		return nil, fmt.Errorf("embedded: NATS %s: %w", url, err)
+		return nil, fmt.Errorf("fleet: NATS %s: %w", url, err)
 	}
 	return nc, nil
 }

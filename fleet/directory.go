@@ -3,6 +3,8 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +24,11 @@ import (
 type DirectoryConfig struct {
 	// Prefix is the fleet's subject prefix. Empty means DefaultPrefix.
 	Prefix string
+	// ID is the lobby's fleet id: the ID of the Credentials its NATS
+	// connection presents, in whose name it asks servers for seats.
+	// Empty means a random id (a NATS without per-connection
+	// permissions).
+	ID string
 	// StaleAfter is how many of a server's heartbeat intervals may pass
 	// without one before it is no longer chosen. Zero means 2.5.
 	StaleAfter float64
@@ -46,7 +53,10 @@ type Directory struct {
 	nc   *nats.Conn
 	cfg  DirectoryConfig
 	subs []*nats.Subscription
-	stop chan struct{}
+	// sealKey is the key servers seal their token keys to: made for
+	// this Directory, never sent anywhere but its public half.
+	sealKey *ecdh.PrivateKey
+	stop    chan struct{}
 	// announcing is closed when the lobby's announcements stopped; nil
 	// until Announce.
 	announcing <-chan struct{}
@@ -125,10 +135,20 @@ func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.ID == "" {
+		cfg.ID = strings.ToLower(rand.Text()[:16])
+	}
+	if cfg.ID == "" || len(cfg.ID) > 64 || strings.ContainsAny(cfg.ID, ".*> \t\r\n") {
+		return nil, fmt.Errorf("fleet: lobby id %q", cfg.ID)
+	}
 	if cfg.StaleAfter < 1 {
 		return nil, fmt.Errorf("fleet: StaleAfter %v: want at least one interval", cfg.StaleAfter)
 	}
-	d := &Directory{nc: nc, cfg: cfg, servers: map[string]*entry{}, lobbies: map[string]*lobbyEntry{}, stop: make(chan struct{})}
+	sk, err := ecdh.X25519().GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	d := &Directory{nc: nc, cfg: cfg, sealKey: sk, servers: map[string]*entry{}, lobbies: map[string]*lobbyEntry{}, stop: make(chan struct{})}
 	subs, err := subscribe(nc, map[string]nats.MsgHandler{
 		cfg.Prefix + ".servers.*": d.heard,
 		cfg.Prefix + ".lobbies.*": d.heardLobby,
@@ -146,7 +166,8 @@ func NewDirectory(nc *nats.Conn, cfg DirectoryConfig) (*Directory, error) {
 }
 
 // Close stops watching and, when the lobby was announced, tells the
-// fleet it is gone.
+// fleet it is gone, waiting at most 500 ms for that message to go (not
+// at all while NATS is not connected).
 func (d *Directory) Close() error {
 	select {
 	case <-d.stop:
@@ -162,7 +183,7 @@ func (d *Directory) Close() error {
 	}
 	unsubscribe(d.subs)
 	d.announceLobby(true)
-	return d.nc.Flush()
+	return flushLeaving(d.nc)
 }
 
 // Stats returns the Directory's counters.
@@ -247,6 +268,7 @@ func (d *Directory) Servers() []Server {
 type Allocation struct {
 	Server string // the server's name
 	ID     string // the server's fleet id
+	GameID uint64
 	Addrs  []string
 	Key    tickwire.Key
 }
@@ -261,7 +283,8 @@ var ErrNoServer = errors.New("fleet: no healthy server with free seats runs this
 // does not answer, the next is asked. hold is how long the seats stay
 // reserved for players who have not connected (the tokens' lifetime).
 func (d *Directory) Allocate(ctx context.Context, typ string, gameID uint64, seats int, hold time.Duration) (*Allocation, error) {
-	req, _ := json.Marshal(Request{GameID: gameID, Type: typ, Seats: seats, HoldMs: hold.Milliseconds()})
+	req, _ := json.Marshal(Request{GameID: gameID, Type: typ, Seats: seats, HoldMs: hold.Milliseconds(),
+		LobbyKey: d.sealKey.PublicKey().Bytes()})
 	var errs []error
 	tried := map[string]bool{}
 	for {
@@ -270,7 +293,7 @@ func (d *Directory) Allocate(ctx context.Context, typ string, gameID uint64, sea
 			break
 		}
 		tried[e.ID] = true
-		a, err := d.ask(ctx, e, req, seats)
+		a, err := d.ask(ctx, e, gameID, req, seats)
 		if err == nil {
 			d.allocated.Add(1)
 			return a, nil
@@ -343,10 +366,10 @@ func compareBool(a, b bool) int {
 }
 
 // ask sends one reservation request for seats to st's server.
-func (d *Directory) ask(ctx context.Context, st *Status, req []byte, seats int) (*Allocation, error) {
+func (d *Directory) ask(ctx context.Context, st *Status, gameID uint64, req []byte, seats int) (*Allocation, error) {
 	rctx, cancel := context.WithTimeout(ctx, d.cfg.RequestTimeout)
 	defer cancel()
-	msg, err := d.nc.RequestWithContext(rctx, d.cfg.Prefix+".alloc."+st.ID, req)
+	msg, err := d.nc.RequestWithContext(rctx, d.allocSubject(st.ID), req)
 	var answered *Status
 	defer func() { d.settle(st.ID, seats, answered) }()
 	if err != nil {
@@ -367,14 +390,32 @@ func (d *Directory) ask(ctx context.Context, st *Status, req []byte, seats int) 
 	if g.Error != "" {
 		return nil, errors.New(g.Error)
 	}
-	key, err := tickwire.ParseKey(g.Key)
+	a := &Allocation{Server: st.Name, ID: st.ID, GameID: gameID, Addrs: g.Addrs}
+	key, err := openTokenKey(d.sealKey, g.ServerKey, g.SealedKey, st.ID, gameID)
 	if err != nil {
+		d.Release(a)
 		return nil, fmt.Errorf("bad key in the answer: %w", err)
 	}
 	if len(g.Addrs) == 0 || len(g.Addrs) > MaxAddrs {
+		d.Release(a)
 		return nil, fmt.Errorf("answer with %d addresses", len(g.Addrs))
 	}
-	return &Allocation{Server: st.Name, ID: st.ID, Addrs: g.Addrs, Key: key}, nil
+	a.Key = key
+	return a, nil
+}
+
+// allocSubject is where this lobby's requests to server id go.
+func (d *Directory) allocSubject(id string) string {
+	return d.cfg.Prefix + ".alloc." + id + "." + d.cfg.ID
+}
+
+// Release gives back the seats of a: its room went away before its
+// players had their tokens. It does not wait for the server.
+func (d *Directory) Release(a *Allocation) {
+	b, _ := json.Marshal(Request{GameID: a.GameID, Release: true})
+	if err := d.nc.Publish(d.allocSubject(a.ID), b); err != nil {
+		d.cfg.Logger.Debug("fleet: release", "server", a.Server, "err", err)
+	}
 }
 
 func (d *Directory) markDown(id, why string) {

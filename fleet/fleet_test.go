@@ -32,24 +32,63 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// testFleet is an embedded NATS server with connections to it.
+// testFleet is an embedded NATS server with connections to it: game
+// servers and lobbies with their roles' permissions, and connections
+// that may do anything (to play a forger).
 type testFleet struct {
-	t   *testing.T
-	e   *embedded.Server
-	clk *clock
+	t      *testing.T
+	e      *embedded.Server
+	clk    *clock
+	tokens map[Role]string
 }
 
+// testAnyToken is the token of connections that may do anything.
+const testAnyToken = "any-any-any-any-any-any"
+
+// testAuthorize is the embedded server's check in the fleet's tests:
+// the roles' (Authorizer), and testAnyToken for everything.
+func testAuthorize(tokens map[Role]string) func(token, id string) (embedded.Permissions, bool) {
+	auth := Authorizer("", tokens)
+	return func(token, id string) (embedded.Permissions, bool) {
+		if token == testAnyToken {
+			return embedded.Permissions{Publish: []string{">"}, Subscribe: []string{">"}, Responses: true}, true
+		}
+		p, ok := auth(token, id)
+		return embedded.Permissions(p), ok
+	}
+}
+
+var testTokens = map[Role]string{RoleServer: "server-token-0123456789", RoleLobby: "lobby-token-0123456789"}
+
 func newTestFleet(t *testing.T) *testFleet {
-	e, err := embedded.Start(embedded.Config{})
+	e, err := embedded.Start(embedded.Config{Authorize: testAuthorize(testTokens)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
-	return &testFleet{t: t, e: e, clk: &clock{t: time.Unix(1e9, 0)}}
+	return &testFleet{t: t, e: e, clk: &clock{t: time.Unix(1e9, 0)}, tokens: testTokens}
 }
 
+// conn is a connection that may do anything.
 func (f *testFleet) conn() *nats.Conn {
-	nc, err := f.e.Connect(f.t.Name())
+	c, err := NewCredentials(RoleLobby, testAnyToken)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.connect(c)
+}
+
+// as is a connection with the credentials of role.
+func (f *testFleet) as(role Role) (*nats.Conn, *Credentials) {
+	c, err := NewCredentials(role, f.tokens[role])
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.connect(c), c
+}
+
+func (f *testFleet) connect(c *Credentials) *nats.Conn {
+	nc, err := f.e.Connect(f.t.Name(), c.Options()...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -67,8 +106,9 @@ type server struct {
 
 func (f *testFleet) server(name string, capacity int, types ...string) *server {
 	key, _ := tickwire.GenerateKey()
-	s := &server{nc: f.conn(), key: key}
-	m, err := Join(s.nc, MemberConfig{Name: name, Types: types, Addrs: []string{"127.0.0.1:" + name}, Capacity: capacity,
+	nc, c := f.as(RoleServer)
+	s := &server{nc: nc, key: key}
+	m, err := Join(s.nc, MemberConfig{ID: c.ID(), Name: name, Types: types, Addrs: []string{"127.0.0.1:" + name}, Capacity: capacity,
 		Key: key, Interval: 50 * time.Millisecond, Logger: quiet, Now: f.clk.now,
 		Load: func() Load {
 			return Load{Players: int(s.load.Load()), TickP99: 3 * time.Millisecond, TickBudget: 16 * time.Millisecond}
@@ -82,7 +122,8 @@ func (f *testFleet) server(name string, capacity int, types ...string) *server {
 }
 
 func (f *testFleet) directory() *Directory {
-	d, err := NewDirectory(f.conn(), DirectoryConfig{Logger: quiet, Now: f.clk.now, RequestTimeout: 5 * time.Second})
+	nc, c := f.as(RoleLobby)
+	d, err := NewDirectory(nc, DirectoryConfig{ID: c.ID(), Logger: quiet, Now: f.clk.now, RequestTimeout: 5 * time.Second})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -276,12 +317,12 @@ func TestBadMessages(t *testing.T) {
 	for _, req := range []string{"{", `{"gameId":"0","type":"arena","seats":1,"holdMs":5000}`,
 		`{"gameId":"7","type":"arena","seats":0,"holdMs":5000}`, `{"gameId":"7","type":"arena","seats":1,"holdMs":1}`,
 		`{"gameId":"7","type":"arena","seats":1,"holdMs":99999999999}`} {
-		msg, err := nc.Request(DefaultPrefix+".alloc."+s.ID(), []byte(req), 5*time.Second)
+		msg, err := nc.Request(DefaultPrefix+".alloc."+s.ID()+".forger", []byte(req), 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var g Grant
-		if err := decode(msg.Data, &g); err != nil || g.Error == "" || g.Key != "" {
+		if err := decode(msg.Data, &g); err != nil || g.Error == "" || g.SealedKey != nil {
 			t.Fatalf("request %s answered %s", req, msg.Data)
 		}
 	}
@@ -296,34 +337,51 @@ func TestBadMessages(t *testing.T) {
 // TestOverTCP: a member in another process (Dial, over TCP with the
 // token) is seen by a directory connected in process.
 func TestOverTCP(t *testing.T) {
-	token := "0123456789abcdef0123"
-	e, err := embedded.Start(embedded.Config{Listen: "127.0.0.1:0", Token: token})
+	e, err := embedded.Start(embedded.Config{Listen: "127.0.0.1:0", Authorize: testAuthorize(testTokens)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	nc, err := Dial(e.URL(), token, "member")
+	sc, err := NewCredentials(RoleServer, testTokens[RoleServer])
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := Dial(e.URL(), sc, "member")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	local, err := e.Connect("lobby")
+	lc, err := NewCredentials(RoleLobby, testTokens[RoleLobby])
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := e.Connect("lobby", lc.Options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	d, err := NewDirectory(local, DirectoryConfig{Logger: quiet})
+	d, err := NewDirectory(local, DirectoryConfig{ID: lc.ID(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	m, err := Join(nc, MemberConfig{Types: []string{"arena"}, Addrs: []string{"127.0.0.1:7777"}, Capacity: 8,
+	key, _ := tickwire.GenerateKey()
+	m, err := Join(nc, MemberConfig{ID: sc.ID(), Key: key, Types: []string{"arena"}, Addrs: []string{"127.0.0.1:7777"}, Capacity: 8,
 		Logger: quiet, Load: func() Load { return Load{} }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
 	waitFor(t, "the member over TCP", func() bool { return healthy(d)["127.0.0.1:7777"] })
+	a, err := d.Allocate(t.Context(), "arena", 9, 2, 30*time.Second)
+	if err != nil || a.Key != key {
+		t.Fatalf("allocation over TCP: %+v, %v", a, err)
+	}
+	wrong := &Credentials{Role: RoleServer, Token: "wrong-token-wrong-token", kp: sc.kp, id: sc.id}
+	if nc, err := nats.Connect(e.URL(), wrong.Options()...); err == nil {
+		nc.Close()
+		t.Fatal("connected with a wrong token")
+	}
 }
 
 func TestMemberConfigErrors(t *testing.T) {

@@ -20,6 +20,11 @@ import (
 type MemberConfig struct {
 	// Prefix is the fleet's subject prefix. Empty means DefaultPrefix.
 	Prefix string
+	// ID is the server's fleet id: the ID of the Credentials its NATS
+	// connection presents, which that connection's permissions name.
+	// Empty means a random id (a NATS without per-connection
+	// permissions).
+	ID string
 	// Name labels the server for people. Empty means its first address.
 	Name string
 	// Types are the game types it runs (1..MaxTypes). Required.
@@ -29,8 +34,13 @@ type MemberConfig struct {
 	// Capacity is how many players it takes in all. Required.
 	Capacity int
 	// Key is its connect-token key, handed to the lobby that reserves
-	// seats so the lobby can mint tokens for them.
+	// seats, sealed to that lobby's key, so the lobby can mint tokens
+	// for them.
 	Key tickwire.Key
+	// LobbyGrants bounds the reservations one lobby (by its fleet id)
+	// is granted per minute; more are refused. Zero means 120; a lobby
+	// that asks more is broken or not ours.
+	LobbyGrants int
 	// Interval is the heartbeat interval. Zero means 500 ms: with the
 	// Directory's default StaleAfter, a server that dies is no longer
 	// chosen within 1.25 s.
@@ -80,21 +90,34 @@ type Member struct {
 	seq      uint64
 	draining bool
 	holds    map[uint64]*hold // by game id
+	lobbies  map[string]*grantWindow
 
-	granted, refused, bad atomic.Uint64
+	granted, refused, bad, released atomic.Uint64
 }
 
 // hold is the seats reserved for one game.
 type hold struct {
 	seats int // not yet taken by a connected player
 	until time.Time
+	lobby string // the lobby that reserved them
 }
+
+// grantWindow counts one lobby's reservations in the minute from start.
+type grantWindow struct {
+	start time.Time
+	n     int
+}
+
+// maxLobbies bounds the lobbies whose reservations a Member counts at
+// once; a lobby beyond them is refused until a minute window ends.
+const maxLobbies = 1024
 
 // MemberStats are a Member's counters.
 type MemberStats struct {
 	Granted     uint64 // reservations granted
-	Refused     uint64 // reservations refused (full, wrong type, draining)
+	Refused     uint64 // reservations refused (full, wrong type, draining, the lobby's rate)
 	BadRequests uint64 // requests that did not decode or made no sense
+	Released    uint64 // reservations given back by their lobby
 }
 
 // Join announces a game server on nc and starts its heartbeat. Close
@@ -112,6 +135,12 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.LobbyGrants == 0 {
+		cfg.LobbyGrants = 120
+	}
+	if cfg.ID == "" {
+		cfg.ID = strings.ToLower(rand.Text()[:16])
+	}
 	if len(cfg.Addrs) > 0 && cfg.Name == "" {
 		cfg.Name = cfg.Addrs[0]
 	}
@@ -123,15 +152,15 @@ func Join(nc *nats.Conn, cfg MemberConfig) (*Member, error) {
 	case cfg.Interval < 10*time.Millisecond || cfg.Interval > time.Minute:
 		return nil, fmt.Errorf("fleet: heartbeat interval %v out of range 10ms..1m", cfg.Interval)
 	}
-	m := &Member{nc: nc, cfg: cfg, id: strings.ToLower(rand.Text()[:16]), holds: map[uint64]*hold{},
+	m := &Member{nc: nc, cfg: cfg, id: cfg.ID, holds: map[uint64]*hold{}, lobbies: map[string]*grantWindow{},
 		stop: make(chan struct{})}
 	st := m.Status()
 	if err := st.check(); err != nil {
 		return nil, fmt.Errorf("fleet: %v", err)
 	}
 	subs, err := subscribe(nc, map[string]nats.MsgHandler{
-		cfg.Prefix + ".alloc." + m.id: m.serve,
-		cfg.Prefix + ".hello":         func(*nats.Msg) { m.announce() },
+		cfg.Prefix + ".alloc." + m.id + ".*": m.serve,
+		cfg.Prefix + ".hello":                func(*nats.Msg) { m.announce() },
 	})
 	if err != nil {
 		return nil, err
@@ -147,7 +176,7 @@ func (m *Member) ID() string { return m.id }
 
 // Stats returns the Member's counters.
 func (m *Member) Stats() MemberStats {
-	return MemberStats{Granted: m.granted.Load(), Refused: m.refused.Load(), BadRequests: m.bad.Load()}
+	return MemberStats{Granted: m.granted.Load(), Refused: m.refused.Load(), BadRequests: m.bad.Load(), Released: m.released.Load()}
 }
 
 // Arrived tells the Member that players of game gameID connected: they
@@ -172,7 +201,8 @@ func (m *Member) Drain() {
 }
 
 // Close stops the heartbeat, tells the fleet the server is gone and
-// stops answering requests.
+// stops answering requests. It waits at most 500 ms for the leave
+// message to go, and not at all while NATS is not connected.
 func (m *Member) Close() error {
 	select {
 	case <-m.stop:
@@ -185,7 +215,7 @@ func (m *Member) Close() error {
 	st := m.Status()
 	st.Draining, st.Leaving = true, true
 	m.publish(st)
-	return m.nc.Flush()
+	return flushLeaving(m.nc)
 }
 
 // Status is what the Member announces now.
@@ -226,28 +256,46 @@ func (m *Member) publish(st Status) {
 	}
 }
 
-// serve answers one reservation request.
+// serve answers one reservation request, from the lobby its subject's
+// last token names.
 func (m *Member) serve(msg *nats.Msg) {
-	g := m.reserve(msg.Data)
+	lobby := msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:]
+	g, answer := m.reserve(lobby, msg.Data)
+	if !answer || msg.Reply == "" {
+		return
+	}
 	b, _ := json.Marshal(g)
 	if err := msg.Respond(b); err != nil {
 		m.cfg.Logger.Debug("fleet: answer a reservation", "err", err)
 	}
 }
 
-func (m *Member) reserve(data []byte) Grant {
+// reserve takes one request of lobby; answer is false for a release.
+func (m *Member) reserve(lobby string, data []byte) (g Grant, answer bool) {
 	var req Request
 	if err := decode(data, &req); err != nil {
 		m.bad.Add(1)
-		return Grant{Error: "bad request: " + err.Error()}
+		return Grant{Error: "bad request: " + err.Error()}, true
+	}
+	if req.Release {
+		m.release(lobby, req.GameID)
+		return Grant{}, false
 	}
 	// The hold is checked in milliseconds: a huge HoldMs would wrap
 	// around as a Duration.
 	keep := time.Duration(req.HoldMs) * time.Millisecond
-	if req.GameID == 0 || req.Seats < 1 || req.HoldMs < minHold.Milliseconds() || req.HoldMs > maxHold.Milliseconds() {
+	if req.GameID == 0 || req.Seats < 1 || req.HoldMs < minHold.Milliseconds() || req.HoldMs > maxHold.Milliseconds() ||
+		len(req.LobbyKey) != x25519Len {
 		m.bad.Add(1)
-		return Grant{Error: fmt.Sprintf("bad request: game %d, %d seats, hold %v (want a game id, 1+ seats, hold %v..%v)",
-			req.GameID, req.Seats, keep, minHold, maxHold)}
+		return Grant{Error: fmt.Sprintf("bad request: game %d, %d seats, hold %v, %d-byte lobby key (want a game id, 1+ seats, hold %v..%v, a %d-byte key)",
+			req.GameID, req.Seats, keep, len(req.LobbyKey), minHold, maxHold, x25519Len)}, true
+	}
+	// The key is sealed before any seat is held: a lobby key that is no
+	// X25519 key costs nothing.
+	ephPub, sealed, err := sealTokenKey(m.cfg.Key, req.LobbyKey, m.id, req.GameID)
+	if err != nil {
+		m.bad.Add(1)
+		return Grant{Error: "bad request: " + err.Error()}, true
 	}
 	l := m.cfg.Load()
 	m.mu.Lock()
@@ -264,14 +312,16 @@ func (m *Member) reserve(data []byte) Grant {
 		// already, and counting them twice would leak a hold.
 	case req.Seats > st.Free():
 		why = fmt.Sprintf("full: %d players, %d reserved of %d", st.Players, st.Reserved, st.Capacity)
+	case !m.countGrantLocked(lobby):
+		why = fmt.Sprintf("this lobby had %d reservations in the last minute", m.cfg.LobbyGrants)
 	default:
-		m.holds[req.GameID] = &hold{seats: req.Seats, until: m.cfg.Now().Add(keep + holdSlack)}
+		m.holds[req.GameID] = &hold{seats: req.Seats, until: m.cfg.Now().Add(keep + holdSlack), lobby: lobby}
 		st.Reserved += req.Seats
 	}
 	m.mu.Unlock()
 	if why != "" {
 		m.refused.Add(1)
-		return Grant{Error: why, Status: st}
+		return Grant{Error: why, Status: st}, true
 	}
 	m.granted.Add(1)
 	if m.cfg.OnGrant != nil {
@@ -279,5 +329,46 @@ func (m *Member) reserve(data []byte) Grant {
 	}
 	m.cfg.Logger.Info("fleet: seats reserved", "game", req.GameID, "type", req.Type, "seats", req.Seats,
 		"players", st.Players, "reserved", st.Reserved, "capacity", st.Capacity)
-	return Grant{Addrs: m.cfg.Addrs, Key: m.cfg.Key.String(), Status: st}
+	return Grant{Addrs: m.cfg.Addrs, ServerKey: ephPub, SealedKey: sealed, Status: st}, true
+}
+
+// countGrantLocked counts one reservation of lobby in its minute
+// window, or reports false when the window is full.
+func (m *Member) countGrantLocked(lobby string) bool {
+	now := m.cfg.Now()
+	w := m.lobbies[lobby]
+	if w == nil || now.Sub(w.start) >= time.Minute {
+		if w == nil && len(m.lobbies) >= maxLobbies {
+			for id, o := range m.lobbies {
+				if now.Sub(o.start) >= time.Minute {
+					delete(m.lobbies, id)
+				}
+			}
+			if len(m.lobbies) >= maxLobbies {
+				return false
+			}
+		}
+		w = &grantWindow{start: now}
+		m.lobbies[lobby] = w
+	}
+	if w.n >= m.cfg.LobbyGrants {
+		return false
+	}
+	w.n++
+	return true
+}
+
+// release gives back the seats lobby reserved for game gameID.
+func (m *Member) release(lobby string, gameID uint64) {
+	m.mu.Lock()
+	h := m.holds[gameID]
+	ok := h != nil && h.lobby == lobby
+	if ok {
+		delete(m.holds, gameID)
+	}
+	m.mu.Unlock()
+	if ok {
+		m.released.Add(1)
+		m.cfg.Logger.Info("fleet: seats released", "game", gameID, "seats", h.seats)
+	}
 }

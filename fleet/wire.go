@@ -99,7 +99,9 @@ func (s *Status) check() error {
 	return nil
 }
 
-// Request asks a server to reserve seats for a new game.
+// Request asks a server to reserve seats for a new game, or to release
+// them. It goes to "<prefix>.alloc.<server id>.<lobby id>": NATS lets a
+// lobby send only in its own name (PermissionsFor).
 type Request struct {
 	GameID uint64 `json:"gameId,string"`
 	Type   string `json:"type"`
@@ -107,14 +109,24 @@ type Request struct {
 	// HoldMs is how long the seats stay reserved for players who have
 	// not connected: the lifetime of the tokens the lobby mints.
 	HoldMs int64 `json:"holdMs"`
+	// LobbyKey is the lobby's X25519 public key (32 bytes), to which
+	// the server seals its token key.
+	LobbyKey []byte `json:"lobbyKey,omitempty"`
+	// Release gives back the seats of game GameID that this lobby
+	// reserved (its room went away); it is answered by nothing.
+	Release bool `json:"release,omitempty"`
 }
 
 // Grant answers a Request: the seats are reserved (Error empty) or not.
 type Grant struct {
-	Error  string   `json:"error,omitempty"`
-	Addrs  []string `json:"addrs,omitempty"`
-	Key    string   `json:"key,omitempty"` // the server's token key, hex
-	Status Status   `json:"status"`        // the server after the reservation
+	Error string   `json:"error,omitempty"`
+	Addrs []string `json:"addrs,omitempty"`
+	// ServerKey is the server's one-time X25519 public key and
+	// SealedKey its token key sealed to the Request's LobbyKey, the
+	// server's id and the game id (sealTokenKey).
+	ServerKey []byte `json:"serverKey,omitempty"`
+	SealedKey []byte `json:"sealedKey,omitempty"`
+	Status    Status `json:"status"` // the server after the reservation
 }
 
 func decode(b []byte, v any) error {
@@ -154,6 +166,23 @@ func forget[E lastSeen](m map[string]E, now time.Time, after time.Duration) {
 			delete(m, k)
 		}
 	}
+}
+
+// leaveFlush bounds the wait for a Member's or Directory's last message
+// on Close: a process whose NATS is gone must still stop at once.
+const leaveFlush = 500 * time.Millisecond
+
+// flushLeaving sends what nc buffered, waiting at most leaveFlush, and
+// not at all when nc is not connected (the fleet then learns of the
+// leave from the silence).
+func flushLeaving(nc *nats.Conn) error {
+	if !nc.IsConnected() {
+		return fmt.Errorf("fleet: NATS is %v: the last message is not sent", nc.Status())
+	}
+	if err := nc.FlushTimeout(leaveFlush); err != nil {
+		return fmt.Errorf("fleet: the last message: %w", err)
+	}
+	return nil
 }
 
 // subscribe subscribes h to each subject, or to none when one fails.

@@ -89,8 +89,8 @@ func (l *Lobby) maybeAssign(r *room) {
 
 // allocate asks the fleet for a server with room for r's players, and
 // assigns r there if it is still complete with the same players when the
-// answer comes. Otherwise the seats reserved lapse on the server after
-// the token lifetime, and r is looked at again.
+// answer comes. Otherwise the seats reserved are released on the server
+// at once, and r, if it is still there, is looked at again.
 func (l *Lobby) allocate(r *room) {
 	r.allocating = true
 	players := slices.Clone(r.players)
@@ -103,7 +103,10 @@ func (l *Lobby) allocate(r *room) {
 		defer l.unlock()
 		r.allocating = false
 		if l.closed || l.rooms[r.id] != r {
-			return // the room is gone
+			if err == nil {
+				l.cfg.Fleet.Release(a) // the room is gone
+			}
+			return
 		}
 		if err != nil {
 			l.cfg.Logger.Warn("lobby: no game server for a game", "type", r.typ.Name, "room", r.id, "players", len(players), "err", err)
@@ -112,6 +115,7 @@ func (l *Lobby) allocate(r *room) {
 			return
 		}
 		if !slices.Equal(players, r.players) || !complete(r) {
+			l.cfg.Fleet.Release(a)
 			l.maybeAssign(r)
 			return
 		}

@@ -62,6 +62,12 @@ type Config struct {
 	// CreateRate bounds how fast one address creates rooms. Zero means
 	// 5 at once, then one per 10 s.
 	CreateRate RateLimit
+	// GlobalCreateRate bounds how fast the lobby creates rooms from all
+	// addresses together; a create refused by it still spends the
+	// address's CreateRate token, so many addresses together ask at most
+	// the sum of their CreateRates. Zero means 20 at once, then 10 a
+	// second.
+	GlobalCreateRate RateLimit
 	// JoinRate bounds how fast one address joins rooms. Zero means 10 at
 	// once, then one per second.
 	JoinRate RateLimit
@@ -85,7 +91,8 @@ type Config struct {
 	// (without a WebSocket) keeps its place without calling the API; a
 	// long-poll for the assignment counts as present the whole time.
 	// It is also how long an assignment stays available to API players
-	// after it was made. Zero means 30 s.
+	// after it was made. Zero means 10 s: a room nobody is present in
+	// goes within seconds.
 	SeatTimeout time.Duration
 	// IdleTimeout is how long a player keeps its seat without acting
 	// (create, join, ready, unready, chat): an idle player leaves its
@@ -198,7 +205,7 @@ const (
 	DefaultMaxSockets        = 10000
 	DefaultMaxRoomsPerAddr   = 5
 	DefaultMaxSocketsPerAddr = 20
-	DefaultSeatTimeout       = 30 * time.Second
+	DefaultSeatTimeout       = 10 * time.Second
 	DefaultIdleTimeout       = 10 * time.Minute
 	DefaultPingInterval      = 15 * time.Second
 	DefaultMinPlayers        = 2
@@ -210,9 +217,10 @@ const (
 
 // Default rate limits for the zero Config.
 var (
-	DefaultCreateRate = RateLimit{Every: 10 * time.Second, Burst: 5}
-	DefaultJoinRate   = RateLimit{Every: time.Second, Burst: 10}
-	DefaultChatRate   = RateLimit{Every: time.Second, Burst: 5}
+	DefaultCreateRate       = RateLimit{Every: 10 * time.Second, Burst: 5}
+	DefaultGlobalCreateRate = RateLimit{Every: 100 * time.Millisecond, Burst: 20}
+	DefaultJoinRate         = RateLimit{Every: time.Second, Burst: 10}
+	DefaultChatRate         = RateLimit{Every: time.Second, Burst: 5}
 )
 
 var typeNameRE = regexp.MustCompile(`^[a-z0-9_-]+$`)
@@ -242,6 +250,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.PingInterval = DefaultPingInterval
 	}
 	c.CreateRate = c.CreateRate.withDefault(DefaultCreateRate)
+	c.GlobalCreateRate = c.GlobalCreateRate.withDefault(DefaultGlobalCreateRate)
 	c.JoinRate = c.JoinRate.withDefault(DefaultJoinRate)
 	c.ChatRate = c.ChatRate.withDefault(DefaultChatRate)
 	if c.MaxRoomsPerType < 0 || c.MaxNameLen < 0 || c.MaxChatLen < 0 || c.MaxMessageBytes < 0 || c.MaxSockets < 0 ||
@@ -251,7 +260,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, r := range []struct {
 		name string
 		r    RateLimit
-	}{{"CreateRate", c.CreateRate}, {"JoinRate", c.JoinRate}, {"ChatRate", c.ChatRate}} {
+	}{{"CreateRate", c.CreateRate}, {"GlobalCreateRate", c.GlobalCreateRate}, {"JoinRate", c.JoinRate}, {"ChatRate", c.ChatRate}} {
 		if !r.r.valid() {
 			return c, fmt.Errorf("lobby: %s %+v: want a positive Every and Burst, or NoRateLimit", r.name, r.r)
 		}

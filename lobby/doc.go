@@ -171,7 +171,9 @@
 // Names (players and games) are 1..Config.MaxNameLen printable
 // characters, unique per room ignoring case; chat lines at most
 // Config.MaxChatLen; a room holds 1..the type's MaxPlayers players; a type
-// at most Config.MaxRoomsPerType open rooms. Unknown types or rooms, a
+// at most Config.MaxRoomsPerType open rooms (when full, a create from an
+// address holding fewer of them displaces the oldest room of the address
+// holding the most). Unknown types or rooms, a
 // full room, a taken name, an oversized or malformed message, or a ready,
 // chat or leave for a room the player is not in are answered with an
 // error and change nothing.
@@ -180,7 +182,8 @@
 // /64) has token buckets for creating rooms, joining and chatting
 // (Config.CreateRate, JoinRate, ChatRate) and may hold at most
 // Config.MaxRoomsPerAddr open rooms and Config.MaxSocketsPerAddr
-// sockets. Over a rate limit the answer is 429 "rate_limited" with a
+// sockets; the lobby as a whole creates rooms at most as fast as
+// Config.GlobalCreateRate. Over a rate limit the answer is 429 "rate_limited" with a
 // Retry-After header and "retryAfter" (seconds) in the body; over a
 // per-address cap, 429 "address_limit"; with Config.MaxSockets sockets
 // open, 503 "busy". Each rate limit remembers at most 65536 addresses

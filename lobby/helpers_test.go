@@ -33,7 +33,7 @@ func newTestLobby(t testing.TB, cfg Config, setup ...func(*Lobby)) (*Lobby, *htt
 	if cfg.Servers == nil {
 		cfg.Servers = []GameServer{{Addrs: []string{testServerAddr}, Key: testKey}}
 	}
-	for _, r := range []*RateLimit{&cfg.CreateRate, &cfg.JoinRate, &cfg.ChatRate} {
+	for _, r := range []*RateLimit{&cfg.CreateRate, &cfg.GlobalCreateRate, &cfg.JoinRate, &cfg.ChatRate} {
 		if *r == (RateLimit{}) {
 			*r = NoRateLimit
 		}

@@ -48,6 +48,16 @@ func (r RateLimit) buckets() *addrlimit.Buckets {
 // take spends a token of k's bucket in b for one action ("games
 // created", "joins", "chat messages"), or says how long to wait.
 func (l *Lobby) take(b *addrlimit.Buckets, k addrlimit.Key, what string) *Error {
+	return l.spend(b, k, "too many "+what+" from your address")
+}
+
+// takeGlobal spends a token of the lobby-wide bucket b (one bucket, the
+// zero Key) for one action, or says how long to wait.
+func (l *Lobby) takeGlobal(b *addrlimit.Buckets, what string) *Error {
+	return l.spend(b, addrlimit.Key{}, "too many "+what+" right now")
+}
+
+func (l *Lobby) spend(b *addrlimit.Buckets, k addrlimit.Key, why string) *Error {
 	if b == nil {
 		return nil
 	}
@@ -56,7 +66,7 @@ func (l *Lobby) take(b *addrlimit.Buckets, k addrlimit.Key, what string) *Error 
 		return nil
 	}
 	secs := int(math.Ceil(d.Seconds()))
-	e := errorf(CodeRateLimited, "too many %s from your address: wait %d s", what, secs)
+	e := errorf(CodeRateLimited, "%s: wait %d s", why, secs)
 	e.RetryAfter = secs
 	return e
 }

@@ -34,8 +34,9 @@ type Lobby struct {
 	// The per-address limits (limits.go), used with mu held. A nil
 	// Buckets is a rate limit turned off.
 	createRate, joinRate, chatRate *addrlimit.Buckets
-	roomsByAddr                    addrlimit.Counts // open rooms each address created
-	socketsByAddr                  addrlimit.Counts // sockets each address holds or is being accepted
+	globalCreate                   *addrlimit.Buckets // one bucket, the zero Key
+	roomsByAddr                    addrlimit.Counts   // open rooms each address created
+	socketsByAddr                  addrlimit.Counts   // sockets each address holds or is being accepted
 
 	mu       sync.Mutex
 	rooms    map[string]*room
@@ -62,9 +63,10 @@ func New(cfg Config) (*Lobby, error) {
 		now:     time.Now,
 		done:    make(chan struct{}),
 
-		createRate: cfg.CreateRate.buckets(),
-		joinRate:   cfg.JoinRate.buckets(),
-		chatRate:   cfg.ChatRate.buckets(),
+		createRate:   cfg.CreateRate.buckets(),
+		globalCreate: cfg.GlobalCreateRate.buckets(),
+		joinRate:     cfg.JoinRate.buckets(),
+		chatRate:     cfg.ChatRate.buckets(),
 	}
 	for _, gt := range cfg.Types {
 		t := &gameType{GameType: gt, watchers: map[*socket]struct{}{}}

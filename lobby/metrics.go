@@ -11,13 +11,14 @@ import (
 // metrics are the lobby's Prometheus collectors (namespace
 // tickwire_lobby). Gauges are read from the lobby's state at scrape time.
 type metrics struct {
-	roomsCreated  *prometheus.CounterVec // type
-	gamesAssigned *prometheus.CounterVec // type, hosting
-	playersLeft   *prometheus.CounterVec // why: left, disconnected, timed out
-	errors        *prometheus.CounterVec // code
-	chats         prometheus.Counter
-	socketsOpened prometheus.Counter
-	redirects     prometheus.Counter
+	roomsCreated   *prometheus.CounterVec // type
+	roomsDisplaced *prometheus.CounterVec // type
+	gamesAssigned  *prometheus.CounterVec // type, hosting
+	playersLeft    *prometheus.CounterVec // why: left, disconnected, timed out
+	errors         *prometheus.CounterVec // code
+	chats          prometheus.Counter
+	socketsOpened  prometheus.Counter
+	redirects      prometheus.Counter
 }
 
 var (
@@ -38,6 +39,9 @@ func (l *Lobby) initMetrics() error {
 	m := &metrics{
 		roomsCreated: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickwire_lobby_rooms_created_total", Help: "Rooms created.",
+		}, []string{"type"}),
+		roomsDisplaced: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tickwire_lobby_rooms_displaced_total", Help: "Rooms closed to make way for a new one when their type was full.",
 		}, []string{"type"}),
 		gamesAssigned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tickwire_lobby_games_assigned_total", Help: "Games assigned (rooms that started).",
@@ -73,7 +77,7 @@ func (l *Lobby) initMetrics() error {
 			l.gatherer = prometheus.DefaultGatherer
 		}
 	}
-	for _, c := range []prometheus.Collector{m.roomsCreated, m.gamesAssigned, m.playersLeft, m.errors, m.chats, m.socketsOpened, m.redirects, stateCollector{l}} {
+	for _, c := range []prometheus.Collector{m.roomsCreated, m.roomsDisplaced, m.gamesAssigned, m.playersLeft, m.errors, m.chats, m.socketsOpened, m.redirects, stateCollector{l}} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -198,16 +198,28 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	if max < t.MinPlayers || max > t.MaxPlayers {
 		return nil, errorf(CodeBadRequest, "max players must be %d to %d, not %d", t.MinPlayers, t.MaxPlayers, max)
 	}
-	if len(t.rooms) >= l.cfg.MaxRoomsPerType {
-		return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
-	}
 	owner := addrlimit.KeyOf(o.remote)
+	var victim *room
+	if len(t.rooms) >= l.cfg.MaxRoomsPerType {
+		if victim = l.displaceable(t, owner); victim == nil {
+			return nil, errorf(CodeTooManyRooms, "%s already has %d open games: join one", t.Title, len(t.rooms))
+		}
+	}
 	if err := hold(&l.roomsByAddr, owner, l.cfg.MaxRoomsPerAddr, "games"); err != nil {
 		return nil, err
 	}
 	if err := l.take(l.createRate, owner, "games created"); err != nil {
 		l.roomsByAddr.Release(owner)
 		return nil, err
+	}
+	// The address's token is spent either way: many addresses together
+	// ask the lobby's bucket no faster than their own rates allow.
+	if err := l.takeGlobal(l.globalCreate, "games are being created on this lobby"); err != nil {
+		l.roomsByAddr.Release(owner)
+		return nil, err
+	}
+	if victim != nil {
+		l.displace(victim)
 	}
 	r := &room{
 		id: l.roomID(), name: name, typ: t, hosting: hosting,
@@ -222,6 +234,38 @@ func (l *Lobby) create(typeName string, req CreateRequest, o origin) (*seat, *Er
 	l.metrics.roomsCreated.WithLabelValues(t.Name).Inc()
 	l.roomChanged(r, player+" created the game", s)
 	return s, nil
+}
+
+// displaceable is the room a create from owner may take the place of in
+// t, which is full: the oldest room, not being allocated, of the address
+// that created the most of t's rooms, if that address holds more of
+// them than owner does. So an address with few rooms always gets one,
+// and filling a type takes MaxRoomsPerType addresses, each keeping a
+// live seat in its room. Nil when none may go.
+func (l *Lobby) displaceable(t *gameType, owner addrlimit.Key) *room {
+	count := map[addrlimit.Key]int{}
+	for _, r := range t.rooms {
+		count[r.owner]++
+	}
+	var victim *room
+	for _, r := range t.rooms { // oldest first
+		if r.allocating || count[r.owner] <= count[owner]+1 {
+			continue
+		}
+		if victim == nil || count[r.owner] > count[victim.owner] {
+			victim = r
+		}
+	}
+	return victim
+}
+
+// displace closes r to make room for another: its players are told and
+// go back to the type's list.
+func (l *Lobby) displace(r *room) {
+	l.metrics.roomsDisplaced.WithLabelValues(r.typ.Name).Inc()
+	for _, s := range slices.Clone(r.players) {
+		l.remove(s, "was displaced")
+	}
 }
 
 // join seats a player in an open room.

@@ -35,9 +35,12 @@ func (c *Conn) WebSocketHandler(clientAddr func(*http.Request) netip.Addr) http.
 			return // Accept answered the request
 		}
 		defer ws.CloseNow()
-		// A message is a datagram: one larger is no tickwire packet, and
-		// the read fails (closing the socket) rather than buffer it.
-		ws.SetReadLimit(proto.MaxPacketSizeLimit)
+		// A message is a datagram: one larger is no tickwire packet.
+		// readWebSocket closes the socket with 1009 as soon as a message
+		// passes MaxPacketSizeLimit; the library's own limit (which lets
+		// one byte more through, and answers a message read only in part
+		// with a protocol error) stays as a backstop.
+		ws.SetReadLimit(proto.MaxPacketSizeLimit + 1)
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 		go func() {
@@ -55,9 +58,15 @@ func (c *Conn) WebSocketHandler(clientAddr func(*http.Request) netip.Addr) http.
 	})
 }
 
+// ErrMessageTooBig is returned by a WebSocket link's read when a message
+// is longer than the largest tickwire packet; the socket is closed with
+// status 1009 (message too big).
+var ErrMessageTooBig = errors.New("webgate: websocket message over the largest packet")
+
 // readWebSocket hands every binary message to the link until the socket
 // or the link closes. A text message ends the connection: it is no
-// tickwire client.
+// tickwire client. A message over MaxPacketSizeLimit closes it with
+// 1009, however large, after reading one byte past the limit.
 func readWebSocket(ctx context.Context, ws *websocket.Conn, l *Link) error {
 	var buf [proto.MaxPacketSizeLimit + 1]byte
 	go func() {
@@ -79,6 +88,13 @@ func readWebSocket(ctx context.Context, ws *websocket.Conn, l *Link) error {
 		n, err := io.ReadFull(r, buf[:])
 		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 			return err
+		}
+		if n > proto.MaxPacketSizeLimit {
+			l.c.stats[WebSocket].malformed.Add(1)
+			// Close waits for the browser's close frame (at most 5 s),
+			// reading and discarding the rest of the message.
+			ws.Close(websocket.StatusMessageTooBig, "message over 1472 bytes")
+			return ErrMessageTooBig
 		}
 		if err := l.Deliver(buf[:n]); errors.Is(err, ErrLinkClosed) {
 			return nil

@@ -140,12 +140,16 @@ func awaitView(t *testing.T, admin, what string, limit time.Duration, cond func(
 // fleet and assigns there too.
 func TestFleet(t *testing.T) {
 	dir := t.TempDir()
-	tokenFile := filepath.Join(dir, "nats.token")
-	if err := os.WriteFile(tokenFile, []byte("e2e-fleet-token-0123456789"), 0o600); err != nil {
+	// The roles' tokens: game servers and lobbies join with their own.
+	serverToken, lobbyToken := filepath.Join(dir, "server.token"), filepath.Join(dir, "lobby.token")
+	if err := os.WriteFile(serverToken, []byte("e2e-fleet-server-0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lobbyToken, []byte("e2e-fleet-lobby-0123456789"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	lb := start(t, "tickwire-server", "-listen", "", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0",
-		"-nats-listen", "127.0.0.1:0", "-nats-token-file", tokenFile)
+		"-nats-listen", "127.0.0.1:0", "-nats-server-token-file", serverToken, "-nats-lobby-token-file", lobbyToken)
 	natsURL := lb.await(t, `msg="fleet: embedded NATS" url=(\S+)`)
 	lobbyHTTP := lb.await(t, `msg="serving HTTP" addr=(\S+)`)
 	lobbyAdmin := lb.await(t, `msg="serving admin" addr=(\S+)`)
@@ -155,7 +159,7 @@ func TestFleet(t *testing.T) {
 	for i := 1; i <= 3; i++ {
 		name := "s" + strconv.Itoa(i)
 		p := start(t, "tickwire-server", "-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-name", name,
-			"-nats", natsURL, "-nats-token-file", tokenFile, "-key-file", filepath.Join(dir, name+".key"),
+			"-nats", natsURL, "-nats-token-file", serverToken, "-key-file", filepath.Join(dir, name+".key"),
 			// 20 Hz: the test is about placement, and a 50 ms budget
 			// keeps a machine busy with other tests from making the
 			// servers' tick p99 exceed it (an overloaded server is
@@ -213,7 +217,7 @@ func TestFleet(t *testing.T) {
 
 	// A second lobby on the same NATS sees the same fleet and uses it.
 	lb2 := start(t, "tickwire-server", "-listen", "", "-http", "127.0.0.1:0", "-admin", "127.0.0.1:0",
-		"-nats", natsURL, "-nats-token-file", tokenFile)
+		"-nats", natsURL, "-nats-token-file", lobbyToken)
 	lobby2HTTP := lb2.await(t, `msg="serving HTTP" addr=(\S+)`)
 	lobby2Admin := lb2.await(t, `msg="serving admin" addr=(\S+)`)
 	awaitFleet(t, lobby2Admin, "s2 and s3 healthy", 15*time.Second, func(f map[string]fleetServer) bool {

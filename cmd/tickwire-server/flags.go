@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/fleet"
 	"github.com/tickwire/tickwire/game"
 	"io"
 	"log/slog"
@@ -54,9 +55,13 @@ type options struct {
 
 	natsURL    string // -nats: an external NATS; empty: embedded (with a lobby) or none
 	natsListen string // -nats-listen: the embedded NATS's TCP address
-	natsToken  string // from -nats-token-file
-	publicURL  string // -public-url: where players reach this lobby
-	name       string // the server's name in the fleet
+	natsToken  string // from -nats-token-file: this process's role token for -nats
+	natsNKey   string // -nats-nkey-file: this process's nkey seed for -nats; empty: a fresh nkey
+	// natsRoleTokens are the tokens the embedded NATS on -nats-listen
+	// admits game servers and lobbies with.
+	natsServerToken, natsLobbyToken string
+	publicURL                       string // -public-url: where players reach this lobby
+	name                            string // the server's name in the fleet
 
 	// The browser client (web.go).
 	web              bool   // -web: /play, the WebSocket fallback and WebTransport
@@ -105,9 +110,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 			"which allocates games to it through a NATS server embedded in the process.\n\n"+
 			"Fleet: game servers on many machines announce themselves on NATS; each lobby\n"+
 			"allocates a new game to the least-loaded healthy server that runs its type.\n"+
-			"  lobby:   tickwire-server -listen '' -nats-listen :4222 -nats-token-file nats.token\n"+
-			"  servers: tickwire-server -http '' -nats nats://lobby-host:4222 -nats-token-file nats.token\n"+
-			"  more lobbies: tickwire-server -listen '' -nats nats://lobby-host:4222 -nats-token-file nats.token\n"+
+			"  lobby:   tickwire-server -listen '' -nats-listen :4222 -nats-server-token-file server.token -nats-lobby-token-file lobby.token\n"+
+			"  servers: tickwire-server -http '' -nats nats://lobby-host:4222 -nats-token-file server.token\n"+
+			"  more lobbies: tickwire-server -listen '' -nats nats://lobby-host:4222 -nats-token-file lobby.token\n"+
 			"Under Agones (AGONES_SDK_HTTP_PORT set) the server reports Ready, Health and its\n"+
 			"player count to the SDK sidecar, and shuts down when its last game ends.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -144,9 +149,16 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
 	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
 		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
-	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-token-file;\n"+
+	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-server-token-file;\n"+
 		"default: none, this process only)")
-	natsTokenFile := fs.String("nats-token-file", "", "`file` holding the NATS token (16+ characters, mode 0600): required by -nats-listen, presented to -nats")
+	natsTokenFile := fs.String("nats-token-file", "", "`file` holding this process's role token for -nats (16+ characters, mode 0600): a game server's\n"+
+		"-nats-server-token-file or a lobby's -nats-lobby-token-file of the NATS it joins (an external NATS that names nkeys needs none)")
+	natsServerTokenFile := fs.String("nats-server-token-file", "", "`file` holding the token game servers present to the embedded NATS on -nats-listen (16+ characters,\n"+
+		"mode 0600); they may announce themselves and answer reservations, nothing else")
+	natsLobbyTokenFile := fs.String("nats-lobby-token-file", "", "`file` holding the token other lobbies present to the embedded NATS on -nats-listen (16+ characters,\n"+
+		"mode 0600); default: no other lobby may join")
+	fs.StringVar(&o.natsNKey, "nats-nkey-file", "", "`file` holding this process's NATS nkey seed (SU..., mode 0600; nk -gen user) for -nats: its public key\n"+
+		"is its fleet id, which an external NATS's permissions name (docs/FLEET.md); default: a fresh nkey per run")
 	fs.StringVar(&o.publicURL, "public-url", "", "the `URL` players reach this lobby at, announced to the fleet so that other lobbies send\n"+
 		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
 	fs.BoolVar(&o.web, "web", true, "serve the browser client on -http: the page /play, the client built to WebAssembly, the WebSocket\nfallback /play/ws and WebTransport on -webtransport (needs -listen and -http)")
@@ -255,7 +267,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.tokenTTL < time.Second || o.tokenTTL > 24*time.Hour {
 		return nil, fmt.Errorf("-token-ttl %v out of range 1s..24h", o.tokenTTL)
 	}
-	if err := o.validFleet(*natsTokenFile); err != nil {
+	if err := o.validFleet(*natsTokenFile, *natsServerTokenFile, *natsLobbyTokenFile); err != nil {
 		return nil, err
 	}
 	if o.listen == "" {
@@ -273,8 +285,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-// validFleet checks the fleet flags and reads -nats-token-file.
-func (o *options) validFleet(tokenFile string) error {
+// validFleet checks the fleet flags and reads the token files.
+func (o *options) validFleet(tokenFile, serverTokenFile, lobbyTokenFile string) error {
 	if o.natsURL != "" {
 		if o.natsListen != "" {
 			return errors.New("-nats joins an external NATS and -nats-listen serves an embedded one: give one of them")
@@ -285,6 +297,10 @@ func (o *options) validFleet(tokenFile string) error {
 				return fmt.Errorf("-nats %q: want nats://host:port or tls://host:port (comma-separated for a cluster)", u)
 			}
 		}
+		if o.listen != "" && o.http != "" {
+			return errors.New("-nats: a process joins the fleet as a game server (-http '') or as a lobby (-listen ''), " +
+				"each with its own role's credentials: run the two as separate processes")
+		}
 	}
 	if o.natsListen != "" {
 		if o.http == "" {
@@ -293,21 +309,34 @@ func (o *options) validFleet(tokenFile string) error {
 		if err := validAddr("-nats-listen", o.natsListen); err != nil {
 			return err
 		}
-		if tokenFile == "" {
-			return errors.New("-nats-listen needs -nats-token-file: whoever reaches the embedded NATS could reserve seats and read the servers' token keys")
+		if serverTokenFile == "" {
+			return errors.New("-nats-listen needs -nats-server-token-file: the token game servers join the embedded NATS with")
 		}
+		if tokenFile != "" {
+			return errors.New("-nats-token-file is what this process presents to -nats; the embedded NATS of -nats-listen takes " +
+				"-nats-server-token-file (game servers) and -nats-lobby-token-file (other lobbies)")
+		}
+	} else if serverTokenFile != "" || lobbyTokenFile != "" {
+		return errors.New("-nats-server-token-file and -nats-lobby-token-file are the embedded NATS's (-nats-listen): give -nats-listen")
 	}
-	if tokenFile != "" {
-		if o.natsURL == "" && o.natsListen == "" {
-			return errors.New("-nats-token-file applies to -nats or -nats-listen: give one of them")
-		}
-		b, err := tickwire.ReadSecretFile(tokenFile)
-		if err != nil {
-			return fmt.Errorf("-nats-token-file: %w", err)
-		}
-		if o.natsToken = strings.TrimSpace(string(b)); len(o.natsToken) < 16 {
-			return fmt.Errorf("-nats-token-file %s holds %d characters: want at least 16 (e.g. openssl rand -hex 16)", tokenFile, len(o.natsToken))
-		}
+	if tokenFile != "" && o.natsURL == "" {
+		return errors.New("-nats-token-file is presented to -nats: give -nats")
+	}
+	if o.natsNKey != "" && o.natsURL == "" {
+		return errors.New("-nats-nkey-file identifies this process to -nats: give -nats")
+	}
+	var err error
+	if o.natsToken, err = readToken("-nats-token-file", tokenFile); err != nil {
+		return err
+	}
+	if o.natsServerToken, err = readToken("-nats-server-token-file", serverTokenFile); err != nil {
+		return err
+	}
+	if o.natsLobbyToken, err = readToken("-nats-lobby-token-file", lobbyTokenFile); err != nil {
+		return err
+	}
+	if o.natsServerToken != "" && o.natsServerToken == o.natsLobbyToken {
+		return errors.New("-nats-server-token-file and -nats-lobby-token-file hold the same token: the roles must differ")
 	}
 	if o.publicURL != "" {
 		u, err := url.Parse(o.publicURL)
@@ -425,4 +454,21 @@ func isLoopback(host string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.IsLoopback()
+}
+
+// readToken reads a NATS role token from file (flag names it); "" for
+// no file.
+func readToken(flag, file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	b, err := tickwire.ReadSecretFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	t := strings.TrimSpace(string(b))
+	if len(t) < fleet.MinToken {
+		return "", fmt.Errorf("%s %s holds %d characters: want at least %d (e.g. openssl rand -hex 16)", flag, file, len(t), fleet.MinToken)
+	}
+	return t, nil
 }

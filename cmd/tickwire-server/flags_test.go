@@ -120,14 +120,19 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-nats", "http://x:4222"}, "nats://host:port"},
 		{[]string{"-nats", "nats://"}, "nats://host:port"},
 		{[]string{"-nats", "nats://a:4222", "-nats-listen", ":4222"}, "give one of them"},
-		{[]string{"-nats-listen", ":4222"}, "-nats-token-file"},
+		{[]string{"-nats-listen", ":4222"}, "-nats-server-token-file"},
+		{[]string{"-nats", "nats://a:4222"}, "separate processes"},
+		{[]string{"-nats-listen", ":4222", "-nats-server-token-file", "/nonexistent", "-nats-token-file", "/x"}, "-nats-lobby-token-file"},
+		{[]string{"-nats-server-token-file", "/x"}, "give -nats-listen"},
+		{[]string{"-nats-nkey-file", "/x"}, "give -nats"},
+		{[]string{"-nats-listen", ":4222", "-nats-server-token-file", "/nonexistent/token"}, "-nats-server-token-file"},
 		{[]string{"-http", "", "-nats-listen", ":4222"}, "-http (the lobby) is off"},
 		{[]string{"-nats-listen", "x"}, "-nats-listen"},
-		{[]string{"-nats-token-file", "/nonexistent"}, "give one of them"},
+		{[]string{"-nats-token-file", "/nonexistent"}, "give -nats"},
 		{[]string{"-public-url", "ftp://x"}, "-public-url"},
 		{[]string{"-public-url", "http://x/lobby"}, "-public-url"},
 		{[]string{"-public-url", "http://x", "-http", ""}, "lobby, which is off"},
-		{[]string{"-nats", "nats://a:4222", "-nats-token-file", "/nonexistent/token"}, "-nats-token-file"},
+		{[]string{"-http", "", "-nats", "nats://a:4222", "-nats-token-file", "/nonexistent/token"}, "-nats-token-file"},
 	}
 	for _, c := range cases {
 		var stderr strings.Builder

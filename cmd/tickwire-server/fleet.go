@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"log/slog"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // the lobby's Directory and the Agones reports; each nil when unused.
 type fleetParts struct {
 	embedded *embedded.Server
-	nc       *nats.Conn
+	nc       *nats.Conn // the lobby's, or the game server's when there is no lobby
+	serverNC *nats.Conn // the game server's own connection, with the embedded NATS
 	member   *fleet.Member
 	dir      *fleet.Directory
 	agones   *fleet.Agones
@@ -38,21 +40,67 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 			f.close()
 		}
 	}()
+	// Each role connects with its own credentials: the lobby's and the
+	// game server's (fleet.PermissionsFor).
+	var lobbyCreds, serverCreds *fleet.Credentials
 	switch {
 	case o.natsURL != "":
-		if f.nc, err = fleet.Dial(o.natsURL, o.natsToken, name); err != nil {
+		role := fleet.RoleLobby
+		if o.http == "" {
+			role = fleet.RoleServer
+		}
+		var c *fleet.Credentials
+		if o.natsNKey != "" {
+			c, err = fleet.LoadCredentials(role, o.natsToken, o.natsNKey)
+		} else {
+			c, err = fleet.NewCredentials(role, o.natsToken)
+		}
+		if err != nil {
 			return nil, err
 		}
-		log.Info("fleet: NATS", "url", o.natsURL)
+		if f.nc, err = fleet.Dial(o.natsURL, c, name); err != nil {
+			return nil, err
+		}
+		if role == fleet.RoleLobby {
+			lobbyCreds = c
+		} else {
+			serverCreds = c
+		}
+		log.Info("fleet: NATS", "url", o.natsURL, "role", role, "nkey", c.ID())
 	case o.http != "":
-		if f.embedded, err = embedded.Start(embedded.Config{Listen: o.natsListen, Token: o.natsToken, MaxPayload: fleet.MaxMessage}); err != nil {
+		// The embedded NATS admits the roles by their tokens: this
+		// process's own (random, never leaving it) when it listens
+		// nowhere else, the operator's with -nats-listen.
+		tokens := map[fleet.Role]string{fleet.RoleServer: o.natsServerToken, fleet.RoleLobby: o.natsLobbyToken}
+		for role, t := range tokens {
+			if t == "" {
+				tokens[role] = rand.Text()
+			}
+		}
+		auth := fleet.Authorizer("", tokens)
+		if f.embedded, err = embedded.Start(embedded.Config{Listen: o.natsListen, MaxPayload: fleet.MaxMessage,
+			Authorize: func(token, id string) (embedded.Permissions, bool) {
+				p, ok := auth(token, id)
+				return embedded.Permissions(p), ok
+			}}); err != nil {
 			return nil, err
 		}
-		if f.nc, err = f.embedded.Connect(name); err != nil {
+		if lobbyCreds, err = fleet.NewCredentials(fleet.RoleLobby, tokens[fleet.RoleLobby]); err != nil {
 			return nil, err
+		}
+		if f.nc, err = f.embedded.Connect(name, lobbyCreds.Options()...); err != nil {
+			return nil, err
+		}
+		if game != nil {
+			if serverCreds, err = fleet.NewCredentials(fleet.RoleServer, tokens[fleet.RoleServer]); err != nil {
+				return nil, err
+			}
+			if f.serverNC, err = f.embedded.Connect(name, serverCreds.Options()...); err != nil {
+				return nil, err
+			}
 		}
 		if u := f.embedded.URL(); u != "" {
-			log.Info("fleet: embedded NATS", "url", u)
+			log.Info("fleet: embedded NATS", "url", u, "lobbies", o.natsLobbyToken != "")
 		}
 	default:
 		return f, nil
@@ -71,19 +119,23 @@ func joinFleet(ctx context.Context, o *options, log *slog.Logger, key tickwire.K
 	}
 	if game != nil {
 		// An empty -name makes the Member name the server by its address.
-		cfg := fleet.MemberConfig{Name: o.name, Types: []string{o.game}, Addrs: []string{o.publicAddr},
+		cfg := fleet.MemberConfig{ID: serverCreds.ID(), Name: o.name, Types: []string{o.game}, Addrs: []string{o.publicAddr},
 			Capacity: o.maxPlayers, Key: key, Load: game.load, Logger: log}
 		if f.agones != nil {
 			cfg.OnGrant = func(fleet.Request) { f.agones.Allocated() }
 		}
-		if f.member, err = fleet.Join(f.nc, cfg); err != nil {
+		nc := f.nc
+		if f.serverNC != nil {
+			nc = f.serverNC
+		}
+		if f.member, err = fleet.Join(nc, cfg); err != nil {
 			return nil, err
 		}
 		game.member = f.member
 		log.Info("fleet: joined", "id", f.member.ID(), "name", f.member.Status().Name, "type", o.game, "capacity", o.maxPlayers)
 	}
 	if o.http != "" {
-		if f.dir, err = fleet.NewDirectory(f.nc, fleet.DirectoryConfig{Logger: log}); err != nil {
+		if f.dir, err = fleet.NewDirectory(f.nc, fleet.DirectoryConfig{ID: lobbyCreds.ID(), Logger: log}); err != nil {
 			return nil, err
 		}
 	}
@@ -115,6 +167,9 @@ func (f *fleetParts) close() {
 	}
 	if f.agones != nil {
 		f.agones.Close()
+	}
+	if f.serverNC != nil {
+		f.serverNC.Close()
 	}
 	if f.nc != nil {
 		f.nc.Close()

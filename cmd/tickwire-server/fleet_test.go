@@ -3,11 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/tickwire/tickwire/fleet"
+	"github.com/tickwire/tickwire/fleet/embedded"
 	"github.com/tickwire/tickwire/lobby"
 )
 
@@ -79,5 +84,75 @@ func TestSingleMachineFleet(t *testing.T) {
 	cancel()
 	if code := <-exit; code != 0 {
 		t.Fatalf("exit %d: %s", code, logs.String())
+	}
+}
+
+// TestFleetShutdownWithoutNATS: a game server whose NATS has gone stops
+// within 2 s of being told to (its leave message is not waited for).
+func TestFleetShutdownWithoutNATS(t *testing.T) {
+	token := "0123456789abcdef0123"
+	tokenFile := filepath.Join(t.TempDir(), "nats.token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth := fleet.Authorizer("", map[fleet.Role]string{fleet.RoleServer: token})
+	e, err := embedded.Start(embedded.Config{Listen: "127.0.0.1:0", MaxPayload: fleet.MaxMessage,
+		Authorize: func(tok, id string) (embedded.Permissions, bool) {
+			if tok == "watcher-watcher-watcher" {
+				return embedded.Permissions{Subscribe: []string{">"}}, true
+			}
+			p, ok := auth(tok, id)
+			return embedded.Permissions(p), ok
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	watcher, err := fleet.NewCredentials(fleet.RoleLobby, "watcher-watcher-watcher")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := e.Connect("test", watcher.Options()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	heard := make(chan *nats.Msg, 64)
+	if _, err := nc.ChanSubscribe(fleet.DefaultPrefix+".servers.*", heard); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, []string{"-listen", "127.0.0.1:0", "-http", "", "-admin", "", "-public-addr", "127.0.0.1:7777",
+			"-key-file", filepath.Join(t.TempDir(), "k"), "-nats", e.URL(), "-nats-token-file", tokenFile}, &logs, nil)
+	}()
+	select {
+	case <-heard:
+	case code := <-exit:
+		t.Fatalf("exited %d: %s", code, logs.String())
+	case <-time.After(15 * time.Second):
+		t.Fatalf("the server did not announce itself: %s", logs.String())
+	}
+	nc.Close()
+	e.Close() // NATS is gone
+
+	start := time.Now()
+	cancel()
+	select {
+	case code := <-exit:
+		if took := time.Since(start); took > 2*time.Second {
+			t.Errorf("stopped %v after the signal, want at most 2 s", took.Round(time.Millisecond))
+		}
+		if code != 0 {
+			t.Errorf("exit %d: %s", code, logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("still running 20 s after the signal: %s", logs.String())
 	}
 }

@@ -1,20 +1,34 @@
 package embedded
 
 import (
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
 )
 
-func TestTokenRequired(t *testing.T) {
+// nkeyUser is a client's nkey and the options that present it with token.
+func nkeyUser(t *testing.T, token string) (string, []nats.Option) {
+	kp, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := kp.PublicKey()
+	return pub, []nats.Option{nats.Nkey(pub, kp.Sign), nats.Token(token)}
+}
+
+func TestAuthorizeRequired(t *testing.T) {
 	if _, err := Start(Config{Listen: "127.0.0.1:0"}); err == nil {
-		t.Fatal("an embedded NATS on TCP without a token started")
+		t.Fatal("an embedded NATS on TCP without Authorize started")
 	}
-	if _, err := Start(Config{Listen: "127.0.0.1:0", Token: "short"}); err == nil {
-		t.Fatal("an embedded NATS on TCP with a 5-character token started")
-	}
-	token := "0123456789abcdef0123"
-	e, err := Start(Config{Listen: "127.0.0.1:0", Token: token, MaxPayload: 1024})
+	const token = "0123456789abcdef0123"
+	var asked []string
+	e, err := Start(Config{Listen: "127.0.0.1:0", MaxPayload: 1024, Authorize: func(tok, id string) (Permissions, bool) {
+		asked = append(asked, id)
+		return Permissions{Publish: []string{"x"}, Subscribe: []string{"y." + id}}, tok == token
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,22 +36,47 @@ func TestTokenRequired(t *testing.T) {
 	if e.URL() == "" {
 		t.Fatal("no URL")
 	}
-	nc, err := nats.Connect(e.URL(), nats.Token(token))
+	pub, opts := nkeyUser(t, token)
+	nc, err := nats.Connect(e.URL(), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	if len(asked) != 1 || asked[0] != pub {
+		t.Fatalf("Authorize asked about %v, want the client's nkey %s", asked, pub)
+	}
 	if err := nc.Publish("x", make([]byte, 2048)); err == nil {
 		t.Fatal("a 2 KiB message went through a 1 KiB payload limit")
 	}
-	// Counted before the wrong token's attempt, whose connection the
-	// server drops in its own time.
-	if n := e.Clients(); n != 1 {
-		t.Fatalf("%d clients, want 1", n)
+	// The permissions hold: a subscription outside them is refused.
+	errs := make(chan error, 1)
+	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { errs <- err })
+	if _, err := nc.SubscribeSync("y.other"); err != nil {
+		t.Fatal(err)
 	}
-	if nc, err := nats.Connect(e.URL(), nats.Token("wrong-token-wrong-token")); err == nil {
+	select {
+	case err := <-errs:
+		if !errors.Is(err, nats.ErrPermissionViolation) {
+			t.Fatalf("subscribing outside the permissions: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a subscription outside the permissions was not refused")
+	}
+
+	_, wrong := nkeyUser(t, "wrong-token-wrong-token")
+	if nc, err := nats.Connect(e.URL(), wrong...); err == nil {
 		nc.Close()
 		t.Fatal("connected with a wrong token")
+	}
+	if nc, err := nats.Connect(e.URL(), nats.Token(token)); err == nil {
+		nc.Close()
+		t.Fatal("connected with a token and no nkey")
+	}
+	// An nkey whose signature does not verify: another key signs.
+	other, _ := nkeys.CreateUser()
+	if nc, err := nats.Connect(e.URL(), nats.Nkey(pub, other.Sign), nats.Token(token)); err == nil {
+		nc.Close()
+		t.Fatal("connected with a signature of another key")
 	}
 }
 
