@@ -561,3 +561,61 @@ func TestPeerStreamRefusesForgeries(t *testing.T) {
 		}
 	})
 }
+
+// TestForgedMigrationControls: a player who is not the standby claims
+// to be it (a standby ack of the host's epoch and of the next), claims
+// to host the game (a roster of epoch 2 naming itself host), and sends
+// the host successor credentials naming itself. The host refuses each
+// as a bad frame, its standby stays the one it chose, nothing it counts
+// of the standby moves, and the other players still follow the host of
+// epoch 1.
+func TestForgedMigrationControls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		time.Sleep(2 * time.Second)
+		c := r.peers[2].Client() // slot 3; slot 2 is the standby
+		host, mig := r.peers[0].host, r.peers[0].mig
+		var before game.HostStats
+		var msBefore HostStats
+		r.peers[0].srv.Do(func() { before, msBefore = host.Stats(), mig.Stats() })
+		frame := func(f interface{ Append([]byte) ([]byte, error) }) []byte {
+			b, err := f.Append(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return b
+		}
+		var key [proto.KeySize]byte
+		forged := [][]byte{
+			frame(&proto.StandbyAckFrame{Epoch: 1, Tick: 1 << 20}),
+			frame(&proto.StandbyAckFrame{Epoch: 2, Tick: 1}),
+			frame(&proto.RosterFrame{Epoch: 2, Host: 3, Members: []proto.RosterMember{
+				{Slot: 1, ClientID: 1}, {Slot: 2, ClientID: 2}, {Slot: 3, ClientID: 3, Candidate: true, Addr: []byte("10.0.9.9:7000")}}}),
+			frame(&proto.SuccessorFrame{Epoch: 2, Successor: 3, Kind: proto.SuccessorKey, KeyID: 1, Key: key}),
+		}
+		for _, f := range forged {
+			if err := c.SendFrame(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		var after game.HostStats
+		var ms HostStats
+		r.peers[0].srv.Do(func() { after, ms = host.Stats(), mig.Stats() })
+		if bad := after.BadFrames - before.BadFrames; bad != uint64(len(forged)) {
+			t.Fatalf("host counted %d bad frames of %d forged", bad, len(forged))
+		}
+		if ms.Epoch != 1 || ms.SteppedDown || ms.StandbyTick > msBefore.StandbyTick+120 || ms.StandbyTick < msBefore.StandbyTick {
+			t.Fatalf("host migration stats after the forgeries %+v (before %+v)", ms, msBefore)
+		}
+		if st := r.peers[1].Stats(); st.Epoch != 1 || st.StandbyState == 0 {
+			t.Fatalf("the standby after the forgeries: %+v", st)
+		}
+		for i, p := range r.peers {
+			if st := p.Stats(); st.Epoch != 1 || st.Promotions != 0 {
+				t.Fatalf("player %d after the forgeries: %+v", i+1, st)
+			}
+		}
+	})
+}
