@@ -82,6 +82,7 @@ local deny_names = {
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
     [5] = "protocol error", [6] = "too slow", [7] = "host migration",
+    [8] = "no committed state",
 }
 local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle" }
 local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration" }
@@ -1050,7 +1051,7 @@ local function dissect_session(buf, pinfo, tree, t, sealed)
         if rest < 1 then return bad(tree, "truncated disconnect") end
         local r = buf(HEADER_SIZE, 1):uint()
         tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
-        if r == 0 or r > 7 then return bad(tree, "disconnect: unknown reason") end
+        if r == 0 or r > 8 then return bad(tree, "disconnect: unknown reason") end
         pinfo.cols.info:append(" " .. disconnect_names[r])
         return ""
     end
