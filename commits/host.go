@@ -77,7 +77,7 @@ type HostStats struct {
 // checks the clients' checksums. Use it as the server's Handler. (Relay
 // is the same without the game.)
 type Host struct {
-	s       *commitServer
+	*commitServer
 	factory GameFactory
 	codec   proto.Codec
 	codecs  deltacomp.Codecs
@@ -96,38 +96,17 @@ func NewHost(srv *tickwire.Server, factory GameFactory, cfg Config) (*Host, erro
 	if err != nil {
 		return nil, err
 	}
-	h.s = s
+	h.commitServer = s
 	h.codec, _ = s.cfg.FullCodec.Codec()
 	return h, nil
 }
 
 // Stats returns the counters. Call it on the server's loop (Server.Do).
 func (h *Host) Stats() HostStats {
-	s := h.s.stats
-	s.Games = len(h.s.games)
+	s := h.commitServer.stats
+	s.Games = len(h.commitServer.games)
 	return s
 }
-
-// Resyncs and Desyncs are Stats' counters (for metrics collectors, on
-// the server's loop).
-func (h *Host) Resyncs() uint64 { return h.s.stats.Resyncs }
-func (h *Host) Desyncs() uint64 { return h.s.stats.Desyncs }
-
-// Connected starts a connection: its players join at a tick a lead
-// ahead, and it gets the committed state with every buffered command.
-func (h *Host) Connected(c *tickwire.Conn) { h.s.connected(c) }
-
-// Message passes application messages on.
-func (h *Host) Message(c *tickwire.Conn, m *tickwire.Message) { h.s.cfg.Handler.Message(c, m) }
-
-// Disconnected schedules the connection's players' leaves.
-func (h *Host) Disconnected(c *tickwire.Conn, reason proto.DisconnectReason) {
-	h.s.disconnected(c, reason)
-}
-
-// Tick commits what every counted client has reached, kicks the clients
-// that hold the commit back too long, and updates the lead.
-func (h *Host) Tick(now time.Time, tick uint32) { h.s.tickGames(now, tick) }
 
 // hostMode is the Host's part of the commits server: the game runs
 // here.
@@ -138,7 +117,7 @@ func (m hostMode) lockstep(g *commitGame) (*sim.Lockstep, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := m.h.s
+	s := m.h.commitServer
 	return sim.NewLockstep(w, s.srv.Tick(), nil, sim.LockstepConfig{Capacity: s.cfg.Capacity, SumHistory: 4 * s.cfg.SumEvery})
 }
 
@@ -173,7 +152,7 @@ func (m hostMode) sendState(cc *commitConn, reason proto.ResyncReason) {
 		h.buf, err = f.Append(h.buf[len(h.buf):])
 	}
 	if err != nil {
-		h.s.log.Error("encode committed state", "game", g.id, "err", err)
+		h.commitServer.log.Error("encode committed state", "game", g.id, "err", err)
 		cc.c.Close(proto.DisconnectProtocol)
 		return
 	}
@@ -185,7 +164,7 @@ func (m hostMode) sendState(cc *commitConn, reason proto.ResyncReason) {
 // sums compares a client's committed checksums with the server's; a
 // client that differs gets the server's committed state.
 func (m hostMode) sums(cc *commitConn) {
-	h, g := m.h.s, cc.g
+	h, g := m.h.commitServer, cc.g
 	for i, sum := range cc.sums.Sums {
 		tick := cc.sums.From + uint32(i)
 		want, ok := g.ls.CommittedSum(tick)

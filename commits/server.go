@@ -71,6 +71,7 @@ type commitGame struct {
 	meshEpoch uint64            // introductions so far: every pair's keys are new
 	seqs      map[uint16]uint32 // each player's last command seq, across its connections
 	relay     []byte            // a command frame being relayed
+	relayed   *relayGame        // the Relay's part of the game (nil under a Host)
 }
 
 // commitConn is one connection of a game.
@@ -104,6 +105,7 @@ type commitConn struct {
 	meshOut  bool
 	meshRTT  map[uint32]time.Duration
 	report   proto.MeshReportFrame
+	relayed  relayConn // the Relay's part of the connection
 }
 
 // newCommitServer checks cfg, fills in its defaults and returns the
@@ -147,6 +149,29 @@ func newCommitServer(srv *tickwire.Server, cfg Config, mode serverMode) (*commit
 	rand.Read(h.secret[:])
 	return h, nil
 }
+
+// Resyncs and Desyncs are Stats' counters (for metrics collectors, on
+// the server's loop).
+func (h *commitServer) Resyncs() uint64 { return h.stats.Resyncs }
+func (h *commitServer) Desyncs() uint64 { return h.stats.Desyncs }
+
+// Connected starts a connection: its players join at a tick a lead
+// ahead, and it gets the committed state (the Host's, or one the other
+// clients uploaded to the Relay) and every command after it.
+func (h *commitServer) Connected(c *tickwire.Conn) { h.connected(c) }
+
+// Message passes application messages on to Config.Handler.
+func (h *commitServer) Message(c *tickwire.Conn, m *tickwire.Message) { h.cfg.Handler.Message(c, m) }
+
+// Disconnected schedules the connection's players' leaves.
+func (h *commitServer) Disconnected(c *tickwire.Conn, reason proto.DisconnectReason) {
+	h.disconnected(c, reason)
+}
+
+// Tick commits what every counted client has reached, kicks the clients
+// that hold the commit back too long, updates the lead and moves the
+// Relay's state transfers on.
+func (h *commitServer) Tick(now time.Time, tick uint32) { h.tickGames(now, tick) }
 
 func (h *commitServer) game(id uint64) (*commitGame, error) {
 	if g, ok := h.games[id]; ok {
@@ -258,6 +283,15 @@ func (cc *commitConn) sendPending() {
 	})
 }
 
+// seqs appends each of the connection's players' last command seq (a
+// new connection numbers its commands on from there).
+func (cc *commitConn) seqs(out []proto.PlayerSeq) []proto.PlayerSeq {
+	for _, p := range cc.c.Players() {
+		out = append(out, proto.PlayerSeq{Player: p, Seq: cc.lastSeq[p]})
+	}
+	return out
+}
+
 // stateSent notes a state sent to cc at tick: it counts in the commit
 // again once its live world reaches it.
 func (cc *commitConn) stateSent(tick uint32, reason proto.ResyncReason) {
@@ -354,10 +388,12 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 			}
 			h.stats.Commits += uint64(n)
 		}
+		// The mode's work (states sent, with the commands after them)
+		// before the stream position the commit names.
+		h.mode.tick(g, now)
 		for _, cc := range g.conns {
 			cc.atSent, cc.atRecv = cc.sent, cc.recv
 		}
-		h.mode.tick(g, now)
 	}
 }
 
