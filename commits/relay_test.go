@@ -99,6 +99,10 @@ func agreeNow(t *testing.T, ps []*commitPlayer) {
 		checked++
 	}
 	if checked < 16 {
+		for _, p := range ps {
+			st := p.cc.Stats()
+			t.Logf("client %d: committed %d, kicks %d, resyncs %d, desyncs %d", p.id, st.Committed, st.Kicks, st.Resyncs, st.Desyncs)
+		}
 		t.Fatalf("only %d ticks compared", checked)
 	}
 }
