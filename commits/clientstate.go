@@ -19,8 +19,9 @@ import (
 // states the relay sends: a head (StateBeginFrame), then the chunks.
 
 // uploadBudget is how many reliable segments an upload may keep queued
-// (some 54 KB): the client's commands wait behind them on the reliable
-// channel, and a client whose commands come late is kicked.
+// (some 54 KB): the client's own commands wait behind them on the
+// reliable channel (with 192, an uploader's committed world fell seconds
+// behind the others' during a 1 MiB upload).
 const uploadBudget = 48
 
 // uploadCodec compresses uploads.
