@@ -159,10 +159,10 @@ type ownCommand struct {
 // the server runs (the committed state replaces it on connect).
 func NewClient(game sim.CommitGame, cfg ClientConfig) (*Client, error) {
 	if game == nil {
-		return nil, errors.New("tickwire: NewCommitClient needs a game")
+		return nil, errors.New("commits: NewClient needs a game")
 	}
 	if cfg.Capacity < 0 || cfg.Capacity > 1<<16 {
-		return nil, fmt.Errorf("tickwire: CommitClientConfig.Capacity %d out of 0..65536", cfg.Capacity)
+		return nil, fmt.Errorf("commits: ClientConfig.Capacity %d out of 0..65536", cfg.Capacity)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -178,7 +178,7 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.closed {
-		return nil, errors.New("tickwire: CommitClient closed")
+		return nil, errors.New("commits: Client closed")
 	}
 	cc.period = time.Second / time.Duration(c.TickRate())
 	if cc.ls == nil {
@@ -506,7 +506,7 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 		}
 		return nil
 	}
-	return fmt.Errorf("tickwire: %v frame in commits mode", t)
+	return fmt.Errorf("commits: %v frame in commits mode", t)
 }
 
 // startMesh opens the mesh (once) and tells the server, on this
@@ -674,7 +674,7 @@ func (cc *Client) load(reason proto.ResyncReason, received uint32, seqs []proto.
 	return nil
 }
 
-var errCommitState = errors.New("tickwire: commits-mode state too short")
+var errCommitState = errors.New("commits: commits-mode state too short")
 
 // applyCommit commits the server's announced tick once every frame the
 // server had sent before deciding it has arrived.
@@ -838,13 +838,13 @@ func (cc *Client) rejoin(r proto.DisconnectReason) {
 	defer cancel()
 	tok, err := cc.cfg.Rejoin(ctx)
 	if err != nil {
-		cc.stop(fmt.Errorf("tickwire: rejoin after %v: %w", r, err))
+		cc.stop(fmt.Errorf("commits: rejoin after %v: %w", r, err))
 		return
 	}
 	d := cc.cfg.Dialer
 	d.Game = cc
 	if _, err := d.Dial(ctx, tok); err != nil {
-		cc.stop(fmt.Errorf("tickwire: rejoin after %v: %w", r, err))
+		cc.stop(fmt.Errorf("commits: rejoin after %v: %w", r, err))
 		return
 	}
 	cc.mu.Lock()

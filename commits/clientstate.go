@@ -162,7 +162,7 @@ func (cc *Client) sendUpload() {
 	}
 }
 
-var errStateChunk = errors.New("tickwire: state chunk out of place")
+var errStateChunk = errors.New("commits: state chunk out of place")
 
 // stateBegin starts a state from the relay (a new one replaces one
 // still arriving); a new game's blank world loads at once.

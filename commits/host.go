@@ -89,7 +89,7 @@ type Host struct {
 // naming what is wrong with cfg. Install it with srv.Handle.
 func NewHost(srv *tickwire.Server, factory GameFactory, cfg Config) (*Host, error) {
 	if factory == nil {
-		return nil, errors.New("tickwire: NewCommitHost needs a game factory")
+		return nil, errors.New("commits: NewHost needs a game factory")
 	}
 	h := &Host{factory: factory}
 	s, err := newCommitServer(srv, cfg, hostMode{h})

@@ -199,13 +199,13 @@ func NewRelay(srv *tickwire.Server, cfg RelayConfig) (*Relay, error) {
 	}
 	switch {
 	case cfg.InputSize < 0 || cfg.InputSize > proto.MaxInputBytes/3:
-		return nil, fmt.Errorf("tickwire: RelayConfig.InputSize %d out of 0..%d", cfg.InputSize, proto.MaxInputBytes/3)
+		return nil, fmt.Errorf("commits: RelayConfig.InputSize %d out of 0..%d", cfg.InputSize, proto.MaxInputBytes/3)
 	case cfg.MaxState < 1024 || cfg.MaxState > proto.MaxStateSize:
-		return nil, fmt.Errorf("tickwire: RelayConfig.MaxState %d out of 1 KiB..%d", cfg.MaxState, proto.MaxStateSize)
+		return nil, fmt.Errorf("commits: RelayConfig.MaxState %d out of 1 KiB..%d", cfg.MaxState, proto.MaxStateSize)
 	case cfg.StateTimeout < 100*time.Millisecond || cfg.StateTimeout > time.Minute:
-		return nil, fmt.Errorf("tickwire: RelayConfig.StateTimeout %v out of 100ms..1m", cfg.StateTimeout)
+		return nil, fmt.Errorf("commits: RelayConfig.StateTimeout %v out of 100ms..1m", cfg.StateTimeout)
 	case cfg.StateTries < 1 || cfg.StateTries > 16:
-		return nil, fmt.Errorf("tickwire: RelayConfig.StateTries %d out of 1..16", cfg.StateTries)
+		return nil, fmt.Errorf("commits: RelayConfig.StateTries %d out of 1..16", cfg.StateTries)
 	}
 	r := &Relay{}
 	s, err := newCommitServer(srv, cfg.Config, relayMode{r})
@@ -260,7 +260,7 @@ func (m relayMode) lockstep(g *commitGame) (*sim.Lockstep, error) {
 	return m.newLockstep(g, m.r.cfg.InputSize, t0, nil)
 }
 
-var errInputSize = errors.New("tickwire: command of another size than the game's")
+var errInputSize = errors.New("commits: command of another size than the game's")
 
 // admit checks a command's size; the first command of a game whose size
 // is not configured fixes it (the buffer holds only joins and leaves
@@ -615,7 +615,7 @@ func (m relayMode) frame(cc *commitConn, t proto.FrameType, b []byte) error {
 	return errFrameKind(t)
 }
 
-var errUnasked = errors.New("tickwire: state frame no request asked for")
+var errUnasked = errors.New("commits: state frame no request asked for")
 
 // unasked disconnects a client that sends state frames of a request it
 // was never sent: the relay buffers no upload it did not ask for.

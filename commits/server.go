@@ -112,7 +112,7 @@ type commitConn struct {
 // shared part of a Host or Relay.
 func newCommitServer(srv *tickwire.Server, cfg Config, mode serverMode) (*commitServer, error) {
 	if _, ok := cfg.FullCodec.Codec(); !ok {
-		return nil, fmt.Errorf("tickwire: CommitConfig.FullCodec %d is not a codec", cfg.FullCodec)
+		return nil, fmt.Errorf("commits: Config.FullCodec %d is not a codec", cfg.FullCodec)
 	}
 	rate := srv.Config().TickRate
 	if cfg.Capacity == 0 {
@@ -133,13 +133,13 @@ func newCommitServer(srv *tickwire.Server, cfg Config, mode serverMode) (*commit
 	period := time.Second / time.Duration(rate)
 	switch {
 	case cfg.Capacity < 8 || cfg.Capacity > 1<<16:
-		return nil, fmt.Errorf("tickwire: CommitConfig.Capacity %d out of 8..65536 ticks", cfg.Capacity)
+		return nil, fmt.Errorf("commits: Config.Capacity %d out of 8..65536 ticks", cfg.Capacity)
 	case cfg.MaxBuffer < 2*period || cfg.MaxBuffer > time.Duration(cfg.Capacity/2)*period:
-		return nil, fmt.Errorf("tickwire: CommitConfig.MaxBuffer %v out of 2 ticks..half the Capacity (%v)", cfg.MaxBuffer, time.Duration(cfg.Capacity/2)*period)
+		return nil, fmt.Errorf("commits: Config.MaxBuffer %v out of 2 ticks..half the Capacity (%v)", cfg.MaxBuffer, time.Duration(cfg.Capacity/2)*period)
 	case cfg.MinLead < 1 || cfg.MaxLead < cfg.MinLead || cfg.MaxLead > cfg.Capacity/2:
-		return nil, fmt.Errorf("tickwire: CommitConfig lead %d..%d: want 1 ≤ MinLead ≤ MaxLead ≤ Capacity/2", cfg.MinLead, cfg.MaxLead)
+		return nil, fmt.Errorf("commits: Config lead %d..%d: want 1 ≤ MinLead ≤ MaxLead ≤ Capacity/2", cfg.MinLead, cfg.MaxLead)
 	case cfg.SumEvery < 1 || cfg.SumEvery > proto.MaxCommitSums:
-		return nil, fmt.Errorf("tickwire: CommitConfig.SumEvery %d out of 1..%d", cfg.SumEvery, proto.MaxCommitSums)
+		return nil, fmt.Errorf("commits: Config.SumEvery %d out of 1..%d", cfg.SumEvery, proto.MaxCommitSums)
 	}
 	if cfg.Handler == nil {
 		cfg.Handler = noHandler{}
@@ -639,17 +639,17 @@ func (cc *commitConn) bad(err error) error {
 }
 
 var (
-	errMeshHello     = errors.New("tickwire: a client may only say hello to the mesh, with its port")
-	errCommandKind   = errors.New("tickwire: a client may only send input commands")
-	errCommandPlayer = errors.New("tickwire: command for a player of another connection")
-	errCommandSeq    = errors.New("tickwire: command out of sequence")
+	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port")
+	errCommandKind   = errors.New("commits: a client may only send input commands")
+	errCommandPlayer = errors.New("commits: command for a player of another connection")
+	errCommandSeq    = errors.New("commits: command out of sequence")
 )
 
 // errFrameKind is a mode's answer to a frame it does not take.
 type errFrameKind proto.FrameType
 
 func (e errFrameKind) Error() string {
-	return fmt.Sprintf("tickwire: %v frame in commits mode", proto.FrameType(e))
+	return fmt.Sprintf("commits: %v frame in commits mode", proto.FrameType(e))
 }
 
 // command buffers a client's command and relays it. A command for a

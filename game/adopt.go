@@ -44,7 +44,7 @@ type Migration struct {
 // players dial.
 func (h *Host) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 	if h.games[gameID] != nil {
-		return errors.New("tickwire: Adopt: the game is already running here")
+		return errors.New("game: Adopt: the game is already running here")
 	}
 	g := &hostedGame{
 		id:       gameID,
@@ -60,7 +60,7 @@ func (h *Host) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 	}
 	g.holdEnd = h.srv.Now().Add(m.Hold)
 	if len(m.Addr) > proto.MaxControlText {
-		return errors.New("tickwire: Adopt: the new host's address is longer than a control frame's text")
+		return errors.New("game: Adopt: the new host's address is longer than a control frame's text")
 	}
 	g.migration = proto.ControlFrame{Code: proto.ControlHostMigration, Player: m.Host, Arg: uint64(m.Epoch), Text: []byte(m.Addr)}
 	for _, p := range eng.Players(nil) {

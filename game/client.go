@@ -142,10 +142,10 @@ const ConvergeTime = 3 * time.Second
 // the tick rate come from the server's accept.
 func NewClient(game Game, input InputFunc, cfg sim.ClientConfig) (*Client, error) {
 	if game == nil {
-		return nil, errors.New("tickwire: NewGameClient needs a game")
+		return nil, errors.New("game: NewClient needs a game")
 	}
 	if len(cfg.Players) > 0 {
-		return nil, errors.New("tickwire: NewGameClient: leave sim.ClientConfig.Players empty: the local players are the connect token's")
+		return nil, errors.New("game: NewClient: leave sim.ClientConfig.Players empty: the local players are the connect token's")
 	}
 	// Check the configuration now rather than at connect time.
 	trial := cfg
@@ -268,7 +268,7 @@ const MaxInputInterval = 4
 // Call it before dialing.
 func (g *Client) SetInputInterval(n int) error {
 	if n < 1 || n > MaxInputInterval {
-		return fmt.Errorf("tickwire: input interval %d is outside 1–%d ticks", n, MaxInputInterval)
+		return fmt.Errorf("game: input interval %d is outside 1–%d ticks", n, MaxInputInterval)
 	}
 	g.cfg.InputInterval = n // the engine's clock covers the cadence too
 	return nil

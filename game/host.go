@@ -156,25 +156,25 @@ type HostStats struct {
 // naming what is wrong with cfg. Install it with srv.Handle.
 func NewHost(srv *tickwire.Server, factory Factory, cfg Config) (*Host, error) {
 	if factory == nil {
-		return nil, errors.New("tickwire: NewGameHost needs a game factory")
+		return nil, errors.New("game: NewHost needs a game factory")
 	}
 	codec, ok := cfg.FullCodec.Codec()
 	if !ok {
-		return nil, fmt.Errorf("tickwire: GameConfig.FullCodec %d is not a codec", cfg.FullCodec)
+		return nil, fmt.Errorf("game: Config.FullCodec %d is not a codec", cfg.FullCodec)
 	}
 	scfg := srv.Config()
 	if cfg.Sim.TickRate != 0 && cfg.Sim.TickRate != scfg.TickRate {
-		return nil, fmt.Errorf("tickwire: GameConfig.Sim.TickRate %d differs from the server's %d (leave it zero)", cfg.Sim.TickRate, scfg.TickRate)
+		return nil, fmt.Errorf("game: Config.Sim.TickRate %d differs from the server's %d (leave it zero)", cfg.Sim.TickRate, scfg.TickRate)
 	}
 	cfg.Sim.TickRate = scfg.TickRate
 	if err := cfg.Sim.Validate(); err != nil {
-		return nil, fmt.Errorf("tickwire: GameConfig.Sim: %w", err)
+		return nil, fmt.Errorf("game: Config.Sim: %w", err)
 	}
 	if cfg.Ring < 0 {
-		return nil, fmt.Errorf("tickwire: GameConfig.Ring %d is negative", cfg.Ring)
+		return nil, fmt.Errorf("game: Config.Ring %d is negative", cfg.Ring)
 	}
 	if cfg.SnapshotInterval < 0 || cfg.SnapshotInterval > MaxSnapshotInterval {
-		return nil, fmt.Errorf("tickwire: GameConfig.SnapshotInterval %d is outside 0–%d ticks", cfg.SnapshotInterval, MaxSnapshotInterval)
+		return nil, fmt.Errorf("game: Config.SnapshotInterval %d is outside 0–%d ticks", cfg.SnapshotInterval, MaxSnapshotInterval)
 	}
 	cfg.SnapshotInterval = max(cfg.SnapshotInterval, 1)
 	if cfg.Handler == nil {
@@ -790,8 +790,8 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo) e
 }
 
 var (
-	errForeignPlayer   = errors.New("tickwire: input for a player the connection does not carry")
-	errUnexpectedFrame = errors.New("tickwire: unexpected frame type")
+	errForeignPlayer   = errors.New("game: input for a player the connection does not carry")
+	errUnexpectedFrame = errors.New("game: unexpected frame type")
 )
 
 // Due paces the connection's packets (Pacer): due on one tick in

@@ -104,7 +104,7 @@ type hostMigration struct {
 func newHostMigration(cfg HostConfig, gcfg *game.Config, log *slog.Logger) (*hostMigration, error) {
 	codec, ok := gcfg.FullCodec.Codec()
 	if !ok {
-		return nil, fmt.Errorf("tickwire: game.Config.FullCodec %d is not a codec", gcfg.FullCodec)
+		return nil, fmt.Errorf("peerhost: game.Config.FullCodec %d is not a codec", gcfg.FullCodec)
 	}
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = tickwire.DefaultTokenTTL
@@ -565,9 +565,9 @@ func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) err
 	return nil
 }
 
-var errNotStandby = errors.New("tickwire: standby ack from a connection that is not the standby, or of another epoch")
+var errNotStandby = errors.New("peerhost: standby ack from a connection that is not the standby, or of another epoch")
 
 var (
-	errForeignPlayer   = errors.New("tickwire: frame for a player the connection does not carry")
-	errUnexpectedFrame = errors.New("tickwire: unexpected frame type")
+	errForeignPlayer   = errors.New("peerhost: frame for a player the connection does not carry")
+	errUnexpectedFrame = errors.New("peerhost: unexpected frame type")
 )

@@ -164,10 +164,10 @@ type tokenHeld struct {
 // NewPlayer returns a peer for cfg; nothing runs before Host or Join.
 func NewPlayer(cfg Config) (*Player, error) {
 	if cfg.Game == nil {
-		return nil, errors.New("tickwire: PeerConfig.Game is required")
+		return nil, errors.New("peerhost: Config.Game is required")
 	}
 	if cfg.HostConn != nil && (cfg.Factory == nil || cfg.HostAddr == "") {
-		return nil, errors.New("tickwire: a PeerConfig with a HostConn needs a Factory and its HostAddr")
+		return nil, errors.New("peerhost: a Config with a HostConn needs a Factory and its HostAddr")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -186,7 +186,7 @@ func NewPlayer(cfg Config) (*Player, error) {
 // peer's own slot, userData the tokens' (the game type).
 func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates map[uint16]string, userData [proto.UserDataSize]byte) error {
 	if p.cfg.HostConn == nil {
-		return errors.New("tickwire: Peer.Host without a host socket")
+		return errors.New("peerhost: Player.Host without a host socket")
 	}
 	p.game = gameID
 	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData})
@@ -324,7 +324,7 @@ func (p *Player) Stats() Stats {
 }
 
 // ErrClosed is the Player's Err after Close.
-var ErrClosed = errors.New("tickwire: peer closed")
+var ErrClosed = errors.New("peerhost: peer closed")
 
 // Send sends a reliable message to the game's host on channel, on this
 // player's peer message stream: it reaches whichever peer hosts the game
@@ -361,7 +361,7 @@ func (p *Player) Reply(c *tickwire.Conn, channel uint8, data []byte) error {
 	mig := p.mig
 	p.mu.Unlock()
 	if mig == nil {
-		return errors.New("tickwire: Player.Reply: this player hosts no game")
+		return errors.New("peerhost: Player.Reply: this player hosts no game")
 	}
 	return mig.sendStream(c, channel, data)
 }

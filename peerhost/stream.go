@@ -101,7 +101,7 @@ type StreamStats struct {
 }
 
 // errStreamGap is a stream message that skipped a number.
-var errStreamGap = errors.New("tickwire: peer message out of sequence")
+var errStreamGap = errors.New("peerhost: peer message out of sequence")
 
 // appendPeerMessage encodes f.
 func appendPeerMessage(b []byte, f proto.PeerMessageFrame) []byte {

@@ -42,7 +42,7 @@ func MintSuccessorCredentials(gameID uint64, addr string, players []SuccessorPla
 	sc := &SuccessorCredentials{Key: key, Tokens: make(map[uint16]*tickwire.ConnectToken, len(players))}
 	for _, p := range players {
 		if len(p.Players) == 0 {
-			return nil, fmt.Errorf("tickwire: successor credentials for client %#x without player slots", p.ClientID)
+			return nil, fmt.Errorf("peerhost: successor credentials for client %#x without player slots", p.ClientID)
 		}
 		tok, err := tickwire.MintToken(key, tickwire.TokenParams{GameID: gameID, ClientID: p.ClientID, Players: p.Players,
 			ServerAddrs: []string{addr}, TTL: ttl, UserData: userData}, now)
@@ -72,7 +72,7 @@ func (sc *SuccessorCredentials) TokenFrame(epoch uint32, successor, player uint1
 }
 
 // ErrSuccessorFrame wraps what makes a successor frame unusable.
-var ErrSuccessorFrame = errors.New("tickwire: bad successor frame")
+var ErrSuccessorFrame = errors.New("peerhost: bad successor frame")
 
 // SuccessorKey returns the key a key frame carries, checked against its
 // key id.

@@ -19,7 +19,7 @@ import (
 // unconditional rollback, as in the state-sync client's prediction).
 //
 // Lockstep is that pair of worlds and the buffer between them. It knows
-// nothing of networks or clocks: the client engine (tickwire.CommitClient)
+// nothing of networks or clocks: the client engine (commits.Client)
 // adds the commands it issues and receives, moves live forward as its
 // clock says and commits what the server confirms; the server engine
 // (tickwire.CommitHost) uses the committed half alone, as the authority
