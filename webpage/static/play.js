@@ -239,6 +239,29 @@
     }
   }
 
+  // built fetches one file of the client, asking again while the server
+  // builds it (503), and shows how far the build is.
+  async function built(path) {
+    for (;;) {
+      const r = await fetch(path, { cache: 'no-cache' });
+      if (r.status !== 503) return r;
+      const why = (await r.text()).trim();
+      page.building = (page.building || 0) + 1; // 503s seen, for tests
+      if (!page.error) state('building', why || 'building the browser client…');
+      await new Promise((res) => setTimeout(res, 500));
+    }
+  }
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error('could not load ' + src));
+      document.head.append(s);
+    });
+  }
+
   async function main() {
     if (params.get('overlay') === '1') { page.overlay = true; $('overlay').hidden = false; }
     const cfg = await (await fetch('/play/config.json', { cache: 'no-store' })).json();
@@ -253,15 +276,14 @@
       return;
     }
     state('loading', 'loading the client…');
-    const go = new Go();
-    let resp;
-    for (;;) {
-      resp = await fetch('/play/client.wasm');
-      if (resp.status !== 503) break;
-      state('loading', 'the server is building the client…');
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+    if (page.spectator) $('controls').textContent = 'watching: no avatar of your own';
+    // The loader and the module come from the server's build of the
+    // client, which may still run (503): wait for both, in any order.
+    const [loader, resp] = await Promise.all([built('/play/wasm_exec.js'), built('/play/client.wasm')]);
+    if (!loader.ok) { fail('The client could not be loaded: ' + (await loader.text())); return; }
     if (!resp.ok) { fail('The client could not be loaded: ' + (await resp.text())); return; }
+    await loadScript('/play/wasm_exec.js');
+    const go = new Go();
     const { instance } = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
     go.run(instance);
 
