@@ -28,9 +28,12 @@
 // on its assignment a player of a server-hosted game keeps its token in
 // the tab's sessionStorage ("tickwire.token") and the page opens PlayURL;
 // and the menu's "Play now in the browser" (/games/{type}?quick=1) picks
-// a name if there is none, joins the first open server-hosted game with
-// a free seat or creates one, and readies up — one click from the menu
-// to the game.
+// a name if there is none and sends "quick": the lobby puts the player in
+// the running game "Play now" started for the type that has the most
+// players and a free seat (a token for the next slot at once), else in
+// an open "Play now" room, else starts a new one — one click from the
+// menu to the game, and everyone who clicks it plays together until the
+// game is full. Rooms created from the form are never joined by it.
 //
 // # Mounting
 //

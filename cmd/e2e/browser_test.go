@@ -263,20 +263,34 @@ func TestBrowserPlay(t *testing.T) {
 }
 
 // TestBrowserPlayNow: "Play now in the browser" on the menu seats the
-// player in a game and opens it, with one click.
+// player in a game and opens it, with one click; a second player (its
+// own browser context) who clicks it on the otherwise empty server lands
+// in the first one's game, and each sees the other.
 func TestBrowserPlayNow(t *testing.T) {
 	dir := webClient(t)
 	_, a := server(t, browserServer(dir)...)
 	browser := browsertest.NewBrowser(t, 1100, 760)
 	n := 0
-	carol := browsertest.NewTab(t, browser, "carol", browsertest.ArtifactDir(t, "browser-play-now"), &n)
-	carol.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
-	carol.Screenshot("menu")
-	carol.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
-		chromedp.WaitVisible(`body[data-state="playing"]`))
-	carol.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
-		chromedp.WithPollingTimeout(10*time.Second)))
-	carol.ViewportScreenshot("playing")
+	shots := browsertest.ArtifactDir(t, "browser-play-now")
+	carol := browsertest.NewTab(t, browser, "carol", shots, &n)
+	dan := browsertest.NewTab(t, browser, "dan", shots, &n)
+	logPagesOnFailure(t, carol, dan)
+	for _, p := range []*browsertest.Tab{carol, dan} {
+		p.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
+		p.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
+			chromedp.WaitVisible(`body[data-state="playing"]`))
+		p.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+	}
+	seen := chromedp.Poll[chromedp.Void](seesOther, chromedp.WithPollingTimeout(10*time.Second))
+	carol.Do("see Dan", seen)
+	dan.Do("see Carol", seen)
+	for _, p := range []*browsertest.Tab{carol, dan} {
+		p.ViewportScreenshot("playing")
+	}
+	if got := metric(t, a.admin, `tickwire_games`); got != 1 {
+		t.Errorf("/metrics: %v games, want 1", got)
+	}
 }
 
 // TestBrowserDemo: with -demo, the menu's "Watch" opens a spectator view
