@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -128,6 +130,10 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				return nil, fmt.Errorf("no server answers at -server %s (start one with tickwire-server -dev-join -http 127.0.0.1:8080): %w", o.server, err)
+			}
 			return nil, fmt.Errorf("POST /api/join: %w", err)
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -264,12 +270,32 @@ func connectAll(o *options, log *slog.Logger, stderr io.Writer, connect func(i i
 	}
 	wg.Wait()
 	connected := 0
+	// One line per distinct reason, not one per client: 500 clients that
+	// find no server are one problem.
+	type failure struct {
+		first, n int
+		err      error
+	}
+	var failures []*failure
+	byMsg := map[string]*failure{}
 	for i, err := range errs {
 		if err == nil {
 			connected++
-		} else {
-			log.Warn("client failed to connect", "bot", i, "err", err)
+			continue
 		}
+		f := byMsg[err.Error()]
+		if f == nil {
+			f = &failure{first: i, err: err}
+			byMsg[err.Error()] = f
+			failures = append(failures, f)
+		}
+		f.n++
+	}
+	if connected == 0 && len(failures) == 1 {
+		return 0, fmt.Errorf("no client connected: %w", failures[0].err)
+	}
+	for _, f := range failures {
+		log.Warn("clients failed to connect", "clients", f.n, "first_bot", f.first, "err", f.err)
 	}
 	if connected == 0 {
 		return 0, fmt.Errorf("no client connected: %w", errs[0])

@@ -170,7 +170,7 @@ func (j *joinHandler) allocSlots(n int) ([]uint16, error) {
 		})
 	})
 	if len(used)+n > j.o.maxPlayers {
-		return nil, fmt.Errorf("server full: %d of %d players", len(used), j.o.maxPlayers)
+		return nil, fmt.Errorf("server full: %d of %d players (tickwire-server -max-players raises the limit)", len(used), j.o.maxPlayers)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
