@@ -1,0 +1,135 @@
+package doccmd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	doc := "text\n\n```sh\n" +
+		"# a comment\n" +
+		"go run ./cmd/tickwire-server -http 127.0.0.1:8080 &   # in the background\n" +
+		"GOOS=js tickwire-bot -n 5 \\\n    -spec \"delay 5ms # not a comment\"\n" +
+		"mkdir -p x && cd x; ls\n" +
+		"```\n\n<!-- illustrative: tshark for -->\n```sh\n" +
+		"tshark -i lo\nfor p in a b; do echo $p & sleep 1; done\nls\n" +
+		"```\n<!-- illustrative -->\n```bash\nanything 'at all'\n```\n```go\nnot a command\n```\n"
+	cmds, err := Parse("doc.md", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type short struct {
+		Line    int
+		Env     []string
+		Program string
+		Args    []string
+		Ill     bool
+	}
+	var got []short
+	for _, c := range cmds {
+		got = append(got, short{c.Line, c.Env, c.Program, c.Args, c.Illustrative})
+	}
+	want := []short{
+		{5, nil, "tickwire-server", []string{"-http", "127.0.0.1:8080"}, false},
+		{6, []string{"GOOS=js"}, "tickwire-bot", []string{"-n", "5", "-spec", "delay 5ms # not a comment"}, false},
+		{8, nil, "mkdir", []string{"-p", "x"}, false},
+		{8, nil, "cd", []string{"x"}, false},
+		{8, nil, "ls", nil, false},
+		{13, nil, "tshark", []string{"-i", "lo"}, true},
+		{14, nil, "for", []string{"p", "in", "a", "b;", "do", "echo", "$p", "&", "sleep", "1;", "done"}, true},
+		{15, nil, "ls", nil, false},
+		{19, nil, "anything", []string{"at all"}, true},
+	}
+	if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
+		t.Errorf("got\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// checkedElsewhere are the programs whose commands their own package's
+// TestDocCommands checks: it parses each command's flags with the
+// binary's flag set and validation, as the binary would.
+var checkedElsewhere = []string{"tickwire-server", "tickwire-bot", "tickwire-netem"}
+
+// TestDocCommands: every command a user types in README.md and
+// docs/*.md is checked, by a test of its binary (checkedElsewhere) or
+// here (go build, go install and go test: built, and the test pattern
+// listed), or marked illustrative. A new command that is neither fails.
+func TestDocCommands(t *testing.T) {
+	root := filepath.Join("..", "..")
+	cmds, err := Find(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cmds) == 0 {
+		t.Fatal("no commands found in the docs")
+	}
+	var builds [][]string
+	for _, c := range cmds {
+		switch {
+		case c.Illustrative, slices.Contains(checkedElsewhere, c.Program):
+		case c.Program == "go" && len(c.Args) > 0 && (c.Args[0] == "build" || c.Args[0] == "install"):
+			builds = append(builds, c.Args[1:])
+			t.Run(c.File+":"+strings.Fields(c.Text)[0], func(t *testing.T) { goCommand(t, root, c, buildArgs(t, c)) })
+		case c.Program == "go" && len(c.Args) > 0 && c.Args[0] == "test":
+			t.Run(c.File+":go-test", func(t *testing.T) { goTestList(t, root, c) })
+		default:
+			t.Errorf("%v\n\tnot checked by a test: check it (internal/doccmd) or mark the block <!-- illustrative: %s -->", c, c.Program)
+		}
+	}
+	if len(builds) == 0 {
+		t.Error("no go build or go install command in the docs: README.md should say how to install the binaries")
+	}
+}
+
+// buildArgs are a go build or go install command's arguments for a
+// build that writes into a temporary directory (install: build).
+func buildArgs(t *testing.T, c Command) []string {
+	args := []string{"build", "-o", t.TempDir() + string(filepath.Separator)}
+	rest := c.Args[1:]
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == "-o" {
+			i++ // the document's output path
+			continue
+		}
+		args = append(args, rest[i])
+	}
+	return args
+}
+
+func goCommand(t *testing.T, root string, c Command, args []string) {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), c.Env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("%v: go %s: %v\n%s", c, strings.Join(args, " "), err, out)
+	}
+}
+
+// goTestList checks a go test command's -run pattern names tests that
+// exist, without running them.
+func goTestList(t *testing.T, root string, c Command) {
+	run, pkgs := "", []string(nil)
+	for i := 1; i < len(c.Args); i++ {
+		switch a := c.Args[i]; {
+		case a == "-run" && i+1 < len(c.Args):
+			run = c.Args[i+1]
+			i++
+		case !strings.HasPrefix(a, "-"):
+			pkgs = append(pkgs, a)
+		}
+	}
+	if run == "" || len(pkgs) == 0 {
+		t.Fatalf("%v: want go test -run PATTERN PACKAGES", c)
+	}
+	cmd := exec.Command("go", append([]string{"test", "-list", run}, pkgs...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "\nTest") && !strings.HasPrefix(string(out), "Test") {
+		t.Errorf("%v: go test -list %s: %v\n%s", c, run, err, out)
+	}
+}
