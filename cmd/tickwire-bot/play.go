@@ -21,6 +21,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/lobby"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -153,8 +154,23 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, jr.Error)
 		}
-		return tickwire.ParseConnectToken(jr.Token)
+		tok, err := tickwire.ParseConnectToken(jr.Token)
+		if err != nil {
+			return nil, err
+		}
+		return tok, checkGame(tok, o)
 	}
+}
+
+// checkGame refuses a token for another game than the bot plays (the
+// token's UserData names the game type: the lobby's, and the server's
+// POST /api/join), before the bot dials: an arena client on a swarm
+// server would only see patches it cannot apply.
+func checkGame(tok *tickwire.ConnectToken, o *options) error {
+	if t := lobby.GameTypeFromUserData(tok.UserData); t != "" && t != o.game {
+		return fmt.Errorf("the server runs the game %s, and this bot plays %s: run it with -game %s", t, o.game, t)
+	}
+	return nil
 }
 
 // play connects the bots, plays for the duration and summarises.

@@ -130,6 +130,7 @@ func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Players:     slots,
 		ServerAddrs: []string{j.o.publicAddr},
 		TTL:         j.o.tokenTTL,
+		UserData:    lobby.UserDataForType(j.o.game),
 	}, time.Now())
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, lobby.CodeAssignFailed, "mint token: %v", err)
