@@ -18,7 +18,7 @@ import (
 	"github.com/tickwire/tickwire/sim"
 )
 
-// Commits mode (seed 004, docs/COMMITS.md): the server relays commands
+// Commits mode (docs/COMMITS.md): the server relays commands
 // and decides commits; every client runs a committed and a live world
 // (sim.Lockstep). Host is the server half, Client the client
 // half.

@@ -7,7 +7,7 @@
 //
 // # Where it sits
 //
-// Seed 002's flow, with Steve the server and Alice and Bob players:
+// The flow, with Steve the server and Alice and Bob players:
 //
 //	browser/bot --HTTP, WebSocket--> lobby --token--> player --UDP--> game server (Steve, or Bob)
 //

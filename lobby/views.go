@@ -6,8 +6,8 @@ import (
 	"github.com/tickwire/tickwire"
 )
 
-// Hosting says who runs a game: a game server ("server", seed 002's
-// "Steve is host") or one of its players ("peer", "Bob is host").
+// Hosting says who runs a game: a game server ("server": "Steve is
+// host") or one of its players ("peer": "Bob is host").
 type Hosting string
 
 // Hosting values.

@@ -2,9 +2,11 @@ package doccmd
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -131,5 +133,72 @@ func goTestList(t *testing.T, root string, c Command) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "\nTest") && !strings.HasPrefix(string(out), "Test") {
 		t.Errorf("%v: go test -list %s: %v\n%s", c, run, err, out)
+	}
+}
+
+// TestDocsIndex: every document in docs/ is in the index docs/README.md
+// and in the README's layout table.
+func TestDocsIndex(t *testing.T) {
+	root := filepath.Join("..", "..")
+	docs, err := Docs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index, err := os.ReadFile(filepath.Join(root, "docs", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		name := filepath.Base(d)
+		if d == "README.md" {
+			continue
+		}
+		if name != "README.md" && !strings.Contains(string(index), "("+name+")") {
+			t.Errorf("docs/README.md does not list %s", name)
+		}
+		if !strings.Contains(string(readme), "| `docs/"+name+"` |") {
+			t.Errorf("README.md's layout table has no row for docs/%s", name)
+		}
+	}
+}
+
+// history names the project's own history, which a reader cannot
+// follow: the design notes it started from and its issue numbers.
+var history = regexp.MustCompile(`(?i)seed 00|issue [0-9]`)
+
+// TestNoHistory: the docs, the README and the Go source (its comments
+// are the godoc) explain ideas instead of citing history.
+func TestNoHistory(t *testing.T) {
+	root := filepath.Join("..", "..")
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && strings.HasPrefix(d.Name(), ".") && path != root {
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(root, path)
+		doc := rel == "README.md" || filepath.Dir(rel) == "docs" && strings.HasSuffix(rel, ".md")
+		code := strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go")
+		if d.IsDir() || !doc && !code {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if history.MatchString(line) {
+				t.Errorf("%s:%d: %s", rel, i+1, strings.TrimSpace(line))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
