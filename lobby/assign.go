@@ -159,6 +159,13 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 
 	// Every token is minted: hand them out and close the room.
 	l.closeRoom(r)
+	if r.hosting == ServerHosted {
+		names := make([]playerName, len(players))
+		for i, p := range players {
+			names[i] = playerName{Slot: p.Slot, Name: p.Name}
+		}
+		l.keepNames(gameID, names...)
+	}
 	if r.quick && r.hosting == ServerHosted {
 		l.keepQuick(r, gameID, p, len(r.players))
 	}

@@ -110,6 +110,7 @@
 //	{"op":"unready"}
 //	{"op":"chat","text":"gl hf"}
 //	{"op":"leave"}
+//	{"op":"quick","player":"Carol"}   "Play now": a running game with a free seat, or a new one
 //
 // A "room" field, where given, must name the room the player is in. From
 // the lobby, "type" says what happened:
@@ -142,6 +143,7 @@
 //	POST /api/rooms/{room}/chat  {"seat","text"}   -> AssignmentStatus
 //	POST /api/rooms/{room}/leave {"seat"}          -> 204
 //	GET  /api/rooms/{room}/assignment?seat=S&wait=25s -> AssignmentStatus (long-poll, wait ≤ 60s)
+//	GET  /api/play/{game}/players                -> {"players":[{"slot":1,"name":"Bob"}...]} (a server-hosted game's names, for its page)
 //
 // The seat id in SeatInfo authenticates the player's later calls; keep it
 // secret. A seat taken through the API is kept while its player calls the

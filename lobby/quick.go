@@ -155,6 +155,7 @@ func (l *Lobby) quickJoin(s *socket, q *quickGame, name string, o origin, now ti
 		return errorf(CodeAssignFailed, "cannot mint a connect token: %v", err)
 	}
 	q.handed = append(q.handed, handout{slot: slot, at: now})
+	l.keepNames(q.id, playerName{Slot: slot, Name: name})
 	a := &Assignment{
 		GameID: q.id, Type: q.typ.Name, Hosting: ServerHosted, Addrs: addrs, Slot: slot,
 		ClientID: p.ClientID, Token: tok, Expires: tok.Expires, Role: RolePlayer, Players: []AssignedPlayer{p},

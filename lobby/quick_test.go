@@ -1,6 +1,8 @@
 package lobby
 
 import (
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -41,6 +43,14 @@ func TestQuickPlay(t *testing.T) {
 	}
 	if as[3].GameID == as[0].GameID || as[3].Slot != 1 {
 		t.Errorf("the fourth player got game %d slot %d, in a full game %d", as[3].GameID, as[3].Slot, as[0].GameID)
+	}
+	// The game's page learns its players' names.
+	var got struct{ Players []playerName }
+	if err := jsonUnmarshal([]byte(httpGet(t, fmt.Sprintf("%s/api/play/%d/players", srv.URL, as[0].GameID))), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := []playerName{{1, "Carol"}, {2, "Dan"}, {3, "Erin"}}; !slices.Equal(got.Players, want) {
+		t.Errorf("names %+v, want %+v", got.Players, want)
 	}
 	waiting.send(map[string]any{"op": "chat", "text": "still here"})
 	if m := waiting.expect("chat"); m.Text != "still here" {

@@ -285,6 +285,13 @@ func TestBrowserPlayNow(t *testing.T) {
 	seen := chromedp.Poll[chromedp.Void](seesOther, chromedp.WithPollingTimeout(10*time.Second))
 	carol.Do("see Dan", seen)
 	dan.Do("see Carol", seen)
+	// Each page names both players as the lobby does, not P1 and P2.
+	named := chromedp.Poll[chromedp.Void](`(() => {
+		const p = window.tickwirePage, n = Object.values(p.names);
+		return n.length === 2 && n.every((s) => s.startsWith('player-')) && document.getElementById('status').textContent === 'playing as ' + p.names[p.session.slot];
+	})()`, chromedp.WithPollingTimeout(10*time.Second))
+	carol.Do("name both players", named)
+	dan.Do("name both players", named)
 	for _, p := range []*browsertest.Tab{carol, dan} {
 		p.ViewportScreenshot("playing")
 	}

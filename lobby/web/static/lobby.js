@@ -150,6 +150,7 @@
     const url = document.body.dataset.play;
     if (!url || a.hosting !== 'server' || a.role !== 'player') return false;
     sessionStorage.setItem('tickwire.token', a.token);
+    sessionStorage.setItem('tickwire.game', a.gameId); // the play page asks the lobby for the players' names
     // The play page's own options pass through (?transport=websocket).
     const q = new URLSearchParams(location.search), pass = new URLSearchParams();
     for (const k of ['transport', 'wt', 'overlay']) if (q.has(k)) pass.set(k, q.get(k));
