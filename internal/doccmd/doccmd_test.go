@@ -57,6 +57,51 @@ func TestParse(t *testing.T) {
 // binary's flag set and validation, as the binary would.
 var checkedElsewhere = []string{"tickwire-server", "tickwire-bot", "tickwire-netem"}
 
+// How TestDocCommands treats a command.
+const (
+	skipped   = iota // illustrative, or checked by its binary's test
+	goBuild          // go build or go install: built here
+	goTest           // go test -run: its pattern listed here
+	unchecked        // none of those: the test fails
+)
+
+func kindOf(c Command) int {
+	switch {
+	case c.Illustrative, slices.Contains(checkedElsewhere, c.Program):
+		return skipped
+	case c.Program == "go" && len(c.Args) > 0 && (c.Args[0] == "build" || c.Args[0] == "install"):
+		return goBuild
+	case c.Program == "go" && len(c.Args) > 0 && c.Args[0] == "test":
+		return goTest
+	}
+	return unchecked
+}
+
+// TestNewCommand: a command added to a document that no test checks and
+// no marker names fails TestDocCommands; marking it, or writing one of a
+// checked binary, does not.
+func TestNewCommand(t *testing.T) {
+	for _, tc := range []struct {
+		doc  string
+		want int
+	}{
+		{"```sh\ncurl http://localhost:8080/healthz\n```\n", unchecked},
+		{"<!-- illustrative: curl -->\n```sh\ncurl http://localhost:8080/healthz\n```\n", skipped},
+		{"<!-- illustrative -->\n```sh\ncurl http://localhost:8080/healthz\n```\n", skipped},
+		{"<!-- illustrative: tshark -->\n```sh\ncurl http://localhost:8080/healthz\n```\n", unchecked},
+		{"```sh\ntickwire-server -game swarm\n```\n", skipped},
+		{"```sh\ngo install ./cmd/...\n```\n", goBuild},
+	} {
+		cmds, err := Parse("new.md", tc.doc)
+		if err != nil || len(cmds) != 1 {
+			t.Fatalf("%q: %v %v", tc.doc, cmds, err)
+		}
+		if got := kindOf(cmds[0]); got != tc.want {
+			t.Errorf("%q: kind %d, want %d", tc.doc, got, tc.want)
+		}
+	}
+}
+
 // TestDocCommands: every command a user types in README.md and
 // docs/*.md is checked, by a test of its binary (checkedElsewhere) or
 // here (go build, go install and go test: built, and the test pattern
@@ -70,20 +115,19 @@ func TestDocCommands(t *testing.T) {
 	if len(cmds) == 0 {
 		t.Fatal("no commands found in the docs")
 	}
-	var builds [][]string
+	builds := 0
 	for _, c := range cmds {
-		switch {
-		case c.Illustrative, slices.Contains(checkedElsewhere, c.Program):
-		case c.Program == "go" && len(c.Args) > 0 && (c.Args[0] == "build" || c.Args[0] == "install"):
-			builds = append(builds, c.Args[1:])
+		switch kindOf(c) {
+		case goBuild:
+			builds++
 			t.Run(c.File+":"+strings.Fields(c.Text)[0], func(t *testing.T) { goCommand(t, root, c, buildArgs(t, c)) })
-		case c.Program == "go" && len(c.Args) > 0 && c.Args[0] == "test":
+		case goTest:
 			t.Run(c.File+":go-test", func(t *testing.T) { goTestList(t, root, c) })
-		default:
+		case unchecked:
 			t.Errorf("%v\n\tnot checked by a test: check it (internal/doccmd) or mark the block <!-- illustrative: %s -->", c, c.Program)
 		}
 	}
-	if len(builds) == 0 {
+	if builds == 0 {
 		t.Error("no go build or go install command in the docs: README.md should say how to install the binaries")
 	}
 }
