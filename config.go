@@ -25,7 +25,7 @@ type Config struct {
 	MaxPacketSize int
 
 	// Heartbeat is the longest a peer stays silent: a keep-alive goes out
-	// when nothing else has for this long. Default 500 ms (seed 001).
+	// when nothing else has for this long. Default 500 ms.
 	Heartbeat time.Duration
 
 	// Timeout drops a peer after this long without an authenticated
@@ -36,7 +36,7 @@ type Config struct {
 	// Reed–Solomon parity over groups of packets instead of copies: a
 	// quarter to a third fewer bytes, for a longer reliable tail (p99 at
 	// 5 % loss 119–135 ms against 87–89 ms with copies; bench/README.md,
-	// issue 20's FEC table). Each end chooses for what it sends; every end
+	// "Reliable messaging"). Each end chooses for what it sends; every end
 	// rebuilds from the parity it receives.
 	ReliableFEC bool
 

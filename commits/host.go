@@ -12,7 +12,7 @@ import (
 	"github.com/tickwire/tickwire/sim"
 )
 
-// Commits mode (seed 004, docs/COMMITS.md): the server relays commands
+// Commits mode (docs/COMMITS.md): the server relays commands
 // and decides commits; every client runs a committed and a live world
 // (sim.Lockstep). Host (the game compiled into the server) or Relay (no
 // game code on the server) is the server half, Client the client half.

@@ -14,7 +14,7 @@ import (
 	"github.com/tickwire/tickwire/udp"
 )
 
-// The mesh of commits mode (seed 004 "unreliable shortcuts",
+// The mesh of commits mode (unreliable shortcuts between the clients,
 // docs/COMMITS.md): a client that takes part listens on its own UDP
 // socket (DSCP EF by default, like every tickwire socket), the server
 // introduces it to the other meshed clients of its game with a key per

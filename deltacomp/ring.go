@@ -22,13 +22,13 @@ type RingConfig struct {
 
 // Ring holds the server's latest networked state and, for each of the last
 // Size revisions, the patch from that revision to the latest (latest XOR
-// old), kept as seed 003 describes: each Push XORs the tick's changes into
+// old), kept up to date as it goes: each Push XORs the tick's changes into
 // every older patch, so a client's patch against any baseline in the
 // window is read, not computed. Patches are aligned with the latest
 // snapshot's entities; when the entity set changes they are realigned.
 //
 // Revisions number the pushes, starting at 1 (0 means "none"); a revision
-// is the server's state revision of seed 001. A Ring is shared by every
+// is the server's state revision (one a tick). A Ring is shared by every
 // client's Encoder: push, then encode. Encoders of different clients may
 // run concurrently between pushes; they share the run-length code of each
 // patch they write (encoded once per entity, baseline and push).

@@ -113,7 +113,7 @@ const DefaultBudget = 1200 - 26 - 16
 // Scheduler decides, for one player, which entities each packet carries:
 // relevance (radius around the view position on the World's spatial grid,
 // always-relevant kinds and ids, a custom filter), a priority accumulator
-// per entity (seed 003: a changed entity adds its kind's weight, existing
+// per entity (a changed entity adds its kind's weight, existing
 // priority doubles every tick, unchanged entities do not accumulate),
 // packing by priority into the packet budget with exact sizes from a
 // Sizer, re-prioritising what lost packets carried, and an optional

@@ -32,6 +32,7 @@ func complete(r *room) bool {
 type placement struct {
 	key     tickwire.Key
 	server  string                 // the game server's name (server-hosted)
+	addrs   []string               // the game server's addresses (server-hosted)
 	addrsOf func(s *seat) []string // the addresses in s's token
 	host    *seat                  // the hosting player (peer-hosted)
 	keyText string                 // the key handed to the host (peer-hosted)
@@ -56,7 +57,7 @@ func (l *Lobby) maybeAssign(r *room) {
 	case r.hosting == ServerHosted:
 		gs := r.typ.servers[r.typ.next%len(r.typ.servers)]
 		r.typ.next++
-		p = placement{key: gs.Key, server: gs.Name,
+		p = placement{key: gs.Key, server: gs.Name, addrs: gs.Addrs,
 			addrsOf: func(s *seat) []string { return completeAddrs(gs.Addrs, s.reqHost) }}
 	case r.hosting == PeerHosted:
 		var host *seat
@@ -119,7 +120,7 @@ func (l *Lobby) allocate(r *room) {
 			l.maybeAssign(r)
 			return
 		}
-		l.assign(r, gameID, placement{key: a.Key, server: a.Server,
+		l.assign(r, gameID, placement{key: a.Key, server: a.Server, addrs: a.Addrs,
 			addrsOf: func(s *seat) []string { return completeAddrs(a.Addrs, s.reqHost) }})
 	}()
 }
@@ -162,6 +163,16 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 
 	// Every token is minted: hand them out and close the room.
 	l.closeRoom(r)
+	if r.hosting == ServerHosted {
+		names := make([]playerName, len(players))
+		for i, p := range players {
+			names[i] = playerName{Slot: p.Slot, Name: p.Name}
+		}
+		l.keepNames(gameID, names...)
+	}
+	if r.quick && r.hosting == ServerHosted {
+		l.keepQuick(r, gameID, p, len(r.players))
+	}
 	for i, s := range r.players {
 		s.assignment = as[i]
 		s.room = nil

@@ -7,7 +7,7 @@
 //
 // # Where it sits
 //
-// Seed 002's flow, with Steve the server and Alice and Bob players:
+// The flow, with Steve the server and Alice and Bob players:
 //
 //	browser/bot --HTTP, WebSocket--> lobby --token--> player --UDP--> game server (Steve, or Bob)
 //
@@ -28,9 +28,12 @@
 // on its assignment a player of a server-hosted game keeps its token in
 // the tab's sessionStorage ("tickwire.token") and the page opens PlayURL;
 // and the menu's "Play now in the browser" (/games/{type}?quick=1) picks
-// a name if there is none, joins the first open server-hosted game with
-// a free seat or creates one, and readies up — one click from the menu
-// to the game.
+// a name if there is none and sends "quick": the lobby puts the player in
+// the running game "Play now" started for the type that has the most
+// players and a free seat (a token for the next slot at once), else in
+// an open "Play now" room, else starts a new one — one click from the
+// menu to the game, and everyone who clicks it plays together until the
+// game is full. Rooms created from the form are never joined by it.
 //
 // # Mounting
 //
@@ -107,6 +110,7 @@
 //	{"op":"unready"}
 //	{"op":"chat","text":"gl hf"}
 //	{"op":"leave"}
+//	{"op":"quick","player":"Carol"}   "Play now": a running game with a free seat, or a new one
 //
 // A "room" field, where given, must name the room the player is in. From
 // the lobby, "type" says what happened:
@@ -139,6 +143,7 @@
 //	POST /api/rooms/{room}/chat  {"seat","text"}   -> AssignmentStatus
 //	POST /api/rooms/{room}/leave {"seat"}          -> 204
 //	GET  /api/rooms/{room}/assignment?seat=S&wait=25s -> AssignmentStatus (long-poll, wait ≤ 60s)
+//	GET  /api/play/{game}/players                -> {"players":[{"slot":1,"name":"Bob"}...]} (a server-hosted game's names, for its page)
 //
 // The seat id in SeatInfo authenticates the player's later calls; keep it
 // secret. A seat taken through the API is kept while its player calls the

@@ -28,6 +28,7 @@ func (e *Error) Is(target error) bool {
 const (
 	CodeUnknownType     = "unknown_type"      // no such game type
 	CodeUnknownRoom     = "unknown_room"      // no such open room
+	CodeUnknownGame     = "unknown_game"      // no game this lobby assigned (GET /api/play/{game}/players)
 	CodeUnknownSeat     = "unknown_seat"      // the seat left, expired or never was
 	CodeRoomFull        = "room_full"         // the room has its max players
 	CodeNameTaken       = "name_taken"        // another player in the room has the name
@@ -54,7 +55,7 @@ func errorf(code, format string, args ...any) *Error {
 // httpStatus maps an error code to the JSON API's HTTP status.
 func httpStatus(code string) int {
 	switch code {
-	case CodeUnknownType, CodeUnknownRoom:
+	case CodeUnknownType, CodeUnknownRoom, CodeUnknownGame:
 		return http.StatusNotFound
 	case CodeUnknownSeat:
 		return http.StatusGone

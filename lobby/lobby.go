@@ -46,6 +46,9 @@ type Lobby struct {
 	closed   bool
 	done     chan struct{} // closed by Close
 	after    []func()      // run by unlock, after l.mu is released
+
+	names      map[uint64][]playerName // players' names of assigned games (names.go)
+	namedGames []uint64                // their ids, oldest first
 }
 
 // New returns a lobby for cfg (see Config for the defaults).
@@ -170,6 +173,7 @@ func (l *Lobby) routes() {
 	api.HandleFunc("POST /api/rooms/{room}/chat", l.elsewhere(l.apiChat))
 	api.HandleFunc("POST /api/rooms/{room}/leave", l.elsewhere(l.apiLeave))
 	api.HandleFunc("GET /api/rooms/{room}/assignment", l.elsewhere(l.apiAssignment))
+	api.HandleFunc("GET /api/play/{game}/players", l.apiPlayers)
 	api.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		l.writeError(w, errorf(CodeBadRequest, "no API endpoint %s %s (see the lobby package doc)", r.Method, r.URL.Path))
 	})

@@ -26,6 +26,7 @@ import (
 //	{"op":"unready"}
 //	{"op":"chat","text":"gl hf"}
 //	{"op":"leave"}
+//	{"op":"quick","player":"Carol"}                "Play now": a running game with room, else a new one (quick.go)
 //
 // Lobby to client, "type" says what:
 //
@@ -294,9 +295,17 @@ func (l *Lobby) handleMessage(s *socket, o origin, typ websocket.MessageType, da
 			e = errorf(CodeBadJSON, "malformed JSON message: want one object with an \"op\"")
 		}
 	}
+	var live *ServerStats
+	if e == nil && req.Op == "quick" && l.cfg.Stats != nil {
+		st := l.cfg.Stats.Stats() // off the lock: it asks the game server's loop
+		live = &st
+	}
 	l.mu.Lock()
 	defer l.unlock()
-	if e == nil {
+	switch {
+	case e == nil && req.Op == "quick":
+		e = l.quick(s, req.Player, o, live)
+	case e == nil:
 		e = l.handleOp(s, &req, o)
 	}
 	if e != nil {

@@ -28,6 +28,7 @@ type gameType struct {
 	next     int           // round-robin index into servers
 	fleet    bool          // no servers: the fleet hosts its games
 	rooms    []*room       // open rooms, oldest first
+	quick    []*quickGame  // running games "Play now" started (quick.go)
 	watchers map[*socket]struct{}
 }
 
@@ -50,6 +51,9 @@ type room struct {
 	chat       []ChatLine
 	// allocating is set while the fleet is asked for a server.
 	allocating bool
+	// quick marks a room "Play now" created: its game takes later "Play
+	// now" players while it has room.
+	quick bool
 }
 
 const chatHistory = 20

@@ -6,8 +6,8 @@ import (
 	"github.com/tickwire/tickwire"
 )
 
-// Hosting says who runs a game: a game server ("server", seed 002's
-// "Steve is host") or one of its players ("peer", "Bob is host").
+// Hosting says who runs a game: a game server ("server": "Steve is
+// host") or one of its players ("peer": "Bob is host").
 type Hosting string
 
 // Hosting values.
@@ -157,7 +157,13 @@ func GameTypeFromUserData(ud [32]byte) string {
 	return string(ud[:n])
 }
 
-func userDataForType(name string) (ud [32]byte) {
+func userDataForType(name string) [32]byte { return UserDataForType(name) }
+
+// UserDataForType is the token UserData naming game type name, as the
+// lobby writes it (GameTypeFromUserData reads it back): a game server
+// that mints its own tokens writes it too, so that a client can tell
+// which game a token is for before it plays.
+func UserDataForType(name string) (ud [32]byte) {
 	copy(ud[:], name)
 	return ud
 }

@@ -2,7 +2,7 @@ package migrate
 
 import "time"
 
-// Default timings of seed 001: the host is heard at least every
+// Default timings: the host is heard at least every
 // Heartbeat (its snapshots, or a keep-alive on a quiet session) and lost
 // after DefaultTimeout (three missed heartbeats); an elected successor
 // that does not announce itself within DefaultPromoteTimeout is struck

@@ -46,7 +46,7 @@ type Config struct {
 	// (a proxy in tests and netem runs); the token is unchanged.
 	Redirect func(addr string) string
 	// Timeout is how long the host may be silent before it is lost
-	// (default migrate.DefaultTimeout, seed 001's three heartbeats);
+	// (default migrate.DefaultTimeout, three missed heartbeats);
 	// PromoteTimeout how long an elected successor has to announce
 	// itself (default migrate.DefaultPromoteTimeout).
 	Timeout, PromoteTimeout time.Duration
@@ -109,7 +109,7 @@ type Stats struct {
 }
 
 // Player is a player of a peer-hosted game that survives the loss of its
-// host (host migration, seed 001, docs/MIGRATION.md): it plays through
+// host (host migration, docs/MIGRATION.md): it plays through
 // its game.Client, follows the host's roster, keeps the warm standby when
 // the host names it, and when the host goes silent runs the election
 // every player computes alike — then either dials the successor with

@@ -1,6 +1,6 @@
 package proto
 
-// Commits mode (seed 004, docs/COMMITS.md) replicates commands, not
+// Commits mode (docs/COMMITS.md) replicates commands, not
 // state. Three frames carry it besides ControlCommit (the server's commit,
 // in every packet) and FullSnapshotFrame (a committed state for a joining
 // or resynchronised client):

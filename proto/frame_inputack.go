@@ -8,7 +8,7 @@ const InputAgeMissing = -1 << 15
 // InputAckFrame tells a client, in the update for the header's tick N, the
 // newest input tick the server holds for Player and how long that player's
 // input for tick N sat in the input buffer before tick N was simulated
-// (seed 003's input age), in units of 100 µs. A client steers its lead so
+// (the input age), in units of 100 µs. A client steers its lead so
 // that this age converges to its target.
 //
 // Frames counts the game frames (control frames and full snapshots) the

@@ -2,8 +2,8 @@ package proto
 
 import "net/netip"
 
-// The peer mesh of commits mode (seed 004 "unreliable shortcuts",
-// docs/COMMITS.md): clients send their commands straight to each other
+// The peer mesh of commits mode (unreliable shortcuts between the
+// clients, docs/COMMITS.md): clients send their commands straight to each other
 // in peer packets (type 9) besides the reliable pipeline through the
 // server. The server introduces the peers (MeshIntroFrame) and learns
 // how fast each pair reaches each other (MeshReportFrame) to set the

@@ -3,7 +3,7 @@ package proto
 // NetworkID names a replicated entity on every peer. The upper SpawnerBits
 // bits hold the player slot that spawned it (0 for the server) and the rest
 // a per-spawner index, so a client can predict the id of an entity it
-// spawns and match it to the server's confirmed entity (seed 003).
+// spawns and match it to the server's confirmed entity.
 // Zero is never a valid entity id.
 type NetworkID uint32
 

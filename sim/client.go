@@ -80,7 +80,7 @@ type ClientStats struct {
 	Dilation            float64
 }
 
-// Client is the client side of the tick engine (seed 003). Each frame
+// Client is the client side of the tick engine. Each frame
 // (Advance) it moves a predicted clock that runs just far enough ahead of
 // the server for inputs to arrive right before they are needed, samples
 // the local players' inputs for every tick it passes, rolls the predicted

@@ -6,16 +6,16 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// Clock steering constants (seed 003), shared by the predicted clock and
+// Clock steering constants, shared by the predicted clock and
 // the interpolation clock.
 const (
 	// maxDilation bounds time dilation: a clock runs at most 10 % fast or
 	// slow, so the simulation never visibly changes pace.
 	maxDilation = 0.1
 	// emaWeight is the weight of a new measurement in the smoothed input
-	// age, packet interval, jitter and interpolation delay. (Seed 003
-	// uses 1/32; 1/16 halves the filter's lag, which keeps the loop
-	// well damped at 150 ms round trips, and still leaves a 25 % noise
+	// age, packet interval, jitter and interpolation delay. (The usual
+	// weight is 1/32; 1/16 halves the filter's lag, which keeps the
+	// loop well damped at 150 ms round trips, and still leaves a 25 % noise
 	// of a single sample at 6 %.)
 	emaWeight = 1.0 / 16
 	// fullDilationError is the error (in ticks) at which a clock reaches
@@ -33,7 +33,7 @@ func clamp1(v float64) float64 { return max(-1, min(1, v)) }
 // inputs for and predicts to, as a real number. It runs at the fixed
 // tick rate times (1 + dilation) and steers the dilation so that the
 // input age the server reports converges to a target: inputs arrive just
-// before the server needs them (seed 003: no server-clock estimate, only
+// before the server needs them (no server-clock estimate, only
 // "how long did my input for tick N wait").
 type predClock struct {
 	period   time.Duration

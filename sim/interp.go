@@ -19,7 +19,7 @@ const (
 	jitterDecay = 1.0 / 128
 )
 
-// interpClock is the client's interpolation clock (seed 003): the moment,
+// interpClock is the client's interpolation clock: the moment,
 // in (fractional) server ticks, at which remote entities are shown,
 // between the two received snapshots around it. Its delay behind the
 // newest snapshot is steered, with its own time dilation, towards the
@@ -55,7 +55,7 @@ const gapMemory = 2 * time.Second
 const maxGap = 6
 
 // target is the interpolation delay the clock steers to, in seconds: the
-// packet interval plus twice its jitter (seed 003), and, while packets
+// packet interval plus twice its jitter, and, while packets
 // are being lost, the interval of the longest run of lost packets seen
 // in the last gapMemory (up to maxGap), so that the packet after them
 // has time to arrive before interpolation runs out.
@@ -128,8 +128,8 @@ func (k *interpClock) packet(now time.Time, tick uint32) {
 		k.interval += emaWeight * (iv - k.interval)
 		// The jitter rises fast and decays slowly (over about a second of
 		// packets): a lost or late packet is the event the delay must
-		// cover, and it recurs, so a plain average of deviations (seed
-		// 003's 1/32) forgets it long before the next one and the
+		// cover, and it recurs, so a plain average of deviations (the
+		// usual 1/32 weight) forgets it long before the next one and the
 		// interpolation runs dry at every loss.
 		dev := math.Abs(iv - k.interval)
 		w := jitterDecay

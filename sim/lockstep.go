@@ -9,7 +9,7 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// Commits mode (seed 004, docs/COMMITS.md) replicates commands instead of
+// Commits mode (docs/COMMITS.md) replicates commands instead of
 // state. Every peer holds two worlds: the committed world, final, which
 // only moves when the server says every peer has reached a tick; and the
 // live world, ahead of it, which is what the player sees. Between them

@@ -8,7 +8,7 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// Prediction (seed 003, "unconditional rollbacks"): the client forks the
+// Prediction with unconditional rollbacks: the client forks the
 // newest authoritative state and re-simulates every tick after it with
 // the inputs it sampled, whenever a newer authoritative state arrives,
 // whether or not the previous prediction was right. The cost is the same

@@ -477,7 +477,7 @@ func (s *Server) player(slot uint16) *serverPlayer {
 	return s.players[i]
 }
 
-// Join adds player in a critical section (seed 001): the tick loop is
+// Join adds player in a critical section: the tick loop is
 // paused (Due reports 0, Step does nothing), the player gets an input
 // buffer (its defaults: no input, all zeros), OnPlayerJoin adds its
 // entities to the world, and the revision is bumped. The loop always

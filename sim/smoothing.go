@@ -9,8 +9,7 @@ import (
 // smoother keeps, per displayed (predicted) body, the offset between
 // where it is shown and where prediction puts it. A re-simulation that
 // moves a body adds the move to its offset, so the display does not jump;
-// the offset then decays exponentially (seed 003's "simple exponential
-// decay"), so the display glides onto the corrected prediction.
+// the offset then decays exponentially, so the display glides onto the corrected prediction.
 type smoother struct {
 	offs []bodyOffset // aligned with the bodies last passed to correct or realign
 	tmp  []bodyOffset

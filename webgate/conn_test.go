@@ -395,3 +395,24 @@ func (nopConn) WriteBatch(m []udp.Message) (int, error) { return len(m), nil }
 func (nopConn) LocalAddr() netip.AddrPort               { return netip.AddrPort{} }
 func (nopConn) Close() error                            { return nil }
 func (nopConn) SetReadDeadline(time.Time) error         { return nil }
+
+// TestDescribe: an operator reads a browser link as its transport and the
+// browser's address, a UDP peer as its address.
+func TestDescribe(t *testing.T) {
+	c := newGate(t, Config{})
+	l, err := c.Open(WebSocket, netip.MustParseAddr("192.0.2.7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Describe(l.Addr()); got != "websocket from 192.0.2.7" {
+		t.Errorf("link: %q", got)
+	}
+	udp := netip.MustParseAddrPort("198.51.100.1:4000")
+	if got := c.Describe(udp); got != "198.51.100.1:4000" {
+		t.Errorf("UDP peer: %q", got)
+	}
+	l.Close()
+	if got := c.Describe(l.Addr()); got != "websocket (closed)" {
+		t.Errorf("closed link: %q", got)
+	}
+}

@@ -163,3 +163,21 @@ func (l *Link) Close() {
 		}
 	})
 }
+
+// Describe names the client at ap for an operator: a UDP address as it
+// is; a browser link by its transport and the browser's address
+// ("websocket from 198.51.100.7"), or its transport alone once the link
+// has closed. The synthetic address means nothing to a reader.
+func (c *Conn) Describe(ap netip.AddrPort) string {
+	id, t, ok := parseLinkAddr(ap)
+	if !ok {
+		return ap.String()
+	}
+	c.mu.RLock()
+	l := c.links[id]
+	c.mu.RUnlock()
+	if l == nil {
+		return t.String() + " (closed)"
+	}
+	return t.String() + " from " + l.remote.String()
+}

@@ -9,8 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The files of a built client.
@@ -35,6 +37,7 @@ type Client struct {
 	done   bool
 	start  func() // starts the build on the first request (BuildOnDemand)
 	once   sync.Once
+	began  time.Time // when the build began
 }
 
 // LoadClient reads a client built beforehand from dir (client.wasm and
@@ -79,7 +82,7 @@ func (c *Client) files() (wasm, gz, loader []byte, err error) {
 	defer c.mu.Unlock()
 	switch {
 	case !c.done:
-		return nil, nil, nil, errBuilding
+		return nil, nil, nil, buildingError{time.Since(c.began)}
 	case c.err != nil:
 		return nil, nil, nil, c.err
 	}
@@ -88,9 +91,49 @@ func (c *Client) files() (wasm, gz, loader []byte, err error) {
 
 var errBuilding = errors.New("webpage: the browser client is being built")
 
+// buildingError is errBuilding with how long the build has run, which
+// the page shows while it waits.
+type buildingError struct{ took time.Duration }
+
+func (e buildingError) Error() string {
+	return fmt.Sprintf("building the browser client… %d s (the first build takes a minute or two; the game starts when it is done)", int(e.took.Seconds()))
+}
+
+func (e buildingError) Is(target error) bool { return target == errBuilding }
+
+// SourceDir is the root of the tickwire module source this binary was
+// compiled from, which Build compiles the browser client from: a clone
+// (go run, go build, go install ./cmd/...) or the module cache (go
+// install ...@version). The compiler records each source file's path in
+// the binary; a binary built with -trimpath, or whose source has gone,
+// has none ("") and builds from the current directory's module.
+func SourceDir() string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(file) {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(file))
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(mod)) {
+		if f := strings.Fields(line); len(f) == 2 && f[0] == "module" {
+			if strings.Trim(f[1], `"`) == modulePath {
+				return root
+			}
+			break
+		}
+	}
+	return ""
+}
+
+// modulePath is the module the client package is in.
+const modulePath = "github.com/tickwire/tickwire"
+
 // Build compiles the browser client with the go command goBin (""
-// means "go" on PATH) into dir, from the source of the module in the
-// current directory, and returns it loaded. The build cache makes a
+// means "go" on PATH) into dir, from the module source in SourceDir (or
+// the current directory's module without one), and returns it loaded. The build cache makes a
 // build after the first take seconds.
 func Build(ctx context.Context, goBin, dir string) (*Client, error) {
 	c := &Client{}
@@ -107,6 +150,9 @@ func Build(ctx context.Context, goBin, dir string) (*Client, error) {
 func BuildOnDemand(goBin, dir string, done func(error)) *Client {
 	c := &Client{}
 	c.start = func() {
+		c.mu.Lock()
+		c.began = time.Now()
+		c.mu.Unlock()
 		go func() {
 			err := c.build(context.Background(), goBin, dir)
 			if err != nil {
@@ -131,8 +177,12 @@ func (c *Client) build(ctx context.Context, goBin, dir string) error {
 	if err != nil {
 		return fmt.Errorf("webpage: go env GOROOT: %w", err)
 	}
-	out := filepath.Join(dir, WASMFile)
+	out, err := filepath.Abs(filepath.Join(dir, WASMFile))
+	if err != nil {
+		return err
+	}
 	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-o", out, clientPackage)
+	cmd.Dir = SourceDir() // "": the current directory's module
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("webpage: build the browser client (GOOS=js GOARCH=wasm go build %s): %w\n%s", clientPackage, err, msg)

@@ -134,7 +134,8 @@ func serveBuild(w http.ResponseWriter, err error) bool {
 	case err == nil:
 		return true
 	case errors.Is(err, errBuilding):
-		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Cache-Control", "no-store")
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 	default:
 		http.Error(w, err.Error(), http.StatusInternalServerError)

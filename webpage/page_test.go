@@ -84,7 +84,7 @@ func TestBuildOnDemand(t *testing.T) {
 	done := make(chan error, 1)
 	c := BuildOnDemand(goBin, t.TempDir(), func(err error) { done <- err })
 	h := Handler(Config{Client: c})
-	if w := get(t, h, "/play/client.wasm"); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+	if w := get(t, h, "/play/client.wasm"); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || !strings.Contains(w.Body.String(), "building the browser client") {
 		t.Errorf("while building: %d", w.Code)
 	}
 	os.WriteFile(looked, nil, 0o644)

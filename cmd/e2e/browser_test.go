@@ -2,8 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -258,20 +263,41 @@ func TestBrowserPlay(t *testing.T) {
 }
 
 // TestBrowserPlayNow: "Play now in the browser" on the menu seats the
-// player in a game and opens it, with one click.
+// player in a game and opens it, with one click; a second player (its
+// own browser context) who clicks it on the otherwise empty server lands
+// in the first one's game, and each sees the other.
 func TestBrowserPlayNow(t *testing.T) {
 	dir := webClient(t)
 	_, a := server(t, browserServer(dir)...)
 	browser := browsertest.NewBrowser(t, 1100, 760)
 	n := 0
-	carol := browsertest.NewTab(t, browser, "carol", browsertest.ArtifactDir(t, "browser-play-now"), &n)
-	carol.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
-	carol.Screenshot("menu")
-	carol.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
-		chromedp.WaitVisible(`body[data-state="playing"]`))
-	carol.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
-		chromedp.WithPollingTimeout(10*time.Second)))
-	carol.ViewportScreenshot("playing")
+	shots := browsertest.ArtifactDir(t, "browser-play-now")
+	carol := browsertest.NewTab(t, browser, "carol", shots, &n)
+	dan := browsertest.NewTab(t, browser, "dan", shots, &n)
+	logPagesOnFailure(t, carol, dan)
+	for _, p := range []*browsertest.Tab{carol, dan} {
+		p.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
+		p.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
+			chromedp.WaitVisible(`body[data-state="playing"]`))
+		p.Do("see the arena", chromedp.Poll[chromedp.Void](`window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own)`,
+			chromedp.WithPollingTimeout(10*time.Second)))
+	}
+	seen := chromedp.Poll[chromedp.Void](seesOther, chromedp.WithPollingTimeout(10*time.Second))
+	carol.Do("see Dan", seen)
+	dan.Do("see Carol", seen)
+	// Each page names both players as the lobby does, not P1 and P2.
+	named := chromedp.Poll[chromedp.Void](`(() => {
+		const p = window.tickwirePage, n = Object.values(p.names);
+		return n.length === 2 && n.every((s) => s.startsWith('player-')) && document.getElementById('status').textContent === 'playing as ' + p.names[p.session.slot];
+	})()`, chromedp.WithPollingTimeout(10*time.Second))
+	carol.Do("name both players", named)
+	dan.Do("name both players", named)
+	for _, p := range []*browsertest.Tab{carol, dan} {
+		p.ViewportScreenshot("playing")
+	}
+	if got := metric(t, a.admin, `tickwire_games`); got != 1 {
+		t.Errorf("/metrics: %v games, want 1", got)
+	}
 }
 
 // TestBrowserDemo: with -demo, the menu's "Watch" opens a spectator view
@@ -296,4 +322,92 @@ func TestBrowserDemo(t *testing.T) {
 	})()`, chromedp.WithPollingTimeout(25*time.Second)))
 	dave.Do("show the overlay", chromedp.KeyEvent("`"), chromedp.WaitVisible(`#overlay`))
 	dave.ViewportScreenshot("watching")
+}
+
+// TestBrowserInstalledFirstVisit is a new user's first visit: the server
+// installed with go install into an empty directory, started from
+// another empty directory with no browser client built (an empty cache),
+// and a browser that opens /play at once, while the server builds the
+// client. The page waits out the build, shows it, and plays as soon as
+// the client is there: an avatar of its own within 5 s of the server's
+// "built" line, and no script error on the way.
+func TestBrowserInstalledFirstVisit(t *testing.T) {
+	browsertest.LookChromium(t)
+	gobin, run, cache := t.TempDir(), t.TempDir(), t.TempDir()
+	goCache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := exec.Command("go", "install", "./cmd/tickwire-server")
+	install.Dir = filepath.Join("..", "..")
+	install.Env = append(os.Environ(), "GOBIN="+gobin)
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("go install ./cmd/tickwire-server: %v\n%s", err, out)
+	}
+	cmd := exec.Command(filepath.Join(gobin, "tickwire-server"), "-listen", "127.0.0.1:0", "-http", "127.0.0.1:0",
+		"-admin", "127.0.0.1:0", "-dev-join", "-webtransport", "127.0.0.1:0", "-npcs", "20", "-session-timeout", "5s")
+	cmd.Dir = run
+	// An empty cache for the client, the usual one for the go command's
+	// build (a cold build of the whole client is minutes on a busy
+	// machine, and the same code path).
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+cache, "HOME="+cache, "GOCACHE="+strings.TrimSpace(string(goCache)))
+	srv := startCmd(t, cmd)
+	addr := srv.await(t, `msg="serving HTTP" addr=(\S+)`)
+	built := srv.seen(`msg="browser client: built"`)
+
+	tok := joinToken(t, addr)
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	erin := browsertest.NewTab(t, browser, "erin", browsertest.ArtifactDir(t, "browser-first-visit"), &n)
+	logPagesOnFailure(t, erin)
+	erin.Do("open /play", chromedp.Navigate("http://"+addr+"/play#token="+tok))
+	erin.DoWithin(5*time.Minute, "wait out the build", chromedp.Poll[chromedp.Void](`(window.tickwirePage.building || 0) > 0 && document.body.dataset.state !== 'building' || document.body.dataset.state === 'error'`,
+		chromedp.WithPollingTimeout(5*time.Minute)))
+	var builtAt time.Time
+	select {
+	case builtAt = <-built:
+	case <-time.After(5 * time.Minute):
+	}
+	if builtAt.IsZero() {
+		t.Fatalf("the server never logged the build")
+	}
+	erin.Do("play", chromedp.Poll[chromedp.Void](`document.body.dataset.state === 'playing' && window.tickwirePage.frame && window.tickwirePage.frame.bodies.some((b) => b.own) || document.body.dataset.state === 'error'`,
+		chromedp.WithPollingTimeout(10*time.Second)))
+	playing := time.Now()
+	erin.ViewportScreenshot("playing")
+	st, err := chromedp.Run(erin.Ctx, chromedp.Evaluate[struct {
+		State, Error string
+		Building     int
+	}](`({state: document.body.dataset.state, error: window.tickwirePage.error, building: window.tickwirePage.building || 0})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page: %+v; playing %v after the build", st, playing.Sub(builtAt))
+	if st.State != "playing" || st.Error != "" {
+		t.Fatalf("page ended in %q: %s", st.State, st.Error)
+	}
+	if st.Building == 0 {
+		t.Error("the page never waited for the build: the test did not see a first visit")
+	}
+	if d := playing.Sub(builtAt); d > 5*time.Second {
+		t.Errorf("playing %v after the client was built, want at most 5 s", d)
+	}
+	if ex := erin.Exceptions(); len(ex) > 0 {
+		t.Errorf("script errors: %q", ex)
+	}
+}
+
+// joinToken asks the server at addr (-dev-join) for a connect token.
+func joinToken(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Post("http://"+addr+"/api/join", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var j struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil || resp.StatusCode != 200 || j.Token == "" {
+		t.Fatalf("POST /api/join: %d %v", resp.StatusCode, err)
+	}
+	return j.Token
 }

@@ -2,15 +2,18 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -247,4 +250,25 @@ func metric(t *testing.T, admin, name string) float64 {
 	var v float64
 	fmt.Sscan(m[1], &v)
 	return v
+}
+
+// TestWrongGame: a state-sync bot (-game arena, the default) pointed at
+// a swarm server is refused before it dials, naming both games, once
+// for all its clients, instead of playing patches it cannot apply.
+func TestWrongGame(t *testing.T) {
+	_, a := server(t, "-game", "swarm", "-tick", "30", "-units", "100")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "tickwire-bot"), "-server", "http://"+a.http, "-n", "5", "-duration", "15s")
+	out, err := cmd.CombinedOutput()
+	t.Logf("tickwire-bot: %v\n%s", err, out)
+	if err == nil {
+		t.Fatal("an arena bot played a swarm server")
+	}
+	if !strings.Contains(string(out), "the server runs the game swarm, and this bot plays arena") {
+		t.Errorf("the refusal does not name both games")
+	}
+	if n := strings.Count(string(out), "\n"); n > 3 {
+		t.Errorf("%d lines for one refusal", n)
+	}
 }

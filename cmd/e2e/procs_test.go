@@ -51,7 +51,15 @@ type proc struct {
 // start runs a built binary until the test ends (it is interrupted then).
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	p := &proc{cmd: exec.Command(filepath.Join(bin, name), args...), done: make(chan struct{})}
+	return startCmd(t, exec.Command(filepath.Join(bin, name), args...))
+}
+
+// startCmd runs cmd (its own directory and environment, if set) until
+// the test ends, as start does.
+func startCmd(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	name := filepath.Base(cmd.Path)
+	p := &proc{cmd: cmd, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	p.cmd.Stdout, p.cmd.Stderr = pw, pw
 	if err := p.cmd.Start(); err != nil {
@@ -90,6 +98,26 @@ func (p *proc) output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.String()
+}
+
+// seen returns a channel that receives the time the output first
+// matches re (polled every 10 ms), and is closed without one if the
+// process exits before.
+func (p *proc) seen(re string) <-chan time.Time {
+	rx := regexp.MustCompile(re)
+	ch := make(chan time.Time, 1)
+	go func() {
+		defer close(ch)
+		for !rx.MatchString(p.output()) {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(10 * time.Millisecond): // polling the output for a line
+			}
+		}
+		ch <- time.Now()
+	}()
+	return ch
 }
 
 // await waits until the output matches re and returns the first

@@ -151,9 +151,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.sourceIPs, "source-ips", 1, "-lobby: send each room's lobby requests from one of 127.0.0.1..127.0.0.`N` in turn, so that a load test\n"+
 		"from one machine stays within the lobby's per-address limits (1..254; loopback -server only)")
 	level := fs.String("log-level", "warn", "log `level`: debug, info, warn or error")
+	// A mistake gets one line and a pointer to -h, not every flag.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			usage()
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (tickwire-bot -h lists every flag)", err)
 	}
+	fs.SetOutput(stderr)
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}

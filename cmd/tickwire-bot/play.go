@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -19,6 +21,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/lobby"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -128,6 +131,10 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				return nil, fmt.Errorf("no server answers at -server %s (start one with tickwire-server -dev-join -http 127.0.0.1:8080): %w", o.server, err)
+			}
 			return nil, fmt.Errorf("POST /api/join: %w", err)
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -147,8 +154,23 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 		if resp.StatusCode != http.StatusOK {
 			return nil, fmt.Errorf("POST /api/join: %d %s", resp.StatusCode, jr.Error)
 		}
-		return tickwire.ParseConnectToken(jr.Token)
+		tok, err := tickwire.ParseConnectToken(jr.Token)
+		if err != nil {
+			return nil, err
+		}
+		return tok, checkGame(tok, o)
 	}
+}
+
+// checkGame refuses a token for another game than the bot plays (the
+// token's UserData names the game type: the lobby's, and the server's
+// POST /api/join), before the bot dials: an arena client on a swarm
+// server would only see patches it cannot apply.
+func checkGame(tok *tickwire.ConnectToken, o *options) error {
+	if t := lobby.GameTypeFromUserData(tok.UserData); t != "" && t != o.game {
+		return fmt.Errorf("the server runs the game %s, and this bot plays %s: run it with -game %s", t, o.game, t)
+	}
+	return nil
 }
 
 // play connects the bots, plays for the duration and summarises.
@@ -264,12 +286,32 @@ func connectAll(o *options, log *slog.Logger, stderr io.Writer, connect func(i i
 	}
 	wg.Wait()
 	connected := 0
+	// One line per distinct reason, not one per client: 500 clients that
+	// find no server are one problem.
+	type failure struct {
+		first, n int
+		err      error
+	}
+	var failures []*failure
+	byMsg := map[string]*failure{}
 	for i, err := range errs {
 		if err == nil {
 			connected++
-		} else {
-			log.Warn("client failed to connect", "bot", i, "err", err)
+			continue
 		}
+		f := byMsg[err.Error()]
+		if f == nil {
+			f = &failure{first: i, err: err}
+			byMsg[err.Error()] = f
+			failures = append(failures, f)
+		}
+		f.n++
+	}
+	if connected == 0 && len(failures) == 1 {
+		return 0, fmt.Errorf("no client connected: %w", failures[0].err)
+	}
+	for _, f := range failures {
+		log.Warn("clients failed to connect", "clients", f.n, "first_bot", f.first, "err", f.err)
 	}
 	if connected == 0 {
 		return 0, fmt.Errorf("no client connected: %w", errs[0])

@@ -201,9 +201,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.sessionTimeout, "session-timeout", tickwire.DefaultTimeout, "drop a client silent for this long (100ms..1m); browsers stall longer than native clients\n(a busy or loaded machine, a garbage collection): raise it for them")
 	fs.IntVar(&o.demo, "demo", 0, "run `bots` (0..64) in a demo arena game that /play shows visitors as spectators, without joining\n(needs -web and -game arena)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
+	// A mistake gets one line and a pointer to -h, not every flag.
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			usage()
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (tickwire-server -h lists every flag)", err)
 	}
+	fs.SetOutput(stderr)
 	if !isSet(fs, "all-avatars") {
 		o.allAvatars = o.maxPlayers <= 256
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"net/netip"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,9 @@ type gameHost struct {
 	tickHist         prometheus.Histogram
 	ticks            atomic.Uint64
 	member           *fleet.Member // nil outside a fleet; set before serving
+	// describe names a client's address on the dashboard (the browser
+	// gateway's Describe); nil: the address as it is. Set before serving.
+	describe func(netip.AddrPort) string
 
 	mu       sync.Mutex // guards the tick window and the byte samples
 	window   [128]time.Duration
@@ -151,7 +155,7 @@ func (g *gameHost) Stats() lobby.ServerStats {
 			}
 			lc := lobby.ConnStats{
 				ClientID: cs.ClientID,
-				Addr:     cs.Addr.String(),
+				Addr:     g.addrText(cs.Addr),
 				Players:  append([]uint16(nil), cs.Players...),
 				RTT:      cs.RTT,
 				Jitter:   cs.Jitter,
@@ -185,6 +189,14 @@ func (g *gameHost) Stats() lobby.ServerStats {
 		st.Games = append(st.Games, *games[id])
 	}
 	return st
+}
+
+// addrText is how the dashboard shows a client's address.
+func (g *gameHost) addrText(a netip.AddrPort) string {
+	if g.describe != nil {
+		return g.describe(a)
+	}
+	return a.String()
 }
 
 // entityCounter is implemented by a game handler that can say how many

@@ -130,6 +130,7 @@ func (j *joinHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Players:     slots,
 		ServerAddrs: []string{j.o.publicAddr},
 		TTL:         j.o.tokenTTL,
+		UserData:    lobby.UserDataForType(j.o.game),
 	}, time.Now())
 	if err != nil {
 		httpError(w, http.StatusInternalServerError, lobby.CodeAssignFailed, "mint token: %v", err)
@@ -170,7 +171,7 @@ func (j *joinHandler) allocSlots(n int) ([]uint16, error) {
 		})
 	})
 	if len(used)+n > j.o.maxPlayers {
-		return nil, fmt.Errorf("server full: %d of %d players", len(used), j.o.maxPlayers)
+		return nil, fmt.Errorf("server full: %d of %d players (tickwire-server -max-players raises the limit)", len(used), j.o.maxPlayers)
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()

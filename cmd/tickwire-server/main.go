@@ -104,6 +104,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			}
 			defer web.close()
 			reg.MustRegister(newTransportCollector(srv, web.gate))
+			game.describe = web.gate.Describe
 			if o.demo > 0 {
 				web.demo = newDemo(o, key, log)
 			}

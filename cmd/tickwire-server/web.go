@@ -49,12 +49,14 @@ func startWeb(o *options, log *slog.Logger, conn *udp.Conn) (*webServer, error) 
 			dir = os.TempDir()
 		}
 		dir = filepath.Join(dir, "tickwire", "web-client")
+		src := webpage.SourceDir()
 		w.client = webpage.BuildOnDemand("", dir, func(err error) {
 			if err != nil {
-				log.Error("browser client: build failed (run the server from the tickwire source tree, or give -web-client)", "err", err)
+				log.Error("browser client: build failed: it is built with the go command from the tickwire source this binary was "+
+					"built from, or the current directory's module without it (a -trimpath build); or give -web-client", "source", src, "err", err)
 				return
 			}
-			log.Info("browser client: built", "dir", dir)
+			log.Info("browser client: built", "dir", dir, "source", src)
 		})
 	}
 	if o.webTransport == "" {

@@ -89,9 +89,19 @@ type Tab struct {
 	dir  string
 	shot *int
 
-	mu      sync.Mutex
-	errors  []string // the first maxErrors exceptions and console errors
-	dropped int      // errors after those
+	mu         sync.Mutex
+	errors     []string // the first maxErrors exceptions and console errors
+	dropped    int      // errors after those
+	exceptions []string // the first maxErrors uncaught exceptions alone
+}
+
+// Exceptions returns the page's uncaught exceptions so far (at most
+// maxErrors): a script error, where console errors may be a page's
+// expected complaints (a transport falling back).
+func (p *Tab) Exceptions() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.exceptions...)
 }
 
 // NewTab opens a tab named name in a new browser context of browser;
@@ -131,8 +141,10 @@ const maxErrors = 20
 // log if the test fails (a page that stopped drawing says why).
 func (p *Tab) keepError(ev any) {
 	var e string
+	exception := false
 	switch ev := ev.(type) {
 	case *runtime.EventExceptionThrown:
+		exception = true
 		if d := ev.ExceptionDetails; d != nil {
 			e = d.Text
 			if d.Exception != nil && d.Exception.Description != "" {
@@ -156,6 +168,9 @@ func (p *Tab) keepError(ev any) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if exception && len(p.exceptions) < maxErrors {
+		p.exceptions = append(p.exceptions, e)
+	}
 	if len(p.errors) < maxErrors {
 		p.errors = append(p.errors, e)
 	} else {

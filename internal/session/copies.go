@@ -119,7 +119,7 @@ func (c *copies) gather(room int) {
 // go in packets of their own right after the tick's. A lost packet then
 // costs no tick at all when its copy arrives; the later copies still come
 // a tick apart, for losses that last. What it gained and cost in virtual
-// and real echoes is in bench/README.md (issue 20's tables).
+// and real echoes is in bench/README.md ("Reliable messaging").
 func (c *copies) owedNow(room int) {
 	c.owed = c.hist[c.cur].tick.take(c.owed, maxRepeat*room)
 }
@@ -133,7 +133,7 @@ func (c *copies) beginFlush() {
 // endFlush adds the first copy of the frames the Flush sent to what is
 // owed, to go right after its packets: as for a tick's frames, a lost
 // packet then costs nothing when its copy arrives (measured in
-// bench/README.md, issue 20's no-delay rows).
+// bench/README.md, "Reliable messaging", the no-delay rows).
 func (c *copies) endFlush() {
 	c.flushing = false
 	c.owed = append(c.owed[:0], c.hist[c.cur].flushed.frames[c.flushMark:]...)

@@ -126,6 +126,24 @@
   addEventListener('contextmenu', (e) => e.preventDefault());
   addEventListener('blur', () => { keys.clear(); mouse.fire = 0; sendInput(); });
 
+  // The players' names from the lobby that assigned the game, by slot;
+  // a player the lobby did not name (a bot) is P<slot>.
+  page.names = {};
+  const nameOf = (slot) => page.names[slot] || 'P' + slot;
+  async function followNames(game) {
+    for (;;) {
+      try {
+        const r = await fetch(`/api/play/${encodeURIComponent(game)}/players`, { cache: 'no-store' });
+        if (!r.ok) return; // not a game of this lobby
+        const names = {};
+        for (const p of (await r.json()).players || []) names[p.slot] = p.name;
+        page.names = names;
+        if (page.session && !page.spectator) state('playing', `playing as ${nameOf(page.session.slot)}`);
+      } catch (e) { /* the lobby is away: keep the names we have */ }
+      await new Promise((res) => setTimeout(res, 3000));
+    }
+  }
+
   // Drawing: the camera follows the own avatar; 1 m = scale px.
   const colors = { own: '#4af', player: '#fa4', npc: '#888', projectile: '#ff6' };
   function draw(f) {
@@ -164,7 +182,7 @@
         g.strokeStyle = '#fff';
         g.beginPath(); g.moveTo(x, y); g.lineTo(x + Math.cos(b.aim) * r * 1.8, y + Math.sin(b.aim) * r * 1.8); g.stroke();
         g.fillStyle = '#eee';
-        g.fillText(`P${b.player}${b.own ? ' (you)' : ''} ${b.score}`, x - r, y - r - 10);
+        g.fillText(`${nameOf(b.player)}${b.own ? ' (you)' : ''} ${b.score}`, x - r, y - r - 10);
       }
       g.fillStyle = '#2c2';
       g.fillRect(x - r, y - r - 6, 2 * r * b.hp / 100, 3);
@@ -197,7 +215,7 @@
       g.fillStyle = b.own ? colors.own : colors[b.kind];
       const r = b.kind === 'player' ? 4 : 1.5;
       g.beginPath(); g.arc(x0 + b.x * k, y0 + b.y * k, r, 0, 7); g.fill();
-      if (b.kind === 'player') { g.fillStyle = '#eee'; g.fillText('P' + b.player, x0 + b.x * k + 5, y0 + b.y * k - 5); }
+      if (b.kind === 'player') { g.fillStyle = '#eee'; g.fillText(nameOf(b.player), x0 + b.x * k + 5, y0 + b.y * k - 5); }
     }
   }
 
@@ -239,10 +257,35 @@
     }
   }
 
+  // built fetches one file of the client, asking again while the server
+  // builds it (503), and shows how far the build is.
+  async function built(path) {
+    for (;;) {
+      const r = await fetch(path, { cache: 'no-cache' });
+      if (r.status !== 503) return r;
+      const why = (await r.text()).trim();
+      page.building = (page.building || 0) + 1; // 503s seen, for tests
+      if (!page.error) state('building', why || 'building the browser client…');
+      await new Promise((res) => setTimeout(res, 500));
+    }
+  }
+
+  function loadScript(src) {
+    return new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = src;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error('could not load ' + src));
+      document.head.append(s);
+    });
+  }
+
   async function main() {
     if (params.get('overlay') === '1') { page.overlay = true; $('overlay').hidden = false; }
     const cfg = await (await fetch('/play/config.json', { cache: 'no-store' })).json();
     let token = takeToken();
+    const game = sessionStorage.getItem('tickwire.game');
+    sessionStorage.removeItem('tickwire.game');
     if (!token && cfg.demo) {
       // No game of one's own: watch the demo game as a spectator.
       const r = await fetch(cfg.demo, { method: 'POST' });
@@ -253,15 +296,14 @@
       return;
     }
     state('loading', 'loading the client…');
-    const go = new Go();
-    let resp;
-    for (;;) {
-      resp = await fetch('/play/client.wasm');
-      if (resp.status !== 503) break;
-      state('loading', 'the server is building the client…');
-      await new Promise((r) => setTimeout(r, 1000));
-    }
+    if (page.spectator) $('controls').textContent = 'watching: no avatar of your own';
+    // The loader and the module come from the server's build of the
+    // client, which may still run (503): wait for both, in any order.
+    const [loader, resp] = await Promise.all([built('/play/wasm_exec.js'), built('/play/client.wasm')]);
+    if (!loader.ok) { fail('The client could not be loaded: ' + (await loader.text())); return; }
     if (!resp.ok) { fail('The client could not be loaded: ' + (await resp.text())); return; }
+    await loadScript('/play/wasm_exec.js');
+    const go = new Go();
     const { instance } = await WebAssembly.instantiate(await resp.arrayBuffer(), go.importObject);
     go.run(instance);
 
@@ -295,7 +337,8 @@
       return;
     }
     page.session = session;
-    state('playing', page.spectator ? 'watching the demo game' : `playing as P${session.slot}`);
+    state('playing', page.spectator ? 'watching the demo game' : `playing as ${nameOf(session.slot)}`);
+    if (game && token && !page.spectator) followNames(game);
     sendInput();
   }
 

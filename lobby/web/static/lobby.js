@@ -76,10 +76,9 @@
 
   function handle(m) {
     switch (m.type) {
-      case 'rooms': renderRooms(m.rooms || []); quickPlay(m.rooms || []); break;
+      case 'rooms': renderRooms(m.rooms || []); quickPlay(); break;
       case 'joined':
         me = m.player;
-        if (quick && !quickReady) { quickReady = true; send({ op: 'ready' }); }
         $('chat-log').replaceChildren();
         for (const c of m.chat || []) addChat(c);
         renderRoom(m.room);
@@ -121,7 +120,7 @@
     room = r;
     $('room-name').textContent = r.name;
     $('room-meta').textContent = `${r.players.length}/${r.maxPlayers} players · ` +
-      `starts when at least ${r.minPlayers} are in and all are ready · ${r.hosting}-hosted`;
+      `starts when ${r.minPlayers === 1 ? 'everyone is ready' : `at least ${r.minPlayers} players are in and all are ready`} · ${r.hosting}-hosted`;
     $('ready-port-field').hidden = r.hosting !== 'peer';
     let myReady = false;
     $('players').replaceChildren(...r.players.map((p) => {
@@ -151,6 +150,7 @@
     const url = document.body.dataset.play;
     if (!url || a.hosting !== 'server' || a.role !== 'player') return false;
     sessionStorage.setItem('tickwire.token', a.token);
+    sessionStorage.setItem('tickwire.game', a.gameId); // the play page asks the lobby for the players' names
     // The play page's own options pass through (?transport=websocket).
     const q = new URLSearchParams(location.search), pass = new URLSearchParams();
     for (const k of ['transport', 'wt', 'overlay']) if (q.has(k)) pass.set(k, q.get(k));
@@ -158,18 +158,16 @@
     return true;
   }
 
-  // "Play now" (?quick=1): a name if there is none, then the first open
-  // server-hosted game with a free seat, or a new one; then ready.
+  // "Play now" (?quick=1): a name if there is none, then the lobby puts
+  // the player in the running "Play now" game with the most players and a
+  // free seat, or starts one (lobby/quick.go).
   const quick = new URLSearchParams(location.search).get('quick') === '1' && document.body.dataset.play;
-  let quickDone = false, quickReady = false;
-  function quickPlay(rooms) {
+  let quickDone = false;
+  function quickPlay() {
     if (!quick || quickDone) return;
     quickDone = true;
     if (!$('player').value.trim()) $('player').value = 'player-' + Math.floor(1000 + Math.random() * 9000);
-    const player = $('player').value.trim();
-    const open = rooms.find((r) => r.hosting === 'server' && r.players.length < r.maxPlayers);
-    if (open) send({ op: 'join', room: open.id, player });
-    else send({ op: 'create', player, name: player + "'s game", maxPlayers: 0, hosting: 'server' });
+    send({ op: 'quick', player: $('player').value.trim() });
   }
 
   function renderAssigned(a) {
