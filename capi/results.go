@@ -77,13 +77,17 @@ func (r result) String() string {
 }
 
 // The protocol's disconnect and deny reasons are the header's
-// TW_DISCONNECT_* 1..7 and TW_DENY_* values: checked here at build time
+// TW_DISCONNECT_* 1..8 and TW_DENY_* values: checked here at build time
 // (a negative constant does not convert to uint).
 const (
 	_ = uint(C.TW_DISCONNECT_CLOSED - proto.DisconnectClosed)
 	_ = uint(proto.DisconnectClosed - C.TW_DISCONNECT_CLOSED)
 	_ = uint(C.TW_DISCONNECT_HOST_MIGRATE - proto.DisconnectHostMigrate)
 	_ = uint(proto.DisconnectHostMigrate - C.TW_DISCONNECT_HOST_MIGRATE)
+	_ = uint(C.TW_DISCONNECT_NO_STATE - proto.DisconnectNoState)
+	_ = uint(proto.DisconnectNoState - C.TW_DISCONNECT_NO_STATE)
+	_ = uint(C.TW_DISCONNECT_NO_STATE + 1 - proto.NumDisconnectReasons)
+	_ = uint(proto.NumDisconnectReasons - C.TW_DISCONNECT_NO_STATE - 1)
 	_ = uint(C.TW_DENY_INVALID_TOKEN - proto.DenyInvalidToken)
 	_ = uint(proto.DenyInvalidToken - C.TW_DENY_INVALID_TOKEN)
 	_ = uint(C.TW_DENY_JOIN_REFUSED - proto.DenyJoinRefused)

@@ -183,6 +183,7 @@ enum {
 	TW_DISCONNECT_PROTOCOL = 5,     /* the peer broke the protocol */
 	TW_DISCONNECT_TOO_SLOW = 6,     /* fell behind what the server's game allows */
 	TW_DISCONNECT_HOST_MIGRATE = 7, /* the host handed the game over */
+	TW_DISCONNECT_NO_STATE = 8,     /* a commits relay found no client to give this one its committed state */
 	/* The server refused the handshake; tw_event.detail is the
 	 * TW_DENY_* reason. */
 	TW_DISCONNECT_DENIED = 64,
