@@ -122,6 +122,10 @@ type Accepted struct {
 	// passed to Client.Do, where Client.SendFrame would wait for the
 	// loop forever.
 	SendFrame func(frame []byte) error
+	// ReliableQueued is Conn.ReliableQueued's count on the client, for
+	// code on the client's loop: how many reliable segments wait to be
+	// sent or acknowledged (a layer that sends much paces itself by it).
+	ReliableQueued func() int
 }
 
 // Dial connects to the server named in token with default settings.
@@ -389,7 +393,8 @@ func (c *Client) start(w session.Welcome, now, sentAt time.Time) error {
 	c.sess = w.Session
 	if c.layer != nil {
 		fh, err := c.layer.Attach(c, Accepted{Time: now, ServerTick: c.tickNum, RTT: now.Sub(sentAt),
-			Players: c.Players(), TickRate: c.TickRate(), SendFrame: c.sendFrameLoop})
+			Players: c.Players(), TickRate: c.TickRate(), SendFrame: c.sendFrameLoop,
+			ReliableQueued: c.sess.ReliableQueued})
 		if err != nil {
 			c.sess = nil
 			return err

@@ -61,7 +61,7 @@ type Server struct {
 type ServerStats struct {
 	Connections      int    // open now
 	Accepted         uint64 // connections created
-	Disconnects      [proto.DisconnectHostMigrate + 1]uint64
+	Disconnects      [proto.NumDisconnectReasons]uint64
 	PacketsIn        uint64     // datagrams received
 	PacketsOut       uint64     // datagrams sent
 	BytesIn          uint64     //

@@ -58,21 +58,24 @@ type ClientConfig struct {
 // ClientStats count what a Client did.
 type ClientStats struct {
 	sim.LockstepStats
-	Issued     uint64 // commands this client issued
-	Committed  uint32 // the committed tick
-	Live       uint32 // the live tick
-	Lead       int    // ticks ahead a command is scheduled (the server's lead)
-	CommitLag  int    // live − committed now, in ticks
-	MaxLag     int    // the largest CommitLag seen
-	Kicks      uint64 // times the server took this client out of the commit (slow)
-	Resyncs    uint64 // committed states loaded after the first
-	Desyncs    uint64 // resyncs the server sent because the checksums differed
-	SumsSent   uint64 // committed ticks whose checksum was sent
-	Rejoins    uint64 // new connections after the server dropped this client
-	BadFrames  uint64
-	StallMax   time.Duration // the longest time the committed tick did not move
-	Connection uint32        // the current connection id
-	Mesh       MeshStats     // the mesh (with ClientConfig.Mesh)
+	Issued    uint64 // commands this client issued
+	Committed uint32 // the committed tick
+	Live      uint32 // the live tick
+	Lead      int    // ticks ahead a command is scheduled (the server's lead)
+	CommitLag int    // live − committed now, in ticks
+	MaxLag    int    // the largest CommitLag seen
+	Kicks     uint64 // times the server took this client out of the commit (slow)
+	Resyncs   uint64 // committed states loaded after the first
+	Desyncs   uint64 // resyncs the server sent because the checksums differed
+	SumsSent  uint64 // committed ticks whose checksum was sent
+	Rejoins   uint64 // new connections after the server dropped this client
+	// StateRequests counts the relay's requests for this client's
+	// committed state, StatesUploaded the uploads it sent.
+	StateRequests, StatesUploaded uint64
+	BadFrames                     uint64
+	StallMax                      time.Duration // the longest time the committed tick did not move
+	Connection                    uint32        // the current connection id
+	Mesh                          MeshStats     // the mesh (with ClientConfig.Mesh)
 }
 
 // Client is the client half of commits mode: it holds the
@@ -81,14 +84,16 @@ type ClientStats struct {
 // one rebuilds live), commits what the server confirms and checksums the
 // committed world for the server to compare. Attach it with Dialer.Game.
 type Client struct {
-	cfg  ClientConfig
-	game sim.CommitGame
-	log  *slog.Logger
+	cfg   ClientConfig
+	game  sim.CommitGame
+	blank sim.Game // the blank world: a relay's new game starts from it
+	log   *slog.Logger
 
 	mu sync.Mutex
 	c  *tickwire.Client
 	// sendFrame queues a frame from the client's loop (Accepted.SendFrame)
 	sendFrame func(frame []byte) error
+	queued    func() int // the reliable segments queued (Accepted.ReliableQueued)
 	ls        *sim.Lockstep
 	have      bool   // a committed state arrived
 	recv      uint32 // reliable commit-mode frames received on this connection
@@ -119,9 +124,15 @@ type Client struct {
 	// shortcuts: when each tentative command (player, seq) arrived, until
 	// the server's copy does or its tick commits
 	shortcuts map[cmdName]shortcutArrival
-	closed    bool
-	done      chan struct{}
-	err       error
+	relayed   clientStates // the relay's requests and the states it sends
+	// for tests: a liar, whose uploads are its state's bytes changed by
+	// corruptUpload (its digests stay true), and a client that never
+	// answers a state request
+	corruptUpload func(state []byte)
+	ignoreStates  bool
+	closed        bool
+	done          chan struct{}
+	err           error
 }
 
 type cmdName struct {
@@ -159,7 +170,7 @@ func NewClient(game sim.CommitGame, cfg ClientConfig) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Client{cfg: cfg, game: game, log: cfg.Logger, done: make(chan struct{})}, nil
+	return &Client{cfg: cfg, game: game, blank: game.Clone(), log: cfg.Logger, done: make(chan struct{})}, nil
 }
 
 // Attach starts the client on an accepted connection (ClientLayer).
@@ -185,6 +196,8 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 	}
 	cc.c = c
 	cc.sendFrame = a.SendFrame
+	cc.queued = a.ReliableQueued
+	cc.relayed.reset()
 	cc.have = false
 	cc.recv, cc.sent = 0, 0
 	cc.seq = map[uint16]uint32{}
@@ -456,6 +469,27 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			return err
 		}
 		return cc.loadState(&f, p.Time)
+	case proto.FrameStateRequest:
+		cc.recv++
+		f, _, err := proto.ParseStateRequestFrame(b)
+		if err != nil {
+			return err
+		}
+		cc.stateRequest(&f)
+		return nil
+	case proto.FrameStateBegin:
+		cc.recv++
+		if _, err := proto.ParseStateBeginFrame(b, &cc.relayed.begin); err != nil {
+			return err
+		}
+		return cc.stateBegin(p.Time)
+	case proto.FrameStateChunk:
+		cc.recv++
+		f, _, err := proto.ParseStateChunkFrame(b)
+		if err != nil {
+			return err
+		}
+		return cc.stateChunk(&f, p.Time)
 	case proto.FrameMeshIntro:
 		f, _, err := proto.ParseMeshIntroFrame(b)
 		if err != nil {
@@ -581,8 +615,21 @@ func (cc *Client) loadState(f *proto.FullSnapshotFrame, now time.Time) error {
 	if len(cc.raw) < commitStateHeader+6*n {
 		return errCommitState
 	}
-	bases := cc.raw[commitStateHeader : commitStateHeader+6*n]
-	if err := cc.ls.LoadState(cc.raw[commitStateHeader+6*n:]); err != nil {
+	seqs := cc.relayed.seqs[:0]
+	for i := 0; i < n; i++ {
+		b := cc.raw[commitStateHeader+6*i:]
+		seqs = append(seqs, proto.PlayerSeq{Player: binary.LittleEndian.Uint16(b), Seq: binary.LittleEndian.Uint32(b[2:])})
+	}
+	cc.relayed.seqs = seqs
+	return cc.load(reason, received, seqs, cc.raw[commitStateHeader+6*n:], now)
+}
+
+// load replaces both worlds with a committed state (the bytes of
+// sim.Lockstep.AppendState) that the server sent for reason (0: the
+// join), when it had received received of the client's commands; seqs
+// are the players' last command seqs the game has.
+func (cc *Client) load(reason proto.ResyncReason, received uint32, seqs []proto.PlayerSeq, state []byte, now time.Time) error {
+	if err := cc.ls.LoadState(state); err != nil {
 		cc.log.Warn("committed state refused", "err", err)
 		return err
 	}
@@ -594,9 +641,8 @@ func (cc *Client) loadState(f *proto.FullSnapshotFrame, now time.Time) error {
 	} else {
 		// The connection's first state: number our commands on from
 		// the server's count.
-		for i := 0; i < n; i++ {
-			p := binary.LittleEndian.Uint16(bases[6*i:])
-			cc.seq[p] = binary.LittleEndian.Uint32(bases[6*i+2:])
+		for _, s := range seqs {
+			cc.seq[s.Player] = s.Seq
 		}
 	}
 	switch reason {
@@ -608,6 +654,7 @@ func (cc *Client) loadState(f *proto.FullSnapshotFrame, now time.Time) error {
 	cc.have = true
 	cc.lastMove = now
 	cc.sumFrom = cc.ls.CommittedTick() + 1
+	cc.relayed.loaded(cc)
 	// Our commands the server had not received yet are in no copy it
 	// sends: put them back.
 	keep := cc.own[:0]
@@ -643,6 +690,13 @@ func (cc *Client) applyCommit(now time.Time) {
 			cc.ls.Remove(sim.CommandInput, o.player, o.seq)
 			o.parked = true
 		}
+	}
+	if w := &cc.relayed.want; w.pending && int32(w.req.Tick-cc.ls.CommittedTick()) > 0 && int32(w.req.Tick-cc.commitC) <= 0 {
+		// The relay asked for the state at a tick on the way: stop there.
+		if err := cc.ls.Commit(w.req.Tick); err != nil {
+			return
+		}
+		cc.answerState()
 	}
 	if err := cc.ls.Commit(cc.commitC); err != nil {
 		return
@@ -718,6 +772,7 @@ func (f *commitFrames) Tick(now time.Time, _ uint32) {
 	cc := (*Client)(f)
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
+	cc.sendUpload()
 	if !cc.have {
 		return
 	}
@@ -770,7 +825,7 @@ func (f *commitFrames) Ended(now time.Time, r proto.DisconnectReason) {
 		cc.stats.Kicks++
 	}
 	cc.mu.Unlock()
-	if closed || rejoin == nil || r == proto.DisconnectClosed {
+	if closed || rejoin == nil || r == proto.DisconnectClosed || r == proto.DisconnectNoState {
 		cc.stop(&tickwire.DisconnectError{Reason: r})
 		return
 	}

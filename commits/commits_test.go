@@ -37,12 +37,25 @@ type commitRig struct {
 	key      tickwire.Key
 	srv      *tickwire.Server
 	host     *Host
+	relay    *Relay // instead of host (newRelayRig)
 	done     chan error
+	// world makes a client's blank world (default swarm with 1000 units)
+	world func() sim.CommitGame
 }
 
 var commitServerAddr = netip.MustParseAddrPort("10.0.0.1:7777")
 
 func newCommitRig(t *testing.T, cfg Config) *commitRig {
+	return newRig(t, func(srv *tickwire.Server, r *commitRig) (tickwire.Handler, error) {
+		var err error
+		r.host, err = NewHost(srv, func(uint64) (sim.CommitGame, error) { return swarm.NewGame(1000) }, cfg)
+		return r.host, err
+	})
+}
+
+// newRig starts a server on the in-memory network with the handler
+// handler makes.
+func newRig(t *testing.T, handler func(*tickwire.Server, *commitRig) (tickwire.Handler, error)) *commitRig {
 	r := &commitRig{t: t, done: make(chan error, 1)}
 	r.net = udptest.NewNetwork(udptest.Config{})
 	pc, err := r.net.Listen(commitServerAddr.String())
@@ -54,11 +67,11 @@ func newCommitRig(t *testing.T, cfg Config) *commitRig {
 	if r.srv, err = tickwire.NewServer(r.key, tickwire.Config{TickRate: commitRate, Logger: log}); err != nil {
 		t.Fatal(err)
 	}
-	r.host, err = NewHost(r.srv, func(uint64) (sim.CommitGame, error) { return swarm.NewGame(1000) }, cfg)
+	h, err := handler(r.srv, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.srv.Handle(r.host)
+	r.srv.Handle(h)
 	go func() { r.done <- r.srv.Serve(udp.FromPacketConn(pc)) }()
 	return r
 }
@@ -95,6 +108,7 @@ type commitPlayer struct {
 	issued    []commitKey
 	issuedAt  map[commitKey]time.Time
 	loads     int
+	loadedAt  uint32 // the tick of the last state loaded
 }
 
 type commitKey struct {
@@ -111,6 +125,9 @@ type commitRec struct {
 
 func (r *commitRig) dial(id uint64, slot uint16, oneway time.Duration, spec string) *commitPlayer {
 	r.t.Helper()
+	if r.world != nil {
+		return r.dialGame(id, slot, oneway, spec, r.world())
+	}
 	w, _ := swarm.NewGame(1000)
 	return r.dialGame(id, slot, oneway, spec, w)
 }
@@ -151,6 +168,7 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 			p.mu.Lock()
 			p.committed = p.committed[:0] // the record restarts after the state
 			p.loads++
+			p.loadedAt = tick
 			p.mu.Unlock()
 		},
 		Committed: func(c *sim.Command) {

@@ -314,6 +314,43 @@ func expectFrame(f fields, fr frame) {
 			f.add("tickwire.mesh_report.conn", p.Conn)
 			f.add("tickwire.mesh_report.rtt_us", p.RTTMicros)
 		}
+	case *StateRequestFrame:
+		f.add("tickwire.frame.type", uint8(FrameStateRequest))
+		f.add("tickwire.state_request.id", v.ID)
+		f.add("tickwire.state_request.tick", v.Tick)
+		flags := 0
+		if v.Upload {
+			flags = stateUpload
+		}
+		f.add("tickwire.state_request.flags", fmt.Sprintf("0x%02x", flags))
+	case *StateSumFrame:
+		f.add("tickwire.frame.type", uint8(FrameStateSum))
+		f.add("tickwire.state_sum.id", v.ID)
+		f.add("tickwire.state_sum.tick", v.Tick)
+		f.add("tickwire.state_sum.size", v.Size)
+		f.bytes("tickwire.state_sum.sum", v.Sum[:])
+		f.add("tickwire.state_sum.codec", uint8(v.Codec))
+		f.add("tickwire.state_sum.packed", v.Packed)
+	case *StateChunkFrame:
+		f.add("tickwire.frame.type", uint8(FrameStateChunk))
+		f.add("tickwire.state_chunk.id", v.ID)
+		f.add("tickwire.state_chunk.offset", v.Offset)
+		f.add("tickwire.state_chunk.len", len(v.Data))
+		f.bytes("tickwire.state_chunk.data", v.Data)
+	case *StateBeginFrame:
+		f.add("tickwire.frame.type", uint8(FrameStateBegin))
+		f.add("tickwire.state_begin.id", v.ID)
+		f.add("tickwire.state_begin.reason", uint8(v.Reason))
+		f.add("tickwire.state_begin.tick", v.Tick)
+		f.add("tickwire.state_begin.size", v.Size)
+		f.add("tickwire.state_begin.codec", uint8(v.Codec))
+		f.add("tickwire.state_begin.packed", v.Packed)
+		f.add("tickwire.state_begin.received", v.Received)
+		f.add("tickwire.state_begin.players", len(v.Seqs))
+		for _, s := range v.Seqs {
+			f.add("tickwire.state_begin.player", s.Player)
+			f.add("tickwire.state_begin.seq", s.Seq)
+		}
 	case *ParityFrame:
 		f.add("tickwire.frame.type", uint8(FrameParity))
 		f.add("tickwire.parity.first", v.First)

@@ -30,7 +30,11 @@ const (
 	FrameMeshIntro     FrameType = 0x18 // commits mode mesh: a client's hello, the server's introductions of peers
 	FrameMeshReport    FrameType = 0x19 // commits mode mesh: how fast a client reaches its peers
 	FrameParity        FrameType = 0x1a // a Reed–Solomon parity shard over earlier packets' reliable frames
-	frameTypeEnd       FrameType = 0x1b
+	FrameStateRequest  FrameType = 0x1b // commits relay: asks a client for its committed state's digest (and bytes) at a tick
+	FrameStateSum      FrameType = 0x1c // commits relay: a client's digest of its committed state, and the size of its upload
+	FrameStateChunk    FrameType = 0x1d // commits relay: a piece of a committed state's bytes (upload, or sent on to a client)
+	FrameStateBegin    FrameType = 0x1e // commits relay: the head of a verified committed state sent to a client
+	frameTypeEnd       FrameType = 0x1f
 )
 
 var frameNames = [...]string{
@@ -60,6 +64,10 @@ var frameNames = [...]string{
 	FrameMeshIntro:     "mesh intro",
 	FrameMeshReport:    "mesh report",
 	FrameParity:        "parity",
+	FrameStateRequest:  "state request",
+	FrameStateSum:      "state sum",
+	FrameStateChunk:    "state chunk",
+	FrameStateBegin:    "state begin",
 }
 
 func (t FrameType) String() string {
@@ -151,6 +159,14 @@ func SkipFrame(b []byte) (FrameType, int, error) {
 		_, n, err = scanMeshReport(b)
 	case FrameParity:
 		_, n, err = ParseParityFrame(b)
+	case FrameStateRequest:
+		_, n, err = ParseStateRequestFrame(b)
+	case FrameStateSum:
+		_, n, err = ParseStateSumFrame(b)
+	case FrameStateChunk:
+		_, n, err = ParseStateChunkFrame(b)
+	case FrameStateBegin:
+		n, err = skipStateBeginFrame(b)
 	}
 	return t, n, err
 }

@@ -189,6 +189,37 @@ func (g *gen) frame(t FrameType) frame {
 			f.Links[i] = MeshLinkReport{Conn: g.r.Uint32(), RTTMicros: g.r.Uint32()}
 		}
 		return f
+	case FrameStateRequest:
+		return &StateRequestFrame{ID: g.r.Uint32(), Tick: g.r.Uint32(), Upload: g.r.IntN(2) == 0}
+	case FrameStateSum:
+		f := &StateSumFrame{ID: g.r.Uint32(), Tick: g.r.Uint32()}
+		if g.r.IntN(4) != 0 {
+			f.Size = 1 + g.r.Uint32N(MaxStateSize)
+			copy(f.Sum[:], g.bytes(StateSumSize))
+			if g.r.IntN(2) == 0 {
+				f.Codec = []Codec{CodecNone, CodecLZ4, CodecZstd, CodecS2}[g.r.IntN(4)]
+				f.Packed = 1 + g.r.Uint32N(MaxStateSize)
+				if f.Codec != CodecNone && g.r.IntN(2) == 0 {
+					f.Codec = CodecNone
+				}
+			}
+		}
+		return f
+	case FrameStateChunk:
+		n := 1 + g.r.IntN(200)
+		return &StateChunkFrame{ID: g.r.Uint32(), Offset: g.r.Uint32N(MaxStateSize - uint32(n) + 1), Data: g.bytes(n)}
+	case FrameStateBegin:
+		f := &StateBeginFrame{ID: g.r.Uint32(), Reason: ResyncReason(g.r.IntN(int(resyncReasonEnd))), Tick: g.r.Uint32(), Received: g.r.Uint32()}
+		if g.r.IntN(4) != 0 {
+			f.Size, f.Packed = 1+g.r.Uint32N(MaxStateSize), 1+g.r.Uint32N(MaxStateSize)
+			f.Codec = []Codec{CodecNone, CodecLZ4, CodecZstd, CodecS2}[g.r.IntN(4)]
+		}
+		if n := g.r.IntN(4); n > 0 {
+			for range n {
+				f.Seqs = append(f.Seqs, PlayerSeq{Player: uint16(g.r.Uint32()), Seq: g.r.Uint32()})
+			}
+		}
+		return f
 	case FramePeerAck:
 		return &PeerAckFrame{Player: uint16(g.r.Uint32()), Kind: PeerAckKind(1 + g.r.IntN(4)), Through: g.r.Uint32()}
 	case FrameSuccessor:

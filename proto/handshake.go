@@ -448,7 +448,10 @@ const (
 	DisconnectProtocol    DisconnectReason = 5 // the peer broke the protocol
 	DisconnectTooSlow     DisconnectReason = 6 // fell behind: the command buffer (commits mode), or left its game frames unacknowledged
 	DisconnectHostMigrate DisconnectReason = 7 // host handed the game over
-	disconnectReasonEnd   DisconnectReason = 8
+	DisconnectNoState     DisconnectReason = 8 // commits relay: no client gave the committed state the client needs
+	disconnectReasonEnd   DisconnectReason = 9
+	// NumDisconnectReasons sizes arrays indexed by DisconnectReason.
+	NumDisconnectReasons = int(disconnectReasonEnd)
 )
 
 var disconnectNames = [...]string{
@@ -459,6 +462,7 @@ var disconnectNames = [...]string{
 	DisconnectProtocol:    "protocol error",
 	DisconnectTooSlow:     "too slow",
 	DisconnectHostMigrate: "host migration",
+	DisconnectNoState:     "no committed state",
 }
 
 func (r DisconnectReason) String() string {

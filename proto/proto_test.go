@@ -90,6 +90,19 @@ func parseAny(t FrameType, b []byte) (frame, int, error) {
 	case FrameParity:
 		f, n, err := ParseParityFrame(b)
 		return &f, n, err
+	case FrameStateRequest:
+		f, n, err := ParseStateRequestFrame(b)
+		return &f, n, err
+	case FrameStateSum:
+		f, n, err := ParseStateSumFrame(b)
+		return &f, n, err
+	case FrameStateChunk:
+		f, n, err := ParseStateChunkFrame(b)
+		return &f, n, err
+	case FrameStateBegin:
+		var f StateBeginFrame
+		n, err := ParseStateBeginFrame(b, &f)
+		return &f, n, err
 	}
 	return nil, 0, errFrameType
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/game"
+	"github.com/tickwire/tickwire/proto"
 	"io"
 	"log/slog"
 	"net"
@@ -37,6 +39,10 @@ type options struct {
 	tokenTTL        time.Duration
 	npcs            int
 	units           int
+	// The commits relay's settings (-game relay).
+	relayInputSize    int
+	relayMaxState     int
+	relayStateTimeout time.Duration
 	// maxRewind is the arena's lag-compensation window
 	// (sim.ServerConfig.MaxRewind; 0: the engine's default).
 	maxRewind time.Duration
@@ -77,6 +83,27 @@ type options struct {
 	now        func() time.Time // the clock of the rate limits
 }
 
+// validRelay checks the -relay-* flags, which apply to -game relay only.
+func (o *options) validRelay(fs *flag.FlagSet) error {
+	var set []string
+	fs.Visit(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Name, "relay-") {
+			set = append(set, "-"+f.Name)
+		}
+	})
+	switch {
+	case len(set) > 0 && o.game != "relay":
+		return fmt.Errorf("%s apply to -game relay only", strings.Join(set, ", "))
+	case o.relayInputSize < 0 || o.relayInputSize > proto.MaxInputBytes/3:
+		return fmt.Errorf("-relay-input-size %d out of range 0..%d", o.relayInputSize, proto.MaxInputBytes/3)
+	case o.relayMaxState < 1024 || o.relayMaxState > proto.MaxStateSize:
+		return fmt.Errorf("-relay-max-state %d out of range 1024..%d", o.relayMaxState, proto.MaxStateSize)
+	case o.relayStateTimeout < 100*time.Millisecond || o.relayStateTimeout > time.Minute:
+		return fmt.Errorf("-relay-state-timeout %v out of range 100ms..1m", o.relayStateTimeout)
+	}
+	return nil
+}
+
 // trusted reports whether a is one of -trusted-proxies.
 func (o *options) trusted(a netip.Addr) bool {
 	for _, p := range o.trustedProxies {
@@ -91,7 +118,7 @@ func (o *options) trusted(a netip.Addr) bool {
 var flagHelp = flag.ErrHelp
 
 // knownGames are the games this binary embeds.
-var knownGames = []string{"arena", "swarm"}
+var knownGames = []string{"arena", "swarm", "relay"}
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{httpLimits: defaultHTTPLimits, now: time.Now}
@@ -115,7 +142,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.listen, "listen", ":7777", "UDP `address` for game traffic (empty: no game server, the lobby only)")
 	fs.StringVar(&o.http, "http", ":8080", "public HTTP `address` for the lobby, /healthz and, with -dev-join, POST /api/join (empty: off)")
 	fs.StringVar(&o.admin, "admin", "127.0.0.1:8081", "operator HTTP `address` for the dashboard, /metrics, the stats with players' addresses and -pprof;\nkeep it on loopback or a private network (empty: off)")
-	fs.StringVar(&o.game, "game", "arena", "embedded `game` to host ("+strings.Join(knownGames, ", ")+")")
+	fs.StringVar(&o.game, "game", "arena", "`game` to host: arena or swarm (embedded), or relay (commits mode with no game on the server:\n"+
+		"any commits-mode client plays on it, such as tickwire-bot -game swarm; see -relay-*)")
 	fs.IntVar(&o.tick, "tick", 60, "simulation tick `rate` in Hz (1..240)")
 	fs.IntVar(&o.maxPlayers, "max-players", 256, "maximum connected `players` (1..4096)")
 	fs.StringVar(&o.keyFile, "key-file", "tickwire.key", "connect-token key `file`; generated (mode 0600) when absent, refused when group or other users may read it")
@@ -142,6 +170,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"beyond the view radius are not sent, like everything else. Each avatar then goes to every player: players² updates,\n"+
 		"so the default is on only with -max-players up to 256")
 	fs.IntVar(&o.units, "units", swarm.DefaultUnits, "`units` in each swarm game (1..100000)")
+	fs.IntVar(&o.relayInputSize, "relay-input-size", 0, "relay: the games' command size in `bytes` (1..341); 0: each game's first command fixes it")
+	fs.IntVar(&o.relayMaxState, "relay-max-state", commits.DefaultMaxState, "relay: the largest committed state, in `bytes` (1024..16777216), a client may upload for a joining or\n"+
+		"resynchronised client; a game whose state is larger refuses them")
+	fs.DurationVar(&o.relayStateTimeout, "relay-state-timeout", commits.DefaultStateTimeout, "relay: how long a client may take to answer a request for its committed state, and to move its\n"+
+		"upload on, before another client is asked (100ms..1m)")
 	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
 		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-token-file;\n"+
@@ -245,6 +278,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.units < 1 || o.units > 100000 {
 		return nil, fmt.Errorf("-units %d out of range 1..100000", o.units)
+	}
+	if err := o.validRelay(fs); err != nil {
+		return nil, err
 	}
 	if o.npcs < 0 || o.npcs > 4000 {
 		return nil, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)

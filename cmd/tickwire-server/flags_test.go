@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFlagsDefaults(t *testing.T) {
@@ -71,6 +72,19 @@ func TestFlagsDevJoin(t *testing.T) {
 	}
 }
 
+func TestFlagsRelay(t *testing.T) {
+	o, err := parseFlags([]string{"-game", "relay", "-relay-input-size", "8", "-relay-max-state", "1048576", "-relay-state-timeout", "500ms"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.relayInputSize != 8 || o.relayMaxState != 1<<20 || o.relayStateTimeout != 500*time.Millisecond {
+		t.Errorf("%+v", o)
+	}
+	if o, err = parseFlags([]string{"-game", "relay"}, io.Discard); err != nil || o.relayMaxState != 4<<20 || o.relayStateTimeout != 2*time.Second {
+		t.Errorf("defaults: %+v, %v", o, err)
+	}
+}
+
 func TestFlagsRejected(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -108,6 +122,11 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-snapshot-interval", "0"}, "-snapshot-interval 0 out of range"},
 		{[]string{"-snapshot-interval", "9"}, "-snapshot-interval 9 out of range"},
 		{[]string{"-game", "swarm", "-snapshot-interval", "2"}, "arena only"},
+		{[]string{"-game", "swarm", "-relay-max-state", "2048", "-relay-input-size", "8"}, "-relay-input-size, -relay-max-state apply to -game relay only"},
+		{[]string{"-game", "relay", "-relay-input-size", "342"}, "-relay-input-size 342 out of range 0..341"},
+		{[]string{"-game", "relay", "-relay-max-state", "1000"}, "-relay-max-state 1000 out of range"},
+		{[]string{"-game", "relay", "-relay-max-state", "16777217"}, "-relay-max-state 16777217 out of range"},
+		{[]string{"-game", "relay", "-relay-state-timeout", "10ms"}, "-relay-state-timeout 10ms out of range"},
 		{[]string{"-max-players", "0"}, "-max-players"},
 		{[]string{"-log-level", "loud"}, "-log-level"},
 		{[]string{"-key-file", ""}, "-key-file"},

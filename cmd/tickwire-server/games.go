@@ -51,6 +51,19 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			return nil, err
 		}
 		return newGameHost(o.game, o.tick, log, host), nil
+	case "relay":
+		// Commits mode with no game on the server: it orders, relays
+		// and commits the clients' commands, compares their checksums
+		// with each other, and gets the states that joining and
+		// resynchronised clients need from the other clients, checked
+		// against the digest a majority of them reported. Any
+		// commits-mode game plays on it (the bots' -game swarm).
+		relay, err := commits.NewRelay(srv, commits.RelayConfig{InputSize: o.relayInputSize,
+			MaxState: o.relayMaxState, StateTimeout: o.relayStateTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return newGameHost(o.game, o.tick, log, relay), nil
 	}
 	return nil, fmt.Errorf("game %q is not embedded", o.game)
 }

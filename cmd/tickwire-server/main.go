@@ -363,6 +363,8 @@ func gameTitle(name string) string {
 		return "Arena"
 	case "swarm":
 		return "Swarm"
+	case "relay":
+		return "Commits relay"
 	}
 	return name
 }

@@ -46,6 +46,9 @@ local KEY_SIZE = 32
 local MAX_INPUT_SIZE = 1024
 local MAX_MESSAGE = 1048576
 local MAX_COMMIT_SUMS = 64
+local MAX_STATE = 16 * 1024 * 1024
+local MAX_STATE_CHUNK = 16 * 1024
+local STATE_SUM_SIZE = 32
 local MAX_MESH_REPORT = 64
 local MAX_PARITY_MEMBERS, MAX_PARITY_SHARDS = 16, 8
 local MAX_PLAYERS = 4
@@ -79,6 +82,7 @@ local deny_names = {
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
     [5] = "protocol error", [6] = "too slow", [7] = "host migration",
+    [8] = "no committed state",
 }
 local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle" }
 local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration" }
@@ -231,6 +235,29 @@ f.pi_keys    = ProtoField.bytes("tickwire.mesh_intro.keys", "Pair keys")
 f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Links")
 f.mr_conn    = ProtoField.uint32("tickwire.mesh_report.conn", "Member connection")
 f.mr_rtt     = ProtoField.uint32("tickwire.mesh_report.rtt_us", "RTT (µs, 0 unreachable)")
+f.srq_id     = ProtoField.uint32("tickwire.state_request.id", "Request")
+f.srq_tick   = ProtoField.uint32("tickwire.state_request.tick", "Committed tick")
+f.srq_flags  = ProtoField.uint8("tickwire.state_request.flags", "Flags (1: upload)", base.HEX)
+f.ssm_id     = ProtoField.uint32("tickwire.state_sum.id", "Request")
+f.ssm_tick   = ProtoField.uint32("tickwire.state_sum.tick", "Committed tick")
+f.ssm_size   = ProtoField.uint32("tickwire.state_sum.size", "State size (0: not held)")
+f.ssm_sum    = ProtoField.bytes("tickwire.state_sum.sum", "SHA-256")
+f.ssm_codec  = ProtoField.uint8("tickwire.state_sum.codec", "Upload codec", base.DEC, codec_names)
+f.ssm_packed = ProtoField.uint32("tickwire.state_sum.packed", "Upload size (0: none)")
+f.sch_id     = ProtoField.uint32("tickwire.state_chunk.id", "State")
+f.sch_offset = ProtoField.uint32("tickwire.state_chunk.offset", "Offset")
+f.sch_len    = ProtoField.uint32("tickwire.state_chunk.len", "Length")
+f.sch_data   = ProtoField.bytes("tickwire.state_chunk.data", "Data")
+f.sbg_id     = ProtoField.uint32("tickwire.state_begin.id", "State")
+f.sbg_reason = ProtoField.uint8("tickwire.state_begin.reason", "Reason (0: join)", base.DEC, resync_names)
+f.sbg_tick   = ProtoField.uint32("tickwire.state_begin.tick", "Committed tick")
+f.sbg_size   = ProtoField.uint32("tickwire.state_begin.size", "State size (0: blank world)")
+f.sbg_codec  = ProtoField.uint8("tickwire.state_begin.codec", "Codec", base.DEC, codec_names)
+f.sbg_packed = ProtoField.uint32("tickwire.state_begin.packed", "Packed size")
+f.sbg_recv   = ProtoField.uint32("tickwire.state_begin.received", "Client's commands received")
+f.sbg_count  = ProtoField.uint8("tickwire.state_begin.players", "Players")
+f.sbg_player = ProtoField.uint16("tickwire.state_begin.player", "Player")
+f.sbg_seq    = ProtoField.uint32("tickwire.state_begin.seq", "Last command seq")
 f.par_first  = ProtoField.uint32("tickwire.parity.first", "First member (packet number, low 32 bits)")
 f.par_members = ProtoField.uint8("tickwire.parity.members", "Members")
 f.par_shards = ProtoField.uint8("tickwire.parity.shards", "Parity shards")
@@ -857,6 +884,77 @@ local function frame_standby_state(buf, off, tree)
 end
 
 -- The two path frames share one layout: the type, then 8 bytes of data.
+local function frame_state_request(buf, off, tree)
+    if not have(buf, off, 9) then return bad(tree, "truncated state request frame") end
+    local flags = buf(off + 8, 1):uint()
+    tree:add_le(f.srq_id, buf(off, 4))
+    tree:add_le(f.srq_tick, buf(off + 4, 4))
+    tree:add(f.srq_flags, buf(off + 8, 1))
+    if band(flags, 0xfe) ~= 0 then return bad(tree, "state request frame: unknown flags") end
+    return off + 9
+end
+
+local function frame_state_sum(buf, off, tree)
+    if not have(buf, off, 49) then return bad(tree, "truncated state sum frame") end
+    local size = buf(off + 8, 4):le_uint()
+    local codec = buf(off + 44, 1):uint()
+    local packed = buf(off + 45, 4):le_uint()
+    tree:add_le(f.ssm_id, buf(off, 4))
+    tree:add_le(f.ssm_tick, buf(off + 4, 4))
+    tree:add_le(f.ssm_size, buf(off + 8, 4))
+    tree:add(f.ssm_sum, buf(off + 12, STATE_SUM_SIZE))
+    tree:add(f.ssm_codec, buf(off + 44, 1))
+    tree:add_le(f.ssm_packed, buf(off + 45, 4))
+    if size > MAX_STATE or packed > MAX_STATE then return bad(tree, "state sum frame: over size limit") end
+    if codec > 3 or (packed == 0 and codec ~= 0) then return bad(tree, "state sum frame: bad codec") end
+    if size == 0 and packed ~= 0 then return bad(tree, "state sum frame: upload of no state") end
+    return off + 49
+end
+
+local function frame_state_chunk(buf, off, tree)
+    if not have(buf, off, 8) then return bad(tree, "truncated state chunk frame") end
+    local offset = buf(off + 4, 4):le_uint()
+    tree:add_le(f.sch_id, buf(off, 4))
+    tree:add_le(f.sch_offset, buf(off + 4, 4))
+    off = off + 8
+    local n, sz = varint(buf, off)
+    if not n then return bad(tree, "state chunk frame: " .. sz) end
+    tree:add(f.sch_len, buf(off, sz), n)
+    off = off + sz
+    if n == 0 or n > MAX_STATE_CHUNK or offset + n > MAX_STATE then return bad(tree, "state chunk frame: bad length") end
+    if not have(buf, off, n) then return bad(tree, "truncated state chunk frame") end
+    tree:add(f.sch_data, buf(off, n))
+    return off + n
+end
+
+local function frame_state_begin(buf, off, tree)
+    local trunc = "truncated state begin frame"
+    if not have(buf, off, 23) then return bad(tree, trunc) end
+    local reason = buf(off + 4, 1):uint()
+    local size = buf(off + 9, 4):le_uint()
+    local codec = buf(off + 13, 1):uint()
+    local packed = buf(off + 14, 4):le_uint()
+    local n = buf(off + 22, 1):uint()
+    tree:add_le(f.sbg_id, buf(off, 4))
+    tree:add(f.sbg_reason, buf(off + 4, 1))
+    tree:add_le(f.sbg_tick, buf(off + 5, 4))
+    tree:add_le(f.sbg_size, buf(off + 9, 4))
+    tree:add(f.sbg_codec, buf(off + 13, 1))
+    tree:add_le(f.sbg_packed, buf(off + 14, 4))
+    tree:add_le(f.sbg_recv, buf(off + 18, 4))
+    tree:add(f.sbg_count, buf(off + 22, 1))
+    if reason > 5 then return bad(tree, "state begin frame: unknown reason") end
+    if size > MAX_STATE or packed > MAX_STATE or (size == 0) ~= (packed == 0) then return bad(tree, "state begin frame: bad size") end
+    if codec > 3 or (size == 0 and codec ~= 0) then return bad(tree, "state begin frame: bad codec") end
+    off = off + 23
+    if not have(buf, off, 6 * n) then return bad(tree, trunc) end
+    for i = 0, n - 1 do
+        tree:add_le(f.sbg_player, buf(off + 6 * i, 2))
+        tree:add_le(f.sbg_seq, buf(off + 6 * i + 2, 4))
+    end
+    return off + 6 * n
+end
+
 local function path_frame(field, what)
     return function(buf, off, tree)
         if not have(buf, off, PATH_DATA_SIZE) then return bad(tree, "truncated " .. what .. " frame") end
@@ -877,6 +975,8 @@ local frame_parsers = {
     [0x13] = frame_peer_ack, [0x14] = frame_effect, [0x15] = frame_command,
     [0x16] = frame_commit_item, [0x17] = frame_commit_sums, [0x18] = frame_mesh_intro,
     [0x19] = frame_mesh_report, [0x1a] = frame_parity,
+    [0x1b] = frame_state_request, [0x1c] = frame_state_sum, [0x1d] = frame_state_chunk,
+    [0x1e] = frame_state_begin,
 }
 
 -- frames dissects a plaintext payload and returns a short summary or nil.
@@ -951,7 +1051,7 @@ local function dissect_session(buf, pinfo, tree, t, sealed)
         if rest < 1 then return bad(tree, "truncated disconnect") end
         local r = buf(HEADER_SIZE, 1):uint()
         tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
-        if r == 0 or r > 7 then return bad(tree, "disconnect: unknown reason") end
+        if r == 0 or r > 8 then return bad(tree, "disconnect: unknown reason") end
         pinfo.cols.info:append(" " .. disconnect_names[r])
         return ""
     end

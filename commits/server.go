@@ -1,0 +1,730 @@
+package commits
+
+import (
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
+)
+
+// commitServer is the server half of commits mode that Host and Relay
+// share: per game id, the command buffer (a sim.Lockstep), the clients'
+// progress, the order and relay of commands, the commit, the lead, the
+// kicks and the mesh's introductions. Where a committed state comes from
+// and how the clients' checksums are judged is its mode's: the Host's
+// own committed world, or the Relay's clients.
+type commitServer struct {
+	srv    *tickwire.Server
+	log    *slog.Logger
+	cfg    Config
+	mode   serverMode
+	period time.Duration
+	games  map[uint64]*commitGame
+	conns  map[*tickwire.Conn]*commitConn
+	stats  HostStats
+	secret [32]byte // the peer mesh's pair keys derive from it
+}
+
+// serverMode is what Host and Relay do differently.
+type serverMode interface {
+	// lockstep makes a new game's command buffer (g has its id).
+	lockstep(g *commitGame) (*sim.Lockstep, error)
+	// admit checks a client's command before it is buffered.
+	admit(g *commitGame, f *proto.CommandFrame) error
+	// sendState gives cc the committed state and every buffered command,
+	// at once (host) or once a client uploaded it (relay); reason is 0
+	// for a join. cc is counted again once its live world reaches the
+	// state's tick (cc.since).
+	sendState(cc *commitConn, reason proto.ResyncReason)
+	// sums judges the commit sums frame cc.sums.
+	sums(cc *commitConn)
+	// frame handles the client frames the shared part does not know
+	// (errFrameKind for none).
+	frame(cc *commitConn, t proto.FrameType, f []byte) error
+	// tick runs for each game after its commit.
+	tick(g *commitGame, now time.Time)
+	// left tells the mode cc is gone (after it left its game's list).
+	left(cc *commitConn)
+}
+
+// commitGame is one running game.
+type commitGame struct {
+	id     uint64
+	ls     *sim.Lockstep
+	conns  []*commitConn
+	sysSeq uint32
+	lead   int
+	// leadLow is when the computed lead first fell 2 below lead (the
+	// lead shrinks only after it stayed low for a while).
+	leadLow   time.Time
+	joined    map[uint16]uint32 // tick each present player joins at
+	meshEpoch uint64            // introductions so far: every pair's keys are new
+	seqs      map[uint16]uint32 // each player's last command seq, across its connections
+	relay     []byte            // a command frame being relayed
+	relayed   *relayGame        // the Relay's part of the game (nil under a Host)
+}
+
+// commitConn is one connection of a game.
+type commitConn struct {
+	h       *commitServer
+	g       *commitGame
+	c       *tickwire.Conn
+	sent    uint32 // reliable commit-mode frames sent
+	atSent  uint32 // sent when the last commit was decided
+	atRecv  uint32 // recv then
+	recv    uint32 // command frames received
+	live    uint32 // the client's live tick, counted (see item)
+	active  bool   // counts in the commit
+	since   uint32 // the tick of the last state sent: active once live reaches it
+	lastSeq map[uint16]uint32
+	stamp   map[uint16]uint32 // last tick a command of the player was put at
+	sums    proto.CommitSumsFrame
+	stateAt time.Time
+	tick    uint32
+	// waiting: a state is on its way to the client (Relay): it is sent
+	// no command and no commit until the state and the commands after
+	// it are queued, and is not counted in the commit
+	waiting bool
+	// the path as of this tick: half the round trip, and that plus twice
+	// the jitter (a one-way delay with room for its variation)
+	up, oneway time.Duration
+	// the peer mesh: where the client listens (invalid: not in it),
+	// whether it is out of it for now (kicked), and the round trips it
+	// reported to its peers (by connection id; 0: unreachable)
+	meshAddr netip.AddrPort
+	meshOut  bool
+	meshRTT  map[uint32]time.Duration
+	report   proto.MeshReportFrame
+	relayed  relayConn // the Relay's part of the connection
+}
+
+// newCommitServer checks cfg, fills in its defaults and returns the
+// shared part of a Host or Relay.
+func newCommitServer(srv *tickwire.Server, cfg Config, mode serverMode) (*commitServer, error) {
+	if _, ok := cfg.FullCodec.Codec(); !ok {
+		return nil, fmt.Errorf("tickwire: CommitConfig.FullCodec %d is not a codec", cfg.FullCodec)
+	}
+	rate := srv.Config().TickRate
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 4 * rate
+	}
+	if cfg.MaxBuffer == 0 {
+		cfg.MaxBuffer = time.Second
+	}
+	if cfg.MinLead == 0 {
+		cfg.MinLead = 1
+	}
+	if cfg.MaxLead == 0 {
+		cfg.MaxLead = max(cfg.MinLead, cfg.Capacity/4)
+	}
+	if cfg.SumEvery == 0 {
+		cfg.SumEvery = min(rate, proto.MaxCommitSums)
+	}
+	period := time.Second / time.Duration(rate)
+	switch {
+	case cfg.Capacity < 8 || cfg.Capacity > 1<<16:
+		return nil, fmt.Errorf("tickwire: CommitConfig.Capacity %d out of 8..65536 ticks", cfg.Capacity)
+	case cfg.MaxBuffer < 2*period || cfg.MaxBuffer > time.Duration(cfg.Capacity/2)*period:
+		return nil, fmt.Errorf("tickwire: CommitConfig.MaxBuffer %v out of 2 ticks..half the Capacity (%v)", cfg.MaxBuffer, time.Duration(cfg.Capacity/2)*period)
+	case cfg.MinLead < 1 || cfg.MaxLead < cfg.MinLead || cfg.MaxLead > cfg.Capacity/2:
+		return nil, fmt.Errorf("tickwire: CommitConfig lead %d..%d: want 1 ≤ MinLead ≤ MaxLead ≤ Capacity/2", cfg.MinLead, cfg.MaxLead)
+	case cfg.SumEvery < 1 || cfg.SumEvery > proto.MaxCommitSums:
+		return nil, fmt.Errorf("tickwire: CommitConfig.SumEvery %d out of 1..%d", cfg.SumEvery, proto.MaxCommitSums)
+	}
+	if cfg.Handler == nil {
+		cfg.Handler = noHandler{}
+	}
+	h := &commitServer{srv: srv, log: srv.Config().Logger, cfg: cfg, mode: mode, period: period,
+		games: map[uint64]*commitGame{}, conns: map[*tickwire.Conn]*commitConn{}}
+	rand.Read(h.secret[:])
+	return h, nil
+}
+
+// Resyncs and Desyncs are Stats' counters (for metrics collectors, on
+// the server's loop).
+func (h *commitServer) Resyncs() uint64 { return h.stats.Resyncs }
+func (h *commitServer) Desyncs() uint64 { return h.stats.Desyncs }
+
+// Connected starts a connection: its players join at a tick a lead
+// ahead, and it gets the committed state (the Host's, or one the other
+// clients uploaded to the Relay) and every command after it.
+func (h *commitServer) Connected(c *tickwire.Conn) { h.connected(c) }
+
+// Message passes application messages on to Config.Handler.
+func (h *commitServer) Message(c *tickwire.Conn, m *tickwire.Message) { h.cfg.Handler.Message(c, m) }
+
+// Disconnected schedules the connection's players' leaves.
+func (h *commitServer) Disconnected(c *tickwire.Conn, reason proto.DisconnectReason) {
+	h.disconnected(c, reason)
+}
+
+// Tick commits what every counted client has reached, kicks the clients
+// that hold the commit back too long, updates the lead and moves the
+// Relay's state transfers on.
+func (h *commitServer) Tick(now time.Time, tick uint32) { h.tickGames(now, tick) }
+
+func (h *commitServer) game(id uint64) (*commitGame, error) {
+	if g, ok := h.games[id]; ok {
+		return g, nil
+	}
+	g := &commitGame{id: id, lead: h.cfg.MinLead, joined: map[uint16]uint32{}, seqs: map[uint16]uint32{}}
+	ls, err := h.mode.lockstep(g)
+	if err != nil {
+		return nil, err
+	}
+	g.ls = ls
+	h.games[id] = g
+	h.log.Info("commits game started", "game", id, "tick", ls.CommittedTick())
+	return g, nil
+}
+
+// connected starts a connection: its players join at a tick a lead
+// ahead, and it gets the committed state with every buffered command.
+func (h *commitServer) connected(c *tickwire.Conn) {
+	g, err := h.game(c.GameID())
+	if err != nil {
+		h.log.Warn("game refused", "game", c.GameID(), "err", err)
+		c.Refuse(0, err.Error())
+		return
+	}
+	cc := &commitConn{h: h, g: g, c: c, lastSeq: map[uint16]uint32{}, stamp: map[uint16]uint32{}, tick: h.srv.Tick()}
+	h.conns[c] = cc
+	c.SetFrameHandler(cc)
+	g.conns = append(g.conns, cc)
+	for _, p := range c.Players() {
+		// The player's commands are numbered on from the game's count,
+		// so a rejoining player's never collide with its old ones.
+		cc.lastSeq[p] = g.seqs[p]
+		if _, ok := g.joined[p]; ok {
+			h.log.Warn("player slot already in the game", "game", g.id, "player", p)
+			continue
+		}
+		at := h.schedule(g)
+		g.joined[p] = at
+		h.system(g, sim.CommandJoin, p, at, cc)
+		h.stats.Joins++
+		h.log.Info("player joins", "game", g.id, "player", p, "tick", at, "conn", c.ID())
+	}
+	h.mode.sendState(cc, 0)
+	h.cfg.Handler.Connected(c)
+}
+
+// schedule is the tick an event decided now runs at: a lead ahead.
+func (h *commitServer) schedule(g *commitGame) uint32 {
+	return max(h.srv.Tick()+uint32(g.lead), g.ls.CommittedTick()+1)
+}
+
+// system buffers a join or leave and relays it to every connection but
+// skip (which gets it with the state).
+func (h *commitServer) system(g *commitGame, k sim.CommandKind, player uint16, at uint32, skip *commitConn) {
+	g.sysSeq++
+	cmd := sim.Command{Kind: k, Player: player, Tick: at, Seq: g.sysSeq}
+	if err := g.ls.Add(&cmd); err != nil {
+		h.log.Error("schedule join or leave", "game", g.id, "err", err)
+		return
+	}
+	h.relay(g, &cmd, skip)
+}
+
+// relay sends cmd to every connection of g except skip and those
+// waiting for a state (which get it after the state).
+func (h *commitServer) relay(g *commitGame, cmd *sim.Command, skip *commitConn) {
+	if err := g.encode(cmd); err != nil {
+		h.log.Error("encode command", "err", err)
+		return
+	}
+	for _, cc := range g.conns {
+		if cc != skip && !cc.waiting {
+			cc.send(g.relay)
+		}
+	}
+}
+
+// encode puts cmd's command frame in g.relay.
+func (g *commitGame) encode(cmd *sim.Command) error {
+	f := proto.CommandFrame{Kind: proto.CommandKind(cmd.Kind), Player: cmd.Player, Tick: cmd.Tick, Seq: cmd.Seq, Data: cmd.Data}
+	var err error
+	g.relay, err = f.Append(g.relay[:0])
+	return err
+}
+
+// send queues a reliable commit-mode frame; a client whose queue is full
+// is too slow to play.
+func (cc *commitConn) send(frame []byte) {
+	if cc.c.Closed() {
+		return
+	}
+	if err := cc.c.SendFrame(frame); err != nil {
+		cc.h.log.Warn("client too slow: reliable queue full", "game", cc.g.id, "conn", cc.c.ID(), "err", err)
+		cc.h.stats.TooSlow++
+		cc.c.Close(proto.DisconnectTooSlow)
+		return
+	}
+	cc.sent++
+}
+
+// sendPending sends cc every buffered command, after its state.
+func (cc *commitConn) sendPending() {
+	g := cc.g
+	g.ls.Pending(func(c *sim.Command) {
+		if g.encode(c) == nil {
+			cc.send(g.relay)
+		}
+	})
+}
+
+// seqs appends each of the connection's players' last command seq (a
+// new connection numbers its commands on from there).
+func (cc *commitConn) seqs(out []proto.PlayerSeq) []proto.PlayerSeq {
+	for _, p := range cc.c.Players() {
+		out = append(out, proto.PlayerSeq{Player: p, Seq: cc.lastSeq[p]})
+	}
+	return out
+}
+
+// stateSent notes a state sent to cc at tick: it counts in the commit
+// again once its live world reaches it.
+func (cc *commitConn) stateSent(tick uint32, reason proto.ResyncReason) {
+	cc.active = false
+	cc.since = tick
+	cc.stateAt = cc.h.srv.Now()
+	if reason != 0 {
+		cc.h.stats.Resyncs++
+	}
+}
+
+// disconnected schedules the connection's players' leaves.
+func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectReason) {
+	cc, ok := h.conns[c]
+	if !ok {
+		h.cfg.Handler.Disconnected(c, reason)
+		return
+	}
+	delete(h.conns, c)
+	g := cc.g
+	h.meshLeave(cc)
+	g.conns = slices.DeleteFunc(g.conns, func(x *commitConn) bool { return x == cc })
+	for _, p := range c.Players() {
+		j, ok := g.joined[p]
+		if !ok {
+			continue
+		}
+		delete(g.joined, p)
+		at := max(h.schedule(g), j+1)
+		h.system(g, sim.CommandLeave, p, at, nil)
+		h.stats.Leaves++
+		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason)
+	}
+	h.mode.left(cc)
+	if len(g.conns) == 0 {
+		delete(h.games, g.id)
+		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
+	}
+	h.cfg.Handler.Disconnected(c, reason)
+}
+
+// tickGames commits what every counted client has reached, kicks the
+// clients that hold the commit back too long, and updates the lead.
+func (h *commitServer) tickGames(now time.Time, tick uint32) {
+	if t, ok := h.cfg.Handler.(tickwire.Ticker); ok {
+		t.Tick(now, tick)
+	}
+	maxLag := uint32(h.cfg.MaxBuffer / h.period)
+	for _, g := range h.games {
+		for _, cc := range g.conns {
+			st := cc.c.Stats()
+			cc.up, cc.oneway = st.RTT/2, st.RTT/2+2*st.Jitter
+		}
+		h.updateLead(g, now)
+		commit := tick
+		for _, cc := range g.conns {
+			cc.tick = tick
+			lag := int32(tick - cc.live)
+			if cc.waiting {
+				continue
+			}
+			if !cc.active {
+				// Counted again once it holds the state it was sent and
+				// keeps up (a kicked client is not kicked again while it
+				// still lags).
+				if int32(cc.live-cc.since) < 0 || lag > int32(maxLag/2) {
+					continue
+				}
+				cc.active = true
+				if cc.meshOut {
+					h.meshJoin(cc)
+				}
+			}
+			// Kick a client whose live world lags so far that the others'
+			// commit would wait more than MaxBuffer: the lag the commit
+			// sees is its reported tick plus the path up.
+			up := uint32(cc.up / h.period)
+			if lag > int32(maxLag-min(maxLag/2, up+2)) {
+				h.kick(cc)
+				continue
+			}
+			if int32(cc.live-commit) < 0 {
+				commit = cc.live
+			}
+		}
+		limit := g.ls.CommittedTick() + uint32(h.cfg.Capacity)
+		if int32(commit-limit) > 0 {
+			commit = limit
+		}
+		if int32(commit-g.ls.CommittedTick()) > 0 {
+			n := commit - g.ls.CommittedTick()
+			if err := g.ls.Commit(commit); err != nil {
+				h.log.Error("commit", "game", g.id, "err", err)
+			}
+			h.stats.Commits += uint64(n)
+		}
+		// The mode's work (states sent, with the commands after them)
+		// before the stream position the commit names.
+		h.mode.tick(g, now)
+		for _, cc := range g.conns {
+			cc.atSent, cc.atRecv = cc.sent, cc.recv
+		}
+	}
+}
+
+// kick takes a lagging client out of the commit and sends it a fresh
+// committed copy (or drops it, if even that cannot be queued).
+func (h *commitServer) kick(cc *commitConn) {
+	h.stats.Kicks++
+	h.log.Warn("client kicked from the commit: too slow", "game", cc.g.id, "conn", cc.c.ID(),
+		"live", cc.live, "tick", cc.tick, "max_buffer", h.cfg.MaxBuffer)
+	h.mode.sendState(cc, proto.ResyncSlowClient)
+	h.meshLeave(cc)
+}
+
+// updateLead sets the game's lead: the longest time a command needs to
+// reach every other client — up one client's path and down another's
+// through the server, or straight across the peer mesh when that pair
+// reaches each other — plus two ticks (rounding, the server's turn).
+func (h *commitServer) updateLead(g *commitGame, now time.Time) {
+	need := g.slowestPath()
+	want := int(need/h.period) + 2
+	want = max(h.cfg.MinLead, min(h.cfg.MaxLead, want))
+	switch {
+	case want > g.lead:
+		g.lead = want
+		g.leadLow = time.Time{}
+	case want <= g.lead-2:
+		if g.leadLow.IsZero() {
+			g.leadLow = now
+		} else if now.Sub(g.leadLow) > 2*time.Second {
+			// Lower for 2 s (the first estimates of a new connection's
+			// round trip are pessimistic): come down, keeping a tick.
+			g.lead = want + 1
+			g.leadLow = time.Time{}
+		}
+	default:
+		g.leadLow = time.Time{}
+	}
+}
+
+// slowestPath is the longest, over ordered pairs of clients, of the
+// quickest way a command goes from one to the other. Through the server
+// it is both one-way delays with twice their jitter; across the mesh,
+// half the pair's probe round trip with a quarter more for its
+// variation (a lost shortcut still comes through the server, late).
+func (g *commitGame) slowestPath() time.Duration {
+	meshed := false
+	for _, cc := range g.conns {
+		meshed = meshed || len(cc.meshRTT) > 0
+	}
+	if !meshed {
+		// The two slowest one-way paths make the slowest pair.
+		var a, b time.Duration
+		for _, cc := range g.conns {
+			if d := cc.oneway; d > a {
+				a, b = d, a
+			} else if d > b {
+				b = d
+			}
+		}
+		if b == 0 {
+			b = a
+		}
+		return a + b
+	}
+	var worst time.Duration
+	for _, from := range g.conns {
+		for _, to := range g.conns {
+			if from == to {
+				continue
+			}
+			d := from.oneway + to.oneway
+			if rtt := from.meshRTT[to.c.ID()]; rtt > 0 {
+				d = min(d, rtt/2+rtt/8)
+			}
+			worst = max(worst, d)
+		}
+	}
+	return worst
+}
+
+// conn is the game's connection with id, if any.
+func (g *commitGame) conn(id uint32) *commitConn {
+	for _, cc := range g.conns {
+		if cc.c.ID() == id {
+			return cc
+		}
+	}
+	return nil
+}
+
+// meshJoin introduces cc to every other client of its game in the mesh.
+func (h *commitServer) meshJoin(cc *commitConn) {
+	cc.meshOut = false
+	if cc.meshRTT == nil {
+		cc.meshRTT = map[uint32]time.Duration{}
+	}
+	for _, o := range cc.g.conns {
+		if o != cc && o.meshAddr.IsValid() && !o.meshOut {
+			h.introduce(cc, o)
+		}
+	}
+}
+
+// meshLeave takes cc out of everyone's mesh (and everyone out of its).
+func (h *commitServer) meshLeave(cc *commitConn) {
+	if !cc.meshAddr.IsValid() || cc.meshOut {
+		return
+	}
+	cc.meshOut = true
+	clear(cc.meshRTT)
+	for _, o := range cc.g.conns {
+		if o == cc || !o.meshAddr.IsValid() || o.meshOut {
+			continue
+		}
+		h.sendIntro(o, &proto.MeshIntroFrame{Op: proto.MeshRemove, Conn: cc.c.ID()})
+		h.sendIntro(cc, &proto.MeshIntroFrame{Op: proto.MeshRemove, Conn: o.c.ID()})
+		delete(o.meshRTT, cc.c.ID())
+		h.stats.MeshRemovals++
+	}
+}
+
+// introduce gives a and b each other's address and a fresh key per
+// direction, derived from the host's secret: never a session key.
+func (h *commitServer) introduce(a, b *commitConn) {
+	g := a.g
+	g.meshEpoch++
+	ab := h.pairKey(g, a, b)
+	ba := h.pairKey(g, b, a)
+	h.sendIntro(a, &proto.MeshIntroFrame{Op: proto.MeshAdd, Conn: b.c.ID(), Addr: b.meshAddr, Players: b.c.Players(), SendKey: ab, RecvKey: ba})
+	h.sendIntro(b, &proto.MeshIntroFrame{Op: proto.MeshAdd, Conn: a.c.ID(), Addr: a.meshAddr, Players: a.c.Players(), SendKey: ba, RecvKey: ab})
+	h.stats.Introductions++
+}
+
+// pairKey is the key of the packets from one client to another: HKDF
+// over the host's secret, naming the game, the introduction and the
+// direction.
+func (h *commitServer) pairKey(g *commitGame, from, to *commitConn) [proto.KeySize]byte {
+	var info [8 + 8 + 4 + 4]byte
+	binary.LittleEndian.PutUint64(info[0:], g.id)
+	binary.LittleEndian.PutUint64(info[8:], g.meshEpoch)
+	binary.LittleEndian.PutUint32(info[16:], from.c.ID())
+	binary.LittleEndian.PutUint32(info[20:], to.c.ID())
+	k, err := hkdf.Key(sha256.New, h.secret[:], nil, "tickwire peer key "+string(info[:]), proto.KeySize)
+	var key [proto.KeySize]byte
+	if err == nil {
+		copy(key[:], k)
+	}
+	return key
+}
+
+func (h *commitServer) sendIntro(cc *commitConn, f *proto.MeshIntroFrame) {
+	b, err := f.Append(nil)
+	if err != nil {
+		h.log.Error("encode peer introduction", "err", err)
+		return
+	}
+	if cc.c.Closed() {
+		return
+	}
+	// Not a commit-mode stream frame: the client does not count it.
+	if err := cc.c.SendFrame(b); err != nil {
+		cc.h.stats.TooSlow++
+		cc.c.Close(proto.DisconnectTooSlow)
+	}
+}
+
+// Frame handles a client's commits-mode frames.
+func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo) error {
+	h := cc.h
+	switch t {
+	case proto.FrameCommand:
+		cmd, _, err := proto.ParseCommandFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		return cc.command(&cmd)
+	case proto.FrameCommitItem:
+		item, _, err := proto.ParseCommitItemFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		// Count the live tick only once every command sent before it has
+		// arrived; never beyond the server's own clock.
+		if item.Commands <= cc.recv && int32(item.Live-cc.live) > 0 {
+			cc.live = min(item.Live, h.srv.Tick())
+		}
+		return nil
+	case proto.FrameCommitSums:
+		if _, err := proto.ParseCommitSumsFrame(f, &cc.sums); err != nil {
+			return cc.bad(err)
+		}
+		h.mode.sums(cc)
+		return nil
+	case proto.FrameMeshIntro:
+		f, _, err := proto.ParseMeshIntroFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		if f.Op != proto.MeshHello || f.Port == 0 {
+			return cc.bad(errMeshHello)
+		}
+		if h.cfg.NoMesh || cc.meshAddr.IsValid() {
+			return nil
+		}
+		cc.meshAddr = netip.AddrPortFrom(cc.c.Addr().Addr(), f.Port)
+		h.meshJoin(cc)
+		return nil
+	case proto.FrameMeshReport:
+		if _, err := proto.ParseMeshReportFrame(f, &cc.report); err != nil {
+			return cc.bad(err)
+		}
+		if !cc.meshAddr.IsValid() {
+			return nil
+		}
+		clear(cc.meshRTT)
+		for _, r := range cc.report.Links {
+			if cc.g.conn(r.Conn) != nil {
+				cc.meshRTT[r.Conn] = time.Duration(r.RTTMicros) * time.Microsecond
+			}
+		}
+		return nil
+	case proto.FrameResyncRequest:
+		req, _, err := proto.ParseResyncRequestFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		if cc.waiting || h.srv.Now().Sub(cc.stateAt) < resyncCooldown {
+			return nil
+		}
+		h.log.Info("client asked for the committed state", "game", cc.g.id, "conn", cc.c.ID(), "reason", req.Reason)
+		h.mode.sendState(cc, req.Reason)
+		return nil
+	}
+	if err := h.mode.frame(cc, t, f); err != nil {
+		return cc.bad(err)
+	}
+	return nil
+}
+
+func (cc *commitConn) bad(err error) error {
+	cc.h.stats.BadFrames++
+	return err
+}
+
+var (
+	errMeshHello     = errors.New("tickwire: a client may only say hello to the mesh, with its port")
+	errCommandKind   = errors.New("tickwire: a client may only send input commands")
+	errCommandPlayer = errors.New("tickwire: command for a player of another connection")
+	errCommandSeq    = errors.New("tickwire: command out of sequence")
+)
+
+// errFrameKind is a mode's answer to a frame it does not take.
+type errFrameKind proto.FrameType
+
+func (e errFrameKind) Error() string {
+	return fmt.Sprintf("tickwire: %v frame in commits mode", proto.FrameType(e))
+}
+
+// command buffers a client's command and relays it. A command for a
+// tick already committed is moved to the first open tick (and its sender
+// told); one scheduled beyond the buffer is refused.
+func (cc *commitConn) command(f *proto.CommandFrame) error {
+	h, g := cc.h, cc.g
+	cc.recv++
+	if f.Kind != proto.CommandInput {
+		return cc.bad(errCommandKind)
+	}
+	if !slices.Contains(cc.c.Players(), f.Player) {
+		return cc.bad(errCommandPlayer)
+	}
+	if f.Seq != cc.lastSeq[f.Player]+1 {
+		return cc.bad(errCommandSeq)
+	}
+	if err := h.mode.admit(g, f); err != nil {
+		return cc.bad(err)
+	}
+	cc.lastSeq[f.Player] = f.Seq
+	if _, present := g.joined[f.Player]; !present {
+		return nil
+	}
+	// The Lockstep refuses a tick beyond its buffer (sim.ErrCommandAhead).
+	at := max(f.Tick, g.ls.CommittedTick()+1, cc.stamp[f.Player]+1)
+	cmd := sim.Command{Kind: sim.CommandInput, Player: f.Player, Tick: at, Seq: f.Seq, Data: f.Data}
+	if err := g.ls.Add(&cmd); err != nil {
+		return cc.bad(err)
+	}
+	g.seqs[f.Player] = f.Seq
+	cc.stamp[f.Player] = at
+	h.stats.Commands++
+	h.relay(g, &cmd, cc)
+	if at != f.Tick && !cc.waiting {
+		// Too late for its tick: the sender moves its copy where
+		// everyone else has it.
+		h.stats.Late++
+		cc.send(g.relay)
+	}
+	return nil
+}
+
+// AppendFrames adds the commit: the committed tick, the stream position
+// the client must have reached to apply it, and the lead. A client
+// waiting for a state gets none.
+func (cc *commitConn) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) []byte {
+	if cc.waiting {
+		return b
+	}
+	f := proto.ControlFrame{Code: proto.ControlCommit, Tick: cc.g.ls.CommittedTick(),
+		Arg: proto.CommitArg(cc.atSent, uint16(cc.atRecv), uint16(cc.g.lead))}
+	if f.Len() > room {
+		return b
+	}
+	out, err := f.Append(b)
+	if err != nil {
+		return b
+	}
+	return out
+}
+
+// Ticks names the server's tick in every packet: the clients' clock.
+func (cc *commitConn) Ticks() tickwire.Ticks {
+	return tickwire.Ticks{Tick: cc.tick, InterpFrom: cc.tick, InterpTo: cc.tick}
+}
+
+// resyncCooldown is the shortest time between two committed states sent
+// to one connection: a client cannot buy the compression of the whole
+// world faster than that.
+const resyncCooldown = 500 * time.Millisecond
+
+// noHandler is the Config.Handler of a host given none.
+type noHandler struct{}
+
+func (noHandler) Connected(*tickwire.Conn)                            {}
+func (noHandler) Message(*tickwire.Conn, *tickwire.Message)           {}
+func (noHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
