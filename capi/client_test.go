@@ -57,12 +57,12 @@ func TestNames(t *testing.T) {
 	if result(-1000).String() != "unknown" || result(1).String() != "unknown" {
 		t.Error("an undefined code has a name")
 	}
-	for r := proto.DisconnectClosed; r <= proto.DisconnectHostMigrate; r++ {
+	for r := proto.DisconnectClosed; r <= proto.DisconnectNoState; r++ {
 		if got := disconnectName(uint32(r)); got != r.String() {
 			t.Errorf("disconnect %d: %q, want %q", r, got, r.String())
 		}
 	}
-	for _, r := range []uint32{0, 8, 63, 67, 1 << 31} {
+	for _, r := range []uint32{0, uint32(proto.NumDisconnectReasons), 63, 67, 1 << 31} {
 		if got := disconnectName(r); got != "unknown" {
 			t.Errorf("disconnect %d: %q", r, got)
 		}
