@@ -384,8 +384,10 @@ pub fn main() !u8 {
                 else => {},
             }
         }
-        // The player's commands, every -every ms once in the game.
-        if (have and !closing and now >= next_issue) {
+        // The player's commands, every -every ms once it is in the
+        // committed world: a command for a tick before the player's
+        // join runs nowhere (the world steps the players present).
+        if (have and !closing and now >= next_issue and world.find(player) != null) {
             next_issue = now + every_ms / 1000;
             var cmd: [input_size]u8 = undefined;
             cmd[0] = 1;
