@@ -639,7 +639,10 @@ tw_result tw_commits_poll(tw_handle commits, tw_event *event, void *buf, size_t 
  * tick it is scheduled at: lead ticks ahead of the present. The server
  * may move a command that reached it late to a later tick: the
  * TW_EVENT_COMMITS_COMMAND that runs it says where it ran (each issued
- * command runs once, at the same tick on every client).
+ * command runs once, at the same tick on every client). The commands of
+ * a tick are those of the players present: issue once the player's
+ * TW_COMMAND_JOIN has run (a command scheduled before it runs nowhere,
+ * and no event says so).
  *
  * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
  * TW_ERR_INVALID_ARGUMENT (data NULL, size not input_size),
