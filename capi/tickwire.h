@@ -182,13 +182,13 @@ enum {
 	TW_EVENT_COMMITS_STATE_REQUEST = 19,
 	/* Commits mode: the server took the client out of the commit (its
 	 * game fell more than the server's buffer behind, or the connection
-	 * was dropped as too slow); detail is the count so far. A
-	 * TW_EVENT_COMMITS_STATE with TW_EVENT_RESYNC follows when it is
-	 * let back in. */
+	 * was dropped as too slow); detail is the count so far. When it
+	 * is let back in, a TW_EVENT_COMMITS_STATE with TW_EVENT_RESYNC
+	 * comes (in the same update, before or after this event, or later). */
 	TW_EVENT_COMMITS_KICKED = 20,
 	/* Commits mode: the client's checksum differed from the majority's;
 	 * detail is the count so far. A TW_EVENT_COMMITS_STATE with
-	 * TW_EVENT_RESYNC follows. */
+	 * TW_EVENT_RESYNC comes (as for TW_EVENT_COMMITS_KICKED). */
 	TW_EVENT_COMMITS_DESYNC = 21
 };
 
@@ -635,14 +635,16 @@ tw_result tw_commits_poll(tw_handle commits, tw_event *event, void *buf, size_t 
 /*
  * Issues a command of the connection's (first) player: size must be
  * config.input_size. The library copies data, sends it to the server,
- * reliably, and returns at once; *tick (tick may be NULL) receives the
- * tick it is scheduled at: lead ticks ahead of the present. The server
- * may move a command that reached it late to a later tick: the
- * TW_EVENT_COMMITS_COMMAND that runs it says where it ran (each issued
- * command runs once, at the same tick on every client). The commands of
- * a tick are those of the players present: issue once the player's
- * TW_COMMAND_JOIN has run (a command scheduled before it runs nowhere,
- * and no event says so).
+ * reliably, and returns once the client's thread took it (well under a
+ * millisecond on an idle machine, more under load: issue from the game
+ * thread a few commands a frame, not thousands); *tick (tick may be
+ * NULL) receives the tick it is scheduled at: lead ticks ahead of the
+ * present. The server may move a command that reached it late to a
+ * later tick: the TW_EVENT_COMMITS_COMMAND that runs it says where it
+ * ran (each issued command runs once, at the same tick on every
+ * client). The commands of a tick are those of the players present:
+ * issue once the player's TW_COMMAND_JOIN has run (a command scheduled
+ * before it runs nowhere, and no event says so).
  *
  * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
  * TW_ERR_INVALID_ARGUMENT (data NULL, size not input_size),
