@@ -67,7 +67,47 @@ static tw_result twb_round(tw_handle h, int64_t n) {
 	return TW_OK;
 }
 
-enum { TWB_VERSION, TWB_STATS, TWB_IDLE, TWB_ROUND };
+// Commits mode: issue one command of 8 bytes.
+static tw_result twb_issue(tw_handle h, int64_t n) {
+	uint8_t cmd[8] = {1};
+	uint32_t tick;
+	for (int64_t i = 0; i < n; i++) {
+		tw_result rc = tw_commits_issue(h, cmd, sizeof cmd, &tick);
+		if (rc != TW_OK)
+			return rc;
+	}
+	return TW_OK;
+}
+
+// Commits mode: n committed ticks of one command each, made up and
+// queued before (ticks from 2^31 on): update, then poll until none (the
+// commands' bytes into a buffer, a checksum reported for each tick),
+// again until n such ticks were taken.
+static tw_result twb_tick(tw_handle h, int64_t n) {
+	tw_event ev;
+	uint8_t buf[64];
+	uint64_t sum = 0;
+	int64_t taken = 0;
+	for (double now = 0; taken < n; now++) {
+		tw_result rc = tw_commits_update(h, now);
+		while (rc == TW_OK) {
+			rc = tw_commits_poll(h, &ev, buf, sizeof buf);
+			if (rc != TW_OK || ev.kind == TW_EVENT_NONE)
+				break;
+			if (ev.kind == TW_EVENT_COMMITS_COMMAND)
+				sum = sum * 31 + buf[0];
+			else if (ev.kind == TW_EVENT_COMMITS_TICK && ev.tick >= 1u << 31) {
+				rc = tw_commits_sum(h, ev.tick, sum);
+				taken++;
+			}
+		}
+		if (rc != TW_OK)
+			return rc;
+	}
+	return TW_OK;
+}
+
+enum { TWB_VERSION, TWB_STATS, TWB_IDLE, TWB_ROUND, TWB_ISSUE, TWB_TICK };
 
 struct twb_job {
 	int loop;
@@ -83,6 +123,8 @@ static void *twb_thread(void *arg) {
 	case TWB_STATS: j->rc = twb_stats(j->h, j->n); break;
 	case TWB_IDLE: j->rc = twb_idle(j->h, j->n); break;
 	case TWB_ROUND: j->rc = twb_round(j->h, j->n); break;
+	case TWB_ISSUE: j->rc = twb_issue(j->h, j->n); break;
+	case TWB_TICK: j->rc = twb_tick(j->h, j->n); break;
 	}
 	return NULL;
 }
@@ -108,6 +150,8 @@ const (
 	loopStats   benchLoop = C.TWB_STATS   // tw_client_stats
 	loopIdle    benchLoop = C.TWB_IDLE    // update, one poll finding nothing
 	loopRound   benchLoop = C.TWB_ROUND   // send, flush, update, poll until none
+	loopIssue   benchLoop = C.TWB_ISSUE   // tw_commits_issue of 8 bytes
+	loopTick    benchLoop = C.TWB_TICK    // poll queued ticks' command and tick, tw_commits_sum
 )
 
 // benchCalls runs loop n times on client h, on a thread C created, and

@@ -46,7 +46,9 @@ type event struct {
 	tick     uint32
 	reason   uint32
 	detail   uint32
-	data     []byte
+	// the commits mode's (commits.go)
+	player, seq, command uint32
+	data                 []byte
 }
 
 type dialResult struct {
@@ -57,6 +59,14 @@ type dialResult struct {
 // newClient starts dialing the token's server (or addr, when not empty)
 // and gives the client a handle.
 func newClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config) *client {
+	c := dialClient(tok, addr, tickwire.Dialer{Config: cfg})
+	c.handle = handles.add(c)
+	return c
+}
+
+// dialClient starts dialing with d (its Config, and Game for the commits
+// mode) and returns the client without a handle.
+func dialClient(tok *tickwire.ConnectToken, addr string, d tickwire.Dialer) *client {
 	if addr != "" {
 		t := *tok
 		t.ServerAddrs = []string{addr}
@@ -72,9 +82,7 @@ func newClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config) *cl
 		done:   done,
 		state:  stateConnecting,
 	}
-	c.handle = handles.add(c)
 	go func() {
-		d := tickwire.Dialer{Config: cfg}
 		tc, err := d.Dial(ctx, tok)
 		c.dialed <- dialResult{tc, err}
 	}()

@@ -57,7 +57,7 @@ func TestNames(t *testing.T) {
 	if result(-1000).String() != "unknown" || result(1).String() != "unknown" {
 		t.Error("an undefined code has a name")
 	}
-	for r := proto.DisconnectClosed; int(r) < proto.NumDisconnectReasons; r++ {
+	for r := proto.DisconnectClosed; r <= proto.DisconnectNoState; r++ {
 		if got := disconnectName(uint32(r)); got != r.String() {
 			t.Errorf("disconnect %d: %q, want %q", r, got, r.String())
 		}

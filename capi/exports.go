@@ -107,30 +107,50 @@ func goString(p *C.tw_const_char) (s string, ok bool) {
 //export tw_client_create
 func tw_client_create(abi C.uint32_t, token *C.tw_const_char, addr *C.tw_const_char, cfg *C.tw_const_client_config, out *C.tw_handle) (rc C.tw_result) {
 	defer guard(0, &rc)
-	fail := func(r result, format string, args ...any) C.tw_result {
-		setErr(0, fmt.Sprintf(format, args...))
+	if out == nil {
+		setErr(0, "tickwire: tw_client_create: out must not be NULL")
+		return C.tw_result(resInvalidArgument)
+	}
+	tok, server, r := createArgs("tw_client_create", abi, token, addr)
+	if r != resOK {
 		return C.tw_result(r)
+	}
+	*out = C.tw_handle(newClient(tok, server, transportConfig(cfg)).handle)
+	return C.TW_OK
+}
+
+// createArgs checks and reads a create function's version, token and
+// address; a failure leaves the process-wide message.
+func createArgs(fn string, abi C.uint32_t, token, addr *C.tw_const_char) (*tickwire.ConnectToken, string, result) {
+	fail := func(r result, format string, args ...any) (*tickwire.ConnectToken, string, result) {
+		setErr(0, fmt.Sprintf(format, args...))
+		return nil, "", r
 	}
 	if abi != abiVersion {
 		return fail(resABIVersion, "tickwire: the caller was compiled against ABI version %d, this library is version %d: build against this library's tickwire.h", abi, abiVersion)
 	}
-	if token == nil || out == nil {
-		return fail(resInvalidArgument, "tickwire: tw_client_create: token and out must not be NULL")
+	if token == nil {
+		return fail(resInvalidArgument, "tickwire: %s: token must not be NULL", fn)
 	}
 	tokText, ok := goString(token)
 	if !ok {
-		return fail(resInvalidArgument, "tickwire: tw_client_create: token has no NUL within %d bytes", maxCString)
+		return fail(resInvalidArgument, "tickwire: %s: token has no NUL within %d bytes", fn, maxCString)
 	}
 	var server string
 	if addr != nil {
 		if server, ok = goString(addr); !ok {
-			return fail(resInvalidArgument, "tickwire: tw_client_create: server_addr has no NUL within %d bytes", maxCString)
+			return fail(resInvalidArgument, "tickwire: %s: server_addr has no NUL within %d bytes", fn, maxCString)
 		}
 	}
 	tok, err := tickwire.ParseConnectToken(tokText)
 	if err != nil {
 		return fail(resBadToken, "%v", err)
 	}
+	return tok, server, resOK
+}
+
+// transportConfig is a tw_client_config as a Config (NULL: the defaults).
+func transportConfig(cfg *C.tw_const_client_config) tickwire.Config {
 	var conf tickwire.Config
 	if cfg != nil {
 		ms := func(v C.uint32_t) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -139,8 +159,7 @@ func tw_client_create(abi C.uint32_t, token *C.tw_const_char, addr *C.tw_const_c
 		conf.Timeout = ms(cfg.timeout_ms)
 		conf.ReliableFEC = cfg.reliable_fec != 0
 	}
-	*out = C.tw_handle(newClient(tok, server, conf).handle)
-	return C.TW_OK
+	return conf
 }
 
 // clientOf returns the client h names, or the code of the failure.
@@ -159,13 +178,21 @@ func tw_client_update(h C.tw_handle, now C.double) (rc C.tw_result) {
 	if c == nil {
 		return rc
 	}
+	t, rc := finiteNow(c, "tw_client_update", now)
+	if rc == C.TW_OK {
+		c.update(t)
+	}
+	return rc
+}
+
+// finiteNow checks an update's now for o.
+func finiteNow(o object, fn string, now C.double) (float64, C.tw_result) {
 	t := float64(now)
 	if math.IsNaN(t) || math.IsInf(t, 0) {
-		c.setErr(fmt.Sprintf("tickwire: tw_client_update: now is %v, not a finite time", t))
-		return C.tw_result(resInvalidArgument)
+		o.setErr(fmt.Sprintf("tickwire: %s: now is %v, not a finite time", fn, t))
+		return 0, C.tw_result(resInvalidArgument)
 	}
-	c.update(t)
-	return C.TW_OK
+	return t, C.TW_OK
 }
 
 //export tw_client_poll
@@ -175,8 +202,14 @@ func tw_client_poll(h C.tw_handle, ev *C.tw_event, buf unsafe.Pointer, capacity 
 	if c == nil {
 		return rc
 	}
+	return pollEvent(c, h, "tw_client_poll", ev, buf, capacity)
+}
+
+// pollEvent is tw_client_poll and tw_commits_poll on c, the client
+// handle h names.
+func pollEvent(c *client, h C.tw_handle, fn string, ev *C.tw_event, buf unsafe.Pointer, capacity C.size_t) C.tw_result {
 	if ev == nil {
-		c.setErr("tickwire: tw_client_poll: event must not be NULL")
+		c.setErr("tickwire: " + fn + ": event must not be NULL")
 		return C.tw_result(resInvalidArgument)
 	}
 	*ev = C.tw_event{}
@@ -193,6 +226,9 @@ func tw_client_poll(h C.tw_handle, ev *C.tw_event, buf unsafe.Pointer, capacity 
 		ev.tick = C.uint32_t(e.tick)
 		ev.reason = C.uint32_t(e.reason)
 		ev.detail = C.uint32_t(e.detail)
+		ev.player = C.uint32_t(e.player)
+		ev.seq = C.uint32_t(e.seq)
+		ev.command = C.uint32_t(e.command)
 		n := len(e.data)
 		ev.size = C.uint64_t(n)
 		if n == 0 {
@@ -202,11 +238,11 @@ func tw_client_poll(h C.tw_handle, ev *C.tw_event, buf unsafe.Pointer, capacity 
 		switch {
 		case buf == nil:
 			if dst = C.malloc(C.size_t(n)); dst == nil {
-				return resNoMemory, fmt.Sprintf("tickwire: tw_client_poll: cannot allocate %d bytes", n)
+				return resNoMemory, fmt.Sprintf("tickwire: %s: cannot allocate %d bytes", fn, n)
 			}
 			ev.flags |= flagOwned
 		case uint64(capacity) < uint64(n):
-			return resBufferTooSmall, fmt.Sprintf("tickwire: tw_client_poll: the message has %d bytes, the buffer %d", n, capacity)
+			return resBufferTooSmall, fmt.Sprintf("tickwire: %s: the event's data has %d bytes, the buffer %d", fn, n, capacity)
 		default:
 			dst = buf
 		}
@@ -288,8 +324,13 @@ func tw_client_info(h C.tw_handle, info *C.tw_accept_info) (rc C.tw_result) {
 	if c == nil {
 		return rc
 	}
+	return acceptInfo(c, "tw_client_info", info)
+}
+
+// acceptInfo fills info from c's accept.
+func acceptInfo(c *client, fn string, info *C.tw_accept_info) C.tw_result {
 	if info == nil {
-		c.setErr("tickwire: tw_client_info: info must not be NULL")
+		c.setErr("tickwire: " + fn + ": info must not be NULL")
 		return C.tw_result(resInvalidArgument)
 	}
 	tc, r := c.accepted()
@@ -317,8 +358,13 @@ func tw_client_stats(h C.tw_handle, stats *C.tw_stats) (rc C.tw_result) {
 	if c == nil {
 		return rc
 	}
+	return transportStats(c, "tw_client_stats", stats)
+}
+
+// transportStats fills stats with c's connection's.
+func transportStats(c *client, fn string, stats *C.tw_stats) C.tw_result {
 	if stats == nil {
-		c.setErr("tickwire: tw_client_stats: stats must not be NULL")
+		c.setErr("tickwire: " + fn + ": stats must not be NULL")
 		return C.tw_result(resInvalidArgument)
 	}
 	tc, r := c.accepted()

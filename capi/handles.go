@@ -13,13 +13,16 @@ import (
 type kind uint8
 
 const (
-	kindClient kind = 1 + iota // a transport client (client.go)
+	kindClient  kind = 1 + iota // a transport client (client.go)
+	kindCommits                 // a commits-mode client (commits.go)
 )
 
 func (k kind) String() string {
 	switch k {
 	case kindClient:
 		return "client"
+	case kindCommits:
+		return "commits client"
 	}
 	return fmt.Sprintf("kind %d", uint8(k))
 }

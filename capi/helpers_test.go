@@ -152,11 +152,23 @@ func startServer(t testing.TB, echo bool, cfg tickwire.Config) *testServer {
 	}
 	s := &testServer{srv: srv, key: key, echo: echo}
 	srv.Handle(s)
+	s.addr = serve(t, srv)
+	t.Cleanup(func() {
+		if err := s.err(); err != nil {
+			t.Errorf("test server: %v", err)
+		}
+	})
+	return s
+}
+
+// serve serves srv on a loopback socket until the test ends, and
+// returns the socket's address.
+func serve(t testing.TB, srv *tickwire.Server) netip.AddrPort {
+	t.Helper()
 	conn, err := udp.Listen("udp4", "127.0.0.1:0", udp.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.addr = conn.LocalAddr()
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(conn) }()
 	t.Cleanup(func() {
@@ -164,11 +176,8 @@ func startServer(t testing.TB, echo bool, cfg tickwire.Config) *testServer {
 		if err := <-served; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		if err := s.err(); err != nil {
-			t.Errorf("test server: %v", err)
-		}
 	})
-	return s
+	return conn.LocalAddr()
 }
 
 func (s *testServer) Connected(*tickwire.Conn) {}

@@ -1,8 +1,9 @@
 // Command capi is tickwire's C ABI: built with -buildmode=c-archive or
 // -buildmode=c-shared it is libtickwire, whose public header is
 // tickwire.h (beside this file). It wraps the root package's transport
-// (Client, connect tokens, messages and channels); it implements no
-// protocol of its own.
+// (Client, connect tokens, messages and channels) and the commits mode's
+// client (commits.Client, whose committed world the C game steps:
+// commits.go); it implements no protocol of its own.
 //
 //	go build -buildmode=c-archive -o libtickwire.a ./capi
 //	go build -buildmode=c-shared -o libtickwire.so ./capi

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // result is a tw_result: TW_OK or a negative TW_ERR_* code. The values
@@ -41,9 +42,17 @@ const (
 	eventMessage      = C.TW_EVENT_MESSAGE
 	eventDisconnected = C.TW_EVENT_DISCONNECTED
 
+	eventCommitsState        = C.TW_EVENT_COMMITS_STATE
+	eventCommitsCommand      = C.TW_EVENT_COMMITS_COMMAND
+	eventCommitsTick         = C.TW_EVENT_COMMITS_TICK
+	eventCommitsStateRequest = C.TW_EVENT_COMMITS_STATE_REQUEST
+	eventCommitsKicked       = C.TW_EVENT_COMMITS_KICKED
+	eventCommitsDesync       = C.TW_EVENT_COMMITS_DESYNC
+
 	flagPostmarked = C.TW_EVENT_POSTMARKED
 	flagRemote     = C.TW_EVENT_REMOTE
 	flagOwned      = C.TW_EVENT_OWNED
+	flagResync     = C.TW_EVENT_RESYNC
 
 	stateConnecting   = C.TW_STATE_CONNECTING
 	stateConnected    = C.TW_STATE_CONNECTED
@@ -77,7 +86,7 @@ func (r result) String() string {
 }
 
 // The protocol's disconnect and deny reasons are the header's
-// TW_DISCONNECT_* 1..8 and TW_DENY_* values: checked here at build time
+// TW_DISCONNECT_* 1..7 and TW_DENY_* values: checked here at build time
 // (a negative constant does not convert to uint).
 const (
 	_ = uint(C.TW_DISCONNECT_CLOSED - proto.DisconnectClosed)
@@ -86,8 +95,6 @@ const (
 	_ = uint(proto.DisconnectHostMigrate - C.TW_DISCONNECT_HOST_MIGRATE)
 	_ = uint(C.TW_DISCONNECT_NO_STATE - proto.DisconnectNoState)
 	_ = uint(proto.DisconnectNoState - C.TW_DISCONNECT_NO_STATE)
-	_ = uint(C.TW_DISCONNECT_NO_STATE + 1 - proto.NumDisconnectReasons)
-	_ = uint(proto.NumDisconnectReasons - C.TW_DISCONNECT_NO_STATE - 1)
 	_ = uint(C.TW_DENY_INVALID_TOKEN - proto.DenyInvalidToken)
 	_ = uint(proto.DenyInvalidToken - C.TW_DENY_INVALID_TOKEN)
 	_ = uint(C.TW_DENY_JOIN_REFUSED - proto.DenyJoinRefused)
@@ -98,6 +105,12 @@ const (
 	_ = uint(tickwire.Sequenced - C.TW_DELIVERY_SEQUENCED)
 	_ = uint(C.TW_DELIVERY_RELIABLE - tickwire.Reliable)
 	_ = uint(tickwire.Reliable - C.TW_DELIVERY_RELIABLE)
+	_ = uint(C.TW_COMMAND_INPUT - sim.CommandInput)
+	_ = uint(sim.CommandInput - C.TW_COMMAND_INPUT)
+	_ = uint(C.TW_COMMAND_JOIN - sim.CommandJoin)
+	_ = uint(sim.CommandJoin - C.TW_COMMAND_JOIN)
+	_ = uint(C.TW_COMMAND_LEAVE - sim.CommandLeave)
+	_ = uint(sim.CommandLeave - C.TW_COMMAND_LEAVE)
 )
 
 // disconnectName names a TW_DISCONNECT_* reason.

@@ -75,9 +75,11 @@ extern "C" {
  * the version the caller was compiled with (pass TW_ABI_VERSION) and
  * fails with TW_ERR_ABI_VERSION unless the library is the same version.
  * Any change to a function's signature, a struct's layout or a
- * constant's meaning makes a new version.
+ * constant's meaning makes a new version. Version 2 added the commits
+ * mode (tw_commits_*, event kinds 16..21, and tw_event's player, seq and
+ * command, which were reserved).
  */
-#define TW_ABI_VERSION 1
+#define TW_ABI_VERSION 2
 
 /* A handle names one object of the library. 0 is never a handle. */
 typedef uint64_t tw_handle;
@@ -143,7 +145,8 @@ enum {
 	TW_STATE_DISCONNECTED = 3
 };
 
-/* tw_event.kind. Kinds 16..31 are reserved for the commits mode. */
+/* tw_event.kind. Kinds 16..31 are the commits mode's (tw_commits_poll;
+ * see "Commits mode" below); a commits client also has the first three. */
 enum {
 	/* No event: every pollable event was read. */
 	TW_EVENT_NONE = 0,
@@ -156,7 +159,44 @@ enum {
 	/* The connection ended or could not open: reason (TW_DISCONNECT_*)
 	 * and, for TW_DISCONNECT_DENIED, detail (TW_DENY_*). Comes once,
 	 * last, after every message that arrived before the end. */
-	TW_EVENT_DISCONNECTED = 3
+	TW_EVENT_DISCONNECTED = 3,
+	/* Commits mode: load this committed state. tick, data and size
+	 * (the game's canonical bytes, as another client's game gave them
+	 * to tw_commits_state; size 0: the game's blank world, a new game),
+	 * TW_EVENT_RESYNC after the first. */
+	TW_EVENT_COMMITS_STATE = 16,
+	/* Commits mode: a command the committed world runs at tick: player,
+	 * seq (the player's numbering; joins and leaves the server's),
+	 * command (TW_COMMAND_*) and, for TW_COMMAND_INPUT, data and size
+	 * (the input_size bytes the player issued). A tick's commands come
+	 * in execution order (joins and leaves, then inputs by player)
+	 * before its TW_EVENT_COMMITS_TICK. */
+	TW_EVENT_COMMITS_COMMAND = 17,
+	/* Commits mode: step the committed world to tick with the commands
+	 * that came since the last TICK (none: nobody acted); then report
+	 * its checksum (tw_commits_sum). Every tick after the state's
+	 * comes, in order. */
+	TW_EVENT_COMMITS_TICK = 18,
+	/* Commits mode: the relay asks for the committed state after tick
+	 * (the TICK just polled): answer with tw_commits_state. */
+	TW_EVENT_COMMITS_STATE_REQUEST = 19,
+	/* Commits mode: the server took the client out of the commit (its
+	 * game fell more than the server's buffer behind, or the connection
+	 * was dropped as too slow); detail is the count so far. When it
+	 * is let back in, a TW_EVENT_COMMITS_STATE with TW_EVENT_RESYNC
+	 * comes (in the same update, before or after this event, or later). */
+	TW_EVENT_COMMITS_KICKED = 20,
+	/* Commits mode: the client's checksum differed from the majority's;
+	 * detail is the count so far. A TW_EVENT_COMMITS_STATE with
+	 * TW_EVENT_RESYNC comes (as for TW_EVENT_COMMITS_KICKED). */
+	TW_EVENT_COMMITS_DESYNC = 21
+};
+
+/* tw_event.command for TW_EVENT_COMMITS_COMMAND. */
+enum {
+	TW_COMMAND_INPUT = 0, /* a player's command: data, size */
+	TW_COMMAND_JOIN = 1,  /* player joins before the tick's step */
+	TW_COMMAND_LEAVE = 2  /* player leaves before the tick's step */
 };
 
 /* tw_event.flags. */
@@ -169,10 +209,13 @@ enum {
 	TW_EVENT_REMOTE = 1u << 1,
 	/* TW_EVENT_MESSAGE: data was allocated by the library and belongs
 	 * to the caller, who releases it with tw_free. */
-	TW_EVENT_OWNED = 1u << 2
+	TW_EVENT_OWNED = 1u << 2,
+	/* TW_EVENT_COMMITS_STATE: not the connection's first state (a kick
+	 * or a desync resynchronised the client). */
+	TW_EVENT_RESYNC = 1u << 3
 };
 
-/* tw_event.reason for TW_EVENT_DISCONNECTED. 1..7 are the protocol's own
+/* tw_event.reason for TW_EVENT_DISCONNECTED. 1..8 are the protocol's own
  * reasons, what one end tells the other; 64 and up end a connection
  * that never opened. */
 enum {
@@ -183,7 +226,7 @@ enum {
 	TW_DISCONNECT_PROTOCOL = 5,     /* the peer broke the protocol */
 	TW_DISCONNECT_TOO_SLOW = 6,     /* fell behind what the server's game allows */
 	TW_DISCONNECT_HOST_MIGRATE = 7, /* the host handed the game over */
-	TW_DISCONNECT_NO_STATE = 8,     /* a commits relay found no client to give this one its committed state */
+	TW_DISCONNECT_NO_STATE = 8,     /* commits relay: no client gave the committed state this one needed */
 	/* The server refused the handshake; tw_event.detail is the
 	 * TW_DENY_* reason. */
 	TW_DISCONNECT_DENIED = 64,
@@ -212,7 +255,7 @@ enum {
 };
 
 /*
- * One event, filled by tw_client_poll. 112 bytes on 64-bit targets.
+ * One event, filled by tw_client_poll and tw_commits_poll. 112 bytes on 64-bit targets.
  * Fields a kind does not use are zero.
  */
 typedef struct tw_event {
@@ -229,9 +272,11 @@ typedef struct tw_event {
 	uint32_t channel;  /* TW_EVENT_MESSAGE: 0..255 */
 	uint32_t tick;     /* TW_EVENT_MESSAGE with TW_EVENT_POSTMARKED: the postmark */
 	uint32_t reason;   /* TW_EVENT_DISCONNECTED: TW_DISCONNECT_* */
-	uint32_t detail;   /* TW_EVENT_DISCONNECTED, TW_DISCONNECT_DENIED: TW_DENY_* */
-	uint32_t reserved0;
-	uint64_t reserved[6];
+	uint32_t detail;   /* TW_EVENT_DISCONNECTED, TW_DISCONNECT_DENIED: TW_DENY_*; TW_EVENT_COMMITS_KICKED, _DESYNC: the count */
+	uint32_t player;   /* TW_EVENT_COMMITS_COMMAND: the player slot */
+	uint32_t seq;      /* TW_EVENT_COMMITS_COMMAND: the command's number */
+	uint32_t command;  /* TW_EVENT_COMMITS_COMMAND: TW_COMMAND_* */
+	uint64_t reserved[5];
 } tw_event;
 
 /*
@@ -448,10 +493,228 @@ tw_result tw_client_close(tw_handle client);
 tw_result tw_client_free(tw_handle client);
 
 /* ---- Commits mode ------------------------------------------------------
- * Coming in a later ABI version: a commits-mode client as another kind
- * of handle in the same handle space, with its events (kinds 16..31) in
- * the same tw_event.
+ *
+ * The commits mode (docs/COMMITS.md) replicates commands, not state: a
+ * server (tickwire-server -game relay, which runs no game code) orders
+ * every player's commands by tick and commits a tick once every client
+ * reached it; each client steps its own copy of the deterministic world
+ * through the committed ticks. Here the game steps that world itself,
+ * in its own language, and the library does the rest: the connection,
+ * the commit, the clock and lead, the checksums' trip to the server, the
+ * state transfers, the mesh.
+ *
+ * The game is lockstep: it steps the committed world only, tick by tick,
+ * as the events say, and shows it. It sees a command once the server
+ * committed its tick: lead ticks (tw_commits_info) after it was issued
+ * plus the time the slowest client takes to reach that tick (about a
+ * round trip). The library keeps no live world the game can read (the
+ * Go commits.Client's predicted world, which rolls back): that would
+ * need the game's step run by the library, which calls no code of the
+ * caller's.
+ *
+ * What the game provides, for the relay to compare clients and to hand
+ * states to joiners:
+ *   - after each TW_EVENT_COMMITS_TICK, tw_commits_sum: a 64-bit
+ *     checksum of its committed world after that tick. Every client's
+ *     game must compute the same function of the same state (FNV-1a 64
+ *     of the canonical bytes, as the Go games do, is a good choice).
+ *     The relay compares each tick's sums across clients and resyncs a
+ *     client that differs from the majority (TW_EVENT_COMMITS_DESYNC).
+ *   - on TW_EVENT_COMMITS_STATE_REQUEST, tw_commits_state: the
+ *     canonical bytes of its committed world after the tick asked
+ *     (equal on every client whose world is equal). The library adds
+ *     the tick and the players present, takes the SHA-256 of the whole
+ *     for the relay, which compares it with other clients' and has one
+ *     of them upload its bytes to a joining or resynchronised client.
+ *   - on TW_EVENT_COMMITS_STATE, it replaces its world with the bytes
+ *     (size 0: its blank world), at the event's tick; the next TICK is
+ *     tick + 1.
+ *
+ * A frame: tw_commits_update(h, now), then tw_commits_poll until
+ * TW_EVENT_NONE: on STATE load, on COMMAND remember, on TICK step with
+ * what was remembered and tw_commits_sum, on STATE_REQUEST
+ * tw_commits_state; tw_commits_issue the player's commands at any time.
+ * Nothing calls back; the library's threads never wait for the game. A
+ * game that stops polling falls behind: the server takes it out of the
+ * commit after its buffer (1 s by default) and lets it back in with a
+ * fresh state (TW_EVENT_COMMITS_KICKED, then a STATE with
+ * TW_EVENT_RESYNC). Events wait for the game without a bound (the
+ * server's kick bounds them).
+ *
+ * A commits client is a handle of its own kind: the tw_client_*
+ * functions refuse it (TW_ERR_WRONG_KIND) and tw_commits_* refuse a
+ * transport client. Threads, handles and tw_last_error are as above.
  */
+
+/*
+ * Options of a commits client. 96 bytes. A zeroed struct is no valid
+ * config: input_size is required.
+ */
+typedef struct tw_commits_config {
+	/* The connection's options, as tw_client_create's. */
+	tw_client_config transport;
+	/* The size in bytes of every command of the game, 1..341: the
+	 * relay refuses commands of another size (tickwire-server's
+	 * -relay-input-size, or the first command of the game). */
+	uint32_t input_size;
+	/* Nonzero: take part in the mesh (docs/COMMITS.md): commands also
+	 * go straight to the peers the client reaches. With a lockstep
+	 * game they only speed up nothing: the committed world waits for
+	 * the server anyway. It is here for completeness. */
+	uint32_t mesh;
+	/* The command buffer in ticks past the committed tick; 0: 8 s of
+	 * the server's ticks. At most 65,536. */
+	uint32_t capacity_ticks;
+	uint32_t reserved0;
+	uint64_t reserved[4];
+} tw_commits_config;
+
+/* What a commits client knows of its game (tw_commits_info). 80 bytes. */
+typedef struct tw_commit_info {
+	tw_accept_info accept; /* the server's accept (tw_client_info) */
+	uint32_t committed;    /* the library's committed tick (ahead of the game's until it polled) */
+	uint32_t has_state;    /* nonzero once a state arrived: commands may be issued */
+	uint32_t lead;         /* ticks ahead of the present a command is scheduled (the server's lead) */
+	uint32_t reserved0;
+	double server_tick;    /* the estimate of the server's tick now (fractional): the present */
+	uint64_t reserved[2];
+} tw_commit_info;
+
+/* A commits client's counters (tw_commits_stats). 128 bytes. */
+typedef struct tw_commit_stats {
+	uint64_t issued;          /* commands issued (tw_commits_issue) */
+	uint64_t commands;        /* TW_EVENT_COMMITS_COMMAND events made pollable */
+	uint64_t ticks;           /* TW_EVENT_COMMITS_TICK events made pollable */
+	uint64_t sums_reported;   /* tw_commits_sum calls taken */
+	uint64_t sums_sent;       /* checksums sent to the server */
+	uint64_t state_requests;  /* the relay's requests for the committed state */
+	uint64_t states_uploaded; /* states uploaded to the relay */
+	uint64_t states_loaded;   /* TW_EVENT_COMMITS_STATE events */
+	uint64_t kicks;           /* times taken out of the commit */
+	uint64_t desyncs;         /* resyncs for a differing checksum */
+	double stall_max_ms;      /* the longest time the committed tick did not move */
+	uint64_t reserved[5];
+} tw_commit_stats;
+
+/*
+ * Creates a commits client and starts connecting; returns at once.
+ * token, server_addr and out are as tw_client_create's; config is
+ * required (its input_size). The game connects to a commits-mode server:
+ * tickwire-server -game relay.
+ *
+ * Errors: TW_ERR_ABI_VERSION, TW_ERR_INVALID_ARGUMENT (a NULL token,
+ * config or out, a string with no NUL within 8 KiB, input_size out of
+ * 1..341, capacity_ticks over 65,536), TW_ERR_BAD_TOKEN. They leave the
+ * process-wide message (tw_last_error(0, ...)). The connection's outcome
+ * comes as tw_client_create's does: TW_EVENT_CONNECTED, then the first
+ * TW_EVENT_COMMITS_STATE; or TW_EVENT_DISCONNECTED.
+ */
+tw_result tw_commits_create(uint32_t abi_version, const char *token, const char *server_addr,
+                            const tw_commits_config *config, tw_handle *out);
+
+/*
+ * Makes what happened since the last update pollable, in order: the
+ * connect or its failure, messages, the commits events, kicks and
+ * desyncs, the disconnect (last). now as tw_client_update's. Errors:
+ * TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND, TW_ERR_INVALID_ARGUMENT
+ * (now not finite).
+ */
+tw_result tw_commits_update(tw_handle commits, double now);
+
+/*
+ * Takes the next pollable event, as tw_client_poll: data (a state's
+ * bytes, a command's) goes into buf (cap bytes) or, buf NULL, into
+ * memory the caller owns (TW_EVENT_OWNED, tw_free). A state can be
+ * large: poll with buf NULL, or retry with event.size bytes after
+ * TW_ERR_BUFFER_TOO_SMALL (the event stays first). Errors:
+ * TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND, TW_ERR_INVALID_ARGUMENT
+ * (event NULL), TW_ERR_BUFFER_TOO_SMALL, TW_ERR_NO_MEMORY.
+ */
+tw_result tw_commits_poll(tw_handle commits, tw_event *event, void *buf, size_t cap);
+
+/*
+ * Issues a command of the connection's (first) player: size must be
+ * config.input_size. The library copies data, sends it to the server,
+ * reliably, and returns once the client's thread took it (well under a
+ * millisecond on an idle machine, more under load: issue from the game
+ * thread a few commands a frame, not thousands); *tick (tick may be
+ * NULL) receives the tick it is scheduled at: lead ticks ahead of the
+ * present. The server may move a command that reached it late to a
+ * later tick: the TW_EVENT_COMMITS_COMMAND that runs it says where it
+ * ran (each issued command runs once, at the same tick on every
+ * client). The commands of a tick are those of the players present:
+ * issue once the player's TW_COMMAND_JOIN has run (a command scheduled
+ * before it runs nowhere, and no event says so).
+ *
+ * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (data NULL, size not input_size),
+ * TW_ERR_NOT_CONNECTED (connecting, no state yet, or ended),
+ * TW_ERR_QUEUE_FULL (the command buffer or the send queue is full:
+ * the game is far ahead of the commit; retry later).
+ */
+tw_result tw_commits_issue(tw_handle commits, const void *data, size_t size, uint32_t *tick);
+
+/*
+ * Reports the checksum of the game's committed world after tick (the
+ * TW_EVENT_COMMITS_TICK just stepped); the library sends it to the
+ * server once every tick of its window (one second of ticks) has one.
+ * The last 4096 ticks are kept; reporting a tick again replaces its sum.
+ * A tick not reported holds back the sums after it: report every tick.
+ * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND.
+ */
+tw_result tw_commits_sum(tw_handle commits, uint32_t tick, uint64_t sum);
+
+/*
+ * Answers TW_EVENT_COMMITS_STATE_REQUEST: the canonical bytes of the
+ * game's committed world after tick (what TW_EVENT_COMMITS_STATE hands
+ * another client's game to load). The library copies them during the
+ * call and answers the relay at its next tick. An answer for a tick no
+ * longer asked is kept until another is given, and unused. data may be
+ * NULL when size is 0 (the world is its blank self).
+ *
+ * Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (data NULL with size > 0),
+ * TW_ERR_MESSAGE_TOO_LARGE (over 16 MiB less the library's head, or the
+ * server's -relay-max-state, which refuses the upload: the server then
+ * asks another client).
+ */
+tw_result tw_commits_state(tw_handle commits, uint32_t tick, const void *data, size_t size);
+
+/*
+ * The client's TW_STATE_* as of its last update, or a negative TW_ERR_*
+ * (TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND).
+ */
+int32_t tw_commits_conn_state(tw_handle commits);
+
+/*
+ * Fills *info. Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (info NULL), TW_ERR_NOT_CONNECTED (no accept
+ * yet, or the connection never opened).
+ */
+tw_result tw_commits_info(tw_handle commits, tw_commit_info *info);
+
+/*
+ * Fills *stats (counters of the client's whole life); the connection's
+ * own counters are tw_client_stats's, which tw_commits_transport_stats
+ * fills. Errors: TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND,
+ * TW_ERR_INVALID_ARGUMENT (stats NULL).
+ */
+tw_result tw_commits_stats(tw_handle commits, tw_commit_stats *stats);
+tw_result tw_commits_transport_stats(tw_handle commits, tw_stats *stats);
+
+/*
+ * Starts closing, as tw_client_close; the end comes as
+ * TW_EVENT_DISCONNECTED. Errors: TW_ERR_INVALID_HANDLE,
+ * TW_ERR_WRONG_KIND.
+ */
+tw_result tw_commits_close(tw_handle commits);
+
+/*
+ * Closes the client if it is open, waits until the library's threads
+ * let go of it, and releases the handle, as tw_client_free. Errors:
+ * TW_ERR_INVALID_HANDLE, TW_ERR_WRONG_KIND.
+ */
+tw_result tw_commits_free(tw_handle commits);
 
 #ifdef __cplusplus
 }

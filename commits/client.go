@@ -50,9 +50,31 @@ type ClientConfig struct {
 	// tests). Default: a DSCP EF UDP socket on the client's local IP.
 	// The Client closes it.
 	MeshConn udp.BatchConn
+	// External, if set, says the committed world is stepped outside the
+	// Client, by another program (the C ABI's game, capi): the checksums
+	// the Client sends and the states it uploads come from External once
+	// that program has stepped the tick, rather than from the Client's
+	// game, which is then a stand-in whose AppendCanonical appends
+	// nothing.
+	External ExternalGame
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
+}
+
+// ExternalGame gives a Client the committed world of a game stepped
+// outside it (ClientConfig.External). Its methods are called with the
+// Client's lock held, on the connection's loop: they must not call the
+// Client, nor wait for the other program.
+type ExternalGame interface {
+	// Sum is the checksum of the committed world after tick, once the
+	// game has stepped it (ok false: not yet; the Client asks again).
+	Sum(tick uint32) (sum uint64, ok bool)
+	// AppendState appends the game's canonical bytes of its committed
+	// world after tick (what LoadCanonical of the stand-in takes), once
+	// it has them (ok false: not yet; the Client asks again every tick
+	// until another request supersedes this one).
+	AppendState(b []byte, tick uint32) (out []byte, ok bool)
 }
 
 // ClientStats count what a Client did.
@@ -734,10 +756,16 @@ func (cc *Client) sendSums() {
 		cc.sums.Sums = cc.sums.Sums[:0]
 		for t := cc.sumFrom; t < cc.sumFrom+n; t++ {
 			s, ok := cc.ls.CommittedSum(t)
+			if cc.cfg.External != nil {
+				s, ok = cc.cfg.External.Sum(t)
+			}
 			if !ok {
 				break
 			}
 			cc.sums.Sums = append(cc.sums.Sums, s)
+		}
+		if cc.cfg.External != nil && uint32(len(cc.sums.Sums)) < n {
+			return // the game has not stepped them all yet
 		}
 		cc.sumFrom += n
 		if len(cc.sums.Sums) == 0 {
@@ -775,6 +803,10 @@ func (f *commitFrames) Tick(now time.Time, _ uint32) {
 	cc.sendUpload()
 	if !cc.have {
 		return
+	}
+	if cc.cfg.External != nil {
+		cc.sendSums() // what the game stepped since
+		cc.externalState()
 	}
 	cc.ls.AdvanceLive(cc.present(now))
 	cc.drawLocked()

@@ -33,6 +33,9 @@ type clientStates struct {
 	keptTick uint32
 	keptOK   bool
 	keptSum  [proto.StateSumSize]byte
+	// external: kept holds the head of the state at keptTick, waiting
+	// for ClientConfig.External's bytes
+	external bool
 	up       []byte // the upload in progress, packed
 	upID     uint32 // its request (0: none)
 	upOff    int    // sent up to there
@@ -52,7 +55,7 @@ type stateWant struct {
 // reset forgets everything of the last connection's.
 func (st *clientStates) reset() {
 	st.want = stateWant{}
-	st.keptOK = false
+	st.keptOK, st.external = false, false
 	st.upID, st.upOff = 0, 0
 	st.dlOK = false
 	st.dl = st.dl[:0]
@@ -61,6 +64,10 @@ func (st *clientStates) reset() {
 // loaded: a state replaced the worlds; what was kept is of the old ones.
 func (st *clientStates) loaded(cc *Client) {
 	st.keptOK = false
+	if st.external { // the game's bytes would be of the old worlds
+		st.external = false
+		cc.answerNone(&st.want.req)
+	}
 	if w := &st.want; w.pending && int32(w.req.Tick-cc.ls.CommittedTick()) < 0 {
 		cc.answerNone(&w.req)
 		w.pending = false
@@ -76,7 +83,8 @@ func (cc *Client) stateRequest(f *proto.StateRequestFrame) {
 		return
 	}
 	st.want = stateWant{req: *f, pending: true}
-	st.upID = 0 // a new request supersedes an upload in progress
+	st.upID = 0         // a new request supersedes an upload in progress
+	st.external = false // ... and a wait for the external game's bytes
 	switch {
 	case st.keptOK && st.keptTick == f.Tick:
 		st.want.pending = false
@@ -96,6 +104,29 @@ func (cc *Client) answerState() {
 	st.want.pending = false
 	st.kept = cc.ls.AppendState(st.kept[:0])
 	st.keptTick = cc.ls.CommittedTick()
+	if cc.cfg.External != nil {
+		// The head (tick, players) is ours; the game's bytes come later.
+		st.keptOK, st.external = false, true
+		cc.externalState()
+		return
+	}
+	st.keptSum = sha256.Sum256(st.kept)
+	st.keptOK = true
+	cc.sendState(&st.want.req)
+}
+
+// externalState completes the state answerState began with
+// ClientConfig.External's bytes, once the game has them.
+func (cc *Client) externalState() {
+	st := &cc.relayed
+	if !st.external {
+		return
+	}
+	b, ok := cc.cfg.External.AppendState(st.kept, st.keptTick)
+	if !ok {
+		return
+	}
+	st.kept, st.external = b, false
 	st.keptSum = sha256.Sum256(st.kept)
 	st.keptOK = true
 	cc.sendState(&st.want.req)

@@ -313,7 +313,10 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	delete(h.conns, c)
 	g := cc.g
 	h.meshLeave(cc)
-	g.conns = slices.DeleteFunc(g.conns, func(x *commitConn) bool { return x == cc })
+	// A new slice, not the old one changed in place: a disconnect can
+	// come from inside a loop over g.conns (a send to a client whose
+	// queue is full, a refusal), which goes on over the old one.
+	g.conns = slices.DeleteFunc(slices.Clone(g.conns), func(x *commitConn) bool { return x == cc })
 	for _, p := range c.Players() {
 		j, ok := g.joined[p]
 		if !ok {

@@ -104,6 +104,17 @@ static void layout(void) {
 	CHECK(sizeof(tw_accept_info) == 40);
 	CHECK(offsetof(tw_accept_info, players) == 28);
 	CHECK(sizeof(tw_stats) == 128);
+	/* ABI version 2: the commits mode. */
+	CHECK(offsetof(tw_event, player) == 60);
+	CHECK(offsetof(tw_event, seq) == 64);
+	CHECK(offsetof(tw_event, command) == 68);
+	CHECK(offsetof(tw_event, reserved) == 72);
+	CHECK(sizeof(tw_commits_config) == 96);
+	CHECK(offsetof(tw_commits_config, input_size) == 48);
+	CHECK(sizeof(tw_commit_info) == 80);
+	CHECK(offsetof(tw_commit_info, server_tick) == 56);
+	CHECK(sizeof(tw_commit_stats) == 128);
+	CHECK(offsetof(tw_commit_stats, stall_max_ms) == 80);
 }
 
 static void library(void) {
@@ -136,6 +147,20 @@ static void library(void) {
 		CHECK_RC(tw_client_stats(bad[i], &st), TW_ERR_INVALID_HANDLE);
 		CHECK_RC(tw_client_close(bad[i]), TW_ERR_INVALID_HANDLE);
 		CHECK_RC(tw_client_free(bad[i]), TW_ERR_INVALID_HANDLE);
+		tw_commit_info ci;
+		tw_commit_stats cs;
+		uint32_t tick;
+		CHECK_RC(tw_commits_update(bad[i], 1.0), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_poll(bad[i], &ev, NULL, 0), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_issue(bad[i], "12345678", 8, &tick), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_sum(bad[i], 1, 2), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_state(bad[i], 1, "x", 1), TW_ERR_INVALID_HANDLE);
+		CHECK(tw_commits_conn_state(bad[i]) == TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_info(bad[i], &ci), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_stats(bad[i], &cs), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_transport_stats(bad[i], &st), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_close(bad[i]), TW_ERR_INVALID_HANDLE);
+		CHECK_RC(tw_commits_free(bad[i]), TW_ERR_INVALID_HANDLE);
 	}
 	tw_last_error(0, msg, sizeof msg);
 	CHECK(contains(msg, "names no object"));
@@ -171,6 +196,83 @@ static void create_errors(const char *token) {
 	CHECK_RC(tw_client_create(TW_ABI_VERSION, token, huge, NULL, &h), TW_ERR_INVALID_ARGUMENT);
 	free(huge);
 	CHECK(h == 77);
+}
+
+/* commits_contract: a commits client's bad input, and handles of the
+ * other kind, before any state (the echo server runs no relay; the
+ * token may be spent: nothing here needs the connection). */
+static void commits_contract(const char *token) {
+	char msg[256];
+	tw_handle h = 77, k = 0, c = 0;
+	tw_commits_config cfg;
+	memset(&cfg, 0, sizeof cfg);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION + 1, token, NULL, &cfg, &h), TW_ERR_ABI_VERSION);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, NULL, &h), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, &cfg, &h), TW_ERR_INVALID_ARGUMENT); /* input_size 0 */
+	tw_last_error(0, msg, sizeof msg);
+	CHECK(contains(msg, "input_size"));
+	cfg.input_size = 342;
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, &cfg, &h), TW_ERR_INVALID_ARGUMENT);
+	cfg.input_size = 8;
+	cfg.capacity_ticks = 70000;
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, &cfg, &h), TW_ERR_INVALID_ARGUMENT);
+	cfg.capacity_ticks = 0;
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, NULL, NULL, &cfg, &h), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, &cfg, NULL), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, "not a token", NULL, &cfg, &h), TW_ERR_BAD_TOKEN);
+	CHECK(h == 77);
+	CHECK_RC(tw_commits_create(TW_ABI_VERSION, token, NULL, &cfg, &k), TW_OK);
+	CHECK_RC(tw_client_create(TW_ABI_VERSION, token, NULL, NULL, &c), TW_OK);
+
+	tw_event ev;
+	tw_accept_info info;
+	tw_commit_info ci;
+	tw_commit_stats cs;
+	uint32_t tick = 5;
+	/* Each kind's functions refuse the other's handles. */
+	CHECK_RC(tw_client_update(k, 1.0), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_client_poll(k, &ev, NULL, 0), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_client_send(k, TW_DELIVERY_RELIABLE, 0, "x", 1), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_client_info(k, &info), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_client_free(k), TW_ERR_WRONG_KIND);
+	tw_last_error(k, msg, sizeof msg);
+	CHECK(contains(msg, "commits client, not a client"));
+	CHECK_RC(tw_commits_update(c, 1.0), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_poll(c, &ev, NULL, 0), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_issue(c, "12345678", 8, &tick), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_sum(c, 1, 1), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_state(c, 1, "x", 1), TW_ERR_WRONG_KIND);
+	CHECK(tw_commits_conn_state(c) == TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_info(c, &ci), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_stats(c, &cs), TW_ERR_WRONG_KIND);
+	CHECK_RC(tw_commits_free(c), TW_ERR_WRONG_KIND);
+
+	/* Bad arguments. */
+	CHECK_RC(tw_commits_update(k, 0.0 / 0.0), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_poll(k, NULL, NULL, 0), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_issue(k, NULL, 8, &tick), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_issue(k, "1234567", 7, &tick), TW_ERR_INVALID_ARGUMENT);
+	tw_last_error(k, msg, sizeof msg);
+	CHECK(contains(msg, "the game's are 8"));
+	CHECK_RC(tw_commits_issue(k, "12345678", 8, &tick), TW_ERR_NOT_CONNECTED); /* no state */
+	CHECK_RC(tw_commits_issue(k, "12345678", 8, NULL), TW_ERR_NOT_CONNECTED);
+	CHECK(tick == 5);
+	CHECK_RC(tw_commits_state(k, 1, NULL, 3), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_state(k, 1, "x", (size_t)1 << 40), TW_ERR_MESSAGE_TOO_LARGE);
+	CHECK_RC(tw_commits_state(k, 1, NULL, 0), TW_OK);
+	CHECK_RC(tw_commits_sum(k, 1, 2), TW_OK);
+	CHECK_RC(tw_commits_info(k, NULL), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_stats(k, NULL), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_transport_stats(k, NULL), TW_ERR_INVALID_ARGUMENT);
+	CHECK_RC(tw_commits_stats(k, &cs), TW_OK);
+	CHECK(cs.issued == 0 && cs.sums_reported == 1);
+	CHECK(tw_commits_conn_state(k) == TW_STATE_CONNECTING);
+	CHECK_RC(tw_commits_close(k), TW_OK);
+	CHECK_RC(tw_commits_close(k), TW_OK);
+	CHECK_RC(tw_commits_free(k), TW_OK);
+	CHECK_RC(tw_commits_free(k), TW_ERR_INVALID_HANDLE);
+	CHECK_RC(tw_commits_update(k, 1.0), TW_ERR_INVALID_HANDLE);
+	CHECK_RC(tw_client_free(c), TW_OK);
 }
 
 /* echo_session connects with token and checks sending, receiving both
@@ -366,6 +468,7 @@ int main(int argc, char **argv) {
 	create_errors(argv[1]);
 	echo_session(argv[1]);
 	silent(argv[1], argv[2]);
+	commits_contract(argv[1]);
 	printf("%s %d checks, %d failed\n", failures ? "FAIL" : "PASS", checks, failures);
 	return failures ? 1 : 0;
 }
