@@ -329,14 +329,18 @@ func TestRelayNoHealthyClient(t *testing.T) {
 		stop := playAll(t, []*commitPlayer{p})
 		defer stop()
 		time.Sleep(4 * time.Second)
+		// Two joiners: refusing both closes one connection after the
+		// other in one loop over the game's connections.
 		j := r.dial(2, 2, 20*time.Millisecond, "")
+		j2 := r.dial(3, 3, 20*time.Millisecond, "")
 		if waited := awaitNoState(t, j); waited > 3*timeout+time.Second {
 			t.Errorf("joiner refused after %v (bound %v)", waited, 3*timeout+time.Second)
 		}
+		awaitNoState(t, j2)
 		if !regexp.MustCompile(`msg="no committed state for the client: disconnecting it" .*why="no client can give the committed state"`).MatchString(r.log()) {
 			t.Errorf("no refusal with its reason in the log:\n%s", r.log())
 		}
-		if st := r.relayStats(); st.NoState != 1 || st.Silent == 0 {
+		if st := r.relayStats(); st.NoState != 2 || st.Silent == 0 {
 			t.Errorf("relay %+v", st)
 		}
 	})
