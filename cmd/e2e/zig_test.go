@@ -276,7 +276,6 @@ func checkZigRecords(t *testing.T, recs []zigRecord) {
 	t.Logf("%d tick pairs compared; %d commands issued before tick %d, %d ran, each once at one tick on every client that committed it", compared, issued, end, ran)
 }
 
-
 // buildZigLockstep builds libtickwire.a and examples/zig-lockstep into
 // the binaries' directory and returns the program's name there.
 func buildZigLockstep(t *testing.T) string {
