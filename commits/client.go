@@ -503,6 +503,10 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			return cc.mesh.add(&f)
 		case proto.MeshRemove:
 			cc.mesh.remove(f.Conn)
+		case proto.MeshCheck:
+			if f.Conn == cc.c.ConnID() {
+				return cc.mesh.checkKey(&f.RecvKey)
+			}
 		}
 		return nil
 	}
@@ -521,7 +525,7 @@ func (cc *Client) startMesh() {
 				return
 			}
 		}
-		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut)
+		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut, cc.proveMesh)
 	}
 	if cc.mesh == nil {
 		return
@@ -533,6 +537,28 @@ func (cc *Client) startMesh() {
 	if err == nil {
 		cc.sendFrame(cc.frame)
 	}
+}
+
+// proveMesh returns, on the session, the data of the server's challenge
+// our mesh socket received: the server then introduces our address (the
+// mesh's read loop calls it).
+func (cc *Client) proveMesh(data [proto.PathDataSize]byte) {
+	c := cc.Client()
+	if c == nil {
+		return
+	}
+	c.Do(func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.c != c || cc.closed {
+			return
+		}
+		f := proto.MeshIntroFrame{Op: proto.MeshProof, Conn: c.ConnID(), Proof: data}
+		var err error
+		if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
+			cc.sendFrame(cc.frame)
+		}
+	})
 }
 
 // shortcut applies a peer's copy of its command to the live world (a

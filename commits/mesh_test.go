@@ -269,7 +269,7 @@ func (c nopBatchConn) Close() error {
 // in allocate nothing.
 func TestMeshHotPathAllocs(t *testing.T) {
 	delivered := 0
-	m := newClientMesh(nopBatchConn{make(chan struct{})}, time.Now, func(*proto.CommandFrame, uint32, time.Time) { delivered++ })
+	m := newClientMesh(nopBatchConn{make(chan struct{})}, time.Now, func(*proto.CommandFrame, uint32, time.Time) { delivered++ }, nil)
 	defer m.close()
 	m.reset(1)
 	var ab, ba [proto.KeySize]byte

@@ -102,6 +102,8 @@ type commitConn struct {
 	// whether it is out of it for now (kicked), and the round trips it
 	// reported to its peers (by connection id; 0: unreachable)
 	meshAddr netip.AddrPort
+	check    *meshCheck // the hello's address, while it is validated
+	hellos   int        // hellos taken
 	meshOut  bool
 	meshRTT  map[uint32]time.Duration
 	report   proto.MeshReportFrame
@@ -344,6 +346,7 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 		for _, cc := range g.conns {
 			st := cc.c.Stats()
 			cc.up, cc.oneway = st.RTT/2, st.RTT/2+2*st.Jitter
+			h.meshChecks(cc, now)
 		}
 		h.updateLead(g, now)
 		commit := tick
@@ -592,14 +595,14 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		if err != nil {
 			return cc.bad(err)
 		}
-		if f.Op != proto.MeshHello || f.Port == 0 {
+		switch {
+		case f.Op == proto.MeshHello && f.Port != 0:
+			h.meshHello(cc, f.Port, p.Time)
+		case f.Op == proto.MeshProof:
+			h.meshProof(cc, f.Proof)
+		default:
 			return cc.bad(errMeshHello)
 		}
-		if h.cfg.NoMesh || cc.meshAddr.IsValid() {
-			return nil
-		}
-		cc.meshAddr = netip.AddrPortFrom(cc.c.Addr().Addr(), f.Port)
-		h.meshJoin(cc)
 		return nil
 	case proto.FrameMeshReport:
 		if _, err := proto.ParseMeshReportFrame(f, &cc.report); err != nil {
@@ -639,7 +642,7 @@ func (cc *commitConn) bad(err error) error {
 }
 
 var (
-	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port")
+	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port, and prove its address")
 	errCommandKind   = errors.New("commits: a client may only send input commands")
 	errCommandPlayer = errors.New("commits: command for a player of another connection")
 	errCommandSeq    = errors.New("commits: command out of sequence")
