@@ -356,7 +356,14 @@ func (cc *Client) Err() error {
 	return cc.err
 }
 
-// Close ends the connection and stops rejoining.
+// leaveWait bounds how long Close waits for the server to acknowledge
+// the leave before it ends the connection.
+const leaveWait = 500 * time.Millisecond
+
+// Close leaves the game cleanly and stops rejoining: it tells the server
+// (a leave it schedules like a join, so nobody waits for this client),
+// waits until the server acknowledged that (at most leaveWait), then
+// ends the connection.
 func (cc *Client) Close() error {
 	cc.mu.Lock()
 	c := cc.c
@@ -368,6 +375,7 @@ func (cc *Client) Close() error {
 	}
 	var err error
 	if c != nil {
+		cc.leave(c)
 		err = c.Close()
 	}
 	cc.mu.Lock()
@@ -378,6 +386,41 @@ func (cc *Client) Close() error {
 	}
 	cc.stop(nil)
 	return err
+}
+
+// leave sends the server our leave and waits, at most leaveWait, until
+// the reliable channel has delivered it.
+func (cc *Client) leave(c *tickwire.Client) {
+	sent := false
+	c.Do(func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.c != c || !cc.have {
+			return
+		}
+		f := proto.ControlFrame{Code: proto.ControlLeave, Tick: cc.ls.LiveTick()}
+		var err error
+		if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
+			sent = cc.sendFrame(cc.frame) == nil
+		}
+	})
+	if !sent {
+		return
+	}
+	step := cc.period / 2
+	for waited := time.Duration(0); waited < leaveWait; waited += step {
+		queued := 0
+		c.Do(func() { queued = cc.queued() })
+		select {
+		case <-c.Done():
+			return
+		default:
+		}
+		if queued == 0 {
+			return
+		}
+		time.Sleep(step)
+	}
 }
 
 func (cc *Client) stop(err error) {

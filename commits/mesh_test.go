@@ -88,15 +88,19 @@ func meshRun(t *testing.T, mesh bool) ([]time.Duration, []*commitPlayer, *commit
 // server paths), the committed worlds agree, and no command runs twice.
 func TestMeshShortensTheWay(t *testing.T) {
 	var without, with []time.Duration
-	var meshed []*commitPlayer
+	var meshed []ClientStats // read before the cleanup closes the clients
 	var host HostStats
 	synctest.Test(t, func(t *testing.T) {
 		without, _, _ = meshRun(t, false)
 	})
 	synctest.Test(t, func(t *testing.T) {
 		var r *commitRig
-		with, meshed, r = meshRun(t, true)
+		var ps []*commitPlayer
+		with, ps, r = meshRun(t, true)
 		host = r.hostStats()
+		for _, p := range ps {
+			meshed = append(meshed, p.cc.Stats())
+		}
 	})
 	if len(without) < 100 || len(with) < 100 {
 		t.Fatalf("%d and %d delays", len(without), len(with))
@@ -109,12 +113,11 @@ func TestMeshShortensTheWay(t *testing.T) {
 	if host.Desyncs != 0 || host.Introductions != 6 {
 		t.Errorf("host %+v", host)
 	}
-	for _, p := range meshed {
-		st := p.cc.Stats()
+	for i, st := range meshed {
 		m := st.Mesh
-		t.Logf("client %d: lead %d, mesh %+v", p.id, st.Lead, m)
+		t.Logf("client %d: lead %d, mesh %+v", i+1, st.Lead, m)
 		if m.Reachable != 3 || m.ShortcutsUseful == 0 || st.Discarded != 0 || st.Desyncs != 0 {
-			t.Errorf("client %d: %+v", p.id, st)
+			t.Errorf("client %d: %+v", i+1, st)
 		}
 	}
 }

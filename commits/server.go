@@ -95,6 +95,9 @@ type commitConn struct {
 	// no command and no commit until the state and the commands after
 	// it are queued, and is not counted in the commit
 	waiting bool
+	// left: the client said it leaves (ControlLeave): its players' leaves
+	// are scheduled, and nobody waits for it, relays to it or kicks it
+	left bool
 	// the path as of this tick: half the round trip, and that plus twice
 	// the jitter (a one-way delay with room for its variation)
 	up, oneway time.Duration
@@ -246,7 +249,7 @@ func (h *commitServer) relay(g *commitGame, cmd *sim.Command, skip *commitConn) 
 		return
 	}
 	for _, cc := range g.conns {
-		if cc != skip && !cc.waiting {
+		if cc != skip && !cc.waiting && !cc.left {
 			cc.send(g.relay)
 		}
 	}
@@ -316,7 +319,20 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	g := cc.g
 	h.meshLeave(cc)
 	g.conns = slices.DeleteFunc(g.conns, func(x *commitConn) bool { return x == cc })
-	for _, p := range c.Players() {
+	h.leave(cc, reason)
+	h.mode.left(cc)
+	if len(g.conns) == 0 {
+		delete(h.games, g.id)
+		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
+	}
+	h.cfg.Handler.Disconnected(c, reason)
+}
+
+// leave schedules the leaves of cc's players still in the game, a lead
+// ahead like joins: every client runs them at the same tick.
+func (h *commitServer) leave(cc *commitConn, reason proto.DisconnectReason) {
+	g := cc.g
+	for _, p := range cc.c.Players() {
 		j, ok := g.joined[p]
 		if !ok {
 			continue
@@ -325,14 +341,22 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 		at := max(h.schedule(g), j+1)
 		h.system(g, sim.CommandLeave, p, at, nil)
 		h.stats.Leaves++
-		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason)
+		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason, "conn", cc.c.ID())
 	}
-	h.mode.left(cc)
-	if len(g.conns) == 0 {
-		delete(h.games, g.id)
-		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
+}
+
+// leaving takes a client's clean leave (ControlLeave): its players leave
+// at a tick a lead ahead, and from now on the commit, the lead and the
+// kicks ignore it, and it is sent nothing more (no command, no state);
+// its connection's end follows.
+func (h *commitServer) leaving(cc *commitConn) {
+	if cc.left {
+		return
 	}
-	h.cfg.Handler.Disconnected(c, reason)
+	cc.left = true
+	cc.active = false
+	h.meshLeave(cc)
+	h.leave(cc, proto.DisconnectClosed)
 }
 
 // tickGames commits what every counted client has reached, kicks the
@@ -353,7 +377,7 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 		for _, cc := range g.conns {
 			cc.tick = tick
 			lag := int32(tick - cc.live)
-			if cc.waiting {
+			if cc.waiting || cc.left {
 				continue
 			}
 			if !cc.active {
@@ -588,7 +612,9 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		if _, err := proto.ParseCommitSumsFrame(f, &cc.sums); err != nil {
 			return cc.bad(err)
 		}
-		h.mode.sums(cc)
+		if !cc.left {
+			h.mode.sums(cc)
+		}
 		return nil
 	case proto.FrameMeshIntro:
 		f, _, err := proto.ParseMeshIntroFrame(f)
@@ -618,12 +644,22 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 			}
 		}
 		return nil
+	case proto.FrameControl:
+		ctl, _, err := proto.ParseControlFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		if ctl.Code != proto.ControlLeave {
+			return cc.bad(errControlCode)
+		}
+		h.leaving(cc)
+		return nil
 	case proto.FrameResyncRequest:
 		req, _, err := proto.ParseResyncRequestFrame(f)
 		if err != nil {
 			return cc.bad(err)
 		}
-		if cc.waiting || h.srv.Now().Sub(cc.stateAt) < resyncCooldown {
+		if cc.left || cc.waiting || h.srv.Now().Sub(cc.stateAt) < resyncCooldown {
 			return nil
 		}
 		h.log.Info("client asked for the committed state", "game", cc.g.id, "conn", cc.c.ID(), "reason", req.Reason)
@@ -643,6 +679,7 @@ func (cc *commitConn) bad(err error) error {
 
 var (
 	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port, and prove its address")
+	errControlCode   = errors.New("commits: a client's only control frame is its leave")
 	errCommandKind   = errors.New("commits: a client may only send input commands")
 	errCommandPlayer = errors.New("commits: command for a player of another connection")
 	errCommandSeq    = errors.New("commits: command out of sequence")
