@@ -130,9 +130,12 @@ type Client struct {
 	// answers a state request
 	corruptUpload func(state []byte)
 	ignoreStates  bool
-	closed        bool
-	done          chan struct{}
-	err           error
+	// for tests: a griefer, which reports reportLive's tick in its commit
+	// items instead of its live tick (kicks: the kicks so far)
+	reportLive func(live uint32, kicks uint64) uint32
+	closed     bool
+	done       chan struct{}
+	err        error
 }
 
 type cmdName struct {
@@ -859,6 +862,9 @@ func (f *commitFrames) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) 
 		return b
 	}
 	item := proto.CommitItemFrame{Live: cc.ls.LiveTick(), Commands: cc.sent}
+	if cc.reportLive != nil {
+		item.Live = cc.reportLive(item.Live, cc.stats.Kicks)
+	}
 	if item.Len() > room {
 		return b
 	}

@@ -73,6 +73,10 @@ type HostStats struct {
 	// those whose challenge came back, MeshCheckFailed those that never
 	// answered, MeshBadProofs proofs that matched no challenge.
 	MeshChecks, MeshValidated, MeshCheckFailed, MeshBadProofs uint64
+	// OffPace counts clients that stopped being waited for because their
+	// live tick fell behind real time; KickedOut those disconnected after
+	// kickLimit kicks within kickWindow.
+	OffPace, KickedOut uint64
 }
 
 // Host runs commits-mode games on a Server with the game compiled in:

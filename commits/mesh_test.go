@@ -34,30 +34,7 @@ func (r *commitRig) meshLinks(n int, oneway time.Duration) {
 // issuer, the time from issue to the command first reaching that
 // client's live world.
 func delays(ps []*commitPlayer) []time.Duration {
-	var d []time.Duration
-	for _, p := range ps {
-		p.mu.Lock()
-		issued := make(map[commitKey]time.Time, len(p.issuedAt))
-		for k, v := range p.issuedAt {
-			issued[k] = v
-		}
-		p.mu.Unlock()
-		for k, at := range issued {
-			for _, q := range ps {
-				if q == p {
-					continue
-				}
-				q.mu.Lock()
-				shown, ok := q.shown[k]
-				q.mu.Unlock()
-				if ok {
-					d = append(d, shown.Sub(at))
-				}
-			}
-		}
-	}
-	slices.Sort(d)
-	return d
+	return shownDelays(ps, time.Time{}, time.Unix(1<<40, 0))
 }
 
 // meshRun plays four clients 60 ms (and 5 % loss each way) from the
