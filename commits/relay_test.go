@@ -342,6 +342,30 @@ func TestRelayNoHealthyClient(t *testing.T) {
 	})
 }
 
+// TestRelayRefusesEveryWaitingClient: as TestRelayNoHealthyClient, with
+// two joiners waiting at once: the relay disconnects both ("no committed
+// state") while it ranges over the game's clients, which each
+// disconnection takes one out of.
+func TestRelayRefusesEveryWaitingClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const timeout = time.Second
+		r := newRelayRig(t, RelayConfig{StateTimeout: timeout})
+		t.Cleanup(r.close)
+		p := r.dial(1, 1, 20*time.Millisecond, "")
+		silent(p)
+		stop := playAll(t, []*commitPlayer{p})
+		defer stop()
+		time.Sleep(4 * time.Second)
+		js := []*commitPlayer{r.dial(2, 2, 20*time.Millisecond, ""), r.dial(3, 3, 20*time.Millisecond, "")}
+		for _, j := range js {
+			awaitNoState(t, j)
+		}
+		if st := r.relayStats(); st.NoState != 2 {
+			t.Errorf("relay %+v", st)
+		}
+	})
+}
+
 // awaitNoState waits until j is disconnected, with reason "no committed
 // state", and returns how long that took.
 func awaitNoState(t *testing.T, j *commitPlayer) time.Duration {

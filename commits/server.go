@@ -330,7 +330,10 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	delete(h.conns, c)
 	g := cc.g
 	h.meshLeave(cc)
-	g.conns = slices.DeleteFunc(g.conns, func(x *commitConn) bool { return x == cc })
+	// A copy: the caller may be ranging over g.conns (a send that
+	// closed a connection too slow, a relay refusing its waiting
+	// clients), and deleting in place would clear the slot it reads next.
+	g.conns = slices.DeleteFunc(slices.Clone(g.conns), func(x *commitConn) bool { return x == cc })
 	h.leave(cc, reason)
 	h.mode.left(cc)
 	if len(g.conns) == 0 {
