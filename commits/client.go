@@ -121,6 +121,8 @@ type Client struct {
 	meshErr   error
 	report    proto.MeshReportFrame
 	reportAt  time.Time
+	hellos    int       // mesh hellos sent on this connection
+	helloAt   time.Time // the last
 	// shortcuts: when each tentative command (player, seq) arrived, until
 	// the server's copy does or its tick commits
 	shortcuts map[cmdName]shortcutArrival
@@ -577,11 +579,31 @@ func (cc *Client) startMesh() {
 		return
 	}
 	cc.mesh.reset(cc.c.ConnID())
+	cc.hellos = 0
+	cc.sayHello(cc.cfg.Now())
+}
+
+// sayHello tells the server where our mesh listens: the server checks
+// that address (meshcheck.go) before it introduces it.
+func (cc *Client) sayHello(now time.Time) {
 	hello := proto.MeshIntroFrame{Op: proto.MeshHello, Port: cc.mesh.conn.LocalAddr().Port()}
 	var err error
 	cc.frame, err = hello.Append(cc.frame[:0])
-	if err == nil {
-		cc.sendFrame(cc.frame)
+	if err == nil && cc.sendFrame(cc.frame) == nil {
+		cc.hellos++
+		cc.helloAt = now
+	}
+}
+
+// helloAgain says hello again when the server's check of our address
+// did not reach us in time (its challenges lost), as often as the
+// server takes hellos.
+func (cc *Client) helloAgain(now time.Time) {
+	if cc.mesh == nil || cc.hellos == 0 || cc.hellos >= meshHelloTries || now.Sub(cc.helloAt) < meshCheckTime+meshCheckEvery {
+		return
+	}
+	if !cc.mesh.proven() {
+		cc.sayHello(now)
 	}
 }
 
@@ -848,6 +870,7 @@ func (f *commitFrames) Tick(now time.Time, _ uint32) {
 	if !cc.have {
 		return
 	}
+	cc.helloAgain(now)
 	cc.ls.AdvanceLive(cc.present(now))
 	cc.drawLocked()
 }

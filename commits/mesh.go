@@ -101,6 +101,7 @@ type clientMesh struct {
 	mu     sync.Mutex
 	self   uint32
 	check  *session.MeshLink // opens the server's challenge (MeshCheck)
+	proved bool              // we answered a challenge on this connection
 	peers  map[uint32]*meshPeer
 	stats  MeshStats
 	out    []byte
@@ -146,7 +147,16 @@ func (m *clientMesh) reset(self uint32) {
 	defer m.mu.Unlock()
 	m.self = self
 	m.check = nil
+	m.proved = false
 	clear(m.peers)
+}
+
+// proven says whether we answered the server's challenge of our address
+// on this connection.
+func (m *clientMesh) proven() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proved
 }
 
 // checkKey takes the key of the server's challenge of our address.
@@ -174,6 +184,7 @@ func (m *clientMesh) receiveCheck(pkt []byte, h *proto.Header) (data [proto.Path
 		if r.Type() == proto.FramePathChallenge {
 			if f, _, err := proto.ParsePathChallengeFrame(r.Frame()); err == nil {
 				m.stats.Checks++
+				m.proved = true
 				return f.Data, true
 			}
 		}

@@ -21,11 +21,12 @@ import (
 // client's mesh opens it there and the client returns the challenge's
 // data on the session (MeshProof). Only that proof makes the address a
 // member. An address nobody answers from gets meshCheckTries challenges
-// of meshCheckSize bytes per hello, and a connection says hello at most
-// meshHelloTries times: 3 × 51 bytes for a hello datagram of at least
-// 51 bytes (a session packet with a hello frame), within 3×.
+// of meshCheckSize bytes (51) per hello, and a connection says hello at
+// most meshHelloTries times: 2 × 51 bytes for each hello, which comes in
+// a sealed session packet of at least 50 bytes (header, hello frame,
+// tag), within 3×.
 const (
-	meshCheckTries = 3
+	meshCheckTries = 2
 	meshCheckEvery = 250 * time.Millisecond
 	meshCheckTime  = 2 * time.Second
 	meshHelloTries = 3

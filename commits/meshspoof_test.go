@@ -100,8 +100,10 @@ func (v *victim) close() {
 // with the victim's address (10.0.1.99:6000) as its source: sealed with
 // its pair keys, they would move it on the other players (N2). Checked:
 // the victim receives at most 3× the bytes the attackers forged; the
-// server never introduces the forged address (4 members, 6 pairs, one
-// failed check); nobody moves attacker 5; the honest game goes on.
+// server never introduces the forged address (5 members, 10 pairs, one
+// failed check, after which attacker 4's client says hello again from
+// its own address); nobody sends to the victim as a peer, nobody moves
+// attacker 5; the honest game goes on.
 func TestMeshSpoofedSourceReflection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCommitRig(t, Config{})
@@ -165,14 +167,80 @@ func TestMeshSpoofedSourceReflection(t *testing.T) {
 		if got > 3*int64(sent) {
 			t.Errorf("victim received %d bytes, more than 3× the %d forged", got, sent)
 		}
-		if st.MeshCheckFailed != 1 || st.MeshValidated != 4 || st.Introductions != 6 {
-			t.Errorf("host %+v: want attacker 4's forged address refused, the 4 others in the mesh", st)
+		// Attacker 4's client said hello again from its own address
+		// once its forged one failed the check: that one is its own.
+		if st.MeshCheckFailed != 1 || st.MeshValidated != 5 || st.Introductions != 10 {
+			t.Errorf("host %+v: want attacker 4's forged address refused, every real one in the mesh", st)
 		}
+		victimIP := netip.MustParseAddr("10.0.1.99")
 		for _, p := range ps[:3] {
 			m := p.cc.Stats().Mesh
 			t.Logf("client %d: mesh %+v", p.id, m)
-			if m.AddressChanges != 0 || m.AddressChecks == 0 || m.Links != 3 {
+			if m.AddressChanges != 0 || m.AddressChecks == 0 || m.Links != 4 {
 				t.Errorf("client %d moved attacker 5, or never checked its new address: %+v", p.id, m)
+			}
+			p.cc.mesh.mu.Lock()
+			for _, peer := range p.cc.mesh.peers {
+				if peer.addr.Addr() == victimIP || peer.introduced.Addr() == victimIP {
+					t.Errorf("client %d sends peer %d to the victim (%v, introduced %v)", p.id, peer.conn, peer.addr, peer.introduced)
+				}
+			}
+			p.cc.mesh.mu.Unlock()
+		}
+	})
+}
+
+// dropFrom discards the datagrams that arrive from one host while Drop
+// is set.
+type dropFrom struct {
+	net.PacketConn
+	from netip.Addr
+	Drop atomic.Bool
+}
+
+func (d *dropFrom) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := d.PacketConn.ReadFrom(b)
+		if ua, ok := addr.(*net.UDPAddr); err != nil || !ok || !d.Drop.Load() || ua.AddrPort().Addr().Unmap() != d.from {
+			return n, addr, err
+		}
+	}
+}
+
+// TestMeshCheckRetried: every challenge the server sends to client 2's
+// mesh address in its first check is lost. The check fails after 2 s,
+// the client says hello again, the second check passes, and the pair
+// reaches each other.
+func TestMeshCheckRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, Config{})
+		t.Cleanup(r.close)
+		r.mesh = true
+		var lossy *dropFrom
+		r.meshWrap = func(id uint64, pc net.PacketConn) net.PacketConn {
+			if id != 2 {
+				return pc
+			}
+			lossy = &dropFrom{PacketConn: pc, from: commitServerAddr.Addr()}
+			lossy.Drop.Store(true)
+			return lossy
+		}
+		r.meshLinks(2, 5*time.Millisecond)
+		ps := []*commitPlayer{r.dial(1, 1, 20*time.Millisecond, ""), r.dial(2, 2, 20*time.Millisecond, "")}
+		time.Sleep(1500 * time.Millisecond)
+		if st := r.hostStats(); st.MeshValidated != 1 || st.Introductions != 0 {
+			t.Fatalf("host %+v: want client 1 validated, client 2 not yet", st)
+		}
+		lossy.Drop.Store(false)
+		time.Sleep(2 * time.Second)
+		st := r.hostStats()
+		t.Logf("host: checks %d, validated %d, failed %d, introductions %d", st.MeshChecks, st.MeshValidated, st.MeshCheckFailed, st.Introductions)
+		if st.MeshChecks != 3 || st.MeshCheckFailed != 1 || st.MeshValidated != 2 || st.Introductions != 1 {
+			t.Errorf("host %+v", st)
+		}
+		for _, p := range ps {
+			if m := p.cc.Stats().Mesh; m.Reachable != 1 {
+				t.Errorf("client %d: mesh %+v", p.id, m)
 			}
 		}
 	})
