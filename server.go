@@ -152,6 +152,19 @@ func (s *Server) Each(f func(c *Conn)) {
 	}
 }
 
+// SendDatagram queues b (copied) for addr, to go from the server's socket
+// with the loop's other datagrams; b longer than proto.MaxPacketSizeLimit
+// is not sent. It is for a mode's own small, bounded packets (commits
+// mode's mesh check): the caller answers for never sending an address
+// that has not proved it listens more than 3× what came from it. Call it
+// from the loop.
+func (s *Server) SendDatagram(b []byte, addr netip.AddrPort) {
+	if len(b) == 0 || len(b) > proto.MaxPacketSizeLimit || !addr.IsValid() {
+		return
+	}
+	s.out.queue(append(s.out.next(), b...), addr)
+}
+
 // Tick is the server's current tick number. Call it from the loop.
 func (s *Server) Tick() uint32 { return s.tickNum }
 

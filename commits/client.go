@@ -143,6 +143,8 @@ type Client struct {
 	meshErr   error
 	report    proto.MeshReportFrame
 	reportAt  time.Time
+	hellos    int       // mesh hellos sent on this connection
+	helloAt   time.Time // the last
 	// shortcuts: when each tentative command (player, seq) arrived, until
 	// the server's copy does or its tick commits
 	shortcuts map[cmdName]shortcutArrival
@@ -152,9 +154,12 @@ type Client struct {
 	// answers a state request
 	corruptUpload func(state []byte)
 	ignoreStates  bool
-	closed        bool
-	done          chan struct{}
-	err           error
+	// for tests: a griefer, which reports reportLive's tick in its commit
+	// items instead of its live tick (kicks: the kicks so far)
+	reportLive func(live uint32, kicks uint64) uint32
+	closed     bool
+	done       chan struct{}
+	err        error
 }
 
 type cmdName struct {
@@ -378,7 +383,14 @@ func (cc *Client) Err() error {
 	return cc.err
 }
 
-// Close ends the connection and stops rejoining.
+// leaveWait bounds how long Close waits for the server to acknowledge
+// the leave before it ends the connection.
+const leaveWait = 500 * time.Millisecond
+
+// Close leaves the game cleanly and stops rejoining: it tells the server
+// (a leave it schedules like a join, so nobody waits for this client),
+// waits until the server acknowledged that (at most leaveWait), then
+// ends the connection.
 func (cc *Client) Close() error {
 	cc.mu.Lock()
 	c := cc.c
@@ -390,6 +402,7 @@ func (cc *Client) Close() error {
 	}
 	var err error
 	if c != nil {
+		cc.leave(c)
 		err = c.Close()
 	}
 	cc.mu.Lock()
@@ -400,6 +413,41 @@ func (cc *Client) Close() error {
 	}
 	cc.stop(nil)
 	return err
+}
+
+// leave sends the server our leave and waits, at most leaveWait, until
+// the reliable channel has delivered it.
+func (cc *Client) leave(c *tickwire.Client) {
+	sent := false
+	c.Do(func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.c != c || !cc.have {
+			return
+		}
+		f := proto.ControlFrame{Code: proto.ControlLeave, Tick: cc.ls.LiveTick()}
+		var err error
+		if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
+			sent = cc.sendFrame(cc.frame) == nil
+		}
+	})
+	if !sent {
+		return
+	}
+	step := cc.period / 2
+	for waited := time.Duration(0); waited < leaveWait; waited += step {
+		queued := 0
+		c.Do(func() { queued = cc.queued() })
+		select {
+		case <-c.Done():
+			return
+		default:
+		}
+		if queued == 0 {
+			return
+		}
+		time.Sleep(step)
+	}
 }
 
 func (cc *Client) stop(err error) {
@@ -525,6 +573,10 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			return cc.mesh.add(&f)
 		case proto.MeshRemove:
 			cc.mesh.remove(f.Conn)
+		case proto.MeshCheck:
+			if f.Conn == cc.c.ConnID() {
+				return cc.mesh.checkKey(&f.RecvKey)
+			}
 		}
 		return nil
 	}
@@ -543,18 +595,60 @@ func (cc *Client) startMesh() {
 				return
 			}
 		}
-		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut)
+		cc.mesh = newClientMesh(conn, cc.cfg.Now, cc.shortcut, cc.proveMesh)
 	}
 	if cc.mesh == nil {
 		return
 	}
 	cc.mesh.reset(cc.c.ConnID())
+	cc.hellos = 0
+	cc.sayHello(cc.cfg.Now())
+}
+
+// sayHello tells the server where our mesh listens: the server checks
+// that address (meshcheck.go) before it introduces it.
+func (cc *Client) sayHello(now time.Time) {
 	hello := proto.MeshIntroFrame{Op: proto.MeshHello, Port: cc.mesh.conn.LocalAddr().Port()}
 	var err error
 	cc.frame, err = hello.Append(cc.frame[:0])
-	if err == nil {
-		cc.sendFrame(cc.frame)
+	if err == nil && cc.sendFrame(cc.frame) == nil {
+		cc.hellos++
+		cc.helloAt = now
 	}
+}
+
+// helloAgain says hello again when the server's check of our address
+// did not reach us in time (its challenges lost), as often as the
+// server takes hellos.
+func (cc *Client) helloAgain(now time.Time) {
+	if cc.mesh == nil || cc.hellos == 0 || cc.hellos >= meshHelloTries || now.Sub(cc.helloAt) < meshCheckTime+meshCheckEvery {
+		return
+	}
+	if !cc.mesh.proven() {
+		cc.sayHello(now)
+	}
+}
+
+// proveMesh returns, on the session, the data of the server's challenge
+// our mesh socket received: the server then introduces our address (the
+// mesh's read loop calls it).
+func (cc *Client) proveMesh(data [proto.PathDataSize]byte) {
+	c := cc.Client()
+	if c == nil {
+		return
+	}
+	c.Do(func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.c != c || cc.closed {
+			return
+		}
+		f := proto.MeshIntroFrame{Op: proto.MeshProof, Conn: c.ConnID(), Proof: data}
+		var err error
+		if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
+			cc.sendFrame(cc.frame)
+		}
+	})
 }
 
 // shortcut applies a peer's copy of its command to the live world (a
@@ -808,6 +902,7 @@ func (f *commitFrames) Tick(now time.Time, _ uint32) {
 		cc.sendSums() // what the game stepped since
 		cc.externalState()
 	}
+	cc.helloAgain(now)
 	cc.ls.AdvanceLive(cc.present(now))
 	cc.drawLocked()
 }
@@ -822,6 +917,9 @@ func (f *commitFrames) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) 
 		return b
 	}
 	item := proto.CommitItemFrame{Live: cc.ls.LiveTick(), Commands: cc.sent}
+	if cc.reportLive != nil {
+		item.Live = cc.reportLive(item.Live, cc.stats.Kicks)
+	}
 	if item.Len() > room {
 		return b
 	}

@@ -32,6 +32,8 @@ type commitRig struct {
 	// 10.0.1.<id>:6000; meshWrap, if set, wraps that socket.
 	mesh     bool
 	meshWrap func(id uint64, pc net.PacketConn) net.PacketConn
+	// sessWrap, if set, wraps a client's session socket
+	sessWrap func(id uint64, pc *udptest.Conn) net.PacketConn
 	logs     bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
 	net      *udptest.Network
 	key      tickwire.Key
@@ -141,6 +143,9 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 		r.t.Fatal(err)
 	}
 	var conn net.PacketConn = pc
+	if r.sessWrap != nil {
+		conn = r.sessWrap(id, pc)
+	}
 	if spec != "" {
 		sp, err := netem.Parse(spec)
 		if err != nil {

@@ -69,6 +69,14 @@ type HostStats struct {
 	// (mesh), MeshRemovals the pairs taken apart (a client left or
 	// was kicked).
 	Introductions, MeshRemovals uint64
+	// MeshChecks counts mesh addresses checked (a hello), MeshValidated
+	// those whose challenge came back, MeshCheckFailed those that never
+	// answered, MeshBadProofs proofs that matched no challenge.
+	MeshChecks, MeshValidated, MeshCheckFailed, MeshBadProofs uint64
+	// OffPace counts clients that stopped being waited for because their
+	// live tick fell behind real time; KickedOut those disconnected after
+	// kickLimit kicks within kickWindow.
+	OffPace, KickedOut uint64
 }
 
 // Host runs commits-mode games on a Server with the game compiled in:

@@ -48,11 +48,15 @@ type MeshStats struct {
 	// arrived than the server's copies (divide by EarlierCount).
 	Earlier      time.Duration
 	EarlierCount uint64
-	// AddressChanges counts peers whose packets came from another address
-	// than the one in use (NAT rebinding, a proxy): followed once the
-	// packet authenticated with the pair's key.
-	AddressChanges uint64
-	Dropped        tickwire.DropCounts // peer datagrams dropped, by reason
+	// AddressChecks counts new addresses a peer's authentic packets came
+	// from (NAT rebinding, a proxy, or a peer forging its source), each
+	// sent a path challenge; AddressChanges those that answered it, to
+	// which the peer moved. BlockedToNew counts datagrams not sent to a
+	// new address because it had not sent 1/3 as much (the 3× budget).
+	AddressChecks, AddressChanges, BlockedToNew uint64
+	// Checks counts the server's challenges of our mesh address answered.
+	Checks  uint64
+	Dropped tickwire.DropCounts // peer datagrams dropped, by reason
 }
 
 type meshPeer struct {
@@ -61,22 +65,43 @@ type meshPeer struct {
 	introduced netip.AddrPort
 	addr       netip.AddrPort // where its packets come from and ours go
 	link       *session.MeshLink
-	since      time.Time
-	reachable  bool
-	lastRecv   time.Time
-	probe      [proto.PathDataSize]byte
-	probeAt    time.Time
-	rtt        time.Duration
+	// moving: a new address the peer's packets came from, not validated:
+	// it gets a path challenge and at most 3× the bytes that came from it
+	// until the answer comes back from it; then the peer moves there
+	moving    moveCheck
+	since     time.Time
+	reachable bool
+	lastRecv  time.Time
+	probe     [proto.PathDataSize]byte
+	probeAt   time.Time
+	rtt       time.Duration
 }
+
+// moveCheck is a peer's new address being validated.
+type moveCheck struct {
+	addr    netip.AddrPort
+	probe   [proto.PathDataSize]byte
+	in, out int       // bytes from and to addr
+	sentAt  time.Time // the last challenge
+}
+
+// moveBudget is how many times the bytes received from an unvalidated
+// address may be sent to it (QUIC's anti-amplification limit).
+const moveBudget = 3
 
 // clientMesh is one client's mesh socket and peers.
 type clientMesh struct {
 	conn    udp.BatchConn
 	now     func() time.Time
 	deliver func(f *proto.CommandFrame, from uint32, at time.Time)
+	// prove returns the data of the server's challenge of our address
+	// (called without m.mu)
+	prove func(data [proto.PathDataSize]byte)
 
 	mu     sync.Mutex
 	self   uint32
+	check  *session.MeshLink // opens the server's challenge (MeshCheck)
+	proved bool              // we answered a challenge on this connection
 	peers  map[uint32]*meshPeer
 	stats  MeshStats
 	out    []byte
@@ -88,8 +113,8 @@ type clientMesh struct {
 }
 
 // newClientMesh starts a mesh on conn: its read loop and its prober.
-func newClientMesh(conn udp.BatchConn, now func() time.Time, deliver func(f *proto.CommandFrame, from uint32, at time.Time)) *clientMesh {
-	m := &clientMesh{conn: conn, now: now, deliver: deliver, peers: map[uint32]*meshPeer{}, closed: make(chan struct{})}
+func newClientMesh(conn udp.BatchConn, now func() time.Time, deliver func(f *proto.CommandFrame, from uint32, at time.Time), prove func(data [proto.PathDataSize]byte)) *clientMesh {
+	m := &clientMesh{conn: conn, now: now, deliver: deliver, prove: prove, peers: map[uint32]*meshPeer{}, closed: make(chan struct{})}
 	m.wg.Add(2)
 	go m.readLoop()
 	go m.probeLoop()
@@ -121,7 +146,51 @@ func (m *clientMesh) reset(self uint32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.self = self
+	m.check = nil
+	m.proved = false
 	clear(m.peers)
+}
+
+// proven says whether we answered the server's challenge of our address
+// on this connection.
+func (m *clientMesh) proven() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proved
+}
+
+// checkKey takes the key of the server's challenge of our address.
+func (m *clientMesh) checkKey(key *[proto.KeySize]byte) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	link, err := session.NewMeshLink(m.self, key, key)
+	if err != nil {
+		return err
+	}
+	m.check = link
+	return nil
+}
+
+// receiveCheck opens the server's challenge of our address (m.mu held)
+// and returns its data.
+func (m *clientMesh) receiveCheck(pkt []byte, h *proto.Header) (data [proto.PathDataSize]byte, ok bool) {
+	payload, why, ok := m.check.Open(pkt, h)
+	if !ok {
+		m.stats.Dropped[why]++
+		return data, false
+	}
+	r := proto.FrameReader{Payload: payload}
+	for r.Next() {
+		if r.Type() == proto.FramePathChallenge {
+			if f, _, err := proto.ParsePathChallengeFrame(r.Frame()); err == nil {
+				m.stats.Checks++
+				m.proved = true
+				return f.Data, true
+			}
+		}
+	}
+	m.stats.Dropped[tickwire.DropMalformed]++
+	return data, false
 }
 
 // add introduces a peer; a peer introduced again gets a fresh link.
@@ -147,6 +216,21 @@ func (m *clientMesh) remove(peer uint32) {
 func (m *clientMesh) sendLocked(p *meshPeer, tick uint32, payload []byte) {
 	m.out = p.link.Append(m.out[:0], tick, payload)
 	m.send[0] = udp.Message{Buf: m.out, Addr: p.addr}
+	m.conn.WriteBatch(m.send[:])
+}
+
+// sendMovingLocked seals payload for p and sends it to the address p's
+// packets came from lately, not validated: only within its budget.
+func (m *clientMesh) sendMovingLocked(p *meshPeer, payload []byte) {
+	mv := &p.moving
+	n := proto.HeaderSize + len(payload) + proto.SealOverhead
+	if mv.out+n > moveBudget*mv.in {
+		m.stats.BlockedToNew++
+		return
+	}
+	mv.out += n
+	m.out = p.link.Append(m.out[:0], 0, payload)
+	m.send[0] = udp.Message{Buf: m.out, Addr: mv.addr}
 	m.conn.WriteBatch(m.send[:])
 }
 
@@ -242,6 +326,14 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		m.mu.Unlock()
 		return
 	}
+	if h.ConnID == m.self && m.check != nil {
+		data, ok := m.receiveCheck(pkt, &h)
+		m.mu.Unlock()
+		if ok {
+			m.prove(data)
+		}
+		return
+	}
 	p, ok := m.peers[h.ConnID]
 	if !ok {
 		m.stats.Dropped[tickwire.DropUnknownConn]++
@@ -254,9 +346,17 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		m.mu.Unlock()
 		return
 	}
-	if from != p.addr {
-		p.addr = from
-		m.stats.AddressChanges++
+	moved := from != p.addr
+	if moved {
+		// Authentic, from elsewhere: challenge the new address; the peer
+		// moves only when the answer comes back from there.
+		mv := &p.moving
+		if from != mv.addr {
+			*mv = moveCheck{addr: from}
+			rand.Read(mv.probe[:])
+			m.stats.AddressChecks++
+		}
+		mv.in += len(pkt)
 	}
 	p.lastRecv = at
 	cmds := m.rx[:0]
@@ -266,13 +366,23 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		case proto.FramePathChallenge:
 			f, _, err := proto.ParsePathChallengeFrame(r.Frame())
 			if err == nil {
+				// Answered on the path it came from (RFC 9000 §8.2.2).
 				resp := proto.PathResponseFrame(f)
 				m.frame, _ = resp.Append(m.frame[:0])
-				m.sendLocked(p, 0, m.frame)
+				if moved {
+					m.sendMovingLocked(p, m.frame)
+				} else {
+					m.sendLocked(p, 0, m.frame)
+				}
 			}
 		case proto.FramePathResponse:
 			f, _, err := proto.ParsePathResponseFrame(r.Frame())
-			if err == nil && f.Data == p.probe && !p.probeAt.IsZero() {
+			if err == nil && moved && f.Data == p.moving.probe {
+				p.addr = from
+				p.moving = moveCheck{}
+				m.stats.AddressChanges++
+				moved = false
+			} else if err == nil && !moved && f.Data == p.probe && !p.probeAt.IsZero() {
 				sample := at.Sub(p.probeAt)
 				if p.rtt == 0 {
 					p.rtt = sample
@@ -291,6 +401,12 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 	}
 	if r.Err() != nil {
 		m.stats.Dropped[tickwire.DropMalformed]++
+	}
+	if moved && at.Sub(p.moving.sentAt) >= meshProbeFast {
+		p.moving.sentAt = at
+		f := proto.PathChallengeFrame{Data: p.moving.probe}
+		m.frame, _ = f.Append(m.frame[:0])
+		m.sendMovingLocked(p, m.frame)
 	}
 	conn := p.conn
 	m.rx = cmds

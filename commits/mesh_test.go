@@ -34,30 +34,7 @@ func (r *commitRig) meshLinks(n int, oneway time.Duration) {
 // issuer, the time from issue to the command first reaching that
 // client's live world.
 func delays(ps []*commitPlayer) []time.Duration {
-	var d []time.Duration
-	for _, p := range ps {
-		p.mu.Lock()
-		issued := make(map[commitKey]time.Time, len(p.issuedAt))
-		for k, v := range p.issuedAt {
-			issued[k] = v
-		}
-		p.mu.Unlock()
-		for k, at := range issued {
-			for _, q := range ps {
-				if q == p {
-					continue
-				}
-				q.mu.Lock()
-				shown, ok := q.shown[k]
-				q.mu.Unlock()
-				if ok {
-					d = append(d, shown.Sub(at))
-				}
-			}
-		}
-	}
-	slices.Sort(d)
-	return d
+	return shownDelays(ps, time.Time{}, time.Unix(1<<40, 0))
 }
 
 // meshRun plays four clients 60 ms (and 5 % loss each way) from the
@@ -88,15 +65,19 @@ func meshRun(t *testing.T, mesh bool) ([]time.Duration, []*commitPlayer, *commit
 // server paths), the committed worlds agree, and no command runs twice.
 func TestMeshShortensTheWay(t *testing.T) {
 	var without, with []time.Duration
-	var meshed []*commitPlayer
+	var meshed []ClientStats // read before the cleanup closes the clients
 	var host HostStats
 	synctest.Test(t, func(t *testing.T) {
 		without, _, _ = meshRun(t, false)
 	})
 	synctest.Test(t, func(t *testing.T) {
 		var r *commitRig
-		with, meshed, r = meshRun(t, true)
+		var ps []*commitPlayer
+		with, ps, r = meshRun(t, true)
 		host = r.hostStats()
+		for _, p := range ps {
+			meshed = append(meshed, p.cc.Stats())
+		}
 	})
 	if len(without) < 100 || len(with) < 100 {
 		t.Fatalf("%d and %d delays", len(without), len(with))
@@ -109,12 +90,11 @@ func TestMeshShortensTheWay(t *testing.T) {
 	if host.Desyncs != 0 || host.Introductions != 6 {
 		t.Errorf("host %+v", host)
 	}
-	for _, p := range meshed {
-		st := p.cc.Stats()
+	for i, st := range meshed {
 		m := st.Mesh
-		t.Logf("client %d: lead %d, mesh %+v", p.id, st.Lead, m)
+		t.Logf("client %d: lead %d, mesh %+v", i+1, st.Lead, m)
 		if m.Reachable != 3 || m.ShortcutsUseful == 0 || st.Discarded != 0 || st.Desyncs != 0 {
-			t.Errorf("client %d: %+v", p.id, st)
+			t.Errorf("client %d: %+v", i+1, st)
 		}
 	}
 }
@@ -269,7 +249,7 @@ func (c nopBatchConn) Close() error {
 // in allocate nothing.
 func TestMeshHotPathAllocs(t *testing.T) {
 	delivered := 0
-	m := newClientMesh(nopBatchConn{make(chan struct{})}, time.Now, func(*proto.CommandFrame, uint32, time.Time) { delivered++ })
+	m := newClientMesh(nopBatchConn{make(chan struct{})}, time.Now, func(*proto.CommandFrame, uint32, time.Time) { delivered++ }, nil)
 	defer m.close()
 	m.reset(1)
 	var ab, ba [proto.KeySize]byte

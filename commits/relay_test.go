@@ -316,31 +316,50 @@ func TestRelayRetriesSilentClient(t *testing.T) {
 	})
 }
 
+// silentGame starts a relay whose only client, playing for 4 s, never
+// answers a state request.
+func silentGame(t *testing.T, timeout time.Duration) *commitRig {
+	r := newRelayRig(t, RelayConfig{StateTimeout: timeout})
+	t.Cleanup(r.close)
+	p := r.dial(1, 1, 20*time.Millisecond, "")
+	silent(p)
+	t.Cleanup(playAll(t, []*commitPlayer{p}))
+	time.Sleep(4 * time.Second)
+	return r
+}
+
 // TestRelayNoHealthyClient: the only playing client never answers: a
 // joiner is disconnected with reason "no committed state" (it does not
 // rejoin), within a bound of three timeouts, and the relay says why.
 func TestRelayNoHealthyClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const timeout = time.Second
-		r := newRelayRig(t, RelayConfig{StateTimeout: timeout})
-		t.Cleanup(r.close)
-		p := r.dial(1, 1, 20*time.Millisecond, "")
-		silent(p)
-		stop := playAll(t, []*commitPlayer{p})
-		defer stop()
-		time.Sleep(4 * time.Second)
-		// Two joiners: refusing both closes one connection after the
-		// other in one loop over the game's connections.
+		r := silentGame(t, timeout)
 		j := r.dial(2, 2, 20*time.Millisecond, "")
-		j2 := r.dial(3, 3, 20*time.Millisecond, "")
 		if waited := awaitNoState(t, j); waited > 3*timeout+time.Second {
 			t.Errorf("joiner refused after %v (bound %v)", waited, 3*timeout+time.Second)
 		}
-		awaitNoState(t, j2)
 		if !regexp.MustCompile(`msg="no committed state for the client: disconnecting it" .*why="no client can give the committed state"`).MatchString(r.log()) {
 			t.Errorf("no refusal with its reason in the log:\n%s", r.log())
 		}
-		if st := r.relayStats(); st.NoState != 2 || st.Silent == 0 {
+		if st := r.relayStats(); st.NoState != 1 || st.Silent == 0 {
+			t.Errorf("relay %+v", st)
+		}
+	})
+}
+
+// TestRelayRefusesEveryWaitingClient: as TestRelayNoHealthyClient, with
+// two joiners waiting at once: the relay disconnects both ("no committed
+// state") while it ranges over the game's clients, which each
+// disconnection takes one out of.
+func TestRelayRefusesEveryWaitingClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := silentGame(t, time.Second)
+		js := []*commitPlayer{r.dial(2, 2, 20*time.Millisecond, ""), r.dial(3, 3, 20*time.Millisecond, "")}
+		for _, j := range js {
+			awaitNoState(t, j)
+		}
+		if st := r.relayStats(); st.NoState != 2 {
 			t.Errorf("relay %+v", st)
 		}
 	})

@@ -33,6 +33,9 @@ type commitServer struct {
 	conns  map[*tickwire.Conn]*commitConn
 	stats  HostStats
 	secret [32]byte // the mesh's pair keys derive from it
+	// dropping: connections to close after the games' loop (kicked too
+	// often)
+	dropping []*tickwire.Conn
 }
 
 // serverMode is what Host and Relay do differently.
@@ -65,36 +68,48 @@ type commitGame struct {
 	sysSeq uint32
 	lead   int
 	// leadLow is when the computed lead first fell 2 below lead (the
-	// lead shrinks only after it stayed low for a while).
+	// lead shrinks only after it stayed low for a while); leadMoved when
+	// it last moved (a tick at most per leadStep).
 	leadLow   time.Time
+	leadMoved time.Time
 	joined    map[uint16]uint32 // tick each present player joins at
 	meshEpoch uint64            // introductions so far: every pair's keys are new
 	seqs      map[uint16]uint32 // each player's last command seq, across its connections
 	relay     []byte            // a command frame being relayed
 	relayed   *relayGame        // the Relay's part of the game (nil under a Host)
+	leadSet   []*commitConn     // updateLead's
+
 }
 
 // commitConn is one connection of a game.
 type commitConn struct {
-	h       *commitServer
-	g       *commitGame
-	c       *tickwire.Conn
-	sent    uint32 // reliable commit-mode frames sent
-	atSent  uint32 // sent when the last commit was decided
-	atRecv  uint32 // recv then
-	recv    uint32 // command frames received
-	live    uint32 // the client's live tick, counted (see item)
-	active  bool   // counts in the commit
-	since   uint32 // the tick of the last state sent: active once live reaches it
-	lastSeq map[uint16]uint32
-	stamp   map[uint16]uint32 // last tick a command of the player was put at
-	sums    proto.CommitSumsFrame
-	stateAt time.Time
-	tick    uint32
+	h      *commitServer
+	g      *commitGame
+	c      *tickwire.Conn
+	sent   uint32 // reliable commit-mode frames sent
+	atSent uint32 // sent when the last commit was decided
+	atRecv uint32 // recv then
+	recv   uint32 // command frames received
+	live   uint32 // the client's live tick, counted (see item)
+	active bool   // holds the committed state and plays (kicked: not)
+	// counted: waited for by the commit and followed by the lead (on
+	// pace since paceSince for keepPace, pace.go)
+	counted   bool
+	paceSince time.Time
+	kicks     []time.Time // within kickWindow
+	since     uint32      // the tick of the last state sent: active once live reaches it
+	lastSeq   map[uint16]uint32
+	stamp     map[uint16]uint32 // last tick a command of the player was put at
+	sums      proto.CommitSumsFrame
+	stateAt   time.Time
+	tick      uint32
 	// waiting: a state is on its way to the client (Relay): it is sent
 	// no command and no commit until the state and the commands after
 	// it are queued, and is not counted in the commit
 	waiting bool
+	// left: the client said it leaves (ControlLeave): its players' leaves
+	// are scheduled, and nobody waits for it, relays to it or kicks it
+	left bool
 	// the path as of this tick: half the round trip, and that plus twice
 	// the jitter (a one-way delay with room for its variation)
 	up, oneway time.Duration
@@ -102,6 +117,8 @@ type commitConn struct {
 	// whether it is out of it for now (kicked), and the round trips it
 	// reported to its peers (by connection id; 0: unreachable)
 	meshAddr netip.AddrPort
+	check    *meshCheck // the hello's address, while it is validated
+	hellos   int        // hellos taken
 	meshOut  bool
 	meshRTT  map[uint32]time.Duration
 	report   proto.MeshReportFrame
@@ -244,7 +261,7 @@ func (h *commitServer) relay(g *commitGame, cmd *sim.Command, skip *commitConn) 
 		return
 	}
 	for _, cc := range g.conns {
-		if cc != skip && !cc.waiting {
+		if cc != skip && !cc.waiting && !cc.left {
 			cc.send(g.relay)
 		}
 	}
@@ -313,11 +330,24 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	delete(h.conns, c)
 	g := cc.g
 	h.meshLeave(cc)
-	// A new slice, not the old one changed in place: a disconnect can
-	// come from inside a loop over g.conns (a send to a client whose
-	// queue is full, a refusal), which goes on over the old one.
+	// A copy: the caller may be ranging over g.conns (a send that
+	// closed a connection too slow, a relay refusing its waiting
+	// clients), and deleting in place would clear the slot it reads next.
 	g.conns = slices.DeleteFunc(slices.Clone(g.conns), func(x *commitConn) bool { return x == cc })
-	for _, p := range c.Players() {
+	h.leave(cc, reason)
+	h.mode.left(cc)
+	if len(g.conns) == 0 {
+		delete(h.games, g.id)
+		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
+	}
+	h.cfg.Handler.Disconnected(c, reason)
+}
+
+// leave schedules the leaves of cc's players still in the game, a lead
+// ahead like joins: every client runs them at the same tick.
+func (h *commitServer) leave(cc *commitConn, reason proto.DisconnectReason) {
+	g := cc.g
+	for _, p := range cc.c.Players() {
 		j, ok := g.joined[p]
 		if !ok {
 			continue
@@ -326,14 +356,22 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 		at := max(h.schedule(g), j+1)
 		h.system(g, sim.CommandLeave, p, at, nil)
 		h.stats.Leaves++
-		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason)
+		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason, "conn", cc.c.ID())
 	}
-	h.mode.left(cc)
-	if len(g.conns) == 0 {
-		delete(h.games, g.id)
-		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
+}
+
+// leaving takes a client's clean leave (ControlLeave): its players leave
+// at a tick a lead ahead, and from now on the commit, the lead and the
+// kicks ignore it, and it is sent nothing more (no command, no state);
+// its connection's end follows.
+func (h *commitServer) leaving(cc *commitConn) {
+	if cc.left {
+		return
 	}
-	h.cfg.Handler.Disconnected(c, reason)
+	cc.left = true
+	cc.active = false
+	h.meshLeave(cc)
+	h.leave(cc, proto.DisconnectClosed)
 }
 
 // tickGames commits what every counted client has reached, kicks the
@@ -347,13 +385,15 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 		for _, cc := range g.conns {
 			st := cc.c.Stats()
 			cc.up, cc.oneway = st.RTT/2, st.RTT/2+2*st.Jitter
+			h.meshChecks(cc, now)
 		}
-		h.updateLead(g, now)
-		commit := tick
+		// The commit waits for the clients that count; if none does (all
+		// off pace: the server's own hiccup), for every playing one.
+		commit, playing, any := tick, tick, false
 		for _, cc := range g.conns {
 			cc.tick = tick
 			lag := int32(tick - cc.live)
-			if cc.waiting {
+			if cc.waiting || cc.left {
 				continue
 			}
 			if !cc.active {
@@ -364,6 +404,8 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 					continue
 				}
 				cc.active = true
+				cc.counted = false
+				cc.paceSince = time.Time{}
 				if cc.meshOut {
 					h.meshJoin(cc)
 				}
@@ -373,13 +415,23 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 			// sees is its reported tick plus the path up.
 			up := uint32(cc.up / h.period)
 			if lag > int32(maxLag-min(maxLag/2, up+2)) {
-				h.kick(cc)
+				h.kick(cc, now)
 				continue
 			}
-			if int32(cc.live-commit) < 0 {
-				commit = cc.live
+			if int32(cc.live-playing) < 0 {
+				playing = cc.live
+			}
+			if h.counts(cc, lag, now) {
+				any = true
+				if int32(cc.live-commit) < 0 {
+					commit = cc.live
+				}
 			}
 		}
+		if !any {
+			commit = playing
+		}
+		h.updateLead(g, now)
 		limit := g.ls.CommittedTick() + uint32(h.cfg.Capacity)
 		if int32(commit-limit) > 0 {
 			commit = limit
@@ -398,12 +450,21 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 			cc.atSent, cc.atRecv = cc.sent, cc.recv
 		}
 	}
+	for _, c := range h.dropping {
+		c.Close(proto.DisconnectKicked)
+	}
+	clear(h.dropping)
+	h.dropping = h.dropping[:0]
 }
 
 // kick takes a lagging client out of the commit and sends it a fresh
 // committed copy (or drops it, if even that cannot be queued).
-func (h *commitServer) kick(cc *commitConn) {
+func (h *commitServer) kick(cc *commitConn, now time.Time) {
 	h.stats.Kicks++
+	cc.active = false
+	if h.kicked(cc, now) {
+		return
+	}
 	h.log.Warn("client kicked from the commit: too slow", "game", cc.g.id, "conn", cc.c.ID(),
 		"live", cc.live, "tick", cc.tick, "max_buffer", h.cfg.MaxBuffer)
 	h.mode.sendState(cc, proto.ResyncSlowClient)
@@ -414,42 +475,68 @@ func (h *commitServer) kick(cc *commitConn) {
 // reach every other client — up one client's path and down another's
 // through the server, or straight across the mesh when that pair
 // reaches each other — plus two ticks (rounding, the server's turn).
+// It follows the clients that count (on pace for a while: not one off
+// pace, kicked or just joined: one client's stall moves nobody's lead),
+// all playing ones while fewer than two do. It moves a tick at most per
+// leadStep: up at once, down after staying 2 ticks too high for 2 s.
 func (h *commitServer) updateLead(g *commitGame, now time.Time) {
-	need := g.slowestPath()
-	want := int(need/h.period) + 2
+	set := g.leadSet[:0]
+	for _, cc := range g.conns {
+		if cc.counted {
+			set = append(set, cc)
+		}
+	}
+	if len(set) < 2 {
+		set = set[:0]
+		for _, cc := range g.conns {
+			if cc.active && !cc.left && !cc.waiting {
+				set = append(set, cc)
+			}
+		}
+	}
+	g.leadSet = set
+	if len(set) == 0 {
+		return
+	}
+	want := int(slowestPath(set)/h.period) + 2
 	want = max(h.cfg.MinLead, min(h.cfg.MaxLead, want))
+	step := now.Sub(g.leadMoved) >= leadStep
 	switch {
 	case want > g.lead:
-		g.lead = want
 		g.leadLow = time.Time{}
+		if step {
+			g.lead++
+			g.leadMoved = now
+		}
 	case want <= g.lead-2:
 		if g.leadLow.IsZero() {
 			g.leadLow = now
-		} else if now.Sub(g.leadLow) > 2*time.Second {
+		} else if now.Sub(g.leadLow) > 2*time.Second && step {
 			// Lower for 2 s (the first estimates of a new connection's
 			// round trip are pessimistic): come down, keeping a tick.
-			g.lead = want + 1
-			g.leadLow = time.Time{}
+			g.lead--
+			g.leadMoved = now
 		}
 	default:
 		g.leadLow = time.Time{}
 	}
 }
 
-// slowestPath is the longest, over ordered pairs of clients, of the
-// quickest way a command goes from one to the other. Through the server
-// it is both one-way delays with twice their jitter; across the mesh,
-// half the pair's probe round trip with a quarter more for its
-// variation (a lost shortcut still comes through the server, late).
-func (g *commitGame) slowestPath() time.Duration {
+// slowestPath is the longest, over ordered pairs of the clients in set,
+// of the quickest way a command goes from one to the other.
+// Through the server it is both one-way delays with twice their jitter;
+// across the mesh, half the pair's probe round trip with a quarter more
+// for its variation (a lost shortcut still comes through the server,
+// late).
+func slowestPath(set []*commitConn) time.Duration {
 	meshed := false
-	for _, cc := range g.conns {
+	for _, cc := range set {
 		meshed = meshed || len(cc.meshRTT) > 0
 	}
 	if !meshed {
 		// The two slowest one-way paths make the slowest pair.
 		var a, b time.Duration
-		for _, cc := range g.conns {
+		for _, cc := range set {
 			if d := cc.oneway; d > a {
 				a, b = d, a
 			} else if d > b {
@@ -462,8 +549,8 @@ func (g *commitGame) slowestPath() time.Duration {
 		return a + b
 	}
 	var worst time.Duration
-	for _, from := range g.conns {
-		for _, to := range g.conns {
+	for _, from := range set {
+		for _, to := range set {
 			if from == to {
 				continue
 			}
@@ -588,21 +675,23 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		if _, err := proto.ParseCommitSumsFrame(f, &cc.sums); err != nil {
 			return cc.bad(err)
 		}
-		h.mode.sums(cc)
+		if !cc.left {
+			h.mode.sums(cc)
+		}
 		return nil
 	case proto.FrameMeshIntro:
 		f, _, err := proto.ParseMeshIntroFrame(f)
 		if err != nil {
 			return cc.bad(err)
 		}
-		if f.Op != proto.MeshHello || f.Port == 0 {
+		switch {
+		case f.Op == proto.MeshHello && f.Port != 0:
+			h.meshHello(cc, f.Port, p.Time)
+		case f.Op == proto.MeshProof:
+			h.meshProof(cc, f.Proof)
+		default:
 			return cc.bad(errMeshHello)
 		}
-		if h.cfg.NoMesh || cc.meshAddr.IsValid() {
-			return nil
-		}
-		cc.meshAddr = netip.AddrPortFrom(cc.c.Addr().Addr(), f.Port)
-		h.meshJoin(cc)
 		return nil
 	case proto.FrameMeshReport:
 		if _, err := proto.ParseMeshReportFrame(f, &cc.report); err != nil {
@@ -618,12 +707,22 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 			}
 		}
 		return nil
+	case proto.FrameControl:
+		ctl, _, err := proto.ParseControlFrame(f)
+		if err != nil {
+			return cc.bad(err)
+		}
+		if ctl.Code != proto.ControlLeave {
+			return cc.bad(errControlCode)
+		}
+		h.leaving(cc)
+		return nil
 	case proto.FrameResyncRequest:
 		req, _, err := proto.ParseResyncRequestFrame(f)
 		if err != nil {
 			return cc.bad(err)
 		}
-		if cc.waiting || h.srv.Now().Sub(cc.stateAt) < resyncCooldown {
+		if cc.left || cc.waiting || h.srv.Now().Sub(cc.stateAt) < resyncCooldown {
 			return nil
 		}
 		h.log.Info("client asked for the committed state", "game", cc.g.id, "conn", cc.c.ID(), "reason", req.Reason)
@@ -642,7 +741,8 @@ func (cc *commitConn) bad(err error) error {
 }
 
 var (
-	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port")
+	errMeshHello     = errors.New("commits: a client may only say hello to the mesh, with its port, and prove its address")
+	errControlCode   = errors.New("commits: a client's only control frame is its leave")
 	errCommandKind   = errors.New("commits: a client may only send input commands")
 	errCommandPlayer = errors.New("commits: command for a player of another connection")
 	errCommandSeq    = errors.New("commits: command out of sequence")

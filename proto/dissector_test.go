@@ -306,6 +306,8 @@ func expectFrame(f fields, fr frame) {
 			for _, p := range v.Players {
 				f.add("tickwire.mesh_intro.player", p)
 			}
+		case MeshProof:
+			f.bytes("tickwire.mesh_intro.proof", v.Proof[:])
 		}
 	case *MeshReportFrame:
 		f.add("tickwire.frame.type", uint8(FrameMeshReport))

@@ -25,7 +25,12 @@ const (
 	// late; Arg packs the tick it ran at (0: dropped) and its channel
 	// (MessageLateArg, SplitMessageLateArg).
 	ControlMessageLate ControlCode = 6
-	controlCodeEnd     ControlCode = 7
+	// ControlLeave, client → server (commits mode): the client leaves
+	// cleanly; its players' leaves are scheduled like joins, and nobody
+	// waits for it from then on. Tick is its live tick; Player and Arg
+	// are 0.
+	ControlLeave   ControlCode = 7
+	controlCodeEnd ControlCode = 8
 )
 
 var controlNames = [...]string{
@@ -35,6 +40,7 @@ var controlNames = [...]string{
 	ControlHostMigration:  "host migration",
 	ControlCommit:         "commit",
 	ControlMessageLate:    "message late",
+	ControlLeave:          "leave",
 }
 
 func (c ControlCode) String() string {

@@ -22,8 +22,18 @@ const (
 	// RecvKey.
 	MeshAdd MeshIntroOp = 2
 	// MeshRemove, server → client: forget Peer.
-	MeshRemove   MeshIntroOp = 3
-	meshIntroEnd MeshIntroOp = 4
+	MeshRemove MeshIntroOp = 3
+	// MeshCheck, server → client: the server validates the address the
+	// client's hello named, as a path: it sends a peer packet (type 9,
+	// connection id Conn, the client's own) holding a path challenge to
+	// that address, sealed with RecvKey. The client opens it there and
+	// proves it received it (MeshProof).
+	MeshCheck MeshIntroOp = 4
+	// MeshProof, client → server: the data of the path challenge the
+	// client's mesh socket received (Conn: the client's connection id).
+	// The server introduces the address only once it came back.
+	MeshProof    MeshIntroOp = 5
+	meshIntroEnd MeshIntroOp = 6
 )
 
 // MaxMeshPlayers bounds the players a MeshIntroFrame names.
@@ -33,12 +43,13 @@ const MaxMeshPlayers = MaxPlayersPerConnection
 // reliable channel (the keys are sealed by the session).
 type MeshIntroFrame struct {
 	Op      MeshIntroOp
-	Conn    uint32         // Add, Remove
-	Port    uint16         // Hello
-	Addr    netip.AddrPort // Add
-	Players []uint16       // Add, at most MaxMeshPlayers
-	SendKey [KeySize]byte  // Add
-	RecvKey [KeySize]byte  // Add
+	Conn    uint32             // Add, Remove
+	Port    uint16             // Hello
+	Addr    netip.AddrPort     // Add
+	Players []uint16           // Add, at most MaxMeshPlayers
+	SendKey [KeySize]byte      // Add
+	RecvKey [KeySize]byte      // Add, Check
+	Proof   [PathDataSize]byte // Proof
 }
 
 func (f *MeshIntroFrame) Len() int {
@@ -48,6 +59,10 @@ func (f *MeshIntroFrame) Len() int {
 		n += 2
 	case MeshAdd:
 		n += 1 + 16 + 2 + 1 + 2*len(f.Players) + 2*KeySize
+	case MeshCheck:
+		n += KeySize
+	case MeshProof:
+		n += PathDataSize
 	}
 	return n
 }
@@ -91,6 +106,10 @@ func (f *MeshIntroFrame) Append(b []byte) ([]byte, error) {
 		}
 		b = append(b, f.SendKey[:]...)
 		b = append(b, f.RecvKey[:]...)
+	case MeshCheck:
+		b = append(b, f.RecvKey[:]...)
+	case MeshProof:
+		b = append(b, f.Proof[:]...)
 	}
 	return b, nil
 }
@@ -149,6 +168,10 @@ func parseMeshIntro(b []byte, keep bool) (MeshIntroFrame, int, error) {
 		copy(f.SendKey[:], r.bytes(KeySize))
 		copy(f.RecvKey[:], r.bytes(KeySize))
 	case MeshRemove:
+	case MeshCheck:
+		copy(f.RecvKey[:], r.bytes(KeySize))
+	case MeshProof:
+		copy(f.Proof[:], r.bytes(PathDataSize))
 	default:
 		return MeshIntroFrame{}, 0, errIntroOp
 	}

@@ -163,6 +163,10 @@ func (g *gen) frame(t FrameType) frame {
 			}
 			copy(f.SendKey[:], g.bytes(KeySize))
 			copy(f.RecvKey[:], g.bytes(KeySize))
+		case MeshCheck:
+			copy(f.RecvKey[:], g.bytes(KeySize))
+		case MeshProof:
+			copy(f.Proof[:], g.bytes(PathDataSize))
 		}
 		return f
 	case FrameParity:

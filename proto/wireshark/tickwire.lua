@@ -93,6 +93,7 @@ local resync_names = {
 local control_names = {
     [1] = "player joined", [2] = "player left", [3] = "action rejected",
     [4] = "host migration", [5] = "commit", [6] = "message late",
+    [7] = "leave",
 }
 local kcp_cmd_names = { [81] = "push", [82] = "ack", [83] = "window probe", [84] = "window size" }
 
@@ -225,13 +226,15 @@ f.csm_from    = ProtoField.uint32("tickwire.commit_sums.from", "From tick")
 f.csm_count   = ProtoField.uint8("tickwire.commit_sums.count", "Count")
 f.csm_sum     = ProtoField.uint64("tickwire.commit_sums.sum", "Checksum", base.HEX)
 
-local intro_ops = { [1] = "hello", [2] = "add", [3] = "remove" }
+local intro_ops = { [1] = "hello", [2] = "add", [3] = "remove", [4] = "check", [5] = "proof" }
 f.pi_op      = ProtoField.uint8("tickwire.mesh_intro.op", "Op", base.DEC, intro_ops)
 f.pi_conn    = ProtoField.uint32("tickwire.mesh_intro.conn", "Member connection")
 f.pi_port    = ProtoField.uint16("tickwire.mesh_intro.port", "Mesh port")
 f.pi_addr    = ProtoField.string("tickwire.mesh_intro.addr", "Member address")
 f.pi_player  = ProtoField.uint16("tickwire.mesh_intro.player", "Member player")
 f.pi_keys    = ProtoField.bytes("tickwire.mesh_intro.keys", "Pair keys")
+f.pi_ckey    = ProtoField.bytes("tickwire.mesh_intro.check_key", "Check key")
+f.pi_proof   = ProtoField.bytes("tickwire.mesh_intro.proof", "Challenge data received")
 f.mr_count   = ProtoField.uint8("tickwire.mesh_report.count", "Links")
 f.mr_conn    = ProtoField.uint32("tickwire.mesh_report.conn", "Member connection")
 f.mr_rtt     = ProtoField.uint32("tickwire.mesh_report.rtt_us", "RTT (µs, 0 unreachable)")
@@ -516,7 +519,7 @@ end
 local function frame_control(buf, off, tree)
     if not have(buf, off, 15) then return bad(tree, "truncated control frame") end
     local code = buf(off, 1):uint()
-    if code == 0 or code > 6 then return bad(tree, "control frame: unknown code") end
+    if code == 0 or code > 7 then return bad(tree, "control frame: unknown code") end
     tree:add(f.ctl_code, buf(off, 1))
     tree:add_le(f.ctl_player, buf(off + 1, 2))
     tree:add_le(f.ctl_tick, buf(off + 3, 4))
@@ -742,7 +745,7 @@ local function frame_mesh_intro(buf, off, tree)
     local trunc = "truncated mesh intro frame"
     if not have(buf, off, 5) then return bad(tree, trunc) end
     local op = buf(off, 1):uint()
-    if op < 1 or op > 3 then return bad(tree, "mesh intro frame: unknown op") end
+    if op < 1 or op > 5 then return bad(tree, "mesh intro frame: unknown op") end
     tree:add(f.pi_op, buf(off, 1))
     tree:add_le(f.pi_conn, buf(off + 1, 4))
     off = off + 5
@@ -752,6 +755,14 @@ local function frame_mesh_intro(buf, off, tree)
         return off + 2
     elseif op == 3 then
         return off
+    elseif op == 4 then
+        if not have(buf, off, 32) then return bad(tree, trunc) end
+        tree:add(f.pi_ckey, buf(off, 32))
+        return off + 32
+    elseif op == 5 then
+        if not have(buf, off, 8) then return bad(tree, trunc) end
+        tree:add(f.pi_proof, buf(off, 8))
+        return off + 8
     end
     if not have(buf, off, 20) then return bad(tree, trunc) end
     local v = buf(off, 1):uint()

@@ -125,7 +125,23 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 		return 0, c.opError("write", os.ErrDeadlineExceeded)
 	default:
 	}
-	if err := c.net.send(c, b, addr); err != nil {
+	if err := c.net.send(c.local, b, addr); err != nil {
+		return 0, c.opError("write", err)
+	}
+	return len(b), nil
+}
+
+// WriteFrom sends b to addr with a forged source address, src: the
+// receiver sees it come from src and its answers go there (the link is
+// src's). For tests of what an attacker that spoofs its source can do.
+func (c *Conn) WriteFrom(b []byte, src, addr netip.AddrPort) (int, error) {
+	select {
+	case <-c.in.Closed():
+		return 0, c.opError("write", net.ErrClosed)
+	default:
+	}
+	src = netip.AddrPortFrom(src.Addr().Unmap(), src.Port())
+	if err := c.net.send(src, b, addr); err != nil {
 		return 0, c.opError("write", err)
 	}
 	return len(b), nil

@@ -147,10 +147,10 @@ func (n *Network) ListenAddrPort(ap netip.AddrPort) (*Conn, error) {
 }
 
 // send routes one datagram; it is called by Conn.WriteTo.
-func (n *Network) send(from *Conn, b []byte, to netip.AddrPort) error {
+func (n *Network) send(from netip.AddrPort, b []byte, to netip.AddrPort) error {
 	to = netip.AddrPortFrom(to.Addr().Unmap(), to.Port())
 	n.mu.Lock()
-	l := n.link(from.local.Addr(), to.Addr())
+	l := n.link(from.Addr(), to.Addr())
 	header := 20 + 8
 	if to.Addr().Is6() {
 		header = 40 + 8
@@ -168,7 +168,7 @@ func (n *Network) send(from *Conn, b []byte, to netip.AddrPort) error {
 		return nil
 	}
 	n.seq++
-	d := datagram{from: from.local, data: n.copyIn(b), due: time.Now().Add(l.Latency), seq: n.seq}
+	d := datagram{from: from, data: n.copyIn(b), due: time.Now().Add(l.Latency), seq: n.seq}
 	n.mu.Unlock()
 	if l.Latency <= 0 {
 		dst.deliver(d)
