@@ -40,12 +40,16 @@ func TestCommitsRelaySwarm(t *testing.T) {
 
 	done := make(chan botproto.Summary, 1)
 	go func() {
+		defer close(done) // also when bots fails the test (Goexit)
 		s, _ := bots(t, append(slices.Clone(common), "-n", "8", "-duration", "30s", "-record", mainRec)...)
 		done <- s
 	}()
 	time.Sleep(8 * time.Second) // the eight play (real processes, real time)
 	joiner := start(t, "tickwire-bot", append(slices.Clone(common), "-via", via, "-n", "1", "-seed", "9", "-duration", "18s", "-record", joinRec)...)
-	s := <-done
+	s, ok := <-done
+	if !ok {
+		t.FailNow() // the bots' run failed, and said why
+	}
 	select {
 	case <-joiner.done:
 	case <-time.After(60 * time.Second):

@@ -165,9 +165,14 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 // checkGame refuses a token for another game than the bot plays (the
 // token's UserData names the game type: the lobby's, and the server's
 // POST /api/join), before the bot dials: an arena client on a swarm
-// server would only see patches it cannot apply.
+// server would only see patches it cannot apply. A commits relay runs
+// any commits-mode game: swarm, the bots' one, plays on it.
 func checkGame(tok *tickwire.ConnectToken, o *options) error {
-	if t := lobby.GameTypeFromUserData(tok.UserData); t != "" && t != o.game {
+	t := lobby.GameTypeFromUserData(tok.UserData)
+	if t == "relay" && o.game == "swarm" {
+		return nil
+	}
+	if t != "" && t != o.game {
 		return fmt.Errorf("the server runs the game %s, and this bot plays %s: run it with -game %s", t, o.game, t)
 	}
 	return nil
