@@ -51,7 +51,9 @@ step staticcheck
 go run "$STATICCHECK" ./...
 
 step "go test"
-go test -count=1 ./...
+# The end-to-end package runs real processes for several minutes: more
+# than go test's default 10-minute limit on a busy machine.
+go test -count=1 -timeout 30m ./...
 
 # The race detector over the packages under the server (about 2 minutes
 # on 2 cores); the root package and the end-to-end tests take longer
