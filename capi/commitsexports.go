@@ -233,10 +233,9 @@ func tw_commits_free(h C.tw_handle) (rc C.tw_result) {
 	if _, rc := commitsOf(h); rc != C.TW_OK {
 		return rc
 	}
-	o := handles.remove(uint64(h))
-	if o == nil { // freed by another thread since
-		setErr(0, fmt.Sprintf("tickwire: handle %d names no object (never created, or freed)", h))
-		return C.tw_result(resInvalidHandle)
+	o, rc := removeHandle(h)
+	if o == nil {
+		return rc
 	}
 	o.(*commitsClient).free()
 	return C.TW_OK

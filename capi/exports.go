@@ -406,11 +406,21 @@ func tw_client_free(h C.tw_handle) (rc C.tw_result) {
 	if _, rc := clientOf(h); rc != C.TW_OK {
 		return rc
 	}
-	o := handles.remove(uint64(h))
-	if o == nil { // freed by another thread since
-		setErr(0, fmt.Sprintf("tickwire: handle %d names no object (never created, or freed)", h))
-		return C.tw_result(resInvalidHandle)
+	o, rc := removeHandle(h)
+	if o == nil {
+		return rc
 	}
 	o.(*client).free()
 	return C.TW_OK
+}
+
+// removeHandle takes h out of the handle table and returns its object,
+// or an error when another thread freed it since the caller looked it up.
+func removeHandle(h C.tw_handle) (any, C.tw_result) {
+	o := handles.remove(uint64(h))
+	if o == nil {
+		setErr(0, fmt.Sprintf("tickwire: handle %d names no object (never created, or freed)", h))
+		return nil, C.tw_result(resInvalidHandle)
+	}
+	return o, C.TW_OK
 }
