@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +25,13 @@ func TestAuthorizeRequired(t *testing.T) {
 		t.Fatal("an embedded NATS on TCP without Authorize started")
 	}
 	const token = "0123456789abcdef0123"
-	var asked []string
+	var (
+		mu    sync.Mutex // Authorize runs on the NATS server's goroutines
+		asked []string
+	)
 	e, err := Start(Config{Listen: "127.0.0.1:0", MaxPayload: 1024, Authorize: func(tok, id string) (Permissions, bool) {
+		mu.Lock()
+		defer mu.Unlock()
 		asked = append(asked, id)
 		return Permissions{Publish: []string{"x"}, Subscribe: []string{"y." + id}}, tok == token
 	}})
@@ -42,9 +48,11 @@ func TestAuthorizeRequired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
+	mu.Lock()
 	if len(asked) != 1 || asked[0] != pub {
 		t.Fatalf("Authorize asked about %v, want the client's nkey %s", asked, pub)
 	}
+	mu.Unlock()
 	if err := nc.Publish("x", make([]byte, 2048)); err == nil {
 		t.Fatal("a 2 KiB message went through a 1 KiB payload limit")
 	}
