@@ -99,6 +99,11 @@ type Dialer struct {
 	// socket, with many others, instead of goroutines and a socket of its
 	// own.
 	Group *ClientGroup
+
+	// Rejoin, if set, makes the client come back by itself into its
+	// slots when its session is lost without a leave (see Rejoin). Not
+	// with Group.
+	Rejoin *Rejoin
 }
 
 // ClientLayer is a protocol layer that starts on a client's accepted
@@ -126,6 +131,10 @@ type Accepted struct {
 	// code on the client's loop: how many reliable segments wait to be
 	// sent or acknowledged (a layer that sends much paces itself by it).
 	ReliableQueued func() int
+	// Rejoined: the session continues one that was lost, in the same
+	// player slots (Dialer.Rejoin, or a Dial of Client.RejoinToken); the
+	// server sends the game as it stands.
+	Rejoined bool
 }
 
 // Dial connects to the server named in token with default settings.
@@ -169,6 +178,12 @@ type Client struct {
 	stopLoop     chan struct{}
 	flushReq     chan time.Duration // a no-delay Flush wants another flush this much later
 	layer        ClientLayer
+
+	rejoinTok    *ConnectToken // the newest rejoin credential the server sent
+	rejoinPolicy *Rejoin       // Dialer.Rejoin with its defaults
+	rejoining    bool          // the session was lost; a new one is being dialled
+	lost         proto.DisconnectReason
+	stats        struct{ Interruptions, Rejoins uint64 }
 }
 
 // Dial runs the handshake with the token's server addresses, in order,
@@ -178,6 +193,9 @@ func (d *Dialer) Dial(ctx context.Context, token *ConnectToken) (*Client, error)
 	cfg, err := d.Config.withDefaults()
 	if err != nil {
 		return nil, err
+	}
+	if d.Rejoin != nil && d.Group != nil {
+		return nil, errors.New("tickwire: Dialer.Rejoin is not supported with Dialer.Group")
 	}
 	if len(token.ServerAddrs) == 0 {
 		return nil, fmt.Errorf("%w: no server address", ErrBadToken)
@@ -263,12 +281,20 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	}
 	c.peer = peerOutput{q: &c.out, addr: addr}
 	c.sh.message = c.message
+	c.sh.rejoin = c.takeRejoin
+	if d.Rejoin != nil {
+		p, err := d.Rejoin.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		c.rejoinPolicy = &p
+	}
 	if d.Group != nil {
 		return d.Group.dial(ctx, c)
 	}
 	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: now})
 	go c.in.Run()
-	if err := c.handshake(ctx); err != nil {
+	if err := c.handshakeWith(ctx, token); err != nil {
 		conn.Close()
 		c.in.Drain()
 		return nil, err
@@ -277,19 +303,20 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	return c, nil
 }
 
-// handshake sends the connection request until a challenge arrives, then
-// the response until the accept arrives.
-func (c *Client) handshake(ctx context.Context) error {
+// handshakeWith sends the connection request of token until a challenge
+// arrives, then the response until the accept arrives.
+func (c *Client) handshakeWith(ctx context.Context, token *ConnectToken) error {
 	deadline := time.NewTimer(c.cfg.HandshakeTimeout)
 	defer deadline.Stop()
 	resend := time.NewTicker(handshakeResend)
 	defer resend.Stop()
 
-	req := c.token.Request()
-	hs, err := session.NewInitiator(&req, &c.token.ClientKey, &c.token.ServerKey)
+	req := token.Request()
+	hs, err := session.NewInitiator(&req, &token.ClientKey, &token.ServerKey)
 	if err != nil {
 		return err
 	}
+	rejoined := c.sess != nil
 	var sentAt time.Time // last handshake packet sent: the accept's RTT sample
 	send := func() {
 		sentAt = c.now()
@@ -311,19 +338,22 @@ func (c *Client) handshake(ctx context.Context) error {
 			}
 			return net.ErrClosed
 		case b := <-c.in.Batches():
-			err := c.handshakeBatch(b, hs, sentAt, send)
+			w, at, err := c.handshakeBatch(b, hs, send)
 			c.in.Release(b)
-			if err != nil || c.sess != nil {
+			if err != nil {
 				return err
+			}
+			if w.Session != nil {
+				return c.start(token, w, at, sentAt, rejoined)
 			}
 		}
 	}
 }
 
 // handshakeBatch handles one batch of datagrams during the handshake: it
-// answers a challenge, fails on a denial (or a game that cannot start),
-// and creates the session from the accept.
-func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time.Time, send func()) error {
+// answers a challenge, fails on a denial, and returns the session an
+// accept created.
+func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, send func()) (session.Welcome, time.Time, error) {
 	var denied error
 	for i := range b.N {
 		m := &b.Msgs[i]
@@ -376,27 +406,36 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, sentAt time
 				c.dropped[drop]++
 				continue
 			}
-			return c.start(w, b.At, sentAt)
+			return w, b.At, nil
 		default:
 			c.dropped[DropUnexpected]++
 		}
 	}
-	return denied
+	return session.Welcome{}, time.Time{}, denied
 }
 
-// start takes the session the accept created and attaches the game.
-func (c *Client) start(w session.Welcome, now, sentAt time.Time) error {
+// start takes the session the accept of token created and attaches the
+// game; rejoined: the session replaces one that was lost.
+func (c *Client) start(token *ConnectToken, w session.Welcome, now, sentAt time.Time, rejoined bool) error {
+	if rejoined && (w.Body.ClientID != c.accept.ClientID || w.Body.PlayerCount != c.accept.PlayerCount || w.Body.Players != c.accept.Players) {
+		return errors.New("tickwire: the rejoined session carries other players")
+	}
+	c.mu.Lock()
+	c.token = token
 	c.accept = w.Body
 	c.tickRate = int(w.Body.TickRate)
 	c.tickNum = w.Tick
 	c.tick0 = now
 	c.sess = w.Session
+	c.mu.Unlock()
 	if c.layer != nil {
 		fh, err := c.layer.Attach(c, Accepted{Time: now, ServerTick: c.tickNum, RTT: now.Sub(sentAt),
 			Players: c.Players(), TickRate: c.TickRate(), SendFrame: c.sendFrameLoop,
-			ReliableQueued: c.sess.ReliableQueued})
+			ReliableQueued: c.sess.ReliableQueued, Rejoined: rejoined})
 		if err != nil {
-			c.sess = nil
+			if !rejoined {
+				c.sess = nil
+			}
 			return err
 		}
 		c.sh.setFrames(fh)
@@ -456,12 +495,18 @@ func (c *Client) SendPlayerAt(player uint16, d Delivery, channel uint8, tick uin
 	if c.err != nil || c.closing {
 		return ErrNotConnected
 	}
+	if c.rejoining {
+		return ErrRejoining
+	}
 	return c.sess.SendMessage(d, proto.MessageFrame{Channel: channel, Postmarked: true, Tick: tick, Player: player, Data: data})
 }
 
 func (c *Client) sendLocked(d Delivery, channel uint8, postmarked bool, tick uint32, data []byte) error {
 	if c.err != nil || c.closing {
 		return ErrNotConnected
+	}
+	if c.rejoining {
+		return ErrRejoining
 	}
 	return c.sess.Send(d, channel, postmarked, tick, data)
 }
@@ -476,6 +521,9 @@ func (c *Client) SendFrame(frame []byte) error {
 	if c.err != nil || c.closing {
 		return ErrNotConnected
 	}
+	if c.rejoining {
+		return ErrRejoining
+	}
 	return c.sess.SendFrame(frame)
 }
 
@@ -484,6 +532,9 @@ func (c *Client) SendFrame(frame []byte) error {
 func (c *Client) sendFrameLoop(frame []byte) error {
 	if c.err != nil || c.closing {
 		return ErrNotConnected
+	}
+	if c.rejoining {
+		return ErrRejoining
 	}
 	return c.sess.SendFrame(frame)
 }
@@ -607,6 +658,7 @@ func (c *Client) Stats() ConnStats {
 	st.Addr = c.server
 	st.Connected = c.tick0
 	st.MessagesDropped = c.queueDropped
+	st.Interruptions, st.Rejoins = c.stats.Interruptions, c.stats.Rejoins
 	return st
 }
 
@@ -668,9 +720,19 @@ func (c *Client) loop() {
 			c.mu.Lock()
 			c.receive(b)
 			c.out.flush()
-			ended := c.err != nil
+			lost := c.lost
+			c.lost = 0
 			c.mu.Unlock()
 			c.in.Release(b)
+			if lost != 0 && c.rejoin(lost, c.now()) {
+				continue
+			}
+			c.mu.Lock()
+			if lost != 0 {
+				c.end(lost, true, c.now())
+			}
+			ended := c.err != nil
+			c.mu.Unlock()
 			if ended {
 				c.finish()
 				return
@@ -682,6 +744,11 @@ func (c *Client) loop() {
 				c.sess.Excuse(d) // the client's loop stalled, not the server
 			}
 			if c.sess.TimedOut(now) {
+				c.mu.Unlock()
+				if c.rejoin(proto.DisconnectTimeout, now) {
+					continue
+				}
+				c.mu.Lock()
 				c.end(proto.DisconnectTimeout, true, now)
 				c.mu.Unlock()
 				c.finish()
@@ -815,6 +882,10 @@ func (c *Client) receiveDatagram(pkt []byte, at time.Time) {
 		r, _, err := proto.ParseDisconnectReason(payload)
 		if err != nil {
 			r = proto.DisconnectProtocol
+		}
+		if c.rejoinPolicy != nil && c.rejoinTok != nil && rejoinable(r, true) {
+			c.lost = r // the loop rejoins, holding no lock
+			return
 		}
 		c.end(r, true, at)
 	case proto.PacketKeepAlive:

@@ -382,7 +382,10 @@ func (g *ClientGroup) datagram(s *groupSock, pkt []byte, from netip.AddrPort, at
 	g.hs.Msgs[0] = udp.Message{Buf: pkt, N: len(pkt), Addr: from}
 	g.hs.N, g.hs.At = 1, at
 	was := d.hs.Challenged()
-	err = c.handshakeBatch(&g.hs, d.hs, d.sentAt, d.send)
+	w, wAt, err := c.handshakeBatch(&g.hs, d.hs, d.send)
+	if err == nil && w.Session != nil {
+		err = c.start(c.token, w, wAt, d.sentAt, false)
+	}
 	g.hs.Msgs[0] = udp.Message{}
 	if !was && d.hs.Challenged() {
 		d.challenged = at

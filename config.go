@@ -29,8 +29,29 @@ type Config struct {
 	Heartbeat time.Duration
 
 	// Timeout drops a peer after this long without an authenticated
-	// packet (three missed heartbeats by default). Default 1500 ms.
+	// packet. Default 10 s: what real networks need to survive a Wi-Fi
+	// roam, a mobile handover, a closed laptop lid or a stalled process
+	// (netcode.io and GameNetworkingSockets use the same). It is not the
+	// clock that finds a dead host for host migration: that one is
+	// migrate.DefaultTimeout (1.5 s), and the game sees a silent peer
+	// long before Timeout through Interrupt.
 	Timeout time.Duration
+
+	// Interrupt marks a connection interrupted after this long without
+	// an authenticated packet (Conn.Interrupted), and tells a Handler
+	// that implements InterruptHandler, so a game can show "connection
+	// interrupted" and hold or predict the player's inputs while the
+	// session waits for it, up to Timeout. Default 1 s (at least two
+	// heartbeats, and halfway from Heartbeat to Timeout at most); less
+	// than Timeout. Server only.
+	Interrupt time.Duration
+
+	// RejoinGrace is how long a client whose session ended without a
+	// leave (a timeout, a process restart, a new network) may come back
+	// into the same player slots with the rejoin credential the server
+	// gave it over the encrypted channel (Client.RejoinToken). Default
+	// 30 s; negative: no rejoin. Server only.
+	RejoinGrace time.Duration
 
 	// ReliableFEC protects new reliable data on lossy links with
 	// Reed–Solomon parity over groups of packets instead of copies: a
@@ -89,7 +110,9 @@ type Config struct {
 const (
 	DefaultTickRate         = 60
 	DefaultHeartbeat        = 500 * time.Millisecond
-	DefaultTimeout          = 1500 * time.Millisecond
+	DefaultTimeout          = 10 * time.Second
+	DefaultInterrupt        = time.Second
+	DefaultRejoinGrace      = 30 * time.Second
 	DefaultHandshakeTimeout = 5 * time.Second
 	DefaultMaxConnections   = 1024
 	DefaultMaxGames         = 64
@@ -109,6 +132,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Timeout == 0 {
 		c.Timeout = DefaultTimeout
+	}
+	if c.Interrupt == 0 {
+		// Past two heartbeats (an idle peer is not interrupted), and
+		// well before the timeout.
+		c.Interrupt = min(max(DefaultInterrupt, 2*c.Heartbeat), (c.Heartbeat+c.Timeout)/2)
+	}
+	if c.RejoinGrace == 0 {
+		c.RejoinGrace = DefaultRejoinGrace
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
@@ -134,6 +165,10 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("tickwire: Config.Heartbeat %v out of range 1ms..30s", c.Heartbeat)
 	case c.Timeout <= c.Heartbeat || c.Timeout > time.Minute:
 		return c, fmt.Errorf("tickwire: Config.Timeout %v must exceed Heartbeat (%v) and be at most 1m", c.Timeout, c.Heartbeat)
+	case c.Interrupt < 0 || c.Interrupt >= c.Timeout:
+		return c, fmt.Errorf("tickwire: Config.Interrupt %v must be positive and less than Timeout (%v)", c.Interrupt, c.Timeout)
+	case c.RejoinGrace > time.Hour:
+		return c, fmt.Errorf("tickwire: Config.RejoinGrace %v is over an hour", c.RejoinGrace)
 	case c.HandshakeTimeout < 10*time.Millisecond:
 		return c, fmt.Errorf("tickwire: Config.HandshakeTimeout %v too short", c.HandshakeTimeout)
 	case c.MaxConnections < 1 || c.MaxConnections > 1<<20:

@@ -31,6 +31,16 @@ type Ticker interface {
 	Tick(now time.Time, tick uint32)
 }
 
+// InterruptHandler is implemented by a server's Handler that wants to
+// know when a connection goes silent and when it is heard again: c was
+// silent for Config.Interrupt (interrupted true), or a packet came
+// after that (false). The session lives on until Config.Timeout; a
+// game holds or predicts the player meanwhile. Called on the server's
+// loop, like Handler's methods, at most once per tick per connection.
+type InterruptHandler interface {
+	Interrupted(c *Conn, interrupted bool)
+}
+
 type nopHandler struct{}
 
 func (nopHandler) Connected(*Conn)                            {}
@@ -55,8 +65,12 @@ type Conn struct {
 	accept   []byte // sealed accept packet, resent while the client repeats its response
 	refusal  []byte // Refuse: the denial detail (slot, text)
 
-	connected time.Time
-	closed    bool
+	connected   time.Time
+	closed      bool
+	interrupted bool // silent for Config.Interrupt, not heard since
+	rejoined    bool      // came back with its rejoin credential
+	rejoinSent  time.Time // when its newest rejoin credential was sent
+	rejoinUntil time.Time // ended without a leave: the end of its grace
 	ackQueued bool
 	worker    int // the build worker building its packets (0 outside builds: the loop)
 	// Value is the application's: the library never reads or writes it.
@@ -90,6 +104,10 @@ type ConnStats struct {
 	// BadFrames counts frames dropped as malformed or refused by the
 	// frame handler.
 	BadFrames uint64
+	// Interruptions counts the sessions a Client lost without a leave
+	// while it could rejoin (Dialer.Rejoin), Rejoins those it came back
+	// from into its slots. Client only.
+	Interruptions, Rejoins uint64
 	// AddressChanges counts address changes followed (NAT rebinding, or a
 	// forged source address), PathValidations the new addresses that
 	// answered their path challenge, PathBlocked the datagrams not sent
@@ -128,6 +146,10 @@ func (c *Conn) GameID() uint64 { return c.gameID }
 
 // Players are the player slots the connection carries.
 func (c *Conn) Players() []uint16 { return c.players }
+
+// Interrupted reports whether the client has been silent for
+// Config.Interrupt and not heard since (InterruptHandler).
+func (c *Conn) Interrupted() bool { return c.interrupted }
 
 // UserData is the token's application data.
 func (c *Conn) UserData() [proto.UserDataSize]byte { return c.userData }

@@ -281,8 +281,8 @@ func TestHandshakeAmplification(t *testing.T) {
 	tok, _ := MintToken(key, TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1}, ServerAddrs: []string{"192.0.2.2:7777"}}, now)
 	req := tok.Request()
 	pkt, _ := req.Append(nil)
-	admit := func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 }
-	full := func(*proto.TokenPrivate, uint64) proto.DenyReason { return proto.DenyServerFull }
+	admit := func(*session.Admission) proto.DenyReason { return 0 }
+	full := func(*session.Admission) proto.DenyReason { return proto.DenyServerFull }
 	check := func(name string, in, out []byte) {
 		t.Helper()
 		if len(out) > len(in) {

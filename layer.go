@@ -71,9 +71,12 @@ type Ticks = session.Ticks
 // is refused when none is attached).
 type sessionHandler struct {
 	message func(m *Message)
-	frames  FrameHandler
-	pacer   Pacer       // frames, when it paces its packets
-	fates   PacketFates // frames, when it hears its packets' fates
+	// rejoin takes a rejoin credential (a client's; nil on a server,
+	// which never receives one)
+	rejoin func(f *proto.SuccessorFrame) error
+	frames FrameHandler
+	pacer  Pacer       // frames, when it paces its packets
+	fates  PacketFates // frames, when it hears its packets' fates
 }
 
 // setFrames attaches f (nil detaches).
@@ -97,6 +100,11 @@ func (h *sessionHandler) sendMode(tick uint32) session.SendMode {
 func (h *sessionHandler) Message(m *Message, _ *PacketInfo) { h.message(m) }
 
 func (h *sessionHandler) Frame(t proto.FrameType, f []byte, p *PacketInfo) error {
+	if t == proto.FrameSuccessor && h.rejoin != nil {
+		if sf, _, err := proto.ParseSuccessorFrame(f); err == nil && sf.Kind == proto.SuccessorRejoin {
+			return h.rejoin(&sf)
+		}
+	}
 	if h.frames == nil {
 		return errNoFrameHandler
 	}

@@ -2,6 +2,8 @@ package tickwire
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -55,6 +57,10 @@ type Server struct {
 	flushTimer *time.Timer
 	flushArmed bool
 	flushConns []*Conn
+	// rejoin credentials (rejoin.go): nil rejoinKey when rejoining is off
+	rejoinKey   *Key
+	rejoins     map[uint64]*rejoinEntry // by client id
+	rejoinSweep time.Time
 }
 
 // ServerStats counts what a server has done since it started.
@@ -84,6 +90,11 @@ type ServerStats struct {
 	// OpenedAhead counts the datagrams the workers opened before the
 	// loop received them (a backlog large enough to share).
 	OpenedAhead uint64
+	// Interrupted counts connections that went silent for
+	// Config.Interrupt (each time); Rejoined the sessions that came back
+	// with their rejoin credential, RejoinRefused the credentials
+	// refused (used, expired, or for another game).
+	Interrupted, Rejoined, RejoinRefused uint64
 }
 
 // NewServer creates a server that admits holders of tokens sealed with key.
@@ -96,11 +107,25 @@ func NewServer(key Key, cfg Config) (*Server, error) {
 	for i := range cfg.PreviousKeys {
 		keys = append(keys, (*[proto.KeySize]byte)(&cfg.PreviousKeys[i]))
 	}
-	hs, err := session.NewResponder(session.ResponderConfig{Keys: keys, CookieLifetime: cfg.HandshakeTimeout, ServerAddrs: cfg.ServerAddrs})
+	rcfg := session.ResponderConfig{Keys: keys, CookieLifetime: cfg.HandshakeTimeout, ServerAddrs: cfg.ServerAddrs}
+	var rejoinKey *Key
+	if cfg.RejoinGrace > 0 {
+		k, err := rejoinKeyFor(key)
+		if err != nil {
+			return nil, err
+		}
+		rejoinKey, rcfg.RejoinKey = &k, (*[proto.KeySize]byte)(&k)
+	}
+	hs, err := session.NewResponder(rcfg)
 	if err != nil {
 		return nil, err
 	}
+	var seed [8]byte
+	rand.Read(seed[:])
 	return &Server{
+		rejoinKey: rejoinKey,
+		rejoins:   make(map[uint64]*rejoinEntry),
+		idSeed:    binary.LittleEndian.Uint64(seed[:]),
 		cfg:     cfg,
 		key:     key,
 		hs:      hs,
@@ -413,14 +438,14 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 			}
 			return
 		}
-		s.out.queue(s.hs.Request(pkt, addr, at, s.out.next(), func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
-			if c := s.clients[priv.ClientID]; c != nil && c.Addr() == addr {
+		s.out.queue(s.hs.Request(pkt, addr, at, s.out.next(), func(a *session.Admission) proto.DenyReason {
+			if c := s.clients[a.Priv.ClientID]; c != nil && c.Addr() == addr && c.hs.TokenNonce() == a.Nonce {
 				// A late or repeated request from a client we accepted:
 				// its accept may have been lost, so send that again.
 				s.out.queue(c.appendAccept(s.out.next(), at), addr)
 				return session.DenySilently
 			}
-			return s.admit(priv, gameID)
+			return s.admit(a, at)
 		}), addr)
 	case proto.PacketChallengeResponse:
 		s.handleResponse(pkt, addr, at)
@@ -436,8 +461,12 @@ func (s *Server) receiveDatagram(pkt []byte, ip netip.Addr, port uint16, at time
 }
 
 // admit decides whether a client holding a valid token may connect now.
-func (s *Server) admit(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason {
-	if _, ok := s.clients[priv.ClientID]; ok {
+func (s *Server) admit(a *session.Admission, now time.Time) proto.DenyReason {
+	if a.Rejoin {
+		return s.admitRejoin(a, now)
+	}
+	gameID := a.GameID
+	if _, ok := s.clients[a.Priv.ClientID]; ok {
 		return proto.DenyAlreadyConnected
 	}
 	if s.cfg.AcceptGame != nil && !s.cfg.AcceptGame(gameID) {
@@ -458,17 +487,19 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 		s.out.queue(out, addr)
 		return
 	}
-	if c, ok := s.clients[hs.Priv.ClientID]; ok {
+	old := s.clients[hs.Priv.ClientID]
+	if old != nil && hs.SameToken(&old.hs) {
 		// A repeated response (our accept was lost): the same accept
 		// again, to the same handshake from the same address only.
-		if c.Addr() == addr && hs.SameToken(&c.hs) {
-			s.out.queue(c.appendAccept(s.out.next(), at), addr)
+		if old.Addr() == addr {
+			s.out.queue(old.appendAccept(s.out.next(), at), addr)
 		} else {
 			s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, proto.DenyAlreadyConnected), addr)
 		}
 		return
 	}
-	if deny := s.admit(&hs.Priv, hs.GameID); deny != 0 {
+	a := session.Admission{Priv: &hs.Priv, GameID: hs.GameID, Nonce: hs.TokenNonce(), Rejoin: hs.Rejoin()}
+	if deny := s.admit(&a, at); deny != 0 {
 		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, deny), addr)
 		return
 	}
@@ -478,15 +509,24 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 		s.out.queue(s.hs.DenyHandshake(s.out.next(), &hs, deny), addr)
 		return
 	}
+	if old != nil {
+		// A rejoin while the old session lives (admit let only a
+		// rejoin through): the new session takes its place.
+		s.disconnect(old, proto.DisconnectReplaced, at, true)
+	}
 	c, err := s.newConn(id, &hs.Priv, hs.GameID, addr, at, &c2s, &s2c)
 	if err != nil {
 		s.cfg.Logger.Error("create connection", "err", err)
 		return
 	}
 	c.hs = hs
+	c.rejoined = hs.Rejoin()
 	gameID := hs.GameID
 	s.stats.Accepted++
-	s.cfg.Logger.Info("client connected", "conn", c.id, "client", c.clientID, "game", gameID, "addr", addr)
+	if c.rejoined {
+		s.stats.Rejoined++
+	}
+	s.cfg.Logger.Info("client connected", "conn", c.id, "client", c.clientID, "game", gameID, "addr", addr, "rejoin", c.rejoined)
 	// The handler first: a game host attaches the game, whose tick the
 	// accept then carries.
 	s.handler.Connected(c)
@@ -502,6 +542,7 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 		return
 	}
 	s.out.queue(c.appendAccept(s.out.next(), at), addr)
+	s.offerRejoin(c, at)
 }
 
 // newConnID picks a fresh random-looking connection id.
@@ -632,6 +673,7 @@ func (s *Server) disconnect(c *Conn, r proto.DisconnectReason, now time.Time, no
 	delete(s.conns, c.id)
 	s.builder.changed()
 	delete(s.clients, c.clientID)
+	s.rejoinEnded(c, r, now)
 	if s.games[c.gameID]--; s.games[c.gameID] <= 0 {
 		delete(s.games, c.gameID)
 	}
@@ -655,8 +697,22 @@ func (s *Server) tick(now time.Time) {
 	for _, c := range s.conns {
 		if c.sess.TimedOut(now) {
 			s.disconnect(c, proto.DisconnectTimeout, now, true)
+			continue
+		}
+		if silent := c.sess.Silent(now) >= s.cfg.Interrupt; silent != c.interrupted {
+			c.interrupted = silent
+			if silent {
+				s.stats.Interrupted++
+				s.cfg.Logger.Info("client interrupted", "conn", c.id, "client", c.clientID, "silent", c.sess.Silent(now).Round(time.Millisecond))
+			} else {
+				s.cfg.Logger.Info("client back", "conn", c.id, "client", c.clientID)
+			}
+			if ih, ok := s.handler.(InterruptHandler); ok {
+				ih.Interrupted(c, silent)
+			}
 		}
 	}
+	s.expireRejoins(now)
 	s.build(now)
 }
 

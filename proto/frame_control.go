@@ -29,18 +29,28 @@ const (
 	// cleanly; its players' leaves are scheduled like joins, and nobody
 	// waits for it from then on. Tick is its live tick; Player and Arg
 	// are 0.
-	ControlLeave   ControlCode = 7
-	controlCodeEnd ControlCode = 8
+	ControlLeave ControlCode = 7
+	// ControlPlayerInterrupted: Player's connection went silent at Tick
+	// (the server has heard nothing from it for its interrupt time, or
+	// its session ended without a leave and its slot waits for it to
+	// rejoin). Player, Tick; Arg 0.
+	ControlPlayerInterrupted ControlCode = 8
+	// ControlPlayerBack: Player is heard again at Tick, on its session or
+	// on a new one that rejoined its slot. Player, Tick; Arg 0.
+	ControlPlayerBack ControlCode = 9
+	controlCodeEnd    ControlCode = 10
 )
 
 var controlNames = [...]string{
-	ControlPlayerJoined:   "player joined",
-	ControlPlayerLeft:     "player left",
-	ControlActionRejected: "action rejected",
-	ControlHostMigration:  "host migration",
-	ControlCommit:         "commit",
-	ControlMessageLate:    "message late",
-	ControlLeave:          "leave",
+	ControlPlayerJoined:      "player joined",
+	ControlPlayerLeft:        "player left",
+	ControlActionRejected:    "action rejected",
+	ControlHostMigration:     "host migration",
+	ControlCommit:            "commit",
+	ControlMessageLate:       "message late",
+	ControlLeave:             "leave",
+	ControlPlayerInterrupted: "player interrupted",
+	ControlPlayerBack:        "player back",
 }
 
 func (c ControlCode) String() string {

@@ -114,10 +114,11 @@ const (
 	CauseJoin      SnapshotCause = 1 // first state for a joining client
 	CauseResync    SnapshotCause = 2 // answer to a resync request
 	CauseMigration SnapshotCause = 3 // new host's state after host migration
-	causeEnd       SnapshotCause = 4
+	CauseRejoin    SnapshotCause = 4 // the game as it stands, for a client back in its slots (rejoin)
+	causeEnd       SnapshotCause = 5
 )
 
-var causeNames = [...]string{CauseJoin: "join", CauseResync: "resync", CauseMigration: "host migration"}
+var causeNames = [...]string{CauseJoin: "join", CauseResync: "resync", CauseMigration: "host migration", CauseRejoin: "rejoin"}
 
 func (c SnapshotCause) String() string {
 	if c > 0 && c < causeEnd {

@@ -11,8 +11,14 @@ const (
 	// SuccessorToken: to every other player, a connect token for the
 	// successor's address sealed with that key (Token: the token's text
 	// form, as ConnectToken.String writes it).
-	SuccessorToken   SuccessorKind = 2
-	successorKindEnd SuccessorKind = 3
+	SuccessorToken SuccessorKind = 2
+	// SuccessorRejoin: from a server to a client, the credential to come
+	// back to this same server into the same player slots after the
+	// session ends without a leave (Token: a connect token in its text
+	// form, single-use, sealed with a key derived from the server's).
+	// Epoch and Successor are 0.
+	SuccessorRejoin  SuccessorKind = 3
+	successorKindEnd SuccessorKind = 4
 )
 
 // MaxSuccessorToken bounds SuccessorFrame.Token.
@@ -55,7 +61,7 @@ func (f *SuccessorFrame) Append(b []byte) ([]byte, error) {
 		if len(f.Token) > 0 {
 			return b, errSuccLen
 		}
-	case SuccessorToken:
+	case SuccessorToken, SuccessorRejoin:
 		if len(f.Token) == 0 || len(f.Token) > MaxSuccessorToken {
 			return b, errSuccLen
 		}
@@ -91,7 +97,7 @@ func ParseSuccessorFrame(b []byte) (SuccessorFrame, int, error) {
 	case SuccessorKey:
 		f.KeyID = r.u32()
 		copy(f.Key[:], r.bytes(KeySize))
-	case SuccessorToken:
+	case SuccessorToken, SuccessorRejoin:
 		n := r.varint()
 		if err := r.check(errSuccTrunc, errSuccLen); err != nil {
 			return SuccessorFrame{}, 0, err

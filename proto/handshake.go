@@ -229,7 +229,8 @@ const (
 	DenyWrongServer      DenyReason = 10 // the token names other servers
 	DenyUnknownKey       DenyReason = 11 // no key with the token's key id
 	DenyJoinRefused      DenyReason = 12 // the game refused a player (detail: slot and the game's reason)
-	denyReasonEnd        DenyReason = 13
+	DenyRejoin           DenyReason = 13 // a rejoin credential that was replaced, is past its grace, or names other slots
+	denyReasonEnd        DenyReason = 14
 )
 
 // NumDenyReasons sizes arrays indexed by DenyReason.
@@ -255,6 +256,7 @@ var denyNames = [...]string{
 	DenyWrongServer:      "wrong server",
 	DenyUnknownKey:       "unknown key",
 	DenyJoinRefused:      "join refused",
+	DenyRejoin:           "rejoin refused",
 }
 
 func (r DenyReason) String() string {
@@ -449,7 +451,8 @@ const (
 	DisconnectTooSlow     DisconnectReason = 6 // fell behind: the command buffer (commits mode), or left its game frames unacknowledged
 	DisconnectHostMigrate DisconnectReason = 7 // host handed the game over
 	DisconnectNoState     DisconnectReason = 8 // commits relay: no client gave the committed state the client needs
-	disconnectReasonEnd   DisconnectReason = 9
+	DisconnectReplaced    DisconnectReason = 9 // the client came back on a new session with its rejoin credential
+	disconnectReasonEnd   DisconnectReason = 10
 	// NumDisconnectReasons sizes arrays indexed by DisconnectReason.
 	NumDisconnectReasons = int(disconnectReasonEnd)
 )
@@ -463,6 +466,7 @@ var disconnectNames = [...]string{
 	DisconnectTooSlow:     "too slow",
 	DisconnectHostMigrate: "host migration",
 	DisconnectNoState:     "no committed state",
+	DisconnectReplaced:    "replaced by a rejoin",
 }
 
 func (r DisconnectReason) String() string {

@@ -32,7 +32,8 @@ import (
 //	           129  8   game id
 //	           137  12  token nonce
 //	           149  16  server random (the challenge's)
-//	           165  3   zeros
+//	           165  1   flags: bit 0, the token is a rejoin credential
+//	           166  2   zeros
 //	         additional data: client IP (16, v4-mapped) and port (u16)
 //
 // Not safe for concurrent use.
@@ -54,6 +55,7 @@ type cookieData struct {
 	gameID       uint64
 	tokenNonce   [proto.NonceSize]byte
 	serverRandom [proto.RandomSize]byte
+	rejoin       bool // the token was sealed with the rejoin key
 }
 
 // Offsets in the cookie's plaintext.
@@ -69,7 +71,8 @@ const (
 	offCookieGameID   = offCookieExpires + 8
 	offCookieNonce    = offCookieGameID + 8
 	offCookieRandom   = offCookieNonce + proto.NonceSize
-	cookieUsed        = offCookieRandom + proto.RandomSize
+	offCookieFlags    = offCookieRandom + proto.RandomSize
+	cookieUsed        = offCookieFlags + 1
 
 	cookieSealStart = 8
 	cookiePlainSize = proto.CookieSize - cookieSealStart - proto.SealOverhead
@@ -128,6 +131,10 @@ func (j *cookieJar) issue(dst *[proto.CookieSize]byte, d *cookieData, addr netip
 	le.PutUint64(p[offCookieGameID:], d.gameID)
 	copy(p[offCookieNonce:], d.tokenNonce[:])
 	copy(p[offCookieRandom:], d.serverRandom[:])
+	p[offCookieFlags] = 0
+	if d.rejoin {
+		p[offCookieFlags] = 1
+	}
 	clear(p[cookieUsed:])
 	le.PutUint64(dst[:cookieSealStart], j.counter)
 	j.aead.Seal(dst[cookieSealStart:cookieSealStart], j.nonceFor(j.counter), p[:], j.addrAD(addr))
@@ -159,6 +166,7 @@ func (j *cookieJar) open(c *[proto.CookieSize]byte, addr netip.AddrPort, now tim
 	d.gameID = le.Uint64(p[offCookieGameID:])
 	copy(d.tokenNonce[:], p[offCookieNonce:])
 	copy(d.serverRandom[:], p[offCookieRandom:])
+	d.rejoin = p[offCookieFlags]&1 != 0
 	return d, 0
 }
 

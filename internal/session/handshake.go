@@ -2,6 +2,7 @@ package session
 
 import (
 	"crypto/rand"
+	"errors"
 	"crypto/subtle"
 	"encoding/binary"
 	"net/netip"
@@ -37,6 +38,12 @@ type ResponderConfig struct {
 	// this server answers to: a token that names none of them is denied.
 	// Empty: not checked.
 	ServerAddrs []string
+	// RejoinKey, if set, opens rejoin credentials: tokens the server
+	// sealed itself for a client to come back into its slots. A token it
+	// opens is marked (Admission.Rejoin, Handshake.Rejoin), so that no
+	// rejoin credential is ever taken for an ordinary token and none of
+	// the Keys' tokens for a rejoin. Its id must differ from theirs.
+	RejoinKey *[proto.KeySize]byte
 	// MaxUsedTokens bounds the history of tokens that opened a
 	// connection and have not expired yet; when it is full, new
 	// connections are denied as server full. Default 65,536.
@@ -55,6 +62,7 @@ type ResponderConfig struct {
 // Not safe for concurrent use.
 type Responder struct {
 	keys    *keyring
+	rejoin  *keyring // RejoinKey's, or nil
 	jar     *cookieJar
 	servers []uint32 // ServerAddrHash of ResponderConfig.ServerAddrs
 	used    map[[proto.NonceSize]byte]time.Time
@@ -74,6 +82,14 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 		return nil, err
 	}
 	h := &Responder{keys: keys, jar: j, used: map[[proto.NonceSize]byte]time.Time{}, maxUsed: cfg.MaxUsedTokens}
+	if cfg.RejoinKey != nil {
+		if h.rejoin, err = newKeyring([]*[proto.KeySize]byte{cfg.RejoinKey}); err != nil {
+			return nil, err
+		}
+		if slices.Contains(keys.ids[:keys.n], h.rejoin.ids[0]) {
+			return nil, errors.New("tickwire: the rejoin key has a token key's id")
+		}
+	}
 	if h.maxUsed <= 0 {
 		h.maxUsed = 1 << 16
 	}
@@ -86,12 +102,21 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 // Stats returns the handshake's counters.
 func (h *Responder) Stats() HandshakeStats { return h.stats }
 
+// Admission is an opened token a server's admit function decides on.
+type Admission struct {
+	Priv   *proto.TokenPrivate
+	GameID uint64
+	Nonce  [proto.NonceSize]byte // the token's: it opens one session
+	// Rejoin marks a rejoin credential (ResponderConfig.RejoinKey).
+	Rejoin bool
+}
+
 // Request handles a connection request from addr and appends the reply to
 // out (a challenge, or a denial). admit says whether the server could take
 // the client now (capacity, duplicate client ids); it is asked before a
 // cookie is spent so a full server answers with a denial.
 func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out []byte,
-	admit func(priv *proto.TokenPrivate, gameID uint64) proto.DenyReason) []byte {
+	admit func(a *Admission) proto.DenyReason) []byte {
 	h.stats.Requests++
 	h.stats.BytesIn += uint64(len(pkt))
 	req, _, err := proto.ParseConnectionRequest(pkt)
@@ -99,7 +124,11 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 		h.stats.Malformed++
 		return out // too short to answer without amplification
 	}
-	priv, deny, opened := h.keys.open(&req, now)
+	keys := h.keys
+	if h.rejoin != nil && req.KeyID == h.rejoin.ids[0] {
+		keys = h.rejoin
+	}
+	priv, deny, opened := keys.open(&req, now)
 	if !opened {
 		return h.Deny(out, deny)
 	}
@@ -107,7 +136,7 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 		deny = h.checkServer(&priv)
 	}
 	if deny == 0 {
-		deny = admit(&priv, req.GameID)
+		deny = admit(&Admission{Priv: &priv, GameID: req.GameID, Nonce: req.TokenNonce, Rejoin: keys == h.rejoin})
 	}
 	if deny == 0 && h.wasUsed(req.TokenNonce, now) {
 		deny = proto.DenyTokenUsed
@@ -120,7 +149,8 @@ func (h *Responder) Request(pkt []byte, addr netip.AddrPort, now time.Time, out 
 		return h.denySealed(out, deny, &priv.ServerToClientKey, nil)
 	}
 	rand.Read(h.ch.ServerRandom[:])
-	d := cookieData{priv: priv, tokenExpires: req.Expires, gameID: req.GameID, tokenNonce: req.TokenNonce, serverRandom: h.ch.ServerRandom}
+	d := cookieData{priv: priv, tokenExpires: req.Expires, gameID: req.GameID, tokenNonce: req.TokenNonce,
+		serverRandom: h.ch.ServerRandom, rejoin: keys == h.rejoin}
 	h.jar.issue(&h.ch.Cookie, &d, addr, now)
 	h.stats.Challenges++
 	h.stats.BytesOut += proto.ChallengeSize
@@ -172,6 +202,13 @@ func (h *Responder) Response(pkt []byte, addr netip.AddrPort, now time.Time, out
 
 // SameToken reports whether two handshakes present the same token.
 func (hs *Handshake) SameToken(other *Handshake) bool { return hs.d.tokenNonce == other.d.tokenNonce }
+
+// TokenNonce is the nonce of the token hs presents.
+func (hs *Handshake) TokenNonce() [proto.NonceSize]byte { return hs.d.tokenNonce }
+
+// Rejoin reports whether hs presents a rejoin credential
+// (ResponderConfig.RejoinKey).
+func (hs *Handshake) Rejoin() bool { return hs.d.rejoin }
 
 // Use records that hs's token opens a connection with id connID and
 // returns the session's keys (client to server, server to client). A

@@ -200,7 +200,7 @@ func handshake(t *testing.T, h *Responder, tok *testToken, addr netip.AddrPort, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	admit := func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 }
+	admit := func(*Admission) proto.DenyReason { return 0 }
 	ch := h.Request(ini.Packet(), addr, testNow, nil, admit)
 	if ch[3] != byte(proto.PacketChallenge) {
 		reason, _, _, _ := ini.Denied(ch)
@@ -281,7 +281,7 @@ func TestTokenOpensOneSession(t *testing.T) {
 	// A new request with the token gets a sealed "token used".
 	req := tok.Request()
 	ini, _ := NewInitiator(&req, &tok.priv.ClientToServerKey, &tok.priv.ServerToClientKey)
-	out := h.Request(ini.Packet(), addr, testNow, nil, func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
+	out := h.Request(ini.Packet(), addr, testNow, nil, func(*Admission) proto.DenyReason { return 0 })
 	reason, honour, _, err := ini.Denied(out)
 	if err != nil || !honour || reason != proto.DenyTokenUsed || len(out) != proto.DeniedSealedSize {
 		t.Fatalf("second request: %v honoured %v (%d bytes), %v", reason, honour, len(out), err)
@@ -307,7 +307,7 @@ func TestDenialsTheClientHonours(t *testing.T) {
 
 	// The token names no server: this server says so, sealed.
 	out := h.Request(ini.Packet(), netip.MustParseAddrPort("192.0.2.1:5000"), testNow, nil,
-		func(*proto.TokenPrivate, uint64) proto.DenyReason { return 0 })
+		func(*Admission) proto.DenyReason { return 0 })
 	if r, honour, _, _ := ini.Denied(out); r != proto.DenyWrongServer || !honour {
 		t.Fatalf("wrong server: %v honoured %v", r, honour)
 	}

@@ -252,6 +252,9 @@ func (s *Session) ID() uint32 { return s.cfg.ID }
 // timeout at now.
 func (s *Session) TimedOut(now time.Time) bool { return now.Sub(s.lastRecv) > s.cfg.Timeout }
 
+// Silent is how long the peer has been silent at now.
+func (s *Session) Silent(now time.Time) time.Duration { return now.Sub(s.lastRecv) }
+
 // Excuse takes d off the peer's silence: time the owner itself was not
 // running (a stalled process), in which the peer's packets waited
 // unread and for which the peer is not to blame.

@@ -78,14 +78,15 @@ local deny_names = {
     [1] = "invalid token", [2] = "expired", [3] = "wrong game", [4] = "server full",
     [5] = "version mismatch", [6] = "already connected", [7] = "bad cookie", [8] = "shutting down",
     [9] = "token used", [10] = "wrong server", [11] = "unknown key", [12] = "join refused",
+    [13] = "rejoin refused",
 }
 local disconnect_names = {
     [1] = "closed", [2] = "timeout", [3] = "kicked", [4] = "server shutdown",
     [5] = "protocol error", [6] = "too slow", [7] = "host migration",
-    [8] = "no committed state",
+    [8] = "no committed state", [9] = "replaced by a rejoin",
 }
 local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle" }
-local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration" }
+local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration", [4] = "rejoin" }
 local resync_names = {
     [1] = "revision gap", [2] = "patch error", [3] = "checksum mismatch",
     [4] = "slow client", [5] = "baseline missing",
@@ -93,7 +94,7 @@ local resync_names = {
 local control_names = {
     [1] = "player joined", [2] = "player left", [3] = "action rejected",
     [4] = "host migration", [5] = "commit", [6] = "message late",
-    [7] = "leave",
+    [7] = "leave", [8] = "player interrupted", [9] = "player back",
 }
 local kcp_cmd_names = { [81] = "push", [82] = "ack", [83] = "window probe", [84] = "window size" }
 
@@ -275,7 +276,7 @@ f.pa_player   = ProtoField.uint16("tickwire.peer_ack.player", "Player")
 f.pa_kind     = ProtoField.uint8("tickwire.peer_ack.kind", "Kind", base.DEC, peer_ack_kinds)
 f.pa_through  = ProtoField.uint32("tickwire.peer_ack.through", "Through sequence")
 
-local successor_kinds = { [1] = "key (to the successor)", [2] = "token (for the successor's address)" }
+local successor_kinds = { [1] = "key (to the successor)", [2] = "token (for the successor's address)", [3] = "rejoin token (for this server)" }
 f.su_epoch    = ProtoField.uint32("tickwire.successor.epoch", "Epoch")
 f.su_slot     = ProtoField.uint16("tickwire.successor.slot", "Successor's player")
 f.su_kind     = ProtoField.uint8("tickwire.successor.kind", "Kind", base.DEC, successor_kinds)
@@ -491,7 +492,7 @@ local function frame_full(buf, off, tree)
     if not n then return bad(tree, "full snapshot frame: " .. sz2) end
     tree:add(f.fs_len, buf(off, sz2), n)
     off = off + sz2
-    if cause == 0 or cause > 3 then return bad(tree, "full snapshot frame: unknown cause") end
+    if cause == 0 or cause > 4 then return bad(tree, "full snapshot frame: unknown cause") end
     if codec > 4 then return bad(tree, "full snapshot frame: unknown codec") end
     if raw > MAX_SNAPSHOT or n > MAX_SNAPSHOT then return bad(tree, "full snapshot frame: over size limit") end
     if not have(buf, off, n) then return bad(tree, "truncated full snapshot frame") end
@@ -519,7 +520,7 @@ end
 local function frame_control(buf, off, tree)
     if not have(buf, off, 15) then return bad(tree, "truncated control frame") end
     local code = buf(off, 1):uint()
-    if code == 0 or code > 7 then return bad(tree, "control frame: unknown code") end
+    if code == 0 or code > 9 then return bad(tree, "control frame: unknown code") end
     tree:add(f.ctl_code, buf(off, 1))
     tree:add_le(f.ctl_player, buf(off + 1, 2))
     tree:add_le(f.ctl_tick, buf(off + 3, 4))
@@ -585,7 +586,7 @@ local function frame_standby_step(buf, off, tree)
         if not have(buf, off, 4) then return bad(tree, trunc) end
         local kind = buf(off + 2, 1):uint()
         local n = buf(off + 3, 1):uint()
-        if kind ~= 1 and kind ~= 2 then return bad(tree, "standby step frame: unknown change") end
+        if kind < 1 or kind > 3 then return bad(tree, "standby step frame: unknown change") end
         if kind == 1 and n > 0 then return bad(tree, "standby step frame: join with a reason") end
         if not have(buf, off + 4, n) then return bad(tree, trunc) end
         local c = tree:add(p, buf(off, 4 + n), "Change")
@@ -640,7 +641,7 @@ local function frame_successor(buf, off, tree)
     tree:add_le(f.su_epoch, buf(off, 4))
     tree:add_le(f.su_slot, buf(off + 4, 2))
     local kind = buf(off + 6, 1):uint()
-    if kind ~= 1 and kind ~= 2 then return bad(tree, "successor frame: unknown kind") end
+    if kind < 1 or kind > 3 then return bad(tree, "successor frame: unknown kind") end
     tree:add(f.su_kind, buf(off + 6, 1))
     off = off + 7
     if kind == 1 then
@@ -1062,7 +1063,7 @@ local function dissect_session(buf, pinfo, tree, t, sealed)
         if rest < 1 then return bad(tree, "truncated disconnect") end
         local r = buf(HEADER_SIZE, 1):uint()
         tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
-        if r == 0 or r > 8 then return bad(tree, "disconnect: unknown reason") end
+        if r == 0 or r > 9 then return bad(tree, "disconnect: unknown reason") end
         pinfo.cols.info:append(" " .. disconnect_names[r])
         return ""
     end
