@@ -67,12 +67,12 @@ type Conn struct {
 
 	connected   time.Time
 	closed      bool
-	interrupted bool // silent for Config.Interrupt, not heard since
+	interrupted bool      // silent for Config.Interrupt, not heard since
 	rejoined    bool      // came back with its rejoin credential
 	rejoinSent  time.Time // when its newest rejoin credential was sent
 	rejoinUntil time.Time // ended without a leave: the end of its grace
-	ackQueued bool
-	worker    int // the build worker building its packets (0 outside builds: the loop)
+	ackQueued   bool
+	worker      int // the build worker building its packets (0 outside builds: the loop)
 	// Value is the application's: the library never reads or writes it.
 	Value any
 }

@@ -2,9 +2,9 @@ package session
 
 import (
 	"crypto/rand"
-	"errors"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"slices"
 	"time"
