@@ -545,6 +545,18 @@ func (s *Server) handleResponse(pkt []byte, addr netip.AddrPort, at time.Time) {
 	s.offerRejoin(c, at)
 }
 
+// SeedConnIDs makes the server's connection ids the sequence that
+// follows from seed, instead of one from a random seed: for a run that
+// must send the same bytes twice (comparing two builds of packets,
+// reproducing a capture). Call it before the first client connects. A
+// server in production keeps its random seed, so the ids of a restarted
+// server never match the sessions of the last one.
+func (s *Server) SeedConnIDs(seed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.idSeed = seed
+}
+
 // newConnID picks a fresh random-looking connection id.
 func (s *Server) newConnID() uint32 {
 	for {

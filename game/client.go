@@ -175,11 +175,15 @@ func (g *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 	g.attachMu.Lock() // against Stats, State, Do of the session before
 	defer g.attachMu.Unlock()
 	g.resetSession()
-	if g.resuming.Swap(false) && g.eng != nil && slices.Equal(g.eng.Players(), a.Players) {
+	if (g.resuming.Swap(false) || a.Rejoined) && g.eng != nil && slices.Equal(g.eng.Players(), a.Players) {
 		g.c = c
 		g.cur.Store(c)
 		g.eng.Resume(a.Time, a.ServerTick, a.RTT)
 		g.ev.resume(a.ServerTick)
+		if a.Rejoined {
+			g.post(a.ServerTick, Event{Kind: EventRejoined, Tick: a.ServerTick})
+			g.deliver(0, true)
+		}
 		return (*gameFrames)(g), nil
 	}
 	cfg := g.cfg

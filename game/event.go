@@ -60,6 +60,22 @@ const (
 	// Config.SendEffects sent it to this client (a tag, a score, an
 	// explosion out of the client's prediction).
 	EventEffect
+	// EventPlayerInterrupted: Player's connection went silent at Tick,
+	// or its session ended without a leave and its slot waits for it to
+	// rejoin. It is still in the game; its inputs run missing.
+	EventPlayerInterrupted
+	// EventPlayerBack: Player is heard again at Tick (on its session, or
+	// on a new one that rejoined its slot).
+	EventPlayerBack
+	// EventRejoining: this client's session was lost without a leave
+	// (Disconnect says how) and it is coming back by itself
+	// (tickwire.Dialer.Rejoin); Tick is the newest server tick seen.
+	// EventRejoined or EventDisconnected follows.
+	EventRejoining
+	// EventRejoined: this client is back in its slots on a new session;
+	// Tick is the server's tick at the accept. The game as it stands
+	// follows.
+	EventRejoined
 	numGameEventKinds
 )
 
@@ -67,17 +83,21 @@ const (
 const NumEventKinds = int(numGameEventKinds)
 
 var gameEventNames = [...]string{
-	EventReady:          "ready",
-	EventPlayerJoined:   "joined",
-	EventPlayerLeft:     "left",
-	EventActionAccepted: "action accepted",
-	EventActionRejected: "action rejected",
-	EventMessageLate:    "message late",
-	EventResyncStarted:  "resync started",
-	EventResyncFinished: "resync finished",
-	EventDesync:         "desync",
-	EventDisconnected:   "disconnected",
-	EventEffect:         "effect",
+	EventReady:             "ready",
+	EventPlayerJoined:      "joined",
+	EventPlayerLeft:        "left",
+	EventActionAccepted:    "action accepted",
+	EventActionRejected:    "action rejected",
+	EventMessageLate:       "message late",
+	EventResyncStarted:     "resync started",
+	EventResyncFinished:    "resync finished",
+	EventDesync:            "desync",
+	EventDisconnected:      "disconnected",
+	EventEffect:            "effect",
+	EventPlayerInterrupted: "interrupted",
+	EventPlayerBack:        "back",
+	EventRejoining:         "rejoining",
+	EventRejoined:          "rejoined",
 }
 
 func (k EventKind) String() string {
@@ -102,6 +122,10 @@ func (k EventKind) String() string {
 //	EventResyncFinished  tick 123: resync finished (checksum mismatch)
 //	EventDesync          tick 120: desync
 //	EventDisconnected    tick 124: disconnected (closed)
+//	EventPlayerInterrupted tick 130: player 2 interrupted
+//	EventPlayerBack      tick 190: player 2 back
+//	EventRejoining       tick 731: rejoining (timeout)
+//	EventRejoined        tick 812: rejoined
 type Event struct {
 	Kind       EventKind
 	Tick       uint32
@@ -110,7 +134,7 @@ type Event struct {
 	Channel    uint8                  // EventMessageLate
 	RanAt      uint32                 // EventMessageLate
 	Resync     proto.ResyncReason     // EventResyncStarted, EventResyncFinished
-	Disconnect proto.DisconnectReason // EventDisconnected
+	Disconnect proto.DisconnectReason // EventDisconnected, EventRejoining
 	Effect     sim.Effect             // EventEffect
 }
 
@@ -118,7 +142,8 @@ type Event struct {
 func (e Event) String() string {
 	var s string
 	switch e.Kind {
-	case EventPlayerJoined, EventPlayerLeft, EventActionAccepted, EventActionRejected, EventMessageLate:
+	case EventPlayerJoined, EventPlayerLeft, EventActionAccepted, EventActionRejected, EventMessageLate,
+		EventPlayerInterrupted, EventPlayerBack:
 		s = fmt.Sprintf("tick %d: player %d %v", e.Tick, e.Player, e.Kind)
 	default:
 		s = fmt.Sprintf("tick %d: %v", e.Tick, e.Kind)
@@ -136,7 +161,7 @@ func (e Event) String() string {
 		s += " (" + e.Resync.String() + ")"
 	case EventEffect:
 		s += fmt.Sprintf(" (kind %d, player %d, entity %v, data %v)", e.Effect.Kind, e.Effect.Player, e.Effect.Entity, e.Effect.Data)
-	case EventDisconnected:
+	case EventDisconnected, EventRejoining:
 		s += " (" + e.Disconnect.String() + ")"
 	}
 	return s
@@ -288,6 +313,10 @@ func (g *Client) control(ctl *proto.ControlFrame, headerTick uint32) {
 		e.Kind = EventPlayerJoined
 	case proto.ControlPlayerLeft:
 		e.Kind, e.Reason = EventPlayerLeft, string(ctl.Text)
+	case proto.ControlPlayerInterrupted:
+		e.Kind = EventPlayerInterrupted
+	case proto.ControlPlayerBack:
+		e.Kind = EventPlayerBack
 	case proto.ControlActionRejected:
 		e.Kind, e.Reason = EventActionRejected, string(ctl.Text)
 		g.ev.actions = slices.DeleteFunc(g.ev.actions, func(a sampledAction) bool {
@@ -421,6 +450,14 @@ func (g *Client) deliver(known uint32, all bool) {
 }
 
 // Ended delivers what is pending, then EventDisconnected.
+// Lost tells the game its session was lost and a rejoin is under way.
+func (f *gameFrames) Lost(_ time.Time, r proto.DisconnectReason) {
+	g := (*Client)(f)
+	g.deliver(0, true)
+	g.post(g.ev.newestTick, Event{Kind: EventRejoining, Tick: g.ev.newestTick, Disconnect: r})
+	g.deliver(0, true)
+}
+
 func (f *gameFrames) Ended(_ time.Time, r proto.DisconnectReason) {
 	g := (*Client)(f)
 	if g.resuming.Load() {

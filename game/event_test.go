@@ -46,10 +46,15 @@ func (l *eventLog) has(kind EventKind, player uint16) bool {
 // player; it fails the test after 10 s.
 func waitEvent(t *testing.T, who string, l *eventLog, kind EventKind, player uint16) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitEventWithin(t, who, l, kind, player, 10*time.Second)
+}
+
+func waitEventWithin(t *testing.T, who string, l *eventLog, kind EventKind, player uint16, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !l.has(kind, player) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no %v event for player %d in 10 s; events:\n%s", who, kind, player, eventLines(l.get()))
+			t.Fatalf("%s: no %v event for player %d in %v; events:\n%s", who, kind, player, d, eventLines(l.get()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -82,7 +87,8 @@ func (s *scriptedActions) input(_ uint16, tick uint32, dst []byte) []byte {
 
 // TestGameEvents: three clients join; the first sends an invalid action,
 // a valid one and a postmarked message for a tick long past; the second
-// leaves; the third drops off the network and times out; the first
+// leaves; the third drops off the network, is interrupted, times out and
+// leaves once its rejoin grace is over; the first
 // leaves. Each game receives exactly the events of what it saw, in tick
 // order, and the clients agree on the ticks of the joins and leaves.
 func TestGameEvents(t *testing.T) {
@@ -137,7 +143,13 @@ func TestGameEvents(t *testing.T) {
 		socksMu.Lock()
 		socks[103].Cut.Store(true)
 		socksMu.Unlock()
-		waitEvent(t, "client 1", logs[0], EventPlayerLeft, 3)
+		// Silent, then out of its session, then past its rejoin grace.
+		cut := time.Now()
+		waitEvent(t, "client 1", logs[0], EventPlayerInterrupted, 3)
+		if d := time.Since(cut); d > tickwire.DefaultInterrupt+200*time.Millisecond {
+			t.Errorf("player 3 interrupted %v after its cut, want about %v", d, tickwire.DefaultInterrupt)
+		}
+		waitEventWithin(t, "client 1", logs[0], EventPlayerLeft, 3, tickwire.DefaultTimeout+tickwire.DefaultRejoinGrace+2*time.Second)
 		<-c.Done()
 		a.Close()
 
@@ -151,6 +163,7 @@ func TestGameEvents(t *testing.T) {
 				{Kind: EventActionAccepted, Player: 1, Tick: goodTick},
 				{Kind: EventMessageLate, Player: 1, Tick: postmark, Channel: 7},
 				{Kind: EventPlayerLeft, Player: 2, Reason: "closed"},
+				{Kind: EventPlayerInterrupted, Player: 3},
 				{Kind: EventPlayerLeft, Player: 3, Reason: "timeout"},
 				{Kind: EventDisconnected, Disconnect: proto.DisconnectClosed},
 			},

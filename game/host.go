@@ -116,10 +116,14 @@ type HostStats struct {
 	Joins        uint64 // players joined
 	JoinFailures uint64 // joins the game refused
 	Leaves       uint64
-	Resyncs      uint64 // full snapshots sent on a client's request
-	Desyncs      uint64 // checksum mismatches clients reported
-	BadFrames    uint64 // frames from clients that did not parse or named another player
-	SnapshotLate uint64 // joins whose full snapshot did not fit the reliable queue
+	// Interruptions counts connections that went silent (each time),
+	// Rejoins those that came back into their players' slots after
+	// their session ended without a leave.
+	Interruptions, Rejoins uint64
+	Resyncs                uint64 // full snapshots sent on a client's request
+	Desyncs                uint64 // checksum mismatches clients reported
+	BadFrames              uint64 // frames from clients that did not parse or named another player
+	SnapshotLate           uint64 // joins whose full snapshot did not fit the reliable queue
 	// FramesHeld counts game frames (player joins and leaves, effects...)
 	// that waited in a connection's backlog because its reliable queue
 	// was full; BacklogKicks the connections disconnected because their
@@ -228,6 +232,9 @@ type hostedGame struct {
 	// are counted (checkResumed)
 	checkUntil uint32
 	rec        sim.StepRecord
+	// players whose session ended without a leave, in their rejoin
+	// grace (rejoin.go)
+	rejoining map[uint16]rejoinWait
 }
 
 // gameConn is the replication state of one connection in a game.
@@ -400,10 +407,11 @@ func (h *Host) Connected(c *tickwire.Conn) {
 		now:   now,
 		phase: c.ID() % uint32(h.cfg.SnapshotInterval),
 	}
-	resumed := g.resumes(c.Players())
+	rejoined := g.rejoins(c)
+	resumed := !rejoined && g.resumes(c.Players())
 	for _, p := range c.Players() {
-		if resumed {
-			break // in the adopted engine already
+		if resumed || rejoined {
+			break // in the engine already
 		}
 		ctrl, err := g.eng.Join(p)
 		if err != nil {
@@ -429,6 +437,11 @@ func (h *Host) Connected(c *tickwire.Conn) {
 		g.queueBroadcast(&ctrl.Frame)
 	}
 	gc.fullDue = gc.firstFull(resumed)
+	if rejoined {
+		gc.fullDue = proto.CauseRejoin
+		h.stats.Rejoins++
+		h.log.Info("players rejoined", "game", g.id, "players", c.Players(), "conn", c.ID())
+	}
 	gc.holding = resumed
 	h.conns[c] = gc
 	c.SetFrameHandler(gc)
@@ -451,20 +464,19 @@ func (h *Host) Disconnected(c *tickwire.Conn, r proto.DisconnectReason) {
 				break
 			}
 		}
-		for _, p := range c.Players() {
-			if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
-				h.stats.Leaves++
-				h.log.Info("player left", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "reason", r, "conn", c.ID())
-				g.queueBroadcast(&ctrl.Frame)
+		if !h.awaitRejoin(g, c, r) {
+			for _, p := range c.Players() {
+				if ctrl, err := g.eng.Leave(p, r.String()); err == nil {
+					h.stats.Leaves++
+					h.log.Info("player left", "game", g.id, "player", p, "tick", ctrl.Frame.Tick, "reason", r, "conn", c.ID())
+					g.queueBroadcast(&ctrl.Frame)
+				}
 			}
 		}
 		if h.hooks != nil {
 			h.hooks.Left(c, r)
 		}
-		if len(g.conns) == 0 && len(g.awaited) == 0 {
-			h.end(g)
-			h.log.Info("game ended", "game", g.id)
-		}
+		h.endIfEmpty(g)
 	}
 	h.cfg.Handler.Disconnected(c, r)
 }
@@ -506,6 +518,7 @@ func (h *Host) Tick(now time.Time, tick uint32) {
 			}
 		}
 		h.expireAwaited(g, now)
+		h.expireRejoins(g, now)
 		n := g.eng.Due(now)
 		if g.holds(now) {
 			g.eng.Resume(now) // the schedule restarts when the hold ends

@@ -146,7 +146,9 @@ const rigGameID = 1
 // and the clients sending every interval ticks too.
 func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 	key, _ := tickwire.GenerateKey()
-	s, err := tickwire.NewServer(key, tickwire.Config{MaxConnections: n + 1, Workers: workers, Logger: slog.New(slog.DiscardHandler)})
+	s, err := tickwire.NewServer(key, tickwire.Config{MaxConnections: n + 1, Workers: workers,
+		RejoinGrace: -1, // rejoin credentials are random: runs compare their packets
+		Logger:      slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,6 +168,7 @@ func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 		t.Fatal(err)
 	}
 	s.Handle(host)
+	s.SeedConnIDs(1) // runs that compare their packets
 	r := &tickRig{s: s, key: key, host: host, conn: rc, n: n, joins: 20, now: now, inputEvery: interval}
 	return r
 }
