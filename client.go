@@ -101,8 +101,7 @@ type Dialer struct {
 	Group *ClientGroup
 
 	// Rejoin, if set, makes the client come back by itself into its
-	// slots when its session is lost without a leave (see Rejoin). Not
-	// with Group.
+	// slots when its session is lost without a leave (see Rejoin).
 	Rejoin *Rejoin
 }
 
@@ -193,9 +192,6 @@ func (d *Dialer) Dial(ctx context.Context, token *ConnectToken) (*Client, error)
 	cfg, err := d.Config.withDefaults()
 	if err != nil {
 		return nil, err
-	}
-	if d.Rejoin != nil && d.Group != nil {
-		return nil, errors.New("tickwire: Dialer.Rejoin is not supported with Dialer.Group")
 	}
 	if len(token.ServerAddrs) == 0 {
 		return nil, fmt.Errorf("%w: no server address", ErrBadToken)
@@ -316,7 +312,7 @@ func (c *Client) handshakeWith(ctx context.Context, token *ConnectToken) error {
 	if err != nil {
 		return err
 	}
-	rejoined := c.sess != nil
+	rejoined := c.sess != nil || token.rejoin
 	var sentAt time.Time // last handshake packet sent: the accept's RTT sample
 	send := func() {
 		sentAt = c.now()
@@ -417,7 +413,8 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, send func()
 // start takes the session the accept of token created and attaches the
 // game; rejoined: the session replaces one that was lost.
 func (c *Client) start(token *ConnectToken, w session.Welcome, now, sentAt time.Time, rejoined bool) error {
-	if rejoined && (w.Body.ClientID != c.accept.ClientID || w.Body.PlayerCount != c.accept.PlayerCount || w.Body.Players != c.accept.Players) {
+	had := c.sess != nil // a session lost: the new one must carry its players
+	if had && (w.Body.ClientID != c.accept.ClientID || w.Body.PlayerCount != c.accept.PlayerCount || w.Body.Players != c.accept.Players) {
 		return errors.New("tickwire: the rejoined session carries other players")
 	}
 	c.mu.Lock()
@@ -433,7 +430,7 @@ func (c *Client) start(token *ConnectToken, w session.Welcome, now, sentAt time.
 			Players: c.Players(), TickRate: c.TickRate(), SendFrame: c.sendFrameLoop,
 			ReliableQueued: c.sess.ReliableQueued, Rejoined: rejoined})
 		if err != nil {
-			if !rejoined {
+			if !had {
 				c.sess = nil
 			}
 			return err
@@ -724,13 +721,13 @@ func (c *Client) loop() {
 			c.lost = 0
 			c.mu.Unlock()
 			c.in.Release(b)
-			if lost != 0 && c.rejoin(lost, c.now()) {
-				continue
+			if lost != 0 {
+				if c.rejoin(lost, c.now(), c.handshakeWith) {
+					continue
+				}
+				c.endLost(lost)
 			}
 			c.mu.Lock()
-			if lost != 0 {
-				c.end(lost, true, c.now())
-			}
 			ended := c.err != nil
 			c.mu.Unlock()
 			if ended {
@@ -745,12 +742,10 @@ func (c *Client) loop() {
 			}
 			if c.sess.TimedOut(now) {
 				c.mu.Unlock()
-				if c.rejoin(proto.DisconnectTimeout, now) {
+				if c.rejoin(proto.DisconnectTimeout, now, c.handshakeWith) {
 					continue
 				}
-				c.mu.Lock()
-				c.end(proto.DisconnectTimeout, true, now)
-				c.mu.Unlock()
+				c.endLost(proto.DisconnectTimeout)
 				c.finish()
 				return
 			}
@@ -883,7 +878,7 @@ func (c *Client) receiveDatagram(pkt []byte, at time.Time) {
 		if err != nil {
 			r = proto.DisconnectProtocol
 		}
-		if c.rejoinPolicy != nil && c.rejoinTok != nil && rejoinable(r, true) {
+		if rejoinable(r, true) && c.canRejoin() {
 			c.lost = r // the loop rejoins, holding no lock
 			return
 		}

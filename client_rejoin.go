@@ -99,6 +99,7 @@ func (c *Client) takeRejoin(f *proto.SuccessorFrame) error {
 			tok.ClientID, tok.GameID, c.accept.ClientID, c.token.GameID)
 	}
 	tok.ServerAddrs = []string{c.server.String()}
+	tok.rejoin = true
 	c.rejoinTok = tok
 	return nil
 }
@@ -109,13 +110,19 @@ func rejoinable(r proto.DisconnectReason, remote bool) bool {
 	return remote && r == proto.DisconnectTimeout
 }
 
-// rejoin runs the automatic rejoin after the session was lost for r, on
-// the loop, holding no lock. It reports whether the client is back.
-func (c *Client) rejoin(r proto.DisconnectReason, lost time.Time) bool {
+// canRejoin reports whether the client rejoins by itself (with c.mu
+// held).
+func (c *Client) canRejoin() bool {
+	return c.rejoinPolicy != nil && c.rejoinTok != nil && !c.closing
+}
+
+// rejoin runs the automatic rejoin after the session was lost for r,
+// holding no lock, dialling each attempt with dial. It reports whether
+// the client is back.
+func (c *Client) rejoin(r proto.DisconnectReason, lost time.Time, dial func(context.Context, *ConnectToken) error) bool {
 	p := c.rejoinPolicy
 	c.mu.Lock()
-	tok := c.rejoinTok
-	if p == nil || tok == nil || c.closing {
+	if !c.canRejoin() {
 		c.mu.Unlock()
 		return false
 	}
@@ -141,6 +148,7 @@ func (c *Client) rejoin(r proto.DisconnectReason, lost time.Time) bool {
 	for attempt := 1; attempt <= p.Tries; attempt++ {
 		c.mu.Lock()
 		c.report(RejoinProgress{State: RejoinTrying, Attempt: attempt, Reason: r, Err: err})
+		tok := c.rejoinTok
 		c.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
@@ -150,10 +158,7 @@ func (c *Client) rejoin(r proto.DisconnectReason, lost time.Time) bool {
 		case <-t.C:
 		}
 		wait = min(2*wait, p.MaxBackoff)
-		c.mu.Lock()
-		tok = c.rejoinTok
-		c.mu.Unlock()
-		if err = c.handshakeWith(ctx, tok); err == nil {
+		if err = dial(ctx, tok); err == nil {
 			c.mu.Lock()
 			c.rejoining = false
 			c.stats.Rejoins++
@@ -174,6 +179,30 @@ func (c *Client) rejoin(r proto.DisconnectReason, lost time.Time) bool {
 	c.report(RejoinProgress{State: RejoinFailed, Reason: r, Err: err, Took: c.now().Sub(lost)})
 	c.mu.Unlock()
 	return false
+}
+
+// rejoinThen rejoins a ClientGroup's client (on a goroutine of its own:
+// the group's goroutine runs the handshakes) and, if that fails, ends
+// the session.
+func (c *Client) rejoinThen(r proto.DisconnectReason, dial func(context.Context, *ConnectToken) error) {
+	now := c.now()
+	if c.rejoin(r, now, dial) {
+		return
+	}
+	c.endLost(r)
+	c.finish()
+}
+
+// endLost ends a session lost for r once no rejoin brought it back: with
+// the reason Close gave if it was closed meanwhile.
+func (c *Client) endLost(r proto.DisconnectReason) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		c.end(c.closeReason, false, c.now())
+		return
+	}
+	c.end(r, true, c.now())
 }
 
 // report tells the policy's Progress (with c.mu held).

@@ -102,7 +102,10 @@ type groupKey struct {
 // groupDial is a client whose handshake the group runs.
 type groupDial struct {
 	c        *Client
-	s        *groupSock // the socket it dials on
+	token    *ConnectToken // the token it dials with
+	rejoined bool          // a rejoin credential
+	had      bool          // the client had a session (lost: it rejoins)
+	s        *groupSock    // the socket it dials on
 	ctx      context.Context
 	hs       *session.Initiator
 	sentAt   time.Time // last handshake packet sent
@@ -251,21 +254,27 @@ func (g *ClientGroup) flush() {
 // dial runs c's handshake on the group and, once accepted, keeps c in
 // the group. It is Dialer.dialAddr for a Dialer with a Group.
 func (g *ClientGroup) dial(ctx context.Context, c *Client) (*Client, error) {
-	req := c.token.Request()
-	hs, err := session.NewInitiator(&req, &c.token.ClientKey, &c.token.ServerKey)
-	if err != nil {
-		return nil, err
-	}
-	d := &groupDial{c: c, s: c.conn.(groupConn).s, ctx: ctx, hs: hs, result: make(chan error, 1)}
-	select {
-	case g.add <- d:
-	case <-g.done:
-		return nil, ErrGroupClosed
-	}
-	if err := <-d.result; err != nil {
+	if err := g.handshake(ctx, c, c.token, c.token.rejoin); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// handshake runs c's handshake with token on the group's goroutine and
+// waits for it; rejoined: c had a session, lost.
+func (g *ClientGroup) handshake(ctx context.Context, c *Client, token *ConnectToken, rejoined bool) error {
+	req := token.Request()
+	hs, err := session.NewInitiator(&req, &token.ClientKey, &token.ServerKey)
+	if err != nil {
+		return err
+	}
+	d := &groupDial{c: c, token: token, rejoined: rejoined, had: c.sess != nil, s: c.conn.(groupConn).s, ctx: ctx, hs: hs, result: make(chan error, 1)}
+	select {
+	case g.add <- d:
+	case <-g.done:
+		return ErrGroupClosed
+	}
+	return <-d.result
 }
 
 func (g *ClientGroup) run() {
@@ -384,7 +393,7 @@ func (g *ClientGroup) datagram(s *groupSock, pkt []byte, from netip.AddrPort, at
 	was := d.hs.Challenged()
 	w, wAt, err := c.handshakeBatch(&g.hs, d.hs, d.send)
 	if err == nil && w.Session != nil {
-		err = c.start(c.token, w, wAt, d.sentAt, false)
+		err = c.start(d.token, w, wAt, d.sentAt, d.rejoined)
 	}
 	g.hs.Msgs[0] = udp.Message{}
 	if !was && d.hs.Challenged() {
@@ -393,16 +402,20 @@ func (g *ClientGroup) datagram(s *groupSock, pkt []byte, from netip.AddrPort, at
 	switch {
 	case err != nil:
 		g.finishHandshake(s, err)
-	case c.sess != nil && g.rate == 0:
+	case w.Session == nil:
+		// under way
+	case g.rate == 0:
 		g.rate, g.period = c.tickRate, time.Second/time.Duration(c.tickRate)
 		if g.ticker != nil {
 			g.ticker.Reset(g.period)
 		}
 		g.finishHandshake(s, nil)
-	case c.sess != nil && c.tickRate != g.rate:
-		c.sess = nil
+	case c.tickRate != g.rate:
+		if !d.had {
+			c.sess = nil
+		}
 		g.finishHandshake(s, fmt.Errorf("tickwire: the server ticks at %d Hz, the client group at %d Hz", c.tickRate, g.rate))
-	case c.sess != nil:
+	default:
 		g.finishHandshake(s, nil)
 	}
 }
@@ -416,9 +429,15 @@ func (g *ClientGroup) step() {
 	excuse := g.stall.since(time.Now(), g.period) // the group's loop stalled, not the servers
 	kept := g.clients[:0]
 	for _, c := range g.clients {
-		if g.tickClient(c, excuse) {
+		switch goesOn, lost := g.tickClient(c, excuse); {
+		case goesOn:
 			kept = append(kept, c)
-		} else {
+		case lost != 0:
+			// Out of the group's clients while it rejoins: back in
+			// when its new handshake finishes.
+			delete(g.byConn, groupKey{c.server, c.sess.ID()})
+			go c.rejoinThen(lost, func(ctx context.Context, tok *ConnectToken) error { return g.handshake(ctx, c, tok, true) })
+		default:
 			delete(g.byConn, groupKey{c.server, c.sess.ID()})
 			c.finish()
 		}
@@ -478,8 +497,8 @@ const (
 // restart starts d's handshake over: the request again, ready for a new
 // challenge.
 func (d *groupDial) restart() error {
-	req := d.c.token.Request()
-	hs, err := session.NewInitiator(&req, &d.c.token.ClientKey, &d.c.token.ServerKey)
+	req := d.token.Request()
+	hs, err := session.NewInitiator(&req, &d.token.ClientKey, &d.token.ServerKey)
 	if err != nil {
 		return err
 	}
@@ -488,19 +507,20 @@ func (d *groupDial) restart() error {
 }
 
 // tickClient does for c what its own loop does on a tick, and reports
-// whether the session goes on.
-func (g *ClientGroup) tickClient(c *Client, excuse time.Duration) bool {
+// whether the session goes on; if not, lost is the reason it was lost
+// when c is to rejoin (0: it ended).
+func (g *ClientGroup) tickClient(c *Client, excuse time.Duration) (goesOn bool, lost proto.DisconnectReason) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil { // ended by a datagram (the server's disconnect)
-		return false
+		return false, 0
 	}
 	now := c.now()
 	select {
 	case <-c.stopLoop:
 		c.tick(now) // one last packet with what was queued
 		c.end(c.closeReason, false, now)
-		return false
+		return false, 0
 	default:
 	}
 	select {
@@ -510,13 +530,21 @@ func (g *ClientGroup) tickClient(c *Client, excuse time.Duration) bool {
 	if excuse > 0 {
 		c.sess.Excuse(excuse)
 	}
+	lost = c.lost
 	if c.sess.TimedOut(now) {
-		c.end(proto.DisconnectTimeout, true, now)
-		return false
+		lost = proto.DisconnectTimeout
+	}
+	if lost != 0 {
+		c.lost = 0
+		if c.canRejoin() {
+			return false, lost
+		}
+		c.end(lost, true, now)
+		return false, 0
 	}
 	c.tick(now)
 	c.out.flush()
-	return true
+	return true, 0
 }
 
 // shutdown ends every client, fails every dial in progress, closes the

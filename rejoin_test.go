@@ -3,6 +3,8 @@ package tickwire
 import (
 	"context"
 	"errors"
+	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -283,3 +285,86 @@ func TestRejoinCredentialBounds(t *testing.T) {
 		}
 	})
 }
+
+// TestClientGroupRejoins: clients of a ClientGroup (on real loopback
+// sockets) whose server goes deaf past the timeout rejoin by themselves
+// through the group once it hears again, into the same slots, and carry
+// on: each one's reliable echo comes back on the new session.
+func TestClientGroupRejoins(t *testing.T) {
+	uc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &udptest.Cuttable{PacketConn: uc}
+	h := newEchoHandler()
+	log := &hiccupLog{}
+	s, key, addr := testServer(t, Config{Timeout: 1500 * time.Millisecond}, &echoAndLog{echoHandler: h, log: log}, udp.FromPacketConn(cut))
+	g, err := NewClientGroup(ClientGroupConfig{Sockets: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	const n = 4
+	progress := make(chan RejoinProgress, 16*n)
+	clients := make([]*Client, n)
+	for i := range n {
+		d := Dialer{Group: g, Rejoin: &Rejoin{Tries: 20, Progress: func(p RejoinProgress) { progress <- p }}}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		clients[i], err = d.Dial(ctx, mintFor(t, key, addr, uint64(i+1)))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for clients[i].RejoinToken() == nil {
+			runtime.Gosched()
+		}
+	}
+	cut.Cut.Store(true)
+	// Every client loses its session; the server times them out too.
+	lost := 0
+	for lost < n {
+		if p := <-progress; p.State == RejoinLost {
+			lost++
+		}
+	}
+	for s.Stats().Connections > 0 {
+		time.Sleep(10 * time.Millisecond) // the server's own timeout: real time, not a settling wait
+	}
+	cut.Cut.Store(false)
+	back := 0
+	for back < n {
+		switch p := <-progress; p.State {
+		case RejoinDone:
+			back++
+		case RejoinFailed:
+			t.Fatalf("a client failed to rejoin: %v", p.Err)
+		}
+	}
+	if st := s.Stats(); st.Rejoined != n {
+		t.Fatalf("server counted %d rejoins, want %d", st.Rejoined, n)
+	}
+	for i, c := range clients {
+		if err := c.Send(Reliable, 1, []byte{byte(i)}); err != nil {
+			t.Fatalf("client %d: Send after its rejoin: %v", i, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		m, err := c.Receive(ctx)
+		cancel()
+		if err != nil || len(m.Data) != 1 || m.Data[0] != byte(i) {
+			t.Fatalf("client %d: echo %v %v after its rejoin", i, m.Data, err)
+		}
+	}
+}
+
+// echoAndLog is an echo server that also logs the connections' hiccups.
+type echoAndLog struct {
+	*echoHandler
+	log *hiccupLog
+}
+
+func (h *echoAndLog) Connected(c *Conn) { h.echoHandler.Connected(c); h.log.Connected(c) }
+func (h *echoAndLog) Disconnected(c *Conn, r proto.DisconnectReason) {
+	h.echoHandler.Disconnected(c, r)
+	h.log.Disconnected(c, r)
+}
+func (h *echoAndLog) Interrupted(c *Conn, on bool) { h.log.Interrupted(c, on) }

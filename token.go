@@ -33,6 +33,8 @@ type ConnectToken struct {
 	Players     []uint16            // 1..proto.MaxPlayersPerConnection
 	UserData    [proto.UserDataSize]byte
 	ServerAddrs []string // "host:port", tried in order
+
+	rejoin bool // a rejoin credential (Client.RejoinToken)
 }
 
 // TokenParams describes the token a lobby mints.
