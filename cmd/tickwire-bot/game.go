@@ -118,6 +118,11 @@ func eventCounts(n *[game.NumEventKinds]uint64) botproto.Events {
 		ResyncsFinished: n[game.EventResyncFinished],
 		Desyncs:         n[game.EventDesync],
 		Disconnects:     n[game.EventDisconnected],
+
+		PlayersInterrupted: n[game.EventPlayerInterrupted],
+		PlayersBack:        n[game.EventPlayerBack],
+		Rejoining:          n[game.EventRejoining],
+		Rejoined:           n[game.EventRejoined],
 	}
 }
 

@@ -57,6 +57,7 @@ import (
 )
 
 type options struct {
+	rejoin    bool // -rejoin
 	server    string
 	secret    string // POST /api/join's bearer secret
 	n         int
@@ -126,6 +127,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.echoEvery, "echo-every", 100*time.Millisecond, "interval of each client's numbered reliable message")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the scripted inputs")
 	fs.StringVar(&o.cpuProf, "cpuprofile", "", "write a CPU profile of the run to `file`")
+	fs.BoolVar(&o.rejoin, "rejoin", true, "come back into the same player slots by itself after a session is lost without a leave (within the server's rejoin grace; past it, join again as a new player); false: a lost session is a disconnect")
 	fs.BoolVar(&o.headless, "headless", false, "run only the clock and inputs, for cheap load generation: no state decoding, prediction or interpolation (corrections and stalls are not measured)")
 	fs.IntVar(&o.verify, "verify", -1, "-headless: how many `clients` rebuild the server's state and check its checksums (desyncs); the others only ack\n"+
 		"the snapshots, the cheapest load (-1: all)")

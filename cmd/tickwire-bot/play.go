@@ -43,6 +43,33 @@ type bot struct {
 	disconnect  proto.DisconnectReason
 	disconnects int
 	closed      bool // we closed it: no longer count disconnects
+	// rejoins (-rejoin): sessions lost, rejoined and how long each took,
+	// rejoins that failed; newDue: the last one failed, and the bot joins
+	// again as a new player (on the play loop)
+	interruptions, rejoins, rejoinFailures, newPlayers int
+	rejoinTook                                         []time.Duration
+	newDue                                             bool
+	lostWithSession                                    uint64
+}
+
+// rejoinProgress follows the client's automatic rejoin.
+func (b *bot) rejoinProgress(p tickwire.RejoinProgress) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch p.State {
+	case tickwire.RejoinLost:
+		b.interruptions++
+		// What the lost session had in flight went with it: counted
+		// apart, and not expected back.
+		b.lostWithSession += uint64(b.nextEcho - b.wantEcho)
+		b.wantEcho = b.nextEcho
+	case tickwire.RejoinDone:
+		b.rejoins++
+		b.rejoinTook = append(b.rejoinTook, p.Took)
+	case tickwire.RejoinFailed:
+		b.rejoinFailures++
+		b.newDue = !b.closed
+	}
 }
 
 // Message implements tickwire.ClientHandler.
@@ -233,6 +260,7 @@ loop:
 		case <-end.C:
 			break loop
 		case <-echo.C:
+			rejoinAsNew(ctx, o, bots, token, groups, log)
 			for _, b := range bots {
 				if b.client != nil && b.client.Err() == nil {
 					b.sendEcho()
@@ -277,6 +305,41 @@ loop:
 		sum.BotCPUPerClientTick = float64((cpuTime() - cpu0).Microseconds()) / float64(connected) / ticks
 	}
 	return sum, nil
+}
+
+// rejoinAsNew connects again, as new players, the bots whose rejoin
+// failed (they were away past the server's grace). It runs on the play
+// loop, the only reader of a bot's client and game besides their own
+// callbacks, and waits for the dials.
+func rejoinAsNew(ctx context.Context, o *options, bots []*bot, token func(context.Context, int) (*tickwire.ConnectToken, error),
+	groups []*tickwire.ClientGroup, log *slog.Logger) {
+	var wg sync.WaitGroup
+	for i, b := range bots {
+		b.mu.Lock()
+		due := b.newDue && b.client != nil && b.client.Err() != nil
+		if due {
+			b.newDue = false
+		}
+		b.mu.Unlock()
+		if !due {
+			continue
+		}
+		var g *tickwire.ClientGroup
+		if len(groups) > 0 {
+			g = groups[i%len(groups)]
+		}
+		wg.Go(func() {
+			if err := b.connect(ctx, o, 0, token, g, log); err != nil {
+				log.Warn("could not join again as a new player", "bot", b.id, "err", err)
+				return
+			}
+			b.mu.Lock()
+			b.newPlayers++
+			b.mu.Unlock()
+			log.Info("joined again as a new player: its rejoin grace was over", "bot", b.id)
+		})
+	}
+	wg.Wait()
 }
 
 // connectAll connects the -n clients at once, the i-th i × the ramp-up
@@ -355,6 +418,9 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 	}
 	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify, o.interpLag, o.inputInterval)
 	d := tickwire.Dialer{Handler: b, Group: g}
+	if o.rejoin {
+		d.Rejoin = &tickwire.Rejoin{Progress: b.rejoinProgress}
+	}
 	b.game.attach(&d)
 	timeout := 10 * time.Second
 	if g != nil {
@@ -388,7 +454,7 @@ func totals(bots []*bot) counts {
 		t.bytesIn += st.BytesIn
 		t.bytesOut += st.BytesOut
 		b.mu.Lock()
-		if b.disconnects == 0 {
+		if b.client.Err() == nil {
 			t.connected++
 		}
 		t.disconnects += b.disconnects
@@ -410,7 +476,7 @@ func percentiles(d []time.Duration) botproto.Percentiles {
 
 // fill completes s from the bots and the counts before and after play.
 func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.Duration, rtts []time.Duration) {
-	var echo []time.Duration
+	var echo, rejoinTook []time.Duration
 	var events [game.NumEventKinds]uint64
 	reasons := map[string]int{}
 	for _, b := range bots {
@@ -431,6 +497,12 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 		s.ReliableOutOfOrder += b.outOfOrder
 		s.ReliableLost += uint64(b.nextEcho - b.wantEcho)
 		echo = append(echo, b.echoRTT...)
+		s.Interruptions += b.interruptions
+		s.ReliableLostWithSession += b.lostWithSession
+		s.Rejoins += b.rejoins
+		s.RejoinFailures += b.rejoinFailures
+		s.NewPlayers += b.newPlayers
+		rejoinTook = append(rejoinTook, b.rejoinTook...)
 		b.mu.Unlock()
 		if b.game != nil {
 			g := b.game.stats()
@@ -466,6 +538,10 @@ func fill(s *botproto.Summary, bots []*bot, before, after counts, elapsed time.D
 	s.Events = eventCounts(&events)
 	s.RTTms = percentiles(rtts)
 	s.EchoMs = percentiles(echo)
+	s.RejoinMs = percentiles(rejoinTook)
+	if len(rejoinTook) > 0 {
+		s.RejoinMaxMs = float64(slices.Max(rejoinTook).Microseconds()) / 1000
+	}
 	sec := elapsed.Seconds()
 	if s.Connected > 0 && sec > 0 {
 		s.DownKbpsPerClient = float64(after.bytesIn-before.bytesIn) * 8 / 1000 / sec / float64(s.Connected)
@@ -486,15 +562,23 @@ func printSummary(w io.Writer, s *botproto.Summary) {
 	} else {
 		fmt.Fprintf(w, "  rtt p50 %.1f ms p99 %.1f ms; echo p50 %.1f ms p99 %.1f ms\n", s.RTTms.P50, s.RTTms.P99, s.EchoMs.P50, s.EchoMs.P99)
 		fmt.Fprintf(w, "  per client: down %.1f kbit/s, up %.1f kbit/s; the bot's own CPU %.1f µs per client and tick\n", s.DownKbpsPerClient, s.UpKbpsPerClient, s.BotCPUPerClientTick)
-		fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d\n", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+		fmt.Fprintf(w, "  reliable: sent %d, received %d, lost %d, duplicates %d, out of order %d", s.ReliableSent, s.ReliableReceived, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder)
+		if s.ReliableLostWithSession > 0 {
+			fmt.Fprintf(w, "; %d in flight on sessions lost", s.ReliableLostWithSession)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintf(w, "  game: inputs %d, late %d (after the first %v), resyncs %d %v, desyncs %d\n",
 			s.InputsSent, s.LateInputs, game.ConvergeTime, s.Resyncs, s.ResyncCauses, s.Desyncs)
 		fmt.Fprintf(w, "  prediction: rollbacks %d, corrections of own bodies %d; interpolation: %d frames, %d stalled (%d while the lag-compensation bound cut the delay); after the first %v: %d frames, %d stalled (%d)\n",
 			s.Rollbacks, s.Corrections, s.InterpFrames, s.InterpStalls, s.InterpStallsBounded,
 			game.ConvergeTime, s.InterpFramesSettled, s.InterpStallsSettled, s.InterpStallsBoundedSettled)
 		e := &s.Events
-		fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
-			e.Ready, e.PlayersJoined, e.PlayersLeft, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
+		fmt.Fprintf(w, "  events: ready %d, players joined %d, left %d, interrupted %d, back %d; actions accepted %d, rejected %d; messages late %d; resyncs %d/%d, desyncs %d, disconnects %d\n",
+			e.Ready, e.PlayersJoined, e.PlayersLeft, e.PlayersInterrupted, e.PlayersBack, e.ActionsAccepted, e.ActionsRejected, e.MessagesLate, e.ResyncsStarted, e.ResyncsFinished, e.Desyncs, e.Disconnects)
+		if s.Interruptions > 0 {
+			fmt.Fprintf(w, "  hiccups: %d sessions lost, %d rejoined their slots (p50 %.0f ms, p99 %.0f ms, max %.0f ms), %d past the grace joined again as new players (%d)\n",
+				s.Interruptions, s.Rejoins, s.RejoinMs.P50, s.RejoinMs.P99, s.RejoinMaxMs, s.RejoinFailures, s.NewPlayers)
+		}
 	}
 	if p := s.Peer; p != nil {
 		fmt.Fprintf(w, "  peer slot %d: epoch %d, %d migrations, %d promotions, hosting %v, stepped down %v; standby took %d states and %d steps; resumed inputs missing %d\n",

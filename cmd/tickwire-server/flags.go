@@ -77,6 +77,8 @@ type options struct {
 	demo             int    // -demo: bots in a demo game browsers can watch
 
 	sessionTimeout time.Duration // -session-timeout: a silent client is dropped after this
+	interrupt      time.Duration // -interrupt: a silent client is shown interrupted after this
+	rejoinGrace    time.Duration // -rejoin-grace: how long a dropped client may come back into its slots
 
 	devJoin    bool
 	joinSecret string // from -join-secret or -join-secret-file
@@ -198,7 +200,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
 	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
 	fs.StringVar(&o.webClient, "web-client", "", "`directory` holding a browser client built beforehand (client.wasm, wasm_exec.js; see docs/BROWSER.md);\nempty: the server builds it with the go command the first time /play asks for it")
-	fs.DurationVar(&o.sessionTimeout, "session-timeout", tickwire.DefaultTimeout, "drop a client silent for this long (100ms..1m); browsers stall longer than native clients\n(a busy or loaded machine, a garbage collection): raise it for them")
+	fs.DurationVar(&o.sessionTimeout, "session-timeout", tickwire.DefaultTimeout, "drop a client silent for this long (more than the heartbeat, at most 1m): long enough for a\nWi-Fi roam, a closed lid or a stalled process; the players see it interrupted long before (-interrupt)")
+	fs.DurationVar(&o.interrupt, "interrupt", 0, "show a client silent for this long as interrupted to the other players (less than -session-timeout;\ndefault 1s, or halfway to a shorter -session-timeout)")
+	fs.DurationVar(&o.rejoinGrace, "rejoin-grace", tickwire.DefaultRejoinGrace, "keep a dropped client's player slots this long for it to rejoin with its credential (0: no rejoin; at most 1h)")
 	fs.IntVar(&o.demo, "demo", 0, "run `bots` (0..64) in a demo arena game that /play shows visitors as spectators, without joining\n(needs -web and -game arena)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
 	// A mistake gets one line and a pointer to -h, not every flag.
@@ -398,6 +402,12 @@ func (o *options) validFleet(tokenFile, serverTokenFile, lobbyTokenFile string) 
 	}
 	if o.sessionTimeout <= tickwire.DefaultHeartbeat || o.sessionTimeout > time.Minute {
 		return fmt.Errorf("-session-timeout %v out of range: more than the heartbeat (%v), at most 1m", o.sessionTimeout, tickwire.DefaultHeartbeat)
+	}
+	if o.interrupt < 0 || (o.interrupt > 0 && o.interrupt >= o.sessionTimeout) {
+		return fmt.Errorf("-interrupt %v out of range: more than 0 and less than -session-timeout (%v)", o.interrupt, o.sessionTimeout)
+	}
+	if o.rejoinGrace < 0 || o.rejoinGrace > time.Hour {
+		return fmt.Errorf("-rejoin-grace %v out of range: 0 (no rejoin) to 1h", o.rejoinGrace)
 	}
 	if o.demo < 0 || o.demo > 64 {
 		return fmt.Errorf("-demo %d out of range 0..64", o.demo)

@@ -319,6 +319,8 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 	srv, err := tickwire.NewServer(key, tickwire.Config{
 		TickRate:       o.tick,
 		Timeout:        o.sessionTimeout,
+		Interrupt:      o.interrupt,
+		RejoinGrace:    rejoinGrace(o.rejoinGrace),
 		MaxConnections: o.maxPlayers,
 		Logger:         log,
 		ObserveTick:    func(tick uint32, took time.Duration) { game.observeTick(tick, took) },
@@ -368,4 +370,13 @@ func gameTitle(name string) string {
 		return "Commits relay"
 	}
 	return name
+}
+
+// rejoinGrace is -rejoin-grace as tickwire.Config.RejoinGrace (whose zero
+// is the default, and negative none).
+func rejoinGrace(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -25,16 +25,20 @@ type Summary struct {
 	InterpStallsBounded uint64 `json:"interp_stalls_bounded"`
 	// The interpolated frames, stalls and stalls the bound won once the
 	// clients had played game.ConvergeTime (game.ClientStats.Settled).
-	InterpFramesSettled        uint64  `json:"interp_frames_settled"`
-	InterpStallsSettled        uint64  `json:"interp_stalls_settled"`
-	InterpStallsBoundedSettled uint64  `json:"interp_stalls_bounded_settled"`
-	InterpFrames               uint64  `json:"interp_frames"`
-	ReliableSent               uint64  `json:"reliable_sent"`
-	ReliableReceived           uint64  `json:"reliable_received"`
-	ReliableDuplicates         uint64  `json:"reliable_duplicates"`
-	ReliableOutOfOrder         uint64  `json:"reliable_out_of_order"`
-	ReliableLost               uint64  `json:"reliable_lost"`
-	DurationSeconds            float64 `json:"duration_s"`
+	InterpFramesSettled        uint64 `json:"interp_frames_settled"`
+	InterpStallsSettled        uint64 `json:"interp_stalls_settled"`
+	InterpStallsBoundedSettled uint64 `json:"interp_stalls_bounded_settled"`
+	InterpFrames               uint64 `json:"interp_frames"`
+	ReliableSent               uint64 `json:"reliable_sent"`
+	ReliableReceived           uint64 `json:"reliable_received"`
+	ReliableDuplicates         uint64 `json:"reliable_duplicates"`
+	ReliableOutOfOrder         uint64 `json:"reliable_out_of_order"`
+	ReliableLost               uint64 `json:"reliable_lost"`
+	// ReliableLostWithSession counts the echoes in flight on a session
+	// that was lost (and then rejoined or replaced): the transport does
+	// not carry a lost session's reliable data to the next.
+	ReliableLostWithSession uint64  `json:"reliable_lost_with_session"`
+	DurationSeconds         float64 `json:"duration_s"`
 	// BotCPUPerClientTick is the bot process's own CPU time (user +
 	// system) over the run, per client and per 60 Hz tick, in
 	// microseconds: what load generation costs beside the server.
@@ -47,6 +51,17 @@ type Summary struct {
 	// Events sums the game events (tickwire.GameEvent) the bots' games
 	// received.
 	Events Events `json:"events"`
+	// Interruptions counts the sessions the bots lost without a leave
+	// (with -rejoin), Rejoins those that came back into their slots, and
+	// RejoinMs how long each took from the loss; RejoinFailures counts
+	// the losses no rejoin brought back (past the server's grace), each
+	// of which then joined as a new player (NewPlayers).
+	Interruptions  int         `json:"interruptions"`
+	Rejoins        int         `json:"rejoins"`
+	RejoinMs       Percentiles `json:"rejoin_ms"`
+	RejoinMaxMs    float64     `json:"rejoin_max_ms"`
+	RejoinFailures int         `json:"rejoin_failures"`
+	NewPlayers     int         `json:"new_players"`
 	// Peer is set in -peer mode (one player of a peer-hosted game).
 	Peer *PeerSummary `json:"peer,omitempty"`
 	// Commits is set when the bots played a commits-mode game (-game
@@ -171,6 +186,12 @@ type Events struct {
 	ResyncsFinished uint64 `json:"resyncs_finished"`
 	Desyncs         uint64 `json:"desyncs"`
 	Disconnects     uint64 `json:"disconnects"`
+	// Players interrupted and back (others' and the bots' own), and the
+	// bots' own sessions lost and rejoined.
+	PlayersInterrupted uint64 `json:"players_interrupted"`
+	PlayersBack        uint64 `json:"players_back"`
+	Rejoining          uint64 `json:"rejoining"`
+	Rejoined           uint64 `json:"rejoined"`
 }
 
 // Percentiles of a distribution, in milliseconds.
