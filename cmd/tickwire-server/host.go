@@ -112,6 +112,14 @@ func (g *gameHost) Connected(c *tickwire.Conn) {
 	g.Handler.Connected(c)
 }
 
+// Interrupted passes a connection's silence and return on to the game
+// (the embedded Handler hides its optional interfaces).
+func (g *gameHost) Interrupted(c *tickwire.Conn, on bool) {
+	if ih, ok := g.Handler.(tickwire.InterruptHandler); ok {
+		ih.Interrupted(c, on)
+	}
+}
+
 // observeTick is the server's Config.ObserveTick.
 func (g *gameHost) observeTick(_ uint32, took time.Duration) {
 	g.ticks.Add(1)
