@@ -178,6 +178,7 @@ type Client struct {
 	flushReq     chan time.Duration // a no-delay Flush wants another flush this much later
 	layer        ClientLayer
 
+	ownTimeout   time.Duration // Dialer.Config.Timeout as given (0: the server's)
 	rejoinTok    *ConnectToken // the newest rejoin credential the server sent
 	rejoinPolicy *Rejoin       // Dialer.Rejoin with its defaults
 	rejoining    bool          // the session was lost; a new one is being dialled
@@ -274,6 +275,8 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		flushReq: make(chan time.Duration, 1),
 		layer:    d.Game,
 		out:      outQueue{conn: conn, log: cfg.Logger},
+
+		ownTimeout: d.Config.Timeout,
 	}
 	c.peer = peerOutput{q: &c.out, addr: addr}
 	c.sh.message = c.message
@@ -397,7 +400,7 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, send func()
 			if !hs.Challenged() {
 				continue
 			}
-			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, FEC: c.cfg.ReliableFEC})
+			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, FEC: c.cfg.ReliableFEC, Timeout: c.ownTimeout})
 			if !ok {
 				c.dropped[drop]++
 				continue

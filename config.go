@@ -29,7 +29,9 @@ type Config struct {
 	Heartbeat time.Duration
 
 	// Timeout drops a peer after this long without an authenticated
-	// packet. Default 10 s: what real networks need to survive a Wi-Fi
+	// packet. A server tells its clients its Timeout in the accept, and
+	// a client follows it unless its own is set (and longer than the
+	// server's heartbeat). Default 10 s: what real networks need to survive a Wi-Fi
 	// roam, a mobile handover, a closed laptop lid or a stalled process
 	// (netcode.io and GameNetworkingSockets use the same). It is not the
 	// clock that finds a dead host for host migration: that one is

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,9 +21,6 @@ const shotTicks = 60
 // rateWindow is the shortest span the overlay's rates are measured over.
 const rateWindow = 500 * time.Millisecond
 
-// Timeout is how long a browser player waits for a silent server.
-const Timeout = 5 * time.Second
-
 // Player is one browser player of the arena.
 type Player struct {
 	client *tickwire.Client
@@ -36,9 +34,13 @@ type Player struct {
 	ready   bool
 	desyncs uint64
 	ended   string
-	bodies  []sim.Body // scratch for Frame
-	rate    rateSample // at the start of the current rate window
-	rates   rates      // over the last window
+	// rejoining: the session was lost and the player is coming back;
+	// interrupted: the players the server says are silent
+	rejoining   bool
+	interrupted []uint16
+	bodies      []sim.Body // scratch for Frame
+	rate        rateSample // at the start of the current rate window
+	rates       rates      // over the last window
 }
 
 // shot is one hitscan shot: as the client predicted it or as the server
@@ -76,9 +78,10 @@ func Dial(ctx context.Context, token string, pipe *Pipe) (*Player, error) {
 	gc.OnFrame(p.frame)
 	d := tickwire.Dialer{
 		// A browser tab stalls longer than a native client (a busy main
-		// thread, a collection, a throttled timer): it waits longer
-		// before it gives the server up.
-		Config:  tickwire.Config{Timeout: Timeout},
+		// thread, a collection, a throttled timer): past the server's
+		// timeout it comes back into its slot by itself, over the same
+		// page's transport.
+		Rejoin:  &tickwire.Rejoin{},
 		Conn:    pipe,
 		Game:    gc,
 		Resolve: func(context.Context, string) (netip.AddrPort, error) { return pipe.Peer(), nil },
@@ -150,6 +153,17 @@ func (p *Player) GameEvent(_ *sim.Client, e *game.Event) {
 		}
 	case game.EventDisconnected:
 		p.ended = e.Disconnect.String()
+		p.rejoining = false
+	case game.EventRejoining:
+		p.rejoining = true
+	case game.EventRejoined:
+		p.rejoining = false
+	case game.EventPlayerInterrupted:
+		if !slices.Contains(p.interrupted, e.Player) {
+			p.interrupted = append(p.interrupted, e.Player)
+		}
+	case game.EventPlayerBack, game.EventPlayerLeft:
+		p.interrupted = slices.DeleteFunc(p.interrupted, func(q uint16) bool { return q == e.Player })
 	}
 }
 
@@ -172,6 +186,10 @@ type Frame struct {
 	Shots  []Shot   `json:"shots"`
 	Net    Overlay  `json:"net"`
 	Ended  string   `json:"ended,omitempty"` // why the session ended
+	// Rejoining: the session was lost and the player is coming back
+	// into its slot; Interrupted: the players whose connection is silent.
+	Rejoining   bool     `json:"rejoining,omitempty"`
+	Interrupted []uint16 `json:"interrupted,omitempty"`
 }
 
 // Sprite is one body: the player's own avatar and projectiles where it
@@ -278,6 +296,8 @@ func (p *Player) Frame(now time.Time) Frame {
 		Desyncs: p.desyncs, Resyncs: gs.Resyncs, Frames: p.frames, Entities: gs.Entities,
 	}
 	f.Ended = p.ended
+	f.Rejoining = p.rejoining
+	f.Interrupted = slices.Clone(p.interrupted)
 	return f
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/debugger"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
@@ -21,12 +22,10 @@ import (
 	"github.com/tickwire/tickwire/webpage"
 )
 
-// browserServer are the flags of the servers of the browser tests: a
-// browser tab on a loaded machine stalls for more than the default 1.5 s
-// session timeout now and then (what -session-timeout is for), the
+// browserServer are the flags of the servers of the browser tests: the
 // WebTransport socket on loopback, a small arena.
 func browserServer(dir string, more ...string) []string {
-	return append([]string{"-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20", "-session-timeout", "5s"}, more...)
+	return append([]string{"-web-client", dir, "-webtransport", "127.0.0.1:0", "-npcs", "20"}, more...)
 }
 
 // The browser client, built once for the browser tests.
@@ -298,6 +297,62 @@ func TestBrowserPlayNow(t *testing.T) {
 	if got := metric(t, a.admin, `tickwire_games`); got != 1 {
 		t.Errorf("/metrics: %v games, want 1", got)
 	}
+}
+
+// TestBrowserRejoin: a tab whose page stops running for 4 s (its
+// scripts paused from the debugger, as a busy main thread or a throttled
+// background tab stops it) is dropped by a server with a 2-s session
+// timeout; when it runs again it comes back into its own slot by itself,
+// over the same page's transport, with the game as it stands: the page
+// says it is coming back, then plays on as the same player.
+func TestBrowserRejoin(t *testing.T) {
+	dir := webClient(t)
+	srv, a := server(t, browserServer(dir, "-session-timeout", "2s")...)
+	browser := browsertest.NewBrowser(t, 1100, 760)
+	n := 0
+	shots := browsertest.ArtifactDir(t, "browser-rejoin")
+	erin := browsertest.NewTab(t, browser, "erin", shots, &n)
+	logPagesOnFailure(t, erin)
+	erin.Do("open the menu", chromedp.Navigate("http://"+a.http+"/"), chromedp.WaitVisible(`li[data-type="arena"] a.quick`))
+	erin.DoWithin(60*time.Second, "play now", chromedp.Click(`li[data-type="arena"] a.quick`),
+		chromedp.WaitVisible(`body[data-state="playing"]`))
+	slot := evalInt(t, erin, `window.tickwirePage.session.slot`)
+	erin.Do("pause the page", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		if _, err := chromedp.Call(ctx, debugger.Enable, debugger.EnableParams{}); err != nil {
+			return err
+		}
+		_, err := chromedp.Call(ctx, debugger.Pause, cdp.Empty{})
+		return err
+	}))
+	srv.awaitCount(t, `msg="players await their rejoin"`, 0, 20*time.Second)
+	time.Sleep(2 * time.Second) // the page stays paused past the server's drop (real time)
+	erin.Do("run the page again", chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, debugger.Resume, debugger.ResumeParams{})
+		return err
+	}))
+	srv.awaitCount(t, `msg="players rejoined"`, 0, 30*time.Second)
+	erin.DoWithin(30*time.Second, "play on", chromedp.Poll[chromedp.Void](
+		`document.body.dataset.state === 'playing' && window.tickwirePage.frame && !window.tickwirePage.frame.rejoining && window.tickwirePage.frame.bodies.some((b) => b.own)`,
+		chromedp.WithPollingTimeout(25*time.Second)))
+	if after := evalInt(t, erin, `window.tickwirePage.frame.self`); after != slot {
+		t.Errorf("back as slot %d, was %d", after, slot)
+	}
+	if n := srv.count(`msg="player left"`); n != 0 {
+		t.Errorf("the server logged %d leaves: the paused player left instead of rejoining", n)
+	}
+	erin.ViewportScreenshot("back")
+}
+
+// evalInt evaluates expr, a number, in p.
+func evalInt(t *testing.T, p *browsertest.Tab, expr string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(p.Ctx, 10*time.Second)
+	defer cancel()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](expr))
+	if err != nil {
+		t.Fatalf("%s: %s: %v", p.Name, expr, err)
+	}
+	return n
 }
 
 // TestBrowserDemo: with -demo, the menu's "Watch" opens a spectator view

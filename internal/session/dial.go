@@ -120,9 +120,10 @@ type Welcome struct {
 }
 
 // Accept opens the server's accept packet and creates the session it
-// announces. cfg's ID, MaxPacket, keys and timers are set from the accept
-// and the token: the server's values win. On failure drop says why the
-// packet is dropped.
+// announces. cfg's ID, MaxPacket, keys and heartbeat are set from the
+// accept and the token: the server's values win. cfg.Timeout, if longer
+// than the accept's heartbeat, is the session's timeout; otherwise the
+// accept's is. On failure drop says why the packet is dropped.
 func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, DropReason, bool) {
 	hdr, _, err := proto.ParseHeader(pkt)
 	if err != nil || !hdr.Sealed || hdr.Type != proto.PacketAccept {
@@ -151,7 +152,11 @@ func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, Drop
 	cfg.ID, cfg.MaxPacket = hdr.ConnID, int(body.MaxPacket)
 	cfg.TxKey, cfg.RxKey = &c2s, &s2c
 	cfg.Heartbeat = time.Duration(body.HeartbeatMs) * time.Millisecond
-	cfg.Timeout = time.Duration(body.TimeoutMs) * time.Millisecond
+	if cfg.Timeout <= cfg.Heartbeat {
+		// The client's own timeout, if it set one past the server's
+		// heartbeat, wins; else it follows the server's.
+		cfg.Timeout = time.Duration(body.TimeoutMs) * time.Millisecond
+	}
 	s, err := New(cfg, now)
 	if err != nil {
 		return Welcome{}, DropMalformed, false

@@ -175,14 +175,16 @@
         continue;
       }
       const r = (b.kind === 'npc' ? 0.6 : 0.5) * scale;
-      g.globalAlpha = b.hp > 0 ? 1 : 0.3;
+      // A player whose connection is silent is drawn faded, and says so.
+      const away = b.kind === 'player' && (f.interrupted || []).includes(b.player);
+      g.globalAlpha = b.hp > 0 && !away ? 1 : 0.3;
       g.fillStyle = b.own ? colors.own : colors[b.kind];
       g.beginPath(); g.arc(x, y, r, 0, 7); g.fill();
       if (b.kind === 'player') {
         g.strokeStyle = '#fff';
         g.beginPath(); g.moveTo(x, y); g.lineTo(x + Math.cos(b.aim) * r * 1.8, y + Math.sin(b.aim) * r * 1.8); g.stroke();
         g.fillStyle = '#eee';
-        g.fillText(`${nameOf(b.player)}${b.own ? ' (you)' : ''} ${b.score}`, x - r, y - r - 10);
+        g.fillText(`${nameOf(b.player)}${b.own ? ' (you)' : ''} ${b.score}${away ? ' (connection interrupted)' : ''}`, x - r, y - r - 10);
       }
       g.fillStyle = '#2c2';
       g.fillRect(x - r, y - r - 6, 2 * r * b.hp / 100, 3);
@@ -249,6 +251,12 @@
       page.frame = f;
       draw(f);
       if (page.overlay) $('overlay').textContent = overlayText(f);
+      const st = document.body.dataset.state;
+      if (f.rejoining && st === 'playing') {
+        state('rejoining', 'connection lost: coming back into your slot…');
+      } else if (!f.rejoining && st === 'rejoining' && !f.ended) {
+        state('playing', `playing as ${nameOf(f.self)}`);
+      }
       if ((f.ended || page.ended) && document.body.dataset.state !== 'ended') {
         state('ended', 'ended: ' + (f.ended || page.ended));
         // A spectator tunes in again, with a new spectator token.
