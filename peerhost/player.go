@@ -481,6 +481,8 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 	if srv != nil {
 		srv.Close()
 	}
+	// A game between hosts heard no end of its session: tell it now.
+	p.cfg.Game.ResumeFailed(r)
 	if p.cfg.Handler != nil {
 		p.cfg.Handler.Disconnected(c, r)
 	}

@@ -502,7 +502,8 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 
 // TestPeerNoHostLeft: when the host is lost and no other player offered
 // to host, the players end with migrate.ErrNoHost (and say so to their
-// handler and events) instead of a bare timeout.
+// handler and events) instead of a bare timeout, and their game hears
+// its end once (EventDisconnected), though it was waiting to resume.
 func TestPeerNoHostLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRigHosts(t, 2, 1)
@@ -520,6 +521,9 @@ func TestPeerNoHostLeft(t *testing.T) {
 		ev := r.eventsOf(1)
 		if len(ev) == 0 || ev[len(ev)-1].Kind != EventNoHost {
 			t.Fatalf("events %+v", ev)
+		}
+		if n := r.disconnects[1].Load(); n != 1 {
+			t.Fatalf("the game saw %d disconnects, want 1", n)
 		}
 	})
 }
