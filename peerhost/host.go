@@ -68,6 +68,14 @@ type HostStats struct {
 	SteppedDown  bool
 	StepDownWhy  string
 	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// HandOverTick is the last tick of a host that quit and handed the
+	// game over (0: it did not); HandOverUnacked the players that had
+	// not left it for the successor by HandOverTimeout.
+	HandOverTick    uint32
+	HandOverUnacked uint64
+	// HandOverLeft counts the players' stream messages that reached the
+	// host during its hand-over: left for the successor to run.
+	HandOverLeft uint64
 	// Stream counts the peer message streams' traffic (the players'
 	// messages received, the host's sent).
 	Stream StreamStats
@@ -87,6 +95,7 @@ type hostMigration struct {
 	lastRun time.Time
 	left    int // players that left with proto.DisconnectHostMigrate
 	down    bool
+	handing *handOver // the host quits (handover.go)
 	stats   HostStats
 	buf     []byte
 	succ    []migrate.Member
@@ -171,7 +180,7 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 	if wasStandby {
 		m.setStandby(nil)
 	}
-	if r != proto.DisconnectHostMigrate || m.down {
+	if r != proto.DisconnectHostMigrate || m.down || m.handing != nil {
 		return
 	}
 	m.left++
@@ -210,6 +219,10 @@ func (m *hostMigration) stepDown(why string) {
 func (m *hostMigration) Tick(now time.Time) bool {
 	if m.down {
 		return false
+	}
+	if m.handing != nil {
+		m.handOverDue(now)
+		return false // the game stopped at the tick handed over
 	}
 	if !m.lastRun.IsZero() && now.Sub(m.lastRun) >= m.cfg.StallTimeout {
 		m.stepDown("the host's loop stalled for " + now.Sub(m.lastRun).Round(time.Millisecond).String())
@@ -402,6 +415,9 @@ func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error
 	if len(ps) == 0 {
 		return tickwire.ErrNotConnected
 	}
+	if m.handing != nil {
+		return ErrClosed // its successor would not know it
+	}
 	if len(data) > proto.MaxMessageSize {
 		return tickwire.ErrMessageTooLarge
 	}
@@ -462,6 +478,11 @@ func (m *hostMigration) ackRun(c *tickwire.Conn, player uint16, st *playerStream
 // release sends what the standby holds now: the host's messages and the
 // acknowledgements of the players' messages.
 func (m *hostMigration) release() {
+	if m.handing != nil {
+		// Frozen where the standby has them: nothing the successor may
+		// not know goes out (its standby stopped acknowledging).
+		return
+	}
 	for _, c := range m.conns() {
 		player, st := m.streamOf(c)
 		if st == nil {
@@ -501,6 +522,12 @@ func (m *hostMigration) resumed(c *tickwire.Conn) {
 func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame) error {
 	if f.Copy || !carries(c, f.Player) || f.Player != c.Players()[0] {
 		return errForeignPlayer
+	}
+	if m.handing != nil {
+		// Not run here, where its effects would die with the host: the
+		// player sends it again to the successor.
+		m.stats.HandOverLeft++
+		return nil
 	}
 	st := m.stream(f.Player)
 	switch d := int32(f.Seq - st.inNext); {

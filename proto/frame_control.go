@@ -29,8 +29,14 @@ const (
 	// cleanly; its players' leaves are scheduled like joins, and nobody
 	// waits for it from then on. Tick is its live tick; Player and Arg
 	// are 0.
-	ControlLeave   ControlCode = 7
-	controlCodeEnd ControlCode = 8
+	ControlLeave ControlCode = 7
+	// ControlHandOver, peer host → players (host migration): the host
+	// quits and hands the game to its successor. Player is the
+	// successor's player, Tick the last tick the host ran (the
+	// successor resumes from its standby at that tick), Arg the host's
+	// epoch, Text the successor's address.
+	ControlHandOver ControlCode = 8
+	controlCodeEnd  ControlCode = 9
 )
 
 var controlNames = [...]string{
@@ -41,6 +47,7 @@ var controlNames = [...]string{
 	ControlCommit:         "commit",
 	ControlMessageLate:    "message late",
 	ControlLeave:          "leave",
+	ControlHandOver:       "hand-over",
 }
 
 func (c ControlCode) String() string {

@@ -93,7 +93,7 @@ local resync_names = {
 local control_names = {
     [1] = "player joined", [2] = "player left", [3] = "action rejected",
     [4] = "host migration", [5] = "commit", [6] = "message late",
-    [7] = "leave",
+    [7] = "leave", [8] = "hand-over",
 }
 local kcp_cmd_names = { [81] = "push", [82] = "ack", [83] = "window probe", [84] = "window size" }
 
