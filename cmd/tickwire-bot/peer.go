@@ -23,8 +23,9 @@ import (
 
 // peerBot is one player of a peer-hosted game (-peer): it takes a seat
 // in the lobby's room offering its own UDP port to host, and plays
-// through a tickwire.Peer, which hosts the game when the lobby picks this
-// player and takes it over when the host is lost.
+// through a peerhost.Player, which hosts the game when the lobby picks
+// this player, takes it over when the host is lost, and hands it over to
+// its successor when this player quits while hosting.
 type peerBot struct {
 	bot
 	peer *peerhost.Player
