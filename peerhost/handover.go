@@ -44,10 +44,11 @@ var errHandOver = errors.New("peerhost: hand-over of another epoch, or naming an
 // host. done is closed when the hand-over is over. Call it from the
 // server's loop.
 func (m *hostMigration) startHandOver(now time.Time) (done <-chan struct{}, ok bool) {
-	if m.down || m.handing != nil || m.standby == nil || !m.acked || m.h.Engine(m.cfg.Game) == nil {
+	w := m.primary()
+	if m.down || m.handing != nil || w == nil || !w.acked || m.h.Engine(m.cfg.Game) == nil {
 		return nil, false
 	}
-	ps := m.standby.Players()
+	ps := w.c.Players()
 	succ, ok := m.roster.Member(ps[0])
 	if !ok {
 		return nil, false

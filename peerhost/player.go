@@ -50,6 +50,9 @@ type Config struct {
 	// PromoteTimeout how long an elected successor has to announce
 	// itself (default migrate.DefaultPromoteTimeout).
 	Timeout, PromoteTimeout time.Duration
+	// Standbys is how many warm standbys this peer keeps when it hosts
+	// (HostConfig.Standbys; default DefaultStandbys).
+	Standbys int
 	// OnEvent, if set, hears what the Player does (from its goroutines).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -201,7 +204,7 @@ func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates m
 		return errors.New("peerhost: Player.Host without a host socket")
 	}
 	p.game = gameID
-	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData})
+	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData, Standbys: p.cfg.Standbys})
 	return err
 }
 
@@ -530,7 +533,6 @@ func (p *Player) follow(act migrate.Action) {
 	p.mu.Lock()
 	old := p.follower.Following().Host
 	held := p.tokens[act.Member.Slot]
-	clear(p.streams) // the successor's standby gets them from it
 	p.mu.Unlock()
 	p.leave(now, old, act.Epoch)
 	if held == nil {
@@ -595,7 +597,7 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	key := keys[len(keys)-1]
 	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates, streams: streams})
+		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams})
 	if err == nil {
 		p.srv.Do(func() {
 			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
@@ -759,6 +761,10 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 			if ok {
 				p.mu.Lock()
 				p.stats.Migrations++
+				// The successor runs: its standbys get the streams from
+				// it. Until then this player kept the old host's copies,
+				// in case it had to take over itself.
+				clear(p.streams)
 				p.mu.Unlock()
 				p.event(Event{Kind: EventResumed, Time: pi.Time, Epoch: uint32(ctl.Arg), Slot: ctl.Player})
 			}

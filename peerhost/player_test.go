@@ -588,20 +588,20 @@ func TestPeerStreamRefusesForgeries(t *testing.T) {
 	})
 }
 
-// TestForgedMigrationControls: a player who is not the standby claims
-// to be it (a standby ack of the host's epoch and of the next), claims
+// TestForgedMigrationControls: a player who is not a standby claims to
+// be one (a standby ack of the host's epoch and of the next), claims
 // to host the game (a roster of epoch 2 naming itself host), sends the
 // host successor credentials naming itself, and a hand-over to itself
 // (which only a host sends its players). The host refuses each
-// as a bad frame, its standby stays the one it chose, nothing it counts
-// of the standby moves, and the other players still follow the host of
+// as a bad frame, its standbys stay the ones it chose, nothing it counts
+// of them moves, and the other players still follow the host of
 // epoch 1.
 func TestForgedMigrationControls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newPeerRig(t, 3)
+		r := newPeerRig(t, 4)
 		defer r.close()
 		time.Sleep(2 * time.Second)
-		c := r.peers[2].Client() // slot 3; slot 2 is the standby
+		c := r.peers[3].Client() // slot 4; slots 2 and 3 are the standbys
 		host, mig := r.peers[0].host, r.peers[0].mig
 		var before game.HostStats
 		var msBefore HostStats
@@ -617,10 +617,10 @@ func TestForgedMigrationControls(t *testing.T) {
 		forged := [][]byte{
 			frame(&proto.StandbyAckFrame{Epoch: 1, Tick: 1 << 20}),
 			frame(&proto.StandbyAckFrame{Epoch: 2, Tick: 1}),
-			frame(&proto.RosterFrame{Epoch: 2, Host: 3, Members: []proto.RosterMember{
-				{Slot: 1, ClientID: 1}, {Slot: 2, ClientID: 2}, {Slot: 3, ClientID: 3, Candidate: true, Addr: []byte("10.0.9.9:7000")}}}),
-			frame(&proto.SuccessorFrame{Epoch: 2, Successor: 3, Kind: proto.SuccessorKey, KeyID: 1, Key: key}),
-			frame(&proto.ControlFrame{Code: proto.ControlHandOver, Player: 3, Tick: 1, Arg: 1}),
+			frame(&proto.RosterFrame{Epoch: 2, Host: 4, Members: []proto.RosterMember{
+				{Slot: 1, ClientID: 1}, {Slot: 2, ClientID: 2}, {Slot: 3, ClientID: 3}, {Slot: 4, ClientID: 4, Candidate: true, Addr: []byte("10.0.9.9:7000")}}}),
+			frame(&proto.SuccessorFrame{Epoch: 2, Successor: 4, Kind: proto.SuccessorKey, KeyID: 1, Key: key}),
+			frame(&proto.ControlFrame{Code: proto.ControlHandOver, Player: 4, Tick: 1, Arg: 1}),
 		}
 		for _, f := range forged {
 			if err := c.SendFrame(f); err != nil {
