@@ -116,7 +116,8 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	}
 	host.peer = peer
 	b.peer = peer
-	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, role %s\n", a.GameID, a.Slot, a.Role)
+	// The client id places the player in the succession (ascending).
+	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, client %#x, role %s\n", a.GameID, a.Slot, a.ClientID, a.Role)
 	if a.Role == "host" {
 		key, err := tickwire.ParseKey(a.HostKey)
 		if err != nil {
