@@ -212,6 +212,21 @@ func (g *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 // session.
 func (g *Client) Resume() { g.resuming.Store(true) }
 
+// ResumeFailed tells g that the successor Resume prepared it for will
+// not come (no player could take the game over, or the player left
+// during the migration): the game ends as the end of its session would
+// have ended it, with the events still pending and then
+// EventDisconnected for reason r. It does nothing unless Resume was
+// called and no session was attached since, so a game's end is told
+// once. Call it once the session Resume was called for has ended (its
+// Client's Done is closed) and before any other Attach.
+func (g *Client) ResumeFailed(r proto.DisconnectReason) {
+	if !g.resuming.Swap(false) {
+		return
+	}
+	g.do(func() { (*gameFrames)(g).Ended(time.Time{}, r) })
+}
+
 // resetSession forgets what belonged to the last session.
 func (g *Client) resetSession() {
 	g.repMu.Lock()

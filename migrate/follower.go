@@ -49,13 +49,15 @@ type Follower struct {
 	roster   Roster
 	election Election
 	electing bool
+	gone     bool // HostGone: the host counts as lost whatever is heard
 	over     bool
 	last     Action
 }
 
-// Heard records a packet from the current host at now.
+// Heard records a packet from the current host at now. Once the host is
+// gone (HostGone) or lost, nothing it sends revives it.
 func (f *Follower) Heard(now time.Time) {
-	if !f.electing {
+	if !f.electing && !f.gone {
 		f.Monitor.Heard(now)
 	}
 }
@@ -84,10 +86,10 @@ func (f *Follower) Advance(now time.Time) Action {
 	case f.over:
 		return Action{}
 	case !f.electing:
-		if !f.Monitor.Lost(now) {
+		if !f.gone && !f.Monitor.Lost(now) {
 			return Action{}
 		}
-		f.electing = true
+		f.electing, f.gone = true, false
 		f.election.PromoteTimeout = f.PromoteTimeout
 		f.election.Start(now, &f.roster)
 	case !f.election.Advance(now):
@@ -147,10 +149,12 @@ func (f *Follower) Promoted(epoch Epoch) {
 }
 
 // HostGone declares the current host lost at now without waiting for
-// its silence (its session ended: it stepped down, or timed out); the
-// next Advance starts the election.
+// its silence (its session ended: it stepped down, or timed out; or it
+// handed the game over): the next Advance starts the election, whatever
+// arrives from the host meanwhile.
 func (f *Follower) HostGone(now time.Time) {
-	if !f.electing {
+	if !f.electing && !f.over {
 		f.Monitor.Expire(now)
+		f.gone = true
 	}
 }

@@ -188,3 +188,25 @@ func TestFollowerSilentSuccessor(t *testing.T) {
 		t.Fatal("ActionKind.String")
 	}
 }
+
+// TestFollowerHostGone: a host declared gone (it handed the game over)
+// stays gone though its packets still arrive before the next Advance,
+// which starts the election at once, long before the silence timeout.
+func TestFollowerHostGone(t *testing.T) {
+	r := roster4()
+	f := &Follower{Self: 3}
+	f.Roster(&r)
+	f.Heard(t0)
+	f.HostGone(t0.Add(100 * time.Millisecond))
+	f.Heard(t0.Add(110 * time.Millisecond))
+	a := f.Advance(t0.Add(120 * time.Millisecond))
+	if a.Kind != ActDial || a.Member.Slot != 4 || a.Epoch != 2 {
+		t.Fatalf("after HostGone and a late packet: %+v, want a dial of slot 4 for epoch 2", a)
+	}
+	if !f.Announced(t0.Add(200*time.Millisecond), 4, 2) {
+		t.Fatal("the successor's announcement was refused")
+	}
+	if a := f.Advance(t0.Add(300 * time.Millisecond)); a.Kind != ActNone {
+		t.Fatalf("following the successor: %+v", a)
+	}
+}

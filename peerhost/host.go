@@ -40,6 +40,11 @@ type HostConfig struct {
 	TokenTTL time.Duration
 	// UserData goes into the successor tokens (the lobby's game type).
 	UserData [proto.UserDataSize]byte
+	// Standbys is how many candidates, first in the succession, the
+	// host keeps warm (default DefaultStandbys): the game survives the
+	// loss of the host with up to Standbys-1 of them at once. Each costs
+	// the host a standby stream (docs/MIGRATION.md measures one).
+	Standbys int
 	// StallTimeout: a host whose own loop was stopped this long (a
 	// SIGSTOP, a frozen laptop) was declared lost by its players, who
 	// followed a successor; it steps down instead of running a second
@@ -62,12 +67,21 @@ type HostStats struct {
 	Rosters      uint64 // roster frames sent
 	Credentials  uint64 // credential rounds minted
 	StandbyAcks  uint64
-	StandbyTick  uint32 // the newest tick the standby holds
-	StandbyLag   uint32 // ticks between the host's and the standby's newest, at the last ack
-	Feed         StandbyFeedStats
+	StandbyTick  uint32           // the newest tick every standby holds
+	StandbyLag   uint32           // ticks between the host's and StandbyTick, at the last ack
+	Standbys     int              // warm standbys now
+	Feed         StandbyFeedStats // of every standby's feed
 	SteppedDown  bool
 	StepDownWhy  string
 	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// HandOverTick is the last tick of a host that quit and handed the
+	// game over (0: it did not); HandOverUnacked the players that had
+	// not left it for the successor by HandOverTimeout.
+	HandOverTick    uint32
+	HandOverUnacked uint64
+	// HandOverLeft counts the players' stream messages that reached the
+	// host during its hand-over: left for the successor to run.
+	HandOverLeft uint64
 	// Stream counts the peer message streams' traffic (the players'
 	// messages received, the host's sent).
 	Stream StreamStats
@@ -79,21 +93,24 @@ type hostMigration struct {
 	log     *slog.Logger
 	handler tickwire.Handler // the game's (game.Config.Handler)
 	cfg     HostConfig
-	feed    StandbyFeed
 	roster  migrate.Roster
-	standby *tickwire.Conn
-	dirty   bool // the roster changed: send it, with fresh credentials
-	minted  time.Time
-	lastRun time.Time
-	left    int // players that left with proto.DisconnectHostMigrate
-	down    bool
-	stats   HostStats
-	buf     []byte
-	succ    []migrate.Member
-	// the players' peer message streams (stream.go), by first slot;
-	// acked: the standby has acked since it became the standby
+	// the warm standbys, first in the succession first (standbys.go);
+	// feedCfg is the feed each gets, feedDone the counts of the feeds of
+	// former standbys
+	standbys []*warmStandby
+	feedCfg  StandbyFeed
+	feedDone StandbyFeedStats
+	dirty    bool // the roster changed: send it, with fresh credentials
+	minted   time.Time
+	lastRun  time.Time
+	left     int // players that left with proto.DisconnectHostMigrate
+	down     bool
+	handing  *handOver // the host quits (handover.go)
+	stats    HostStats
+	buf      []byte
+	succ     []migrate.Member
+	// the players' peer message streams (stream.go), by first slot
 	streams map[uint16]*playerStream
-	acked   bool
 	scratch []*tickwire.Conn // conns
 	// rosterErr is why the last roster was not valid ("" once one was)
 	rosterErr string
@@ -115,11 +132,14 @@ func newHostMigration(cfg HostConfig, gcfg *game.Config, log *slog.Logger) (*hos
 	if cfg.Epoch == 0 {
 		cfg.Epoch = 1
 	}
+	if cfg.Standbys <= 0 {
+		cfg.Standbys = DefaultStandbys
+	}
 	m := &hostMigration{log: log, handler: gcfg.Handler, cfg: cfg, streams: map[uint16]*playerStream{}}
 	for p, st := range cfg.streams {
 		m.streams[p] = st
 	}
-	m.feed = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch), Codec: codec}
+	m.feedCfg = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch), Codec: codec}
 	return m, nil
 }
 
@@ -145,13 +165,19 @@ func carries(c *tickwire.Conn, p uint16) bool { return slices.Contains(c.Players
 func (m *hostMigration) Stats() HostStats {
 	st := m.stats
 	st.Epoch = m.cfg.Epoch
-	st.Feed = m.feed.Stats()
+	st.Feed = m.feedDone
+	for _, w := range m.standbys {
+		st.Feed = addFeedStats(st.Feed, w.feed.Stats())
+	}
+	st.Standbys = len(m.standbys)
 	return st
 }
 
 // Stepped feeds the standby with the step eng just ran (game.Hooks).
 func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
-	m.feed.Stepped(gameID, eng)
+	for _, w := range m.standbys {
+		w.feed.Stepped(gameID, eng)
+	}
 }
 
 // Joined notes a join: the roster goes out again; a player back from a
@@ -167,11 +193,11 @@ func (m *hostMigration) Joined(c *tickwire.Conn, resumed bool) {
 // removed it (game.Hooks).
 func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 	m.dirty = true
-	wasStandby := c == m.standby
+	wasStandby := m.standbyOf(c) >= 0
 	if wasStandby {
-		m.setStandby(nil)
+		m.setStandbys(slices.DeleteFunc(m.standbyConns(), func(x *tickwire.Conn) bool { return x == c }))
 	}
-	if r != proto.DisconnectHostMigrate || m.down {
+	if r != proto.DisconnectHostMigrate || m.down || m.handing != nil {
 		return
 	}
 	m.left++
@@ -184,7 +210,7 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 	}
 	switch {
 	case wasStandby:
-		m.stepDown("the standby followed a successor")
+		m.stepDown("a standby followed a successor")
 	case 2*m.left >= others:
 		m.stepDown("half the players followed a successor")
 	}
@@ -197,7 +223,7 @@ func (m *hostMigration) stepDown(why string) {
 	}
 	m.down = true
 	m.stats.SteppedDown, m.stats.StepDownWhy = true, why
-	m.feed.SetStandby(nil)
+	m.setStandbys(nil)
 	m.log.Warn("host steps down", "game", m.cfg.Game, "epoch", m.cfg.Epoch, "why", why)
 	if m.cfg.StepDown != nil {
 		m.cfg.StepDown(why)
@@ -210,6 +236,10 @@ func (m *hostMigration) stepDown(why string) {
 func (m *hostMigration) Tick(now time.Time) bool {
 	if m.down {
 		return false
+	}
+	if m.handing != nil {
+		m.handOverDue(now)
+		return false // the game stopped at the tick handed over
 	}
 	if !m.lastRun.IsZero() && now.Sub(m.lastRun) >= m.cfg.StallTimeout {
 		m.stepDown("the host's loop stalled for " + now.Sub(m.lastRun).Round(time.Millisecond).String())
@@ -275,23 +305,45 @@ func (m *hostMigration) publish(now time.Time) {
 		}
 	}
 	m.succ = r.Succession(m.succ[:0])
-	var next *tickwire.Conn
-	if len(m.succ) > 0 {
-		for _, c := range m.conns() {
-			if ps := c.Players(); len(ps) > 0 && ps[0] == m.succ[0].Slot {
-				next = c
-			}
+	var next []*tickwire.Conn
+	for _, s := range m.succ[:min(len(m.succ), m.cfg.Standbys)] {
+		if c := m.connOf(s.Slot); c != nil {
+			next = append(next, c)
 		}
 	}
-	if next != m.standby {
-		m.setStandby(next)
+	if !slices.Equal(next, m.standbyConns()) {
+		m.setStandbys(next)
 	}
 	m.minted = now
-	if next == nil {
-		return
+	for _, s := range m.succ[:min(len(m.succ), MaxSuccessors)] {
+		m.credentials(s, now)
 	}
-	m.credentials(m.succ[0], now)
 }
+
+// connOf is the connection whose first player is slot (nil: none).
+func (m *hostMigration) connOf(slot uint16) *tickwire.Conn {
+	for _, c := range m.conns() {
+		if ps := c.Players(); len(ps) > 0 && ps[0] == slot {
+			return c
+		}
+	}
+	return nil
+}
+
+// standbyConns are the standbys' connections, in line.
+func (m *hostMigration) standbyConns() []*tickwire.Conn {
+	cs := make([]*tickwire.Conn, len(m.standbys))
+	for i, w := range m.standbys {
+		cs[i] = w.c
+	}
+	return cs
+}
+
+// MaxSuccessors bounds the candidates, first in the succession, a host
+// hands credentials for in each round (a key to each, a token for each
+// to every player): the players can follow only those. A round costs
+// the host about 0.5 KB per player and successor.
+const MaxSuccessors = 8
 
 // credentials mints a round of credentials for successor s and sends
 // them: the key to s, a token for s's address to every player.
@@ -330,40 +382,6 @@ func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
 	}
 }
 
-// setStandby makes next (nil: nobody) the standby: it gets the game from
-// the next step on, and at once the state of every player's stream;
-// nothing is released to the players until it acknowledged that.
-func (m *hostMigration) setStandby(next *tickwire.Conn) {
-	m.standby, m.acked = next, false
-	if next == nil {
-		m.feed.SetStandby(nil)
-		return
-	}
-	m.feed.SetStandby(next)
-	due := m.tick() + 1
-	for p, st := range m.streams {
-		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
-		for i := range st.out {
-			o := &st.out[i]
-			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
-			if !o.sent {
-				o.release = due
-			}
-			if len(b) > 32<<10 {
-				next.SendFrame(b)
-				b = b[:0]
-			}
-		}
-		if len(b) > 0 {
-			next.SendFrame(b)
-		}
-		m.buf = b
-		for i := range st.pending {
-			st.pending[i].tick = due
-		}
-	}
-}
-
 // maxStreamBacklog and maxStreamBytes bound the messages a stream keeps
 // unacknowledged at either end (a player that acknowledges nothing costs
 // its host at most that much); Send fails with ErrQueueFull beyond them.
@@ -371,12 +389,6 @@ const (
 	maxStreamBacklog = 4096
 	maxStreamBytes   = 8 << 20
 )
-
-// held reports whether the standby holds what went out to it before
-// tick's step (or there is no standby to wait for).
-func (m *hostMigration) held(tick uint32) bool {
-	return m.standby == nil || (m.acked && int32(m.stats.StandbyTick-tick) >= 0)
-}
 
 // stream is the stream of player p.
 func (m *hostMigration) stream(p uint16) *playerStream {
@@ -388,19 +400,15 @@ func (m *hostMigration) stream(p uint16) *playerStream {
 	return st
 }
 
-// toStandby sends a copy frame to the standby.
-func (m *hostMigration) toStandby(b []byte) {
-	if m.standby != nil {
-		m.standby.SendFrame(b)
-	}
-}
-
 // send queues a message of the host to gc's player on its stream: it
 // goes out once the standby holds its copy.
 func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error {
 	ps := c.Players()
 	if len(ps) == 0 {
 		return tickwire.ErrNotConnected
+	}
+	if m.handing != nil {
+		return ErrClosed // its successor would not know it
 	}
 	if len(data) > proto.MaxMessageSize {
 		return tickwire.ErrMessageTooLarge
@@ -462,6 +470,11 @@ func (m *hostMigration) ackRun(c *tickwire.Conn, player uint16, st *playerStream
 // release sends what the standby holds now: the host's messages and the
 // acknowledgements of the players' messages.
 func (m *hostMigration) release() {
+	if m.handing != nil {
+		// Frozen where the standby has them: nothing the successor may
+		// not know goes out (its standby stopped acknowledging).
+		return
+	}
 	for _, c := range m.conns() {
 		player, st := m.streamOf(c)
 		if st == nil {
@@ -501,6 +514,12 @@ func (m *hostMigration) resumed(c *tickwire.Conn) {
 func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame) error {
 	if f.Copy || !carries(c, f.Player) || f.Player != c.Players()[0] {
 		return errForeignPlayer
+	}
+	if m.handing != nil {
+		// Not run here, where its effects would die with the host: the
+		// player sends it again to the successor.
+		m.stats.HandOverLeft++
+		return nil
 	}
 	st := m.stream(f.Player)
 	switch d := int32(f.Seq - st.inNext); {
@@ -553,16 +572,7 @@ func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) err
 	if err != nil {
 		return err
 	}
-	if c != m.standby || a.Epoch != m.cfg.Epoch {
-		return errNotStandby
-	}
-	m.stats.StandbyAcks++
-	if !m.acked || int32(a.Tick-m.stats.StandbyTick) > 0 {
-		m.stats.StandbyTick, m.acked = a.Tick, true
-	}
-	m.stats.StandbyLag = m.tick() - m.stats.StandbyTick
-	m.release()
-	return nil
+	return m.standbyAck(c, &a)
 }
 
 var errNotStandby = errors.New("peerhost: standby ack from a connection that is not the standby, or of another epoch")

@@ -50,6 +50,9 @@ type Config struct {
 	// PromoteTimeout how long an elected successor has to announce
 	// itself (default migrate.DefaultPromoteTimeout).
 	Timeout, PromoteTimeout time.Duration
+	// Standbys is how many warm standbys this peer keeps when it hosts
+	// (HostConfig.Standbys; default DefaultStandbys).
+	Standbys int
 	// OnEvent, if set, hears what the Player does (from its goroutines).
 	OnEvent func(Event)
 	Logger  *slog.Logger
@@ -66,10 +69,11 @@ const (
 	EventResumed                          // the successor announced itself (host migration control)
 	EventSteppedDown                      // this peer's host learned it was replaced
 	EventNoHost                           // nobody can take over: the Player ended with migrate.ErrNoHost
+	EventHandedOver                       // this peer's host quit and handed the game to its successor
 )
 
 var peerEventNames = [...]string{EventHostLost: "host lost", EventFollowing: "following", EventPromoted: "promoted",
-	EventResumed: "resumed", EventSteppedDown: "stepped down", EventNoHost: "no host"}
+	EventResumed: "resumed", EventSteppedDown: "stepped down", EventNoHost: "no host", EventHandedOver: "handed over"}
 
 func (k EventKind) String() string {
 	if int(k) < len(peerEventNames) && peerEventNames[k] != "" {
@@ -99,6 +103,12 @@ type Stats struct {
 	Tokens       uint64 // successor tokens received
 	Keys         uint64 // successor keys received
 	DialFailures uint64
+	// HandOvers counts hand-overs heard from a host that quit;
+	// HandOverTick is the last tick of the last one, and PromotedAt the
+	// tick this peer's standby resumed from when it last promoted.
+	HandOvers    uint64
+	HandOverTick uint32
+	PromotedAt   uint32
 	// Stream counts this player's peer message stream (Send and the
 	// host's messages).
 	Stream      StreamStats
@@ -151,6 +161,11 @@ type Player struct {
 	streams    map[uint16]*playerStream
 	stream     StreamStats
 
+	// handOverTick is the last tick of the host that handed the game
+	// over (0: none); kick wakes the supervisor at once.
+	handOverTick uint32
+	kick         chan struct{}
+
 	stop chan struct{}
 	done chan struct{}
 	once sync.Once
@@ -173,7 +188,7 @@ func NewPlayer(cfg Config) (*Player, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	p.follower.Monitor.Timeout = cfg.Timeout
 	p.follower.PromoteTimeout = cfg.PromoteTimeout
 	return p, nil
@@ -189,7 +204,7 @@ func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates m
 		return errors.New("peerhost: Player.Host without a host socket")
 	}
 	p.game = gameID
-	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData})
+	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData, Standbys: p.cfg.Standbys})
 	return err
 }
 
@@ -396,7 +411,10 @@ func (p *Player) Err() error {
 	return p.err
 }
 
-// Close leaves the game: the session and any host this peer runs.
+// Close leaves the game: the session and any host this peer runs. A
+// host with a warm standby hands the game over to it first, and returns
+// once its players took it (HandOverTimeout at most): they play on with
+// the successor.
 func (p *Player) Close() error {
 	p.once.Do(func() { close(p.stop) })
 	<-p.done
@@ -417,8 +435,10 @@ func (p *Player) run() {
 		}
 		select {
 		case <-p.stop:
+			p.handOver()
 			p.finish(ErrClosed, proto.DisconnectClosed)
 			return
+		case <-p.kick:
 		case <-ended:
 			if p.sessionEnded(cur) {
 				return
@@ -481,6 +501,8 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 	if srv != nil {
 		srv.Close()
 	}
+	// A game between hosts heard no end of its session: tell it now.
+	p.cfg.Game.ResumeFailed(r)
 	if p.cfg.Handler != nil {
 		p.cfg.Handler.Disconnected(c, r)
 	}
@@ -492,9 +514,14 @@ func (p *Player) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
 	p.mu.Lock()
 	c := p.client
 	p.client = nil
+	why := "no word from the host"
+	if p.handOverTick != 0 {
+		why = fmt.Sprintf("handed over at tick %d", p.handOverTick)
+		p.stats.HandOverTick, p.handOverTick = p.handOverTick, 0
+	}
 	p.mu.Unlock()
 	p.cfg.Game.Resume()
-	p.event(Event{Kind: EventHostLost, Time: now, Slot: lost, Epoch: uint32(epoch)})
+	p.event(Event{Kind: EventHostLost, Time: now, Slot: lost, Epoch: uint32(epoch), Text: why})
 	if c != nil {
 		c.CloseWith(proto.DisconnectHostMigrate)
 	}
@@ -506,7 +533,6 @@ func (p *Player) follow(act migrate.Action) {
 	p.mu.Lock()
 	old := p.follower.Following().Host
 	held := p.tokens[act.Member.Slot]
-	clear(p.streams) // the successor's standby gets them from it
 	p.mu.Unlock()
 	p.leave(now, old, act.Epoch)
 	if held == nil {
@@ -552,6 +578,11 @@ func (p *Player) promote(act migrate.Action) {
 		}
 	}
 	keys := append([]tickwire.Key(nil), p.keys...)
+	at, _ := p.standby.Ready()
+	if p.handOverTick != 0 && at != p.handOverTick {
+		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", p.handOverTick)
+	}
+	p.stats.PromotedAt = at
 	eng, err := p.standby.Promote(now)
 	streams := make(map[uint16]*playerStream, len(p.streams))
 	for pl, st := range p.streams {
@@ -566,7 +597,7 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	key := keys[len(keys)-1]
 	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates, streams: streams})
+		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams})
 	if err == nil {
 		p.srv.Do(func() {
 			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
@@ -717,13 +748,23 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 	case proto.FramePeerAck:
 		return p.peerAck(b)
 	case proto.FrameControl:
-		if ctl, _, err := proto.ParseControlFrame(b); err == nil && ctl.Code == proto.ControlHostMigration {
+		ctl, _, err := proto.ParseControlFrame(b)
+		if err == nil && ctl.Code == proto.ControlHandOver {
+			// The peer layer's, not the game's (which counts the
+			// game's frames).
+			return p.heardHandOver(pi.Time, &ctl)
+		}
+		if err == nil && ctl.Code == proto.ControlHostMigration {
 			p.mu.Lock()
 			ok := p.follower.Announced(pi.Time, ctl.Player, migrate.Epoch(ctl.Arg))
 			p.mu.Unlock()
 			if ok {
 				p.mu.Lock()
 				p.stats.Migrations++
+				// The successor runs: its standbys get the streams from
+				// it. Until then this player kept the old host's copies,
+				// in case it had to take over itself.
+				clear(p.streams)
 				p.mu.Unlock()
 				p.event(Event{Kind: EventResumed, Time: pi.Time, Epoch: uint32(ctl.Arg), Slot: ctl.Player})
 			}

@@ -28,10 +28,16 @@ import (
 // once set, its sockets send and receive nothing, and say nothing.
 // stall, set, stops its host's loop for that long once (SIGSTOP, then
 // SIGCONT).
+// quit, set, says the player left the game (Close) with its sockets
+// working.
 type killSwitch struct {
 	dead  atomic.Bool
+	quit  atomic.Bool
 	stall atomic.Int64
 }
+
+// out reports whether the player no longer plays: killed, or quit.
+func (k *killSwitch) out() bool { return k.dead.Load() || k.quit.Load() }
 
 // stallHandler is a host's handler that echoes every message back on
 // the players' streams, and whose tick stops the loop when its process is
@@ -178,7 +184,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 				// it had to run without, for the first second.
 				r.mu.Lock()
 				defer r.mu.Unlock()
-				if r.resumed == nil || r.kills[slot-1].dead.Load() {
+				if r.resumed == nil || r.kills[slot-1].out() {
 					return
 				}
 				from, ok := r.resumed[uint64(slot)]
@@ -190,7 +196,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 				}
 				eng.Record(&rec)
 				for _, in := range rec.Inputs {
-					if in.Missing && !r.kills[in.Player-1].dead.Load() {
+					if in.Missing && !r.kills[in.Player-1].out() {
 						r.missing[in.Player]++
 					}
 				}
@@ -247,6 +253,13 @@ func (e echoRecorder) Message(_ *tickwire.Client, m *tickwire.Message) {
 
 func (echoRecorder) Disconnected(*tickwire.Client, proto.DisconnectReason) {}
 
+// echoing starts echo; close the channel it returns to stop it.
+func (r *peerRig) echoing() chan struct{} {
+	stop := make(chan struct{})
+	go r.echo(stop)
+	return stop
+}
+
 // echo sends every live peer's next numbered message every 50 ms until
 // stop is closed.
 func (r *peerRig) echo(stop chan struct{}) {
@@ -258,18 +271,22 @@ func (r *peerRig) echo(stop chan struct{}) {
 			return
 		case <-t.C:
 		}
-		for i, p := range r.peers {
-			if r.kills[i].dead.Load() {
-				continue
-			}
-			r.mu.Lock()
-			n := r.sent[i]
-			r.sent[i]++
-			r.mu.Unlock()
-			if err := p.Send(7, binary.LittleEndian.AppendUint32(nil, n)); err != nil {
-				r.t.Errorf("peer %d: Send: %v", i+1, err)
+		for i := range r.peers {
+			if !r.kills[i].out() {
+				r.sendEcho(i)
 			}
 		}
+	}
+}
+
+// sendEcho sends peer i's next numbered message.
+func (r *peerRig) sendEcho(i int) {
+	r.mu.Lock()
+	n := r.sent[i]
+	r.sent[i]++
+	r.mu.Unlock()
+	if err := r.peers[i].Send(7, binary.LittleEndian.AppendUint32(nil, n)); err != nil {
+		r.t.Errorf("peer %d: Send: %v", i+1, err)
 	}
 }
 
@@ -281,7 +298,7 @@ func (r *peerRig) checkEchoes() {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for i := range r.peers {
-			if !r.kills[i].dead.Load() && len(r.echoes[i]) < int(r.sent[i]) {
+			if !r.kills[i].out() && len(r.echoes[i]) < int(r.sent[i]) {
 				return false
 			}
 		}
@@ -290,7 +307,7 @@ func (r *peerRig) checkEchoes() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.peers {
-		if r.kills[i].dead.Load() {
+		if r.kills[i].out() {
 			continue
 		}
 		for k, n := range r.echoes[i] {
@@ -347,8 +364,7 @@ func TestPeerHostMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
 		defer r.close()
-		stop := make(chan struct{})
-		go r.echo(stop)
+		stop := r.echoing()
 		time.Sleep(5 * time.Second)
 		if st := r.peers[1].Stats(); st.StandbyState == 0 || st.StandbySteps < 200 || st.StandbyErrs != 0 || st.Keys == 0 {
 			t.Fatalf("standby peer: %+v", st)
@@ -390,14 +406,7 @@ func TestPeerHostMigration(t *testing.T) {
 		if st := r.games[1].Stats(); st.Desyncs != 0 || st.Engine.Resumes != 1 {
 			t.Fatalf("promoted player's game: %+v", st)
 		}
-		r.mu.Lock()
-		missing := maps2str(r.missing)
-		r.mu.Unlock()
-		var hst2 game.HostStats
-		r.peers[1].srv.Do(func() { hst2 = r.peers[1].host.Stats() })
-		if missing != "" || hst2.ResumedMissing != 0 {
-			t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst2.ResumedMissing)
-		}
+		r.checkNoneMissing(1)
 		// Its own player re-dials it like everyone else: no warning
 		// while the roster lacks it.
 		if n := r.warnings.count("host migration: no valid roster yet"); n != 0 {
@@ -424,6 +433,21 @@ func TestPeerHostMigration(t *testing.T) {
 	})
 }
 
+// checkNoneMissing checks that peer i, promoted, ran no tick of the
+// players back from the migration without their inputs, as the rig
+// counted them and as its host did.
+func (r *peerRig) checkNoneMissing(i int) {
+	r.t.Helper()
+	r.mu.Lock()
+	missing := maps2str(r.missing)
+	r.mu.Unlock()
+	var hst game.HostStats
+	r.peers[i].srv.Do(func() { hst = r.peers[i].host.Stats() })
+	if missing != "" || hst.ResumedMissing != 0 {
+		r.t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst.ResumedMissing)
+	}
+}
+
 func maps2str(m map[uint16]int) string {
 	s := ""
 	for p, n := range m {
@@ -445,8 +469,7 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
 		defer r.close()
-		stop := make(chan struct{})
-		go r.echo(stop)
+		stop := r.echoing()
 		time.Sleep(4 * time.Second)
 		old := r.peers[0]
 		old.mu.Lock()
@@ -502,7 +525,8 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 
 // TestPeerNoHostLeft: when the host is lost and no other player offered
 // to host, the players end with migrate.ErrNoHost (and say so to their
-// handler and events) instead of a bare timeout.
+// handler and events) instead of a bare timeout, and their game hears
+// its end once (EventDisconnected), though it was waiting to resume.
 func TestPeerNoHostLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRigHosts(t, 2, 1)
@@ -521,6 +545,9 @@ func TestPeerNoHostLeft(t *testing.T) {
 		if len(ev) == 0 || ev[len(ev)-1].Kind != EventNoHost {
 			t.Fatalf("events %+v", ev)
 		}
+		if n := r.disconnects[1].Load(); n != 1 {
+			t.Fatalf("the game saw %d disconnects, want 1", n)
+		}
 	})
 }
 
@@ -532,8 +559,7 @@ func TestPeerStreamRefusesForgeries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
 		defer r.close()
-		stop := make(chan struct{})
-		go r.echo(stop)
+		stop := r.echoing()
 		time.Sleep(2 * time.Second)
 		c := r.peers[2].Client()
 		var before game.HostStats
@@ -562,19 +588,20 @@ func TestPeerStreamRefusesForgeries(t *testing.T) {
 	})
 }
 
-// TestForgedMigrationControls: a player who is not the standby claims
-// to be it (a standby ack of the host's epoch and of the next), claims
-// to host the game (a roster of epoch 2 naming itself host), and sends
-// the host successor credentials naming itself. The host refuses each
-// as a bad frame, its standby stays the one it chose, nothing it counts
-// of the standby moves, and the other players still follow the host of
+// TestForgedMigrationControls: a player who is not a standby claims to
+// be one (a standby ack of the host's epoch and of the next), claims
+// to host the game (a roster of epoch 2 naming itself host), sends the
+// host successor credentials naming itself, and a hand-over to itself
+// (which only a host sends its players). The host refuses each
+// as a bad frame, its standbys stay the ones it chose, nothing it counts
+// of them moves, and the other players still follow the host of
 // epoch 1.
 func TestForgedMigrationControls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newPeerRig(t, 3)
+		r := newPeerRig(t, 4)
 		defer r.close()
 		time.Sleep(2 * time.Second)
-		c := r.peers[2].Client() // slot 3; slot 2 is the standby
+		c := r.peers[3].Client() // slot 4; slots 2 and 3 are the standbys
 		host, mig := r.peers[0].host, r.peers[0].mig
 		var before game.HostStats
 		var msBefore HostStats
@@ -590,9 +617,10 @@ func TestForgedMigrationControls(t *testing.T) {
 		forged := [][]byte{
 			frame(&proto.StandbyAckFrame{Epoch: 1, Tick: 1 << 20}),
 			frame(&proto.StandbyAckFrame{Epoch: 2, Tick: 1}),
-			frame(&proto.RosterFrame{Epoch: 2, Host: 3, Members: []proto.RosterMember{
-				{Slot: 1, ClientID: 1}, {Slot: 2, ClientID: 2}, {Slot: 3, ClientID: 3, Candidate: true, Addr: []byte("10.0.9.9:7000")}}}),
-			frame(&proto.SuccessorFrame{Epoch: 2, Successor: 3, Kind: proto.SuccessorKey, KeyID: 1, Key: key}),
+			frame(&proto.RosterFrame{Epoch: 2, Host: 4, Members: []proto.RosterMember{
+				{Slot: 1, ClientID: 1}, {Slot: 2, ClientID: 2}, {Slot: 3, ClientID: 3}, {Slot: 4, ClientID: 4, Candidate: true, Addr: []byte("10.0.9.9:7000")}}}),
+			frame(&proto.SuccessorFrame{Epoch: 2, Successor: 4, Kind: proto.SuccessorKey, KeyID: 1, Key: key}),
+			frame(&proto.ControlFrame{Code: proto.ControlHandOver, Player: 4, Tick: 1, Arg: 1}),
 		}
 		for _, f := range forged {
 			if err := c.SendFrame(f); err != nil {

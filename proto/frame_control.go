@@ -38,7 +38,13 @@ const (
 	// ControlPlayerBack: Player is heard again at Tick, on its session or
 	// on a new one that rejoined its slot. Player, Tick; Arg 0.
 	ControlPlayerBack ControlCode = 9
-	controlCodeEnd    ControlCode = 10
+	// ControlHandOver, peer host → players (host migration): the host
+	// quits and hands the game to its successor. Player is the
+	// successor's player, Tick the last tick the host ran (the
+	// successor resumes from its standby at that tick), Arg the host's
+	// epoch, Text the successor's address.
+	ControlHandOver ControlCode = 10
+	controlCodeEnd  ControlCode = 11
 )
 
 var controlNames = [...]string{
@@ -51,6 +57,7 @@ var controlNames = [...]string{
 	ControlLeave:             "leave",
 	ControlPlayerInterrupted: "player interrupted",
 	ControlPlayerBack:        "player back",
+	ControlHandOver:          "hand-over",
 }
 
 func (c ControlCode) String() string {

@@ -21,15 +21,18 @@
 // With -peer it is instead ONE player of a peer-hosted game (host
 // migration, docs/MIGRATION.md): it takes a seat in the lobby's room of
 // that name (creating it), offers its own UDP port to host, readies when
-// the room holds -room-size players, and plays through a tickwire.Peer —
+// the room holds -room-size players, and plays through a peerhost.Player —
 // hosting the game when the lobby picks it, taking it over when the host
-// is lost. Run one process per player, one after the other (the first
-// creates the room), and kill the host to watch the game move (each
-// prints a line per migration event):
+// is lost. A host that stops (SIGTERM, SIGINT, the end of -duration)
+// hands the game over to its successor first. Run one process per
+// player, one after the other (the first creates the room), and kill or
+// stop the host to watch the game move (each prints a line per
+// migration event):
 //
 //	tickwire-server -http 127.0.0.1:8080 &
 //	for p in a b c d; do tickwire-bot -peer room1 -room-size 4 -name $p -duration 60s & sleep 0.5; done
-//	pkill -KILL -f 'tickwire-bot.*-name a'    # the host (the first to sit down)
+//	pkill -TERM -f 'tickwire-bot.*-name a'    # the host (the first to sit down) quits: it hands the game over
+//	pkill -KILL -f 'tickwire-bot.*-name a'    # or it crashes: the others find it silent
 package main
 
 import (

@@ -23,8 +23,9 @@ import (
 
 // peerBot is one player of a peer-hosted game (-peer): it takes a seat
 // in the lobby's room offering its own UDP port to host, and plays
-// through a tickwire.Peer, which hosts the game when the lobby picks this
-// player and takes it over when the host is lost.
+// through a peerhost.Player, which hosts the game when the lobby picks
+// this player, takes it over when the host is lost, and hands it over to
+// its successor when this player quits while hosting.
 type peerBot struct {
 	bot
 	peer *peerhost.Player
@@ -115,7 +116,8 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	}
 	host.peer = peer
 	b.peer = peer
-	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, role %s\n", a.GameID, a.Slot, a.Role)
+	// The client id places the player in the succession (ascending).
+	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, client %#x, role %s\n", a.GameID, a.Slot, a.ClientID, a.Role)
 	if a.Role == "host" {
 		key, err := tickwire.ParseKey(a.HostKey)
 		if err != nil {

@@ -1,0 +1,149 @@
+package peerhost
+
+import (
+	"slices"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/proto"
+)
+
+// A host keeps the first HostConfig.Standbys candidates of its
+// succession warm (docs/MIGRATION.md): each gets the game from its own
+// StandbyFeed and a copy of every fact of the players' message streams,
+// and acknowledges the ticks it holds. The host releases a stream
+// message, or acknowledges a player's, once every standby holds it, so
+// that whichever of them takes over knows all the players may have been
+// told. With two, the game survives its host and its first successor
+// dying together: the second holds the game and has credentials.
+
+// DefaultStandbys is HostConfig.Standbys' default.
+const DefaultStandbys = 2
+
+// warmStandby is one of the host's warm standbys.
+type warmStandby struct {
+	c     *tickwire.Conn
+	feed  StandbyFeed
+	acked bool   // it acknowledged a tick since it became a standby
+	tick  uint32 // the newest tick it acknowledged
+}
+
+// standbyOf is c's place among the standbys (-1: not one).
+func (m *hostMigration) standbyOf(c *tickwire.Conn) int {
+	return slices.IndexFunc(m.standbys, func(w *warmStandby) bool { return w.c == c })
+}
+
+// primary is the first standby in line, the one a hand-over goes to
+// (nil: none).
+func (m *hostMigration) primary() *warmStandby {
+	if len(m.standbys) == 0 {
+		return nil
+	}
+	return m.standbys[0]
+}
+
+// setStandbys makes next, in the order of succession, the standbys: one
+// already a standby goes on as it was; a new one gets the game from the
+// next step on, and at once the state of every player's stream, and
+// nothing more is released to the players until it acknowledged that.
+func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
+	old := m.standbys
+	m.standbys = nil
+	for _, c := range next {
+		if i := slices.IndexFunc(old, func(w *warmStandby) bool { return w.c == c }); i >= 0 {
+			m.standbys = append(m.standbys, old[i])
+			old = slices.Delete(old, i, i+1)
+			continue
+		}
+		w := &warmStandby{c: c, feed: m.feedCfg}
+		w.feed.SetStandby(c)
+		m.standbys = append(m.standbys, w)
+		m.copyStreams(c)
+	}
+	for _, w := range old {
+		w.feed.SetStandby(nil)
+		m.feedDone = addFeedStats(m.feedDone, w.feed.Stats())
+	}
+	m.ackedTick()
+}
+
+// copyStreams sends standby c the state of every player's stream; what
+// was not released yet waits for its acknowledgement of the next tick.
+func (m *hostMigration) copyStreams(c *tickwire.Conn) {
+	due := m.tick() + 1
+	for p, st := range m.streams {
+		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		for i := range st.out {
+			o := &st.out[i]
+			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			if !o.sent {
+				o.release = due
+			}
+			if len(b) > 32<<10 {
+				c.SendFrame(b)
+				b = b[:0]
+			}
+		}
+		if len(b) > 0 {
+			c.SendFrame(b)
+		}
+		m.buf = b
+		for i := range st.pending {
+			st.pending[i].tick = due
+		}
+	}
+}
+
+// ackedTick sets the stats' StandbyTick to the newest tick every
+// standby holds; it reports false while one has acknowledged nothing.
+func (m *hostMigration) ackedTick() bool {
+	for i, w := range m.standbys {
+		if !w.acked {
+			return false
+		}
+		if i == 0 || int32(w.tick-m.stats.StandbyTick) < 0 {
+			m.stats.StandbyTick = w.tick
+		}
+	}
+	return true
+}
+
+// held reports whether every standby holds what went out to it before
+// tick's step (or there is no standby to wait for).
+func (m *hostMigration) held(tick uint32) bool {
+	return m.ackedTick() && (len(m.standbys) == 0 || int32(m.stats.StandbyTick-tick) >= 0)
+}
+
+// toStandby sends a copy frame to every standby.
+func (m *hostMigration) toStandby(b []byte) {
+	for _, w := range m.standbys {
+		w.c.SendFrame(b)
+	}
+}
+
+// standbyAck takes standby c's acknowledgement of tick for epoch.
+func (m *hostMigration) standbyAck(c *tickwire.Conn, a *proto.StandbyAckFrame) error {
+	i := m.standbyOf(c)
+	if i < 0 || a.Epoch != m.cfg.Epoch {
+		return errNotStandby
+	}
+	w := m.standbys[i]
+	m.stats.StandbyAcks++
+	if !w.acked || int32(a.Tick-w.tick) > 0 {
+		w.tick, w.acked = a.Tick, true
+	}
+	if m.ackedTick() {
+		m.stats.StandbyLag = m.tick() - m.stats.StandbyTick
+	}
+	m.release()
+	return nil
+}
+
+// addFeedStats adds b's counts to a.
+func addFeedStats(a, b StandbyFeedStats) StandbyFeedStats {
+	a.States += b.States
+	a.Steps += b.Steps
+	a.StateBytes += b.StateBytes
+	a.StepBytes += b.StepBytes
+	a.SendErrors += b.SendErrors
+	return a
+}
