@@ -31,7 +31,7 @@ import (
 func BenchmarkABI(b *testing.B) {
 	patient := tickwire.Config{Timeout: time.Minute}
 	srv := startServer(b, false, patient)
-	c := newClient(srv.token(b, 1), "", patient)
+	c := newClient(srv.token(b, 1), "", patient, nil)
 	b.Cleanup(func() {
 		handles.remove(c.handle)
 		c.free()

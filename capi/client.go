@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/tickwire/tickwire"
@@ -15,16 +16,18 @@ import (
 // client is a transport client behind a handle: a tickwire.Client that
 // dials in the background and whose events the game polls.
 //
-// The Client runs on its own goroutines and clock. update moves what it
-// has received since into the event queue (Client.Receive with a context
-// that is already done never blocks), so that a frame polls a fixed set
-// of events, stamped with the game's time; poll takes them one by one.
+// The Client runs on its own goroutines and clock. Its loop hands the
+// client what happens, in order — messages, the steps of a rejoin, the
+// end — into the inbox; update moves the inbox into the event queue, so
+// that a frame polls a fixed set of events, stamped with the game's
+// time; poll takes them one by one.
 type client struct {
+	in inbox // filled on the Client's loop (Message, Disconnected, rejoinProgress)
+
 	handle uint64
 	token  *tickwire.ConnectToken
 	cancel context.CancelFunc // stops the dial
 	dialed chan dialResult    // the dial's outcome, sent once
-	done   context.Context    // already done: Receive polls with it
 
 	mu      sync.Mutex
 	c       *tickwire.Client // set by update once the dial succeeded
@@ -57,11 +60,85 @@ type dialResult struct {
 }
 
 // newClient starts dialing the token's server (or addr, when not empty)
-// and gives the client a handle.
-func newClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config) *client {
-	c := dialClient(tok, addr, tickwire.Dialer{Config: cfg})
+// and gives the client a handle; rejoin, if set, brings it back into its
+// slots by itself after a lost session.
+func newClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config, rejoin *tickwire.Rejoin) *client {
+	c := dialClient(tok, addr, tickwire.Dialer{Config: cfg, Rejoin: rejoin})
 	c.handle = handles.add(c)
 	return c
+}
+
+// inbox holds what the Client's loop delivered and update has not taken
+// yet, up to maxInbox messages or maxInboxBytes: the rest is dropped and
+// counted, as tickwire.Client.Receive's queue would.
+type inbox struct {
+	mu      sync.Mutex
+	events  []event
+	bytes   int
+	dropped uint64
+}
+
+const (
+	maxInbox      = 1 << 16
+	maxInboxBytes = 8 << 20
+)
+
+func (b *inbox) push(e event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e.kind == eventMessage {
+		if len(b.events) >= maxInbox || b.bytes+len(e.data) > maxInboxBytes {
+			b.dropped++
+			return
+		}
+		b.bytes += len(e.data)
+	}
+	b.events = append(b.events, e)
+}
+
+// take moves the inbox's events to dst, stamped with now.
+func (b *inbox) take(dst []event, now float64) []event {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.events {
+		b.events[i].time = now
+	}
+	dst = append(dst, b.events...)
+	clear(b.events)
+	b.events, b.bytes = b.events[:0], 0
+	return dst
+}
+
+func (b *inbox) droppedCount() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.dropped
+}
+
+// Message implements tickwire.ClientHandler, on the Client's loop.
+func (c *client) Message(_ *tickwire.Client, m *tickwire.Message) {
+	e := event{kind: eventMessage, delivery: uint32(m.Delivery), channel: uint32(m.Channel), data: slices.Clone(m.Data)}
+	if m.Postmarked {
+		e.flags |= flagPostmarked
+		e.tick = m.Tick
+	}
+	c.in.push(e)
+}
+
+// Disconnected implements tickwire.ClientHandler: the end, whose
+// details (remote, the message) update reads from the Client.
+func (c *client) Disconnected(_ *tickwire.Client, r proto.DisconnectReason) {
+	c.in.push(event{kind: eventDisconnected, reason: uint32(r)})
+}
+
+// rejoinProgress is the Rejoin's Progress, on the Client's loop.
+func (c *client) rejoinProgress(p tickwire.RejoinProgress) {
+	switch p.State {
+	case tickwire.RejoinLost:
+		c.in.push(event{kind: eventRejoining, reason: uint32(p.Reason), flags: flagRemote})
+	case tickwire.RejoinDone:
+		c.in.push(event{kind: eventRejoined, detail: uint32(p.Attempt)})
+	}
 }
 
 // dialClient starts dialing with d (its Config, and Game for the commits
@@ -73,14 +150,17 @@ func dialClient(tok *tickwire.ConnectToken, addr string, d tickwire.Dialer) *cli
 		tok = &t
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done, stop := context.WithCancel(context.Background())
-	stop()
 	c := &client{
 		token:  tok,
 		cancel: cancel,
 		dialed: make(chan dialResult, 1),
-		done:   done,
 		state:  stateConnecting,
+	}
+	d.Handler = c
+	if d.Rejoin != nil {
+		r := *d.Rejoin
+		r.Progress = c.rejoinProgress
+		d.Rejoin = &r
 	}
 	go func() {
 		tc, err := d.Dial(ctx, tok)
@@ -127,30 +207,24 @@ func (c *client) update(now float64) {
 	if c.c == nil || c.state == stateDisconnected {
 		return
 	}
-	for {
-		m, err := c.c.Receive(c.done)
-		if err == c.done.Err() {
-			return // nothing more for now
+	first := len(c.events)
+	c.events = c.in.take(c.events, now)
+	for i := first; i < len(c.events); i++ {
+		if c.events[i].kind != eventDisconnected {
+			continue
 		}
-		if err != nil {
-			var de *tickwire.DisconnectError
-			if errors.As(err, &de) {
-				e := event{kind: eventDisconnected, time: now, reason: uint32(de.Reason)}
-				if de.Remote {
-					e.flags |= flagRemote
-				}
-				c.push(e)
-				c.state = stateDisconnected
-				c.errMsg = err.Error()
+		// The last event: the Client has recorded the end by now.
+		var de *tickwire.DisconnectError
+		if err := c.c.Err(); errors.As(err, &de) {
+			if de.Remote {
+				c.events[i].flags |= flagRemote
 			}
-			return
+			c.errMsg = err.Error()
 		}
-		e := event{kind: eventMessage, time: now, delivery: uint32(m.Delivery), channel: uint32(m.Channel), data: m.Data}
-		if m.Postmarked {
-			e.flags |= flagPostmarked
-			e.tick = m.Tick
-		}
-		c.push(e)
+		c.state = stateDisconnected
+		clear(c.events[i+1:])
+		c.events = c.events[:i+1]
+		return
 	}
 }
 

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"net"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
 )
 
 // otherKind is an object of a kind no function takes, to hold that a
@@ -115,7 +119,7 @@ func frames(t testing.TB, c *client, done func(e *event) bool) {
 // after which sends fail with TW_ERR_NOT_CONNECTED.
 func TestServerShutdown(t *testing.T) {
 	srv := startEchoServer(t)
-	c := newClient(srv.token(t, 5), "", tickwire.Config{})
+	c := newClient(srv.token(t, 5), "", tickwire.Config{}, nil)
 	defer func() {
 		handles.remove(c.handle)
 		c.free()
@@ -154,7 +158,7 @@ func TestServerShutdown(t *testing.T) {
 // resNotConnected), nothing panics or races (go test -race).
 func TestFreeDuringCalls(t *testing.T) {
 	srv := startEchoServer(t)
-	c := newClient(srv.token(t, 6), "", tickwire.Config{})
+	c := newClient(srv.token(t, 6), "", tickwire.Config{}, nil)
 	frames(t, c, func(e *event) bool { return e.kind == eventConnected })
 	var wg, running sync.WaitGroup
 	stop := make(chan struct{})
@@ -188,5 +192,81 @@ func TestFreeDuringCalls(t *testing.T) {
 	wg.Wait()
 	if _, r := lookup(c.handle, kindClient); r != resInvalidHandle {
 		t.Errorf("lookup after free: %v", r)
+	}
+}
+
+// TestRejoinEvents: a client created with rejoin whose server goes deaf
+// past a 1.5-s timeout sees, in order, TW_EVENT_REJOINING (sends fail
+// with TW_ERR_NOT_CONNECTED meanwhile) and, once the server hears again,
+// TW_EVENT_REJOINED; then its messages echo on the new session.
+func TestRejoinEvents(t *testing.T) {
+	key, err := tickwire.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := tickwire.NewServer(key, tickwire.Config{Timeout: 1500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &testServer{srv: srv, key: key, echo: true}
+	srv.Handle(s)
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &udptest.Cuttable{PacketConn: pc}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(udp.FromPacketConn(cut)) }()
+	defer func() {
+		srv.Close()
+		<-served
+	}()
+	s.addr = netip.MustParseAddrPort(pc.LocalAddr().String())
+
+	c := newClient(s.token(t, 9), "", tickwire.Config{}, &tickwire.Rejoin{Tries: 20})
+	defer func() {
+		handles.remove(c.handle)
+		c.free()
+	}()
+	frames(t, c, func(e *event) bool { return e.kind == eventConnected })
+	for {
+		tc, _ := c.accepted()
+		if tc.RejoinToken() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the credential
+	}
+	cut.Cut.Store(true)
+	frames(t, c, func(e *event) bool {
+		if e.kind == eventDisconnected {
+			t.Fatalf("disconnected (reason %d) instead of rejoining", e.reason)
+		}
+		return e.kind == eventRejoining
+	})
+	if r := c.send(tickwire.Reliable, 1, false, 0, []byte("lost")); r != resNotConnected {
+		t.Errorf("send while rejoining: %v, want TW_ERR_NOT_CONNECTED", r)
+	}
+	cut.Cut.Store(false)
+	frames(t, c, func(e *event) bool {
+		if e.kind == eventDisconnected {
+			t.Fatalf("disconnected (reason %d) instead of rejoining", e.reason)
+		}
+		return e.kind == eventRejoined
+	})
+	if r := c.send(tickwire.Reliable, 1, false, 0, []byte("back")); r != resOK {
+		t.Fatalf("send after the rejoin: %v", r)
+	}
+	var got string
+	frames(t, c, func(e *event) bool {
+		if e.kind == eventMessage {
+			got = string(e.data)
+		}
+		return e.kind == eventMessage
+	})
+	if got != "back" {
+		t.Errorf("echo %q after the rejoin", got)
+	}
+	if st := srv.Stats(); st.Rejoined != 1 {
+		t.Errorf("server counted %d rejoins", st.Rejoined)
 	}
 }

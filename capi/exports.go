@@ -115,7 +115,7 @@ func tw_client_create(abi C.uint32_t, token *C.tw_const_char, addr *C.tw_const_c
 	if r != resOK {
 		return C.tw_result(r)
 	}
-	*out = C.tw_handle(newClient(tok, server, transportConfig(cfg)).handle)
+	*out = C.tw_handle(newClient(tok, server, transportConfig(cfg), rejoinOf(cfg)).handle)
 	return C.TW_OK
 }
 
@@ -160,6 +160,14 @@ func transportConfig(cfg *C.tw_const_client_config) tickwire.Config {
 		conf.ReliableFEC = cfg.reliable_fec != 0
 	}
 	return conf
+}
+
+// rejoinOf is a tw_client_config's rejoin setting (nil: none).
+func rejoinOf(cfg *C.tw_const_client_config) *tickwire.Rejoin {
+	if cfg == nil || cfg.rejoin == 0 {
+		return nil
+	}
+	return &tickwire.Rejoin{Tries: int(cfg.rejoin_tries)}
 }
 
 // clientOf returns the client h names, or the code of the failure.
@@ -372,6 +380,7 @@ func transportStats(c *client, fn string, stats *C.tw_stats) C.tw_result {
 		return C.tw_result(r)
 	}
 	st := tc.Stats()
+	dropped := c.in.droppedCount()
 	ms := func(d time.Duration) C.double { return C.double(float64(d) / float64(time.Millisecond)) }
 	*stats = C.tw_stats{
 		rtt_ms:           ms(st.RTT),
@@ -383,7 +392,7 @@ func transportStats(c *client, fn string, stats *C.tw_stats) C.tw_result {
 		bytes_out:        C.uint64_t(st.BytesOut),
 		messages_in:      C.uint64_t(st.MessagesIn),
 		messages_out:     C.uint64_t(st.MessagesOut),
-		messages_dropped: C.uint64_t(st.MessagesDropped),
+		messages_dropped: C.uint64_t(st.MessagesDropped + dropped),
 		reliable_queue:   C.uint64_t(st.ReliableQueue),
 	}
 	return C.TW_OK

@@ -41,6 +41,8 @@ const (
 	eventConnected    = C.TW_EVENT_CONNECTED
 	eventMessage      = C.TW_EVENT_MESSAGE
 	eventDisconnected = C.TW_EVENT_DISCONNECTED
+	eventRejoining    = C.TW_EVENT_REJOINING
+	eventRejoined     = C.TW_EVENT_REJOINED
 
 	eventCommitsState        = C.TW_EVENT_COMMITS_STATE
 	eventCommitsCommand      = C.TW_EVENT_COMMITS_COMMAND
@@ -142,7 +144,7 @@ func resultOf(err error) result {
 	switch {
 	case err == nil:
 		return resOK
-	case errors.Is(err, tickwire.ErrNotConnected):
+	case errors.Is(err, tickwire.ErrNotConnected), errors.Is(err, tickwire.ErrRejoining):
 		return resNotConnected
 	case errors.Is(err, tickwire.ErrMessageTooLarge):
 		return resMessageTooLarge

@@ -160,6 +160,16 @@ enum {
 	 * and, for TW_DISCONNECT_DENIED, detail (TW_DENY_*). Comes once,
 	 * last, after every message that arrived before the end. */
 	TW_EVENT_DISCONNECTED = 3,
+	/* With tw_client_config.rejoin: the session was lost without a
+	 * leave (reason: TW_DISCONNECT_*, TW_EVENT_REMOTE) and the client is
+	 * coming back into its player slots by itself; sending fails with
+	 * TW_ERR_NOT_CONNECTED until TW_EVENT_REJOINED, or a
+	 * TW_EVENT_DISCONNECTED ends it. Messages before it came on the lost
+	 * session; reliable messages in flight on it are lost with it. */
+	TW_EVENT_REJOINING = 4,
+	/* The client is back in its slots on a new session (detail: the
+	 * attempt that succeeded); the game goes on. */
+	TW_EVENT_REJOINED = 5,
 	/* Commits mode: load this committed state. tick, data and size
 	 * (the game's canonical bytes, as another client's game gave them
 	 * to tw_commits_state; size 0: the game's blank world, a new game),
@@ -227,6 +237,7 @@ enum {
 	TW_DISCONNECT_TOO_SLOW = 6,     /* fell behind what the server's game allows */
 	TW_DISCONNECT_HOST_MIGRATE = 7, /* the host handed the game over */
 	TW_DISCONNECT_NO_STATE = 8,     /* commits relay: no client gave the committed state this one needed */
+	TW_DISCONNECT_REPLACED = 9,     /* the client came back on a new session with its rejoin credential */
 	/* The server refused the handshake; tw_event.detail is the
 	 * TW_DENY_* reason. */
 	TW_DISCONNECT_DENIED = 64,
@@ -251,7 +262,8 @@ enum {
 	TW_DENY_TOKEN_USED = 9,        /* the token already opened a session */
 	TW_DENY_WRONG_SERVER = 10,     /* the token names other servers */
 	TW_DENY_UNKNOWN_KEY = 11,      /* the server has no key with the token's key id */
-	TW_DENY_JOIN_REFUSED = 12      /* the game refused a player (tw_last_error has its reason) */
+	TW_DENY_JOIN_REFUSED = 12,     /* the game refused a player (tw_last_error has its reason) */
+	TW_DENY_REJOIN = 13            /* a rejoin credential refused: replaced, for other slots, or past the server's grace */
 };
 
 /*
@@ -290,12 +302,24 @@ typedef struct tw_client_config {
 	 * nothing else has for this long. 0: 500 ms. */
 	uint32_t heartbeat_ms;
 	/* The session ends (TW_DISCONNECT_TIMEOUT) after this long without
-	 * a packet from the server; more than heartbeat_ms. 0: 1500 ms. */
+	 * a packet from the server; more than the server's heartbeat. 0: the
+	 * server's own timeout, which it sends in its accept (10 s by
+	 * default). */
 	uint32_t timeout_ms;
 	/* Nonzero: protect reliable data on lossy links with Reed-Solomon
 	 * parity instead of copies (fewer bytes, a longer tail). */
 	uint32_t reliable_fec;
-	uint64_t reserved[4];
+	/* Nonzero: when the session is lost without a leave (the server
+	 * went silent past the timeout, or timed the client out), come back
+	 * into the same player slots by itself with the rejoin credential
+	 * the server gave it, within the server's rejoin grace (30 s by
+	 * default): TW_EVENT_REJOINING, then TW_EVENT_REJOINED, or
+	 * TW_EVENT_DISCONNECTED if no attempt succeeds. */
+	uint32_t rejoin;
+	/* With rejoin: the attempts at most, 100 ms apart and doubling up
+	 * to 4 s. 0: 8. */
+	uint32_t rejoin_tries;
+	uint64_t reserved[3];
 } tw_client_config;
 
 /* What the server told the client when it accepted it
