@@ -93,7 +93,9 @@ type Game interface {
 
 	// WriteSnapshot writes the networked state: call s.Append(id, record)
 	// for every entity in ascending NetworkID order, each record exactly
-	// Schema.RecordSize bytes. s has been Reset by the engine.
+	// Schema.RecordSize bytes. The engine has Reset s (to the tick
+	// being written and the record size) before the call: append to it,
+	// do not reset it again.
 	WriteSnapshot(s *deltacomp.Snapshot)
 
 	// ReadSnapshot replaces the world with the state in s (the inverse of
