@@ -52,8 +52,9 @@ type SchedulerConfig struct {
 	// changes in between are kept for its next turn, so none is lost, and
 	// its priority grows only on its turns, as if it ticked at that rate.
 	// Turns are spread over ticks by entity id, so the load is even.
-	// Entities within Bands[0].From × Radius, and always-relevant ones
-	// beyond the radius, take part every tick. Needs Radius > 0; at most
+	// Entities within Bands[0].From × Radius, always-relevant ones
+	// beyond the radius, those of SetAlwaysRelevant and the player's own
+	// (SetPlayers) take part every tick. Needs Radius > 0; at most
 	// MaxBands bands, in any order. Empty (the default): every relevant
 	// entity every tick.
 	Bands []Band
@@ -141,9 +142,11 @@ type Scheduler struct {
 	burst    float64
 	maxSkips int
 
-	view   Vec3
-	always []proto.NetworkID
-	bands  bands
+	view    Vec3
+	always  []proto.NetworkID
+	players []uint16 // SetPlayers
+	mine    []int32  // scratch: the players' entities this update
+	bands   bands
 
 	layout  uint64    // the World's layout the state below is indexed by
 	slot    []int32   // the World's index -> slot (update sets it)
@@ -221,6 +224,16 @@ func (s *Scheduler) SetView(pos Vec3) { s.view = pos }
 func (s *Scheduler) SetAlwaysRelevant(ids []proto.NetworkID) {
 	s.always = append(s.always[:0], ids...)
 	slices.Sort(s.always)
+}
+
+// SetPlayers sets the player slots this scheduler's player plays (its
+// connection's players). The entities they own (World.AddOwned) are
+// always relevant and take part every tick, never held back by a band or
+// the filter: their client predicts them and re-simulates them from the
+// state it receives, which must hold them as they are at its tick.
+// slots is copied.
+func (s *Scheduler) SetPlayers(slots []uint16) {
+	s.players = append(s.players[:0], slots...)
 }
 
 // Reset forgets priorities and what was sent: every relevant entity is
@@ -352,6 +365,14 @@ func (s *Scheduler) update(w *World) {
 			idset.SetBit(rel, i)
 			idset.ClearBit(late, i)
 		}
+	}
+	s.mine = s.mine[:0]
+	for _, p := range s.players {
+		s.mine = w.OwnedBy(s.mine, p)
+	}
+	for _, i := range s.mine {
+		idset.SetBit(rel, int(i))
+		idset.ClearBit(late, int(i))
 	}
 	all := s.all || changed == nil
 	s.all = false

@@ -806,3 +806,36 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 		t.Fatalf("after moving: sent %v", sel)
 	}
 }
+
+// TestOwnEntitiesFresh: the entities a player's slots own (World.AddOwned,
+// Scheduler.SetPlayers) are relevant beyond the radius and past the
+// filter, and take part every tick in a far band; another player's
+// entity there keeps the band's rhythm.
+func TestOwnEntitiesFresh(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10})
+	s := NewScheduler(SchedulerConfig{Radius: 100, Bands: []Band{{From: 0.5, Every: 4}},
+		Filter: func(w *World, i int) bool { return w.Owner(i) != 7 }})
+	s.SetPlayers([]uint16{7})
+	sz := &fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3}}
+	sent := [3]int{}
+	for tick := range uint32(16) {
+		w.Begin(tick)
+		w.AddOwned(1, Vec3{X: 90}, 0, 7)  // own, in the far band
+		w.AddOwned(2, Vec3{X: 90}, 0, 8)  // another player's, in the far band
+		w.AddOwned(3, Vec3{X: 500}, 0, 7) // own, beyond the radius
+		w.End([]uint64{0b111})
+		sel, ok := s.Schedule(time.Time{}, w, 1000, sz)
+		if !ok {
+			t.Fatal("no frame")
+		}
+		for _, i := range sel {
+			sent[i]++
+		}
+	}
+	if sent != [3]int{16, 4, 16} {
+		t.Fatalf("sent %v times in 16 ticks, want [16 4 16]", sent)
+	}
+	if got := w.OwnedBy(nil, 7); !slices.Equal(got, []int32{0, 2}) {
+		t.Fatalf("OwnedBy(7) = %v", got)
+	}
+}

@@ -121,7 +121,9 @@ type Game interface {
 // all carry their owner in the spawner bits (a player's avatar with a
 // fixed server id, say). Owner returns the player slot that owns id, 0
 // for none. A client engine without ClientConfig.Own uses it to tell the
-// client's own entities.
+// client's own entities, and a game.Host to keep each player's own
+// entities relevant and fresh at every tick its client predicts from
+// (without it, both go by the spawner bits).
 type EntityOwner interface {
 	Owner(id proto.NetworkID) uint16
 }
