@@ -839,3 +839,51 @@ func TestOwnEntitiesFresh(t *testing.T) {
 		t.Fatalf("OwnedBy(7) = %v", got)
 	}
 }
+
+// confirmSizer is a fakeSizer that confirms the entities given a
+// confirmation size.
+type confirmSizer struct {
+	fakeSizer
+	confirm []int
+}
+
+func (c *confirmSizer) ConfirmSize(i int) int { return c.confirm[i] }
+
+// TestConfirmations: with SchedulerConfig.Confirm and a Confirmer, the room a packet has left goes to
+// confirmations of the relevant entities whose turn it is and that it
+// does not send (those the sizer can confirm), never past the budget.
+func TestConfirmations(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10})
+	fill := func(tick uint32, changed uint64) {
+		w.Begin(tick)
+		for i := range 4 {
+			w.Add(proto.NetworkID(i+1), Vec3{X: float32(i)}, 0)
+		}
+		w.End([]uint64{changed})
+	}
+	s := NewScheduler(SchedulerConfig{Confirm: true})
+	sz := &confirmSizer{fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3, 3}}, []int{0, 1, 1, 0}}
+	fill(0, 0b1111)
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); len(sel) != 4 {
+		t.Fatalf("first tick sent %v", sel)
+	}
+	// Entity 1 changed; 2 can be confirmed, 0 and 3 not.
+	fill(1, 0b0001)
+	sz.body = []int{3, 0, 0, 0}
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); !slices.Equal(sel, []int32{0, 1, 2}) {
+		t.Fatalf("sent and confirmed %v, want [0 1 2]", sel)
+	}
+	// Room for the change alone: no confirmation.
+	fill(2, 0b0001)
+	if sel, _ := s.Schedule(time.Time{}, w, 19+3+1, sz); !slices.Equal(sel, []int32{0}) {
+		t.Fatalf("in a full packet, sent %v, want [0]", sel)
+	}
+	// Not configured to confirm: the change alone, whatever the room.
+	s = NewScheduler(SchedulerConfig{})
+	fill(3, 0b1111)
+	s.Schedule(time.Time{}, w, 1000, sz)
+	fill(4, 0b0001)
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); !slices.Equal(sel, []int32{0}) {
+		t.Fatalf("without Confirm, sent %v, want [0]", sel)
+	}
+}
