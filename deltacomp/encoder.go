@@ -91,6 +91,10 @@ type sizing struct {
 	n    int32  // the body's size: the baseline's age (explicit) and code; 0: nothing to send
 	rev  uint32 // the baseline revision (0: in full)
 	kind uint8
+	// confirm: ConfirmSize was asked of the entity, whose patch is all
+	// zero: written, it confirms the baseline's record.
+	confirm bool
+	zero    bool // the patch is all zero
 }
 
 // held is what an encoder knows the client holds of one entity. Its two
@@ -320,14 +324,45 @@ func (e *Encoder) BodySize(i int) int {
 	if kind == kindExplicit {
 		n += varintLen(uint64(r.rev - rev))
 	}
-	if kind != kindFull && zero && h.sent <= rev {
+	isZero := kind != kindFull && zero
+	if isZero && h.sent <= rev {
 		// An all-zero patch and nothing newer in flight: the client
 		// holds this state.
 		n = 0
 	}
-	e.ps.sizes = append(e.ps.sizes, sizing{code: code, n: int32(n), rev: rev, kind: kind})
+	e.ps.sizes = append(e.ps.sizes, sizing{code: code, n: int32(n), rev: rev, kind: kind, zero: isZero})
 	return n
 }
+
+// ConfirmSize is the size, without its id header, of entity i's
+// confirmation: an all-zero patch against the baseline the client
+// acknowledged, which tells it that the record it holds is the entity's
+// at this revision (its Replica then counts the entity as updated at
+// this revision's tick). It is 0 when the entity changed since that
+// baseline, or has none (only a patch says what it is now), and when the
+// baseline is this revision (the client knows already). An entity
+// whose ConfirmSize was asked goes in the frame when selected even if
+// its BodySize is 0. Valid after Prepare.
+func (e *Encoder) ConfirmSize(i int) int {
+	if !idset.Bit(e.ps.sized, i) {
+		e.BodySize(i)
+	}
+	sz := &e.ps.sizes[e.ps.sizeAt[i]]
+	if !sz.zero || sz.rev == e.ring.rev {
+		// Changed, or acknowledged at this very revision (a second
+		// frame of it): nothing to confirm.
+		return 0
+	}
+	sz.confirm = true
+	n := len(sz.code)
+	if sz.kind == kindExplicit {
+		n += varintLen(uint64(e.ring.rev - sz.rev))
+	}
+	return n
+}
+
+// writes reports whether AppendFrame writes a selected entity sized sz.
+func (sz *sizing) writes() bool { return sz.n > 0 || sz.confirm }
 
 // LinkSize is the size of entity i's id header when the entity written
 // before it in the frame is prev (−1: none). Call BodySize(i) first.
@@ -350,7 +385,8 @@ var (
 
 // AppendFrame appends a codec-4 snapshot delta frame to b holding the
 // entities sel (ascending indices into the ring's Latest, each sized with
-// BodySize; those with BodySize 0 are skipped) and up to MaxRemovals
+// BodySize; those with BodySize 0 are skipped unless ConfirmSize was
+// asked of them: then their confirmation goes) and up to MaxRemovals
 // pending removals, and remembers what it carried under the packet
 // sequence seq for Delivered and Lost. Its size is FixedSize plus the
 // selected entities' BodySize and LinkSize (at most that when entities
@@ -369,7 +405,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		if !idset.Bit(e.ps.sized, int(i)) {
 			e.BodySize(int(i))
 		}
-		if sz := &e.ps.sizes[e.ps.sizeAt[i]]; sz.n > 0 && sz.kind != kindFull && sz.rev < baseRev {
+		if sz := &e.ps.sizes[e.ps.sizeAt[i]]; sz.writes() && sz.kind != kindFull && sz.rev < baseRev {
 			baseRev = sz.rev
 		}
 	}
@@ -390,7 +426,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 	k := 0
 	for _, i := range sel {
 		sz := &e.ps.sizes[e.ps.sizeAt[i]]
-		if sz.n == 0 {
+		if !sz.writes() {
 			continue
 		}
 		id := ids[i]

@@ -447,3 +447,65 @@ func TestSharedScratch(t *testing.T) {
 		}
 	}
 }
+
+// TestConfirm: an entity the client holds and that did not change has
+// BodySize 0 and a ConfirmSize of its zero patch; written, its entry
+// moves the replica's revision of it to the frame's, its record the
+// same. One that changed since its baseline cannot be confirmed.
+func TestConfirm(t *testing.T) {
+	r := NewRing(RingConfig{})
+	e := NewEncoder(r, EncoderConfig{})
+	rep, _ := NewReplica(ReplicaConfig{RecordSize: 4})
+	push := func(tick uint32, a, b byte) {
+		var s Snapshot
+		s.Reset(tick, 4)
+		s.Append(1, []byte{a, 0, 0, 0})
+		s.Append(2, []byte{b, 0, 0, 0})
+		if _, err := r.Push(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send := func(seq uint16, sel []int32) {
+		b, err := e.AppendFrame(nil, seq, sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _, err := proto.ParseSnapshotDeltaFrame(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.Apply(&f); err != nil {
+			t.Fatal(err)
+		}
+		e.Delivered(seq)
+	}
+	push(1, 5, 7)
+	e.Prepare()
+	send(1, []int32{0, 1})
+	push(2, 5, 8) // entity 1 unchanged, entity 2 changed
+	e.Prepare()
+	if n, c := e.BodySize(0), e.ConfirmSize(0); n != 0 || c != 1 {
+		t.Fatalf("unchanged entity: BodySize %d, ConfirmSize %d; want 0 and 1 (the zero patch)", n, c)
+	}
+	if c := e.ConfirmSize(1); c != 0 {
+		t.Fatalf("changed entity: ConfirmSize %d, want 0", c)
+	}
+	send(2, []int32{0, 1})
+	s := rep.State()
+	if rep.EntityRevision(0) != 2 || rep.EntityRevision(1) != 2 || !bytes.Equal(s.Records, []byte{5, 0, 0, 0, 8, 0, 0, 0}) {
+		t.Fatalf("revisions %d %d, records %v", rep.EntityRevision(0), rep.EntityRevision(1), s.Records)
+	}
+	// A second frame of the same revision, its baseline acknowledged:
+	// nothing to confirm.
+	e.Prepare()
+	if c := e.ConfirmSize(0); c != 0 {
+		t.Fatalf("entity acknowledged at this revision: ConfirmSize %d, want 0", c)
+	}
+	// Without ConfirmSize, an entity with nothing to send stays out.
+	push(3, 5, 8)
+	e.Prepare()
+	send(3, []int32{0, 1})
+	if rep.EntityRevision(0) != 2 {
+		t.Fatalf("unconfirmed entity at revision %d, want 2", rep.EntityRevision(0))
+	}
+}

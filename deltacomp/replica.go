@@ -93,7 +93,10 @@ func (r *Replica) State() *Snapshot { return &r.live }
 // Revision is the newest revision applied (0 none).
 func (r *Replica) Revision() uint32 { return r.newest }
 
-// EntityRevision returns the revision entity i of State got its value from.
+// EntityRevision returns the revision entity i of State got its value
+// from: the newest frame that carried it, with a new value or an all-zero
+// patch (the Encoder's confirmation, ConfirmSize). Its record is the
+// server's at that revision; at the newest one only if the two are equal.
 func (r *Replica) EntityRevision(i int) uint32 { return r.revs[i] }
 
 // ResyncRequest returns the frame asking the server for a full snapshot.

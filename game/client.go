@@ -476,12 +476,23 @@ func (g *Client) sumReplica() uint64 {
 // revTick is a replica revision's server tick.
 type revTick struct{ rev, tick uint32 }
 
-// UpdatedAt is the server tick of the newest value the client holds of
-// entity id (ok false when it holds none, or the value is too old to
-// say). Under interest management an entity out of the client's
-// relevance keeps its last value: compare with the newest state's tick
-// to tell a stale entity from a fresh one. Safe from any goroutine,
-// the client's loop (OnFrame, InputFrom, Handler) included.
+// UpdatedAt is the server tick as of which the client's record of entity
+// id is confirmed: the tick of the newest snapshot delta that carried the
+// entity, with a new value or (an all-zero patch) a confirmation that the
+// value the client holds is still the server's. ok is false when the
+// client holds no record of id, or one too old to say.
+//
+// The confirmed world (sim.Client.Confirmed, and State) is the state of
+// the newest delta applied, at its tick T, but only entity by entity: an
+// entity with UpdatedAt(id) = T is fresh, its record the server's at T;
+// any other is stale, its record the server's at UpdatedAt(id) and
+// perhaps no longer — out of the client's view, held back by its
+// distance band or the packet budget, or its last update lost on the way.
+// A server whose scheduler confirms (interest.SchedulerConfig.Confirm)
+// confirms the unchanged entities it considers in a tick, as far as the
+// packet has room, so that an unchanged entity in view is fresh; without
+// it, an unchanged entity is stale until it changes. Safe from any goroutine, the client's loop
+// (OnFrame, InputFrom, Handler) included.
 func (g *Client) UpdatedAt(id proto.NetworkID) (tick uint32, ok bool) {
 	g.repMu.RLock()
 	defer g.repMu.RUnlock()

@@ -368,6 +368,7 @@ func (g *hostedGame) publish() {
 	}
 	g.bodies = g.eng.World().AppendBodies(g.bodies[:0])
 	kinder, _ := g.eng.World().(sim.EntityKinder)
+	owner, _ := g.eng.World().(sim.EntityOwner)
 	g.world.Begin(snap.Tick)
 	b := 0
 	for _, id := range snap.IDs {
@@ -383,7 +384,14 @@ func (g *hostedGame) publish() {
 			p := g.bodies[b].Pos
 			pos = interest.Vec3{X: float32(p.X), Y: float32(p.Y), Z: float32(p.Z)}
 		}
-		g.world.Add(id, pos, kind)
+		// The entity's owner as the client engine's default own
+		// (sim.ClientConfig.Own) counts it: kept fresh for its players'
+		// prediction.
+		slot := id.Spawner()
+		if owner != nil {
+			slot = owner.Owner(id)
+		}
+		g.world.AddOwned(id, pos, kind, slot)
 	}
 	g.world.End(g.ring.Changed())
 }
@@ -407,6 +415,7 @@ func (h *Host) Connected(c *tickwire.Conn) {
 		now:   now,
 		phase: c.ID() % uint32(h.cfg.SnapshotInterval),
 	}
+	gc.sched.SetPlayers(c.Players())
 	rejoined := g.rejoins(c)
 	resumed := !rejoined && g.resumes(c.Players())
 	for _, p := range c.Players() {

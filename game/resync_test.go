@@ -48,6 +48,8 @@ type gameRig struct {
 	// Client.SetInputInterval.
 	inputs        func(seed uint64) InputFunc
 	inputInterval int
+	// npcs, if set, is how many NPCs the arena holds (default 8).
+	npcs int
 }
 
 type stateCopy = testrig.State
@@ -76,6 +78,9 @@ func newGameRigLink(t *testing.T, cfg Config, latency time.Duration, wrap func(p
 	factory := func(uint64) (Game, error) {
 		if r.factoryErr != nil {
 			return nil, r.factoryErr
+		}
+		if r.npcs > 0 {
+			return arena.NewGame(r.npcs), nil
 		}
 		return arena.NewGame(8), nil
 	}

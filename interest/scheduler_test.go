@@ -806,3 +806,84 @@ func TestRelevanceAlwaysAndFilter(t *testing.T) {
 		t.Fatalf("after moving: sent %v", sel)
 	}
 }
+
+// TestOwnEntitiesFresh: the entities a player's slots own (World.AddOwned,
+// Scheduler.SetPlayers) are relevant beyond the radius and past the
+// filter, and take part every tick in a far band; another player's
+// entity there keeps the band's rhythm.
+func TestOwnEntitiesFresh(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10})
+	s := NewScheduler(SchedulerConfig{Radius: 100, Bands: []Band{{From: 0.5, Every: 4}},
+		Filter: func(w *World, i int) bool { return w.Owner(i) != 7 }})
+	s.SetPlayers([]uint16{7})
+	sz := &fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3}}
+	sent := [3]int{}
+	for tick := range uint32(16) {
+		w.Begin(tick)
+		w.AddOwned(1, Vec3{X: 90}, 0, 7)  // own, in the far band
+		w.AddOwned(2, Vec3{X: 90}, 0, 8)  // another player's, in the far band
+		w.AddOwned(3, Vec3{X: 500}, 0, 7) // own, beyond the radius
+		w.End([]uint64{0b111})
+		sel, ok := s.Schedule(time.Time{}, w, 1000, sz)
+		if !ok {
+			t.Fatal("no frame")
+		}
+		for _, i := range sel {
+			sent[i]++
+		}
+	}
+	if sent != [3]int{16, 4, 16} {
+		t.Fatalf("sent %v times in 16 ticks, want [16 4 16]", sent)
+	}
+	if got := w.OwnedBy(nil, 7); !slices.Equal(got, []int32{0, 2}) {
+		t.Fatalf("OwnedBy(7) = %v", got)
+	}
+}
+
+// confirmSizer is a fakeSizer that confirms the entities given a
+// confirmation size.
+type confirmSizer struct {
+	fakeSizer
+	confirm []int
+}
+
+func (c *confirmSizer) ConfirmSize(i int) int { return c.confirm[i] }
+
+// TestConfirmations: with SchedulerConfig.Confirm and a Confirmer, the room a packet has left goes to
+// confirmations of the relevant entities whose turn it is and that it
+// does not send (those the sizer can confirm), never past the budget.
+func TestConfirmations(t *testing.T) {
+	w := NewWorld(WorldConfig{CellSize: 10})
+	fill := func(tick uint32, changed uint64) {
+		w.Begin(tick)
+		for i := range 4 {
+			w.Add(proto.NetworkID(i+1), Vec3{X: float32(i)}, 0)
+		}
+		w.End([]uint64{changed})
+	}
+	s := NewScheduler(SchedulerConfig{Confirm: true})
+	sz := &confirmSizer{fakeSizer{w: w, fixed: 19, body: []int{3, 3, 3, 3}}, []int{0, 1, 1, 0}}
+	fill(0, 0b1111)
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); len(sel) != 4 {
+		t.Fatalf("first tick sent %v", sel)
+	}
+	// Entity 1 changed; 2 can be confirmed, 0 and 3 not.
+	fill(1, 0b0001)
+	sz.body = []int{3, 0, 0, 0}
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); !slices.Equal(sel, []int32{0, 1, 2}) {
+		t.Fatalf("sent and confirmed %v, want [0 1 2]", sel)
+	}
+	// Room for the change alone: no confirmation.
+	fill(2, 0b0001)
+	if sel, _ := s.Schedule(time.Time{}, w, 19+3+1, sz); !slices.Equal(sel, []int32{0}) {
+		t.Fatalf("in a full packet, sent %v, want [0]", sel)
+	}
+	// Not configured to confirm: the change alone, whatever the room.
+	s = NewScheduler(SchedulerConfig{})
+	fill(3, 0b1111)
+	s.Schedule(time.Time{}, w, 1000, sz)
+	fill(4, 0b0001)
+	if sel, _ := s.Schedule(time.Time{}, w, 1000, sz); !slices.Equal(sel, []int32{0}) {
+		t.Fatalf("without Confirm, sent %v, want [0]", sel)
+	}
+}

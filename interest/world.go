@@ -51,6 +51,7 @@ type World struct {
 	prevIDs []proto.NetworkID
 	pos     []Vec3
 	kind    []uint8
+	owner   []uint16
 	changed []uint64
 	// lastChanged is changed of the last update. since[j] marks the
 	// entities that changed (or are new) in the last j+2 updates, for
@@ -61,6 +62,9 @@ type World struct {
 	spare       []uint64
 	alwaysB     []uint64      // entities of always-relevant kinds
 	layouts     idset.History // the entity sets' changes
+	// owned lists the entities with an owner as owner<<32 | index,
+	// ascending: each slot's entities in one run (OwnedBy).
+	owned []uint64
 
 	// spatial hash grid: entities sorted by bucket (counting sort), each
 	// with what within reads of it, so that a bucket is read in one pass
@@ -117,14 +121,23 @@ func NewWorld(cfg WorldConfig) *World {
 func (w *World) Begin(tick uint32) {
 	w.tick = tick
 	w.prevIDs, w.ids = w.ids, w.prevIDs[:0]
-	w.pos, w.kind = w.pos[:0], w.kind[:0]
+	w.pos, w.kind, w.owner = w.pos[:0], w.kind[:0], w.owner[:0]
 }
 
-// Add appends an entity; ids must be added in ascending order.
-func (w *World) Add(id proto.NetworkID, pos Vec3, kind uint8) {
+// Add appends an entity that no player owns; ids must be added in
+// ascending order.
+func (w *World) Add(id proto.NetworkID, pos Vec3, kind uint8) { w.AddOwned(id, pos, kind, 0) }
+
+// AddOwned appends an entity owned by the player in slot owner (0: none),
+// one whose client predicts it: its avatar, its projectiles. The
+// schedulers of the players who play that slot (Scheduler.SetPlayers)
+// keep it relevant and fresh every tick, whatever its distance. Ids must
+// be added in ascending order.
+func (w *World) AddOwned(id proto.NetworkID, pos Vec3, kind uint8, owner uint16) {
 	w.ids = append(w.ids, id)
 	w.pos = append(w.pos, pos)
 	w.kind = append(w.kind, kind)
+	w.owner = append(w.owner, owner)
 }
 
 // End finishes the tick. changed is a bitset over the entities (bit i:
@@ -153,8 +166,28 @@ func (w *World) End(changed []uint64) {
 			idset.SetBit(w.alwaysB, i)
 		}
 	}
+	w.owned = w.owned[:0]
+	for i, o := range w.owner {
+		if o != 0 {
+			w.owned = append(w.owned, uint64(o)<<32|uint64(i))
+		}
+	}
+	slices.Sort(w.owned)
 	w.buildGrid()
 }
+
+// OwnedBy appends to dst the indices, ascending, of the entities the
+// player in slot owns (AddOwned), and returns the result.
+func (w *World) OwnedBy(dst []int32, slot uint16) []int32 {
+	k, _ := slices.BinarySearch(w.owned, uint64(slot)<<32)
+	for ; k < len(w.owned) && w.owned[k]>>32 == uint64(slot); k++ {
+		dst = append(dst, int32(uint32(w.owned[k])))
+	}
+	return dst
+}
+
+// Owner is the player slot that owns entity i (0: none).
+func (w *World) Owner(i int) uint16 { return w.owner[i] }
 
 // shiftSince moves the changes of the last updates (since, and prev, the
 // last update's changed) into the new layout (m; nil if unchanged) and

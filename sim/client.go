@@ -544,7 +544,10 @@ func (c *Client) Authoritative(tick uint32, s *deltacomp.Snapshot) error {
 }
 
 // Confirmed is the newest authoritative world and its tick (ok false
-// before the first). Read it between calls only.
+// before the first). Read it between calls only. Under interest
+// management it holds, besides the entities the server confirmed at that
+// tick, the last records of those it did not (out of view, held back):
+// game.Client.UpdatedAt tells which are which.
 func (c *Client) Confirmed() (world Game, tick uint32, ok bool) {
 	return c.auth, c.authTick, c.hasAuth
 }

@@ -12,8 +12,10 @@ import (
 type ClientConfig struct {
 	// TickRate is the server's fixed simulation rate in Hz (default 60).
 	TickRate int
-	// Players are the local player slots this client plays (at least
-	// one; 1..proto.MaxSpawner, no duplicates).
+	// Players are the local player slots this client plays, in any
+	// order: NewClient needs one or more, each 1..proto.MaxSpawner, no
+	// duplicates. A game.Client takes them from its connect token (1 to
+	// proto.MaxPlayersPerConnection) and needs them left empty.
 	Players []uint16
 	// InputRing is how many ticks of sampled inputs are kept (default
 	// 64, rounded up to a power of two, at least

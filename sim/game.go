@@ -93,7 +93,9 @@ type Game interface {
 
 	// WriteSnapshot writes the networked state: call s.Append(id, record)
 	// for every entity in ascending NetworkID order, each record exactly
-	// Schema.RecordSize bytes. s has been Reset by the engine.
+	// Schema.RecordSize bytes. The engine has Reset s (to the tick
+	// being written and the record size) before the call: append to it,
+	// do not reset it again.
 	WriteSnapshot(s *deltacomp.Snapshot)
 
 	// ReadSnapshot replaces the world with the state in s (the inverse of
@@ -119,7 +121,9 @@ type Game interface {
 // all carry their owner in the spawner bits (a player's avatar with a
 // fixed server id, say). Owner returns the player slot that owns id, 0
 // for none. A client engine without ClientConfig.Own uses it to tell the
-// client's own entities.
+// client's own entities, and a game.Host to keep each player's own
+// entities relevant and fresh at every tick its client predicts from
+// (without it, both go by the spawner bits).
 type EntityOwner interface {
 	Owner(id proto.NetworkID) uint16
 }

@@ -208,7 +208,11 @@ func (h *harness) step() bool {
 			want := c.enc.FixedSize()
 			prev := -1
 			for _, i := range sel {
-				want += c.enc.BodySize(int(i)) + c.enc.LinkSize(prev, int(i))
+				body := c.enc.BodySize(int(i))
+				if body == 0 {
+					body = c.enc.ConfirmSize(int(i)) // a confirmation
+				}
+				want += body + c.enc.LinkSize(prev, int(i))
 				prev = int(i)
 			}
 			b, err := c.enc.AppendFrame(h.buf[:0], c.seq, sel)

@@ -19,10 +19,10 @@ import (
 //	12 spawn counter (u24)                 15 score
 const RecordSize = 16
 
-// AppendSnapshot writes the world's entities into s (ids are already
-// sorted), reusing s's memory.
+// AppendSnapshot appends the world's entities to s in id order (they are
+// kept sorted). s must have been reset first with the world's tick and
+// RecordSize, as the engine does before it calls sim.Game.WriteSnapshot.
 func (w *World) AppendSnapshot(s *deltacomp.Snapshot) {
-	s.Reset(w.Tick, RecordSize)
 	var r [RecordSize]byte
 	for i := range w.Entities {
 		encodeRecord(&r, &w.Entities[i])

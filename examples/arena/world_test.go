@@ -25,6 +25,7 @@ func TestSnapshotRebuildStepsIdentically(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var snap deltacomp.Snapshot
 	for range 600 {
+		snap.Reset(w.Tick, RecordSize)
 		w.AppendSnapshot(&snap)
 		var c World
 		if err := c.SetSnapshot(&snap); err != nil {
