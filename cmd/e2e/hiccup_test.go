@@ -3,6 +3,7 @@ package e2e
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,40 @@ func (p *proc) awaitCount(t *testing.T, re string, n int, limit time.Duration) t
 	return time.Now()
 }
 
+// hiccupRun starts a server with args, one bot in a process of its own
+// (the one the test stops) playing for loneFor, and others more bots in
+// another process playing for othersFor; it waits until all joined and
+// have played 2 s, then stops the lone bot's process (SIGSTOP). done
+// gets the others' summary when they end.
+func hiccupRun(t *testing.T, args []string, loneFor string, others int, othersFor string) (srv, lone *proc, done <-chan botproto.Summary) {
+	t.Helper()
+	srv, a := server(t, args...)
+	common := []string{"-server", "http://" + a.http, "-json", "-progress", "0"}
+	lone = start(t, "tickwire-bot", append(slices.Clone(common), "-n", "1", "-seed", "5", "-duration", loneFor)...)
+	ch := make(chan botproto.Summary, 1)
+	go func() {
+		s, _ := bots(t, append(slices.Clone(common), "-n", strconv.Itoa(others), "-duration", othersFor)...)
+		ch <- s
+	}()
+	srv.awaitCount(t, `msg="player joined"`, others, 30*time.Second)
+	time.Sleep(2 * time.Second) // the bots play (real processes, real time)
+	if err := lone.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	return srv, lone, ch
+}
+
+// loneSummary waits for the lone bot's end and returns its summary.
+func loneSummary(t *testing.T, lone *proc) botproto.Summary {
+	t.Helper()
+	select {
+	case <-lone.done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the stopped bot did not end:\n%s", lone.output())
+	}
+	return lastSummary(t, lone.output())
+}
+
 // TestHiccupRejoin: eight bots play (seven in one process, one in
 // another). The lone bot's process is stopped for 3 s (SIGSTOP), as a
 // Wi-Fi roam or a stalled machine would stop a player, then continued.
@@ -40,20 +75,8 @@ func TestHiccupRejoin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}
-	srv, a := server(t)
-	common := []string{"-server", "http://" + a.http, "-json", "-progress", "0"}
-	lone := start(t, "tickwire-bot", append(slices.Clone(common), "-n", "1", "-seed", "5", "-duration", "17s")...)
-	done := make(chan botproto.Summary, 1)
-	go func() {
-		s, _ := bots(t, append(slices.Clone(common), "-n", "7", "-duration", "13s")...)
-		done <- s
-	}()
-	srv.awaitCount(t, `msg="player joined"`, 7, 30*time.Second)
-	time.Sleep(3 * time.Second) // the bots play (real processes, real time)
+	srv, lone, done := hiccupRun(t, nil, "17s", 7, "13s")
 	backs := srv.count(`msg="client back"`)
-	if err := lone.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	time.Sleep(3 * time.Second)
 	lone.cmd.Process.Signal(syscall.SIGCONT)
 	resumed := time.Now()
@@ -84,12 +107,7 @@ func TestHiccupRejoin(t *testing.T) {
 		t.Errorf("seven bots: %d connected, lost %d, duplicates %d, out of order %d, desyncs %d",
 			s.Connected, s.ReliableLost, s.ReliableDuplicates, s.ReliableOutOfOrder, s.Desyncs)
 	}
-	select {
-	case <-lone.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the stopped bot did not end:\n%s", lone.output())
-	}
-	ls := lastSummary(t, lone.output())
+	ls := loneSummary(t, lone)
 	t.Logf("stopped bot: %d sessions lost, %d rejoins; reliable sent %d, lost %d, duplicates %d", ls.Interruptions, ls.Rejoins, ls.ReliableSent, ls.ReliableLost, ls.ReliableDuplicates)
 	if ls.Failed() || ls.Disconnects != 0 {
 		t.Errorf("stopped bot: %d disconnects, lost %d, duplicates %d, out of order %d, desyncs %d",
@@ -106,28 +124,11 @@ func TestHiccupPastGrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}
-	srv, a := server(t, "-session-timeout", "2s", "-rejoin-grace", "3s")
-	common := []string{"-server", "http://" + a.http, "-json", "-progress", "0"}
-	lone := start(t, "tickwire-bot", append(slices.Clone(common), "-n", "1", "-seed", "5", "-duration", "16s")...)
-	done := make(chan botproto.Summary, 1)
-	go func() {
-		s, _ := bots(t, append(slices.Clone(common), "-n", "2", "-duration", "18s")...)
-		done <- s
-	}()
-	srv.awaitCount(t, `msg="player joined"`, 2, 30*time.Second)
-	time.Sleep(2 * time.Second) // the bots play (real processes, real time)
-	if err := lone.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	srv, lone, done := hiccupRun(t, []string{"-session-timeout", "2s", "-rejoin-grace", "3s"}, "16s", 2, "18s")
 	srv.awaitCount(t, `msg="player left".*not back in its grace`, 0, 20*time.Second)
 	lone.cmd.Process.Signal(syscall.SIGCONT)
 	srv.awaitCount(t, `msg="player joined"`, 3, 30*time.Second)
-	select {
-	case <-lone.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the stopped bot did not end:\n%s", lone.output())
-	}
-	ls := lastSummary(t, lone.output())
+	ls := loneSummary(t, lone)
 	t.Logf("stopped bot: %d sessions lost, %d rejoins, %d refused past the grace, %d joined again as new players", ls.Interruptions, ls.Rejoins, ls.RejoinFailures, ls.NewPlayers)
 	if ls.Interruptions != 1 || ls.Rejoins != 0 || ls.RejoinFailures != 1 || ls.NewPlayers != 1 {
 		t.Errorf("stopped bot: %d lost, %d rejoined, %d refused, %d new; want 1, 0, 1, 1", ls.Interruptions, ls.Rejoins, ls.RejoinFailures, ls.NewPlayers)
@@ -150,19 +151,7 @@ func TestHiccupRejoinAfterTimeout(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}
-	srv, a := server(t, "-session-timeout", "2s")
-	common := []string{"-server", "http://" + a.http, "-json", "-progress", "0"}
-	lone := start(t, "tickwire-bot", append(slices.Clone(common), "-n", "1", "-seed", "5", "-duration", "16s")...)
-	done := make(chan botproto.Summary, 1)
-	go func() {
-		s, _ := bots(t, append(slices.Clone(common), "-n", "2", "-duration", "13s")...)
-		done <- s
-	}()
-	srv.awaitCount(t, `msg="player joined"`, 2, 30*time.Second)
-	time.Sleep(2 * time.Second) // the bots play (real processes, real time)
-	if err := lone.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	srv, lone, done := hiccupRun(t, []string{"-session-timeout", "2s"}, "16s", 2, "13s")
 	srv.awaitCount(t, `msg="players await their rejoin"`, 0, 20*time.Second)
 	lone.cmd.Process.Signal(syscall.SIGCONT)
 	resumed := time.Now()
@@ -175,12 +164,7 @@ func TestHiccupRejoinAfterTimeout(t *testing.T) {
 	if n := srv.count(`msg="player joined"`); n != 3 {
 		t.Errorf("the server logged %d joins, want 3 (the rejoin is no join)", n)
 	}
-	select {
-	case <-lone.done:
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the stopped bot did not end:\n%s", lone.output())
-	}
-	ls := lastSummary(t, lone.output())
+	ls := loneSummary(t, lone)
 	t.Logf("stopped bot: %d sessions lost, %d rejoins (p50 %.0f ms from the loss), %d echoes lost with the session; desyncs %d",
 		ls.Interruptions, ls.Rejoins, ls.RejoinMs.P50, ls.ReliableLostWithSession, ls.Desyncs)
 	if ls.Interruptions != 1 || ls.Rejoins != 1 || ls.RejoinFailures != 0 || ls.Desyncs != 0 || ls.Disconnects != 0 {
