@@ -12,13 +12,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"slices"
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/sim/fixed"
 )
 
 // Sizes and rules.
@@ -252,16 +252,11 @@ func formation(i int) (int32, int32) {
 	return (n%10 - 5) * step, (n/10 - 4) * step
 }
 
+// move takes u a step of at most Speed toward (x, y).
 func move(u *Unit, x, y int32) {
-	dx, dy := int64(x-u.X), int64(y-u.Y)
-	d2 := dx*dx + dy*dy
-	if d2 <= Speed*Speed {
-		u.X, u.Y = x, y
-		return
-	}
-	d := int64(fixed.Isqrt(uint64(d2)))
-	u.X += int32(dx * Speed / d)
-	u.Y += int32(dy * Speed / d)
+	dx, dy := fixed.Limit(x-u.X, y-u.Y, Speed)
+	u.X += dx
+	u.Y += dy
 }
 
 // Units is how many units there are.

@@ -3,12 +3,12 @@ package swarm
 import (
 	"bytes"
 	"errors"
-	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/sim/fixed"
 )
 
 // step runs one tick with cmds (player → command) through ValidateAction
@@ -180,7 +180,7 @@ func TestGroupsMoveToTheirTarget(t *testing.T) {
 			}
 		}
 		dx, dy := sx/n-(tx*Sub+Sub/2), sy/n-(ty*Sub+Sub/2)
-		return int64(fixed.Isqrt(uint64(dx*dx + dy*dy)))
+		return fixed.Length(int32(dx), int32(dy))
 	}
 	before := dist()
 	step(g, 1, []uint16{5}, map[uint16]Command{5: {Op: OpMove, Group: 3, X: tx, Y: ty}})
