@@ -105,8 +105,9 @@ type Game interface {
 
 	// AppendCanonical appends a canonical serialisation of the complete
 	// simulation state (fixed field order, fixed byte order, entities in
-	// id order). Lockstep peers checksum it with FNV-1a to detect
-	// non-determinism; tests compare worlds with it.
+	// id order; CanonicalWriter writes such fields). Lockstep peers
+	// checksum it with FNV-1a to detect non-determinism; tests compare
+	// worlds with it.
 	AppendCanonical(b []byte) []byte
 
 	// AppendBodies appends the world's bodies (entity positions and

@@ -32,8 +32,11 @@ import (
 type CommitGame interface {
 	Game
 	// LoadCanonical replaces the world with the state b holds (the output
-	// of AppendCanonical). It must reject malformed input with an error,
-	// never panic.
+	// of AppendCanonical). b comes from the network (the server, or
+	// through a relay another client): it must reject malformed input
+	// with an error, never panic, and allocate no more than b's length
+	// justifies. CanonicalReader does all three for the fields
+	// CanonicalWriter wrote.
 	LoadCanonical(b []byte) error
 }
 

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
@@ -58,21 +57,25 @@ func (g *lsGame) ReadSnapshot(s *deltacomp.Snapshot) error {
 	return nil
 }
 func (g *lsGame) AppendCanonical(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint64(b, g.h)
+	w := NewCanonicalWriter(b)
+	w.Uint64(g.h)
+	w.Count(len(g.players))
 	for _, p := range g.players {
-		b = binary.LittleEndian.AppendUint16(b, p)
+		w.Uint16(p)
 	}
-	return b
+	return w.Bytes()
 }
 func (g *lsGame) LoadCanonical(b []byte) error {
-	if len(b) < 8 || len(b)%2 != 0 {
-		return errors.New("lsGame: bad state")
+	r := NewCanonicalReader(b)
+	h := r.Uint64()
+	players := make([]uint16, r.Count(2))
+	for i := range players {
+		players[i] = r.Uint16()
 	}
-	g.h = binary.LittleEndian.Uint64(b)
-	g.players = g.players[:0]
-	for i := 8; i < len(b); i += 2 {
-		g.players = append(g.players, binary.LittleEndian.Uint16(b[i:]))
+	if err := r.Finish(); err != nil {
+		return err
 	}
+	g.h, g.players = h, players
 	return nil
 }
 func (g *lsGame) AppendBodies(dst []Body) []Body { return dst }

@@ -322,84 +322,80 @@ func (g *Game) ReadSnapshot(s *deltacomp.Snapshot) error {
 // AppendCanonical appends the whole state: tick, units, targets,
 // players.
 func (g *Game) AppendCanonical(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint32(b, g.tick)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.units)))
+	w := sim.NewCanonicalWriter(b)
+	w.Uint32(g.tick)
+	w.Count(len(g.units))
 	for i := range g.units {
 		u := &g.units[i]
-		b = binary.LittleEndian.AppendUint32(b, uint32(u.X))
-		b = binary.LittleEndian.AppendUint32(b, uint32(u.Y))
-		b = append(b, u.Team, u.Group, u.HP)
+		w.Int32(u.X)
+		w.Int32(u.Y)
+		w.Uint8(u.Team)
+		w.Uint8(u.Group)
+		w.Uint8(u.HP)
 	}
 	for tm := range Teams {
-		for gr := range Groups {
-			t := g.targets[tm][gr]
-			set := byte(0)
-			if t.set {
-				set = 1
-			}
-			b = binary.LittleEndian.AppendUint32(b, uint32(t.x))
-			b = binary.LittleEndian.AppendUint32(b, uint32(t.y))
-			b = append(b, set)
+		for _, t := range g.targets[tm] {
+			w.Int32(t.x)
+			w.Int32(t.y)
+			w.Bool(t.set)
 		}
 	}
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(g.players)))
+	w.Count(len(g.players))
 	for _, p := range g.players {
-		b = binary.LittleEndian.AppendUint16(b, p)
+		w.Uint16(p)
 	}
-	return b
+	return w.Bytes()
 }
 
-var errCanonical = errors.New("swarm: canonical state malformed")
+// errCanonical is a canonical state with a value out of the game's
+// ranges.
+var errCanonical = errors.New("swarm: canonical state out of range")
 
-// LoadCanonical restores AppendCanonical's output.
+// unitBytes is a unit's size in the canonical state.
+const unitBytes = 4 + 4 + 3
+
+// LoadCanonical restores AppendCanonical's output; on error the world
+// is unchanged.
 func (g *Game) LoadCanonical(b []byte) error {
-	if len(b) < 8 {
-		return errCanonical
+	r := sim.NewCanonicalReader(b)
+	tick := r.Uint32()
+	units := make([]Unit, r.Count(unitBytes))
+	if len(units) < 1 || len(units) > MaxUnits {
+		r.Fail(errCanonical)
 	}
-	tick := binary.LittleEndian.Uint32(b)
-	n := int(binary.LittleEndian.Uint32(b[4:]))
-	const unitLen, targetLen = 11, 9
-	if n < 1 || n > MaxUnits || len(b) < 8+n*unitLen+Teams*Groups*targetLen+2 {
-		return errCanonical
-	}
-	off := 8
-	units := slices.Grow(g.units[:0], n)[:n]
-	for i := range n {
-		u := Unit{X: int32(binary.LittleEndian.Uint32(b[off:])), Y: int32(binary.LittleEndian.Uint32(b[off+4:])),
-			Team: b[off+8], Group: b[off+9], HP: b[off+10]}
-		if u.X < 0 || u.X > maxPos || u.Y < 0 || u.Y > maxPos || u.Team >= Teams || u.Group >= Groups || u.HP == 0 || u.HP > MaxHP {
-			return errCanonical
+	for i := range units {
+		u := Unit{X: r.Int32(), Y: r.Int32(), Team: r.Uint8(), Group: r.Uint8(), HP: r.Uint8()}
+		if !onMap(u.X, u.Y) || u.Team >= Teams || u.Group >= Groups || u.HP == 0 || u.HP > MaxHP {
+			r.Fail(errCanonical)
 		}
 		units[i] = u
-		off += unitLen
 	}
 	var targets [Teams][Groups]target
-	for tm := range Teams {
-		for gr := range Groups {
-			t := target{x: int32(binary.LittleEndian.Uint32(b[off:])), y: int32(binary.LittleEndian.Uint32(b[off+4:])), set: b[off+8] == 1}
-			if b[off+8] > 1 || t.x < 0 || t.x > maxPos || t.y < 0 || t.y > maxPos {
-				return errCanonical
+	for tm := range targets {
+		for gr := range targets[tm] {
+			t := target{x: r.Int32(), y: r.Int32(), set: r.Bool()}
+			if !onMap(t.x, t.y) {
+				r.Fail(errCanonical)
 			}
 			targets[tm][gr] = t
-			off += targetLen
 		}
 	}
-	np := int(binary.LittleEndian.Uint16(b[off:]))
-	off += 2
-	if len(b) != off+2*np {
-		return errCanonical
-	}
-	players := g.players[:0]
-	for i := range np {
-		p := binary.LittleEndian.Uint16(b[off+2*i:])
-		if p == 0 || (i > 0 && p <= players[i-1]) {
-			return errCanonical
+	players := make([]uint16, r.Count(2))
+	for i := range players {
+		players[i] = r.Uint16()
+		if players[i] == 0 || i > 0 && players[i] <= players[i-1] {
+			r.Fail(errCanonical)
 		}
-		players = append(players, p)
+	}
+	if err := r.Finish(); err != nil {
+		return err
 	}
 	g.tick, g.units, g.targets, g.players = tick, units, targets, players
 	return nil
 }
+
+// onMap reports whether a position is inside the world.
+func onMap(x, y int32) bool { return x >= 0 && x <= maxPos && y >= 0 && y <= maxPos }
 
 // AppendBodies appends a small sphere per unit.
 func (g *Game) AppendBodies(dst []sim.Body) []sim.Body {
