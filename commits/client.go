@@ -32,10 +32,10 @@ type ClientConfig struct {
 	// Loaded, if set, is called (with the lock held) when a committed
 	// state replaced both worlds (the join, a resync): what the game
 	// showed or recorded before may not lead to it.
-	Loaded func(committed sim.Game, tick uint32)
+	Loaded func(committed sim.CommitGame, tick uint32)
 	// Frame, if set, is called (with the lock held) after the live world
 	// moved: the place to draw it.
-	Frame func(live sim.Game, tick uint32)
+	Frame func(live sim.CommitGame, tick uint32)
 	// Rejoin, if set, is how the client gets back in after the server
 	// dropped it (too slow, timed out): a fresh connect token. The client
 	// dials again with Dialer and plays on from a fresh committed copy.
@@ -108,7 +108,7 @@ type ClientStats struct {
 type Client struct {
 	cfg   ClientConfig
 	game  sim.CommitGame
-	blank sim.Game // the blank world: a relay's new game starts from it
+	blank sim.CommitGame // the blank world: a relay's new game starts from it
 	log   *slog.Logger
 
 	mu sync.Mutex

@@ -169,7 +169,7 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 	p.cc, err = NewClient(w, ClientConfig{
 		Mesh:     r.mesh,
 		MeshConn: meshConn,
-		Loaded: func(_ sim.Game, tick uint32) {
+		Loaded: func(_ sim.CommitGame, tick uint32) {
 			p.mu.Lock()
 			p.committed = p.committed[:0] // the record restarts after the state
 			p.loads++
@@ -481,10 +481,10 @@ type flawedSwarm struct {
 	at uint32
 }
 
-func (g *flawedSwarm) Clone() sim.Game {
+func (g *flawedSwarm) Clone() sim.CommitGame {
 	return &flawedSwarm{Game: g.Game.Clone().(*swarm.Game), at: g.at}
 }
-func (g *flawedSwarm) CopyFrom(src sim.Game) { g.Game.CopyFrom(src.(*flawedSwarm).Game) }
+func (g *flawedSwarm) CopyFrom(src sim.CommitGame) { g.Game.CopyFrom(src.(*flawedSwarm).Game) }
 func (g *flawedSwarm) Step(t *sim.Tick) {
 	g.Game.Step(t)
 	if t.Tick == g.at {

@@ -229,22 +229,26 @@ func (r *Relay) Stats() RelayStats {
 type relayMode struct{ r *Relay }
 
 // nullGame is the relay's world: nothing, with the game's command size.
-// The Lockstep it runs orders the commands and reports what it commits.
+// The Lockstep it runs orders the commands and reports what it commits;
+// it never loads a state.
 type nullGame struct{ inputSize int }
 
 func (g nullGame) Schema() sim.Schema {
-	return sim.Schema{InputSize: g.inputSize, ActionBytes: g.inputSize, RecordSize: 1}
+	return sim.Schema{InputSize: g.inputSize, ActionBytes: g.inputSize}
 }
-func (g nullGame) Clone() sim.Game                           { return g }
-func (nullGame) CopyFrom(sim.Game)                           {}
+func (g nullGame) Clone() sim.CommitGame                     { return g }
+func (nullGame) CopyFrom(sim.CommitGame)                     {}
 func (nullGame) Step(*sim.Tick)                              {}
 func (nullGame) ValidateAction(uint16, uint32, []byte) error { return nil }
 func (nullGame) OnPlayerJoin(*sim.Tick, uint16) error        { return nil }
 func (nullGame) OnPlayerLeave(*sim.Tick, uint16, string)     {}
-func (nullGame) WriteSnapshot(*deltacomp.Snapshot)           {}
-func (nullGame) ReadSnapshot(*deltacomp.Snapshot) error      { return nil }
 func (nullGame) AppendCanonical(b []byte) []byte             { return b }
-func (nullGame) AppendBodies(dst []sim.Body) []sim.Body      { return dst }
+func (nullGame) LoadCanonical(b []byte) error {
+	if len(b) != 0 {
+		return errors.New("commits: the relay's world holds no state")
+	}
+	return nil
+}
 
 // newLockstep makes g's command buffer for commands of size bytes (1
 // while not known).

@@ -467,10 +467,10 @@ func newBigSwarm() sim.CommitGame {
 	return g
 }
 
-func (g *bigSwarm) Clone() sim.Game {
+func (g *bigSwarm) Clone() sim.CommitGame {
 	return &bigSwarm{Game: g.Game.Clone().(*swarm.Game), blob: slices.Clone(g.blob)}
 }
-func (g *bigSwarm) CopyFrom(src sim.Game) {
+func (g *bigSwarm) CopyFrom(src sim.CommitGame) {
 	s := src.(*bigSwarm)
 	g.Game.CopyFrom(s.Game)
 	copy(g.blob, s.blob)

@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/tickwire/tickwire/deltacomp"
 )
 
 // lsGame is the Lockstep tests' world: a running hash of everything that
@@ -22,9 +20,9 @@ var errLsAction = errors.New("lsGame: action 0xff refused")
 
 func (g *lsGame) mix(v uint64) { g.h = (g.h ^ v) * 1099511628211 }
 
-func (g *lsGame) Schema() Schema { return Schema{InputSize: 2, ActionBytes: 1, RecordSize: 8} }
-func (g *lsGame) Clone() Game    { c := *g; c.players = slices.Clone(g.players); return &c }
-func (g *lsGame) CopyFrom(src Game) {
+func (g *lsGame) Schema() Schema    { return Schema{InputSize: 2, ActionBytes: 1} }
+func (g *lsGame) Clone() CommitGame { c := *g; c.players = slices.Clone(g.players); return &c }
+func (g *lsGame) CopyFrom(src CommitGame) {
 	s := src.(*lsGame)
 	g.h = s.h
 	g.players = append(g.players[:0], s.players...)
@@ -52,10 +50,6 @@ func (g *lsGame) OnPlayerLeave(t *Tick, p uint16, reason string) {
 	g.mix(2<<40 | uint64(p))
 	g.players = slices.DeleteFunc(g.players, func(q uint16) bool { return q == p })
 }
-func (g *lsGame) WriteSnapshot(s *deltacomp.Snapshot) {}
-func (g *lsGame) ReadSnapshot(s *deltacomp.Snapshot) error {
-	return nil
-}
 func (g *lsGame) AppendCanonical(b []byte) []byte {
 	w := NewCanonicalWriter(b)
 	w.Uint64(g.h)
@@ -78,7 +72,6 @@ func (g *lsGame) LoadCanonical(b []byte) error {
 	g.h, g.players = h, players
 	return nil
 }
-func (g *lsGame) AppendBodies(dst []Body) []Body { return dst }
 
 // lsScript is a game's history: joins, leaves and commands by tick.
 func lsScript(r *rand.Rand, ticks uint32) []Command {

@@ -1,11 +1,15 @@
 // Package swarm is tickwire's commits-mode demo game: thousands of units
 // (DefaultUnits) in eight teams, moved by group commands. A command is a
 // few bytes whatever the number of units it moves, which is why the game
-// replicates commands (tickwire.CommitHost) rather than state: its
-// bandwidth does not grow with the units.
+// replicates commands (commits.Host) rather than state: its bandwidth
+// does not grow with the units.
+//
+// Game implements sim.CommitGame and nothing more: commits mode calls
+// no other method. StateSync plays the same world in state sync, for the
+// bandwidth comparison of the two modes (bench/).
 //
 // Everything is integer arithmetic, so every peer steps the same world to
-// the same bits (sim.Game's determinism rules).
+// the same bits (sim.World's determinism rules).
 package swarm
 
 import (
@@ -14,9 +18,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/tickwire/tickwire/deltacomp"
-	"github.com/tickwire/tickwire/interest"
-	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/sim/fixed"
 )
@@ -42,11 +43,8 @@ const (
 	maxPos      = WorldSize*Sub - 1
 )
 
-// Wire sizes.
-const (
-	InputSize  = 8
-	RecordSize = 6
-)
+// InputSize is a command's size in bytes.
+const InputSize = 8
 
 // Unit is one unit's state.
 type Unit struct {
@@ -138,22 +136,22 @@ var (
 	ErrOutside   = errors.New("swarm: target outside the world")
 )
 
-// Schema: 8-byte commands, every byte an action (nothing repeats),
-// 6-byte records.
+// Schema: 8-byte commands, every byte an action (nothing repeats).
 func (g *Game) Schema() sim.Schema {
-	return sim.Schema{InputSize: InputSize, ActionBytes: InputSize, RecordSize: RecordSize}
+	return sim.Schema{InputSize: InputSize, ActionBytes: InputSize}
 }
 
 // Clone returns an independent copy.
-func (g *Game) Clone() sim.Game {
+func (g *Game) Clone() sim.CommitGame {
 	c := &Game{}
-	c.CopyFrom(g)
+	c.copyFrom(g)
 	return c
 }
 
 // CopyFrom makes g equal to src, reusing memory.
-func (g *Game) CopyFrom(src sim.Game) {
-	s := src.(*Game)
+func (g *Game) CopyFrom(src sim.CommitGame) { g.copyFrom(src.(*Game)) }
+
+func (g *Game) copyFrom(s *Game) {
 	g.tick = s.tick
 	g.units = append(g.units[:0], s.units...)
 	g.targets = s.targets
@@ -277,48 +275,6 @@ func (g *Game) Target(team, group int) (x, y int32, ok bool) {
 // Players are the present players.
 func (g *Game) Players() []uint16 { return g.players }
 
-// UnitID is unit i's NetworkID.
-func UnitID(i int) proto.NetworkID { return proto.MakeNetworkID(0, uint32(i+1)) }
-
-// WriteSnapshot writes every unit: x, y (uint16 sixteenths), team<<4 |
-// group, HP. Targets are not networked: a state-sync client shows the
-// units, the server alone steps them.
-func (g *Game) WriteSnapshot(s *deltacomp.Snapshot) {
-	var r [RecordSize]byte
-	for i := range g.units {
-		u := &g.units[i]
-		binary.LittleEndian.PutUint16(r[0:], uint16(u.X))
-		binary.LittleEndian.PutUint16(r[2:], uint16(u.Y))
-		r[4] = u.Team<<4 | u.Group
-		r[5] = u.HP
-		s.Append(UnitID(i), r[:])
-	}
-}
-
-var errRecords = errors.New("swarm: snapshot records malformed")
-
-// ReadSnapshot rebuilds the units from records: ids 1..n in order.
-func (g *Game) ReadSnapshot(s *deltacomp.Snapshot) error {
-	n := s.Len()
-	if n > MaxUnits || s.RecordSize != RecordSize {
-		return errRecords
-	}
-	for i := range n {
-		r := s.Record(i)
-		if s.IDs[i] != UnitID(i) || r[4]>>4 >= Teams || r[4]&15 >= Groups || r[5] == 0 || r[5] > MaxHP {
-			return errRecords
-		}
-	}
-	g.units = slices.Grow(g.units[:0], n)[:n]
-	for i := range n {
-		r := s.Record(i)
-		g.units[i] = Unit{X: int32(binary.LittleEndian.Uint16(r[0:])), Y: int32(binary.LittleEndian.Uint16(r[2:])),
-			Team: r[4] >> 4, Group: r[4] & 15, HP: r[5]}
-	}
-	g.tick = s.Tick
-	return nil
-}
-
 // AppendCanonical appends the whole state: tick, units, targets,
 // players.
 func (g *Game) AppendCanonical(b []byte) []byte {
@@ -396,41 +352,3 @@ func (g *Game) LoadCanonical(b []byte) error {
 
 // onMap reports whether a position is inside the world.
 func onMap(x, y int32) bool { return x >= 0 && x <= maxPos && y >= 0 && y <= maxPos }
-
-// AppendBodies appends a small sphere per unit.
-func (g *Game) AppendBodies(dst []sim.Body) []sim.Body {
-	for i := range g.units {
-		u := &g.units[i]
-		dst = append(dst, sim.Body{ID: UnitID(i), Shape: sim.ShapeSphere, Pos: sim.Vec3{X: u.X, Y: u.Y}, Size: sim.Vec3{X: Sub / 2}})
-	}
-	return dst
-}
-
-// EntityKind is a unit's team (sim.EntityKinder).
-func (g *Game) EntityKind(id proto.NetworkID) uint8 {
-	i := int(uint32(id)&proto.MaxIndex) - 1
-	if i < 0 || i >= len(g.units) {
-		return 0
-	}
-	return g.units[i].Team
-}
-
-// View is where a player looks from: the centroid of its team's units
-// (a tickwire.GameConfig.View for state sync).
-func View(world sim.Game, player uint16) (interest.Vec3, bool) {
-	g, ok := world.(*Game)
-	if !ok || player == 0 {
-		return interest.Vec3{}, false
-	}
-	team := TeamOf(player)
-	var sx, sy, n int64
-	for i := int(team); i < len(g.units); i += Teams {
-		sx += int64(g.units[i].X)
-		sy += int64(g.units[i].Y)
-		n++
-	}
-	if n == 0 {
-		return interest.Vec3{}, false
-	}
-	return interest.Vec3{X: float32(sx / n), Y: float32(sy / n)}, true
-}
