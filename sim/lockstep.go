@@ -109,6 +109,12 @@ type LockstepConfig struct {
 	// world (or in the committed world, when live had not reached its
 	// tick): the moment it first reaches the player's screen.
 	Shown func(c *Command)
+	// Rejected, if set, is called when the committed world's
+	// ValidateAction refuses a command (after Committed reported it),
+	// with the command as it was sent and the game's reason. The live
+	// world's refusals are not final (a late command may change the
+	// world before the tick) and are not reported.
+	Rejected func(c *Command, reason error)
 }
 
 // DefaultCapacity is LockstepConfig.Capacity's default.
@@ -160,6 +166,7 @@ type Lockstep struct {
 	inbuf           []byte
 	sum             Checksummer
 	sums            []uint64 // ring of committed sums by tick
+	cb              Command  // what the callbacks get (passed)
 	stats           LockstepStats
 }
 
@@ -530,8 +537,11 @@ func (l *Lockstep) step(w CommitGame, players *[]uint16, t uint32, committed boo
 				copy(in.Data, s.data[s.cmds[k].off:s.cmds[k].off+size])
 				in.Missing = false
 				l.report(s, k, committed)
-				if rejectAction(w, t, &in, ab) != nil && committed {
+				if err := rejectAction(w, t, &in, ab); err != nil && committed {
 					l.stats.Rejected++
+					if l.cfg.Rejected != nil {
+						l.cfg.Rejected(l.passed(s, k), err)
+					}
 				}
 			}
 		}
@@ -547,14 +557,20 @@ func (l *Lockstep) report(s *tickSlot, i int, committed bool) {
 	if !c.shown {
 		c.shown = true
 		if l.cfg.Shown != nil {
-			cmd := s.command(i, l.schema.InputSize)
-			l.cfg.Shown(&cmd)
+			l.cfg.Shown(l.passed(s, i))
 		}
 	}
 	if committed && l.cfg.Committed != nil {
-		cmd := s.command(i, l.schema.InputSize)
-		l.cfg.Committed(&cmd)
+		l.cfg.Committed(l.passed(s, i))
 	}
+}
+
+// passed is command i of s in the Command the callbacks are passed
+// (one, reused: a callback's *Command would otherwise escape and
+// allocate for every command).
+func (l *Lockstep) passed(s *tickSlot, i int) *Command {
+	l.cb = s.command(i, l.schema.InputSize)
+	return &l.cb
 }
 
 func (s *tickSlot) clear(tick uint32) {

@@ -307,10 +307,14 @@ func TestLockstepState(t *testing.T) {
 	}
 }
 
+// TestLockstepSteadyStateAllocs: adding, advancing and committing,
+// rebuilds, callbacks and refusals included, allocate nothing.
 func TestLockstepSteadyStateAllocs(t *testing.T) {
-	l, _ := NewLockstep(&lsGame{players: make([]uint16, 0, 8)}, 0, []uint16{1, 2, 3}, LockstepConfig{Capacity: 64, SumHistory: 64})
+	calls := 0
+	l, _ := NewLockstep(&lsGame{players: make([]uint16, 0, 8)}, 0, []uint16{1, 2, 3}, LockstepConfig{Capacity: 64, SumHistory: 64,
+		Committed: func(*Command) { calls++ }, Shown: func(*Command) { calls++ }, Rejected: func(*Command, error) { calls++ }})
 	tick := uint32(0)
-	data := []byte{1, 2}
+	data := []byte{1, 0xff} // refused
 	round := func() {
 		tick++
 		for p := uint16(1); p <= 3; p++ {
@@ -397,5 +401,57 @@ func TestLockstepMoveKeepsTheOthersInputs(t *testing.T) {
 		if !slices.Equal(got[p], want) {
 			t.Errorf("player %d ran %v, want %v", p, got[p], want)
 		}
+	}
+}
+
+// TestLockstepRejected: the committed world reports each command its
+// ValidateAction refuses once, as sent (tick, seq, the refused action
+// still in its data) with the game's reason; live's refusals, rebuilds
+// included, are not reported.
+func TestLockstepRejected(t *testing.T) {
+	type refusal struct {
+		player uint16
+		tick   uint32
+		seq    uint32
+		data   []byte
+		reason error
+	}
+	var got []refusal
+	l, _ := NewLockstep(&lsGame{}, 0, []uint16{1, 2}, LockstepConfig{
+		Rejected: func(c *Command, reason error) {
+			got = append(got, refusal{c.Player, c.Tick, c.Seq, slices.Clone(c.Data), reason})
+		}})
+	for _, c := range []Command{
+		{Player: 1, Tick: 3, Seq: 1, Data: []byte{7, 0xff}},
+		{Player: 2, Tick: 3, Seq: 1, Data: []byte{7, 1}},
+		{Player: 2, Tick: 5, Seq: 2, Data: []byte{9, 0xff}},
+	} {
+		if err := l.Add(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AdvanceLive(6)
+	// A late command rebuilds live, which refuses both again.
+	if err := l.Add(&Command{Player: 1, Tick: 2, Seq: 0, Data: []byte{1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	l.AdvanceLive(6)
+	if len(got) != 0 {
+		t.Fatalf("live's refusals reported: %+v", got)
+	}
+	l.Commit(4)
+	l.Commit(6)
+	want := []refusal{{1, 3, 1, []byte{7, 0xff}, errLsAction}, {2, 5, 2, []byte{9, 0xff}, errLsAction}}
+	if len(got) != len(want) {
+		t.Fatalf("reported %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.player != w.player || g.tick != w.tick || g.seq != w.seq || !slices.Equal(g.data, w.data) || g.reason != w.reason {
+			t.Errorf("refusal %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if st := l.Stats(); st.Rejected != 2 {
+		t.Errorf("Rejected %d", st.Rejected)
 	}
 }
