@@ -602,3 +602,51 @@ func TestCommitsRejected(t *testing.T) {
 		}
 	})
 }
+
+// TestHostCommitted: the server reads a game's committed world through
+// Host.Committed, on its loop, at the tick it names: the world the
+// clients' committed worlds were at that tick (their checksums agree),
+// and reading it changes nothing (no desync follows). An unknown game
+// is not read.
+func TestHostCommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, Config{})
+		t.Cleanup(r.close)
+		ps := []*commitPlayer{r.dial(1, 1, 20*time.Millisecond, ""), r.dial(2, 2, 40*time.Millisecond, "")}
+		runCommits(t, ps, 3*time.Second)
+		var (
+			tick    uint32
+			sum     uint64
+			players []uint16
+			ok      bool
+		)
+		r.srv.Do(func() {
+			ok = r.host.Committed(rigGame, func(w sim.CommitGame, at uint32) {
+				var c sim.Checksummer
+				tick, sum = at, c.WorldSum(w)
+				players = slices.Clone(w.(*swarm.Game).Players())
+			})
+		})
+		if !ok || tick == 0 || !slices.Equal(players, []uint16{1, 2}) {
+			t.Fatalf("Committed: %v, tick %d, players %v", ok, tick, players)
+		}
+		time.Sleep(2 * time.Second) // the clients commit past tick, and checksum it
+		for _, p := range ps {
+			var got uint64
+			var have bool
+			p.cc.Do(func(ls *sim.Lockstep) { got, have = ls.CommittedSum(tick) })
+			if !have || got != sum {
+				t.Errorf("client %d's committed world at tick %d: %x (%v), the server read %x", p.id, tick, got, have, sum)
+			}
+		}
+		called := false
+		r.srv.Do(func() { ok = r.host.Committed(rigGame+1, func(sim.CommitGame, uint32) { called = true }) })
+		if ok || called {
+			t.Error("an unknown game was read")
+		}
+		checkRecords(t, ps)
+		if st := r.hostStats(); st.Desyncs != 0 || st.Checked < uint64(tick) {
+			t.Errorf("host %+v: every committed tick checked, without a desync, up to %d", st, tick)
+		}
+	})
+}

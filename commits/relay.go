@@ -84,6 +84,17 @@ type RelayStats struct {
 
 // Relay runs commits-mode games on a Server without the game: see the
 // comment above RelayConfig. Use it as the server's Handler.
+//
+// A Relay cannot read a game's world (it has none: there is no
+// Host.Committed here), so it cannot keep a scoreboard or name a winner
+// by itself. What it knows is the commands, the players and the ticks;
+// the world's state reaches it only as the clients' checksums and
+// uploads, which it compares and forwards as opaque bytes. A server
+// that needs the world runs a Host, which links the game's code; a
+// relayed game's clients can read their own committed world
+// (Client.Do, sim.Lockstep.Committed) and report a result in a message
+// (Config.Handler receives it), which the server can only take on
+// trust, or believe when enough of the clients report the same.
 type Relay struct {
 	*commitServer
 	cfg    RelayConfig
