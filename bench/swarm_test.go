@@ -80,7 +80,7 @@ func swarmRun(t *testing.T, units int, commitsMode bool) swarmBandwidth {
 			}
 			srv.Handle(h)
 		} else {
-			h, err := game.NewHost(srv, func(uint64) (game.Game, error) { return swarm.NewGame(units) }, game.Config{
+			h, err := game.NewHost(srv, func(uint64) (game.Game, error) { return swarm.NewStateSync(units) }, game.Config{
 				Interest:  interest.WorldConfig{CellSize: 64 * swarm.Sub},
 				Scheduler: interest.SchedulerConfig{Radius: 512 * swarm.Sub},
 				View:      swarm.View,
@@ -110,15 +110,16 @@ func swarmRun(t *testing.T, units int, commitsMode bool) swarmBandwidth {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, _ := swarm.NewGame(units)
 			p := &player{orders: make(chan []byte, 16)}
 			d := tickwire.Dialer{Conn: udp.FromPacketConn(cpc)}
 			if commitsMode {
+				w, _ := swarm.NewGame(units)
 				p.cc, _ = commits.NewClient(w, commits.ClientConfig{})
 				d.Game = p.cc
 			} else {
 				// The state-sync client sends the order as its input at
 				// the next tick it samples (one order, then zeros).
+				w, _ := swarm.NewStateSync(units)
 				gc, err := game.NewClient(w, func(_ uint16, _ uint32, dst []byte) []byte {
 					select {
 					case o := <-p.orders:

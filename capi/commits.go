@@ -9,7 +9,6 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/commits"
-	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
@@ -107,7 +106,7 @@ func (k *commitsClient) command(c *sim.Command) {
 }
 
 // loaded is ClientConfig.Loaded: a state replaced the worlds.
-func (k *commitsClient) loaded(committed sim.Game, tick uint32) {
+func (k *commitsClient) loaded(committed sim.CommitGame, tick uint32) {
 	g := committed.(*remoteGame)
 	k.inMu.Lock()
 	k.committed = g
@@ -277,20 +276,17 @@ type remoteGame struct {
 var _ sim.CommitGame = (*remoteGame)(nil)
 
 func (g *remoteGame) Schema() sim.Schema {
-	return sim.Schema{InputSize: g.k.inputSize, RecordSize: 1}
+	return sim.Schema{InputSize: g.k.inputSize}
 }
-func (g *remoteGame) Clone() sim.Game       { return &remoteGame{k: g.k, state: g.state} }
-func (g *remoteGame) CopyFrom(src sim.Game) { g.state = src.(*remoteGame).state }
-func (g *remoteGame) Step(t *sim.Tick)      { g.k.step(g, t.Tick) }
+func (g *remoteGame) Clone() sim.CommitGame       { return &remoteGame{k: g.k, state: g.state} }
+func (g *remoteGame) CopyFrom(src sim.CommitGame) { g.state = src.(*remoteGame).state }
+func (g *remoteGame) Step(t *sim.Tick)            { g.k.step(g, t.Tick) }
 func (*remoteGame) ValidateAction(uint16, uint32, []byte) error {
 	return nil
 }
 func (*remoteGame) OnPlayerJoin(*sim.Tick, uint16) error    { return nil }
 func (*remoteGame) OnPlayerLeave(*sim.Tick, uint16, string) {}
-func (*remoteGame) WriteSnapshot(*deltacomp.Snapshot)       {}
-func (*remoteGame) ReadSnapshot(*deltacomp.Snapshot) error  { return nil }
 func (*remoteGame) AppendCanonical(b []byte) []byte         { return b }
-func (*remoteGame) AppendBodies(dst []sim.Body) []sim.Body  { return dst }
 func (g *remoteGame) LoadCanonical(b []byte) error {
 	if len(b) > maxGameState {
 		return fmt.Errorf("tickwire: a committed state of %d bytes", len(b))

@@ -534,7 +534,12 @@ tw_result tw_client_free(tw_handle client);
  * round trip). The library keeps no live world the game can read (the
  * Go commits.Client's predicted world, which rolls back): that would
  * need the game's step run by the library, which calls no code of the
- * caller's.
+ * caller's. For the same reason the library validates no command: every
+ * TW_COMMAND_INPUT comes as issued, and the game's rules decide, as it
+ * steps, what it does. A command the game refuses is the game's to
+ * report to its player (the Go commits.Client's Rejected callback, which
+ * runs the game's ValidateAction, has no event here): the player's own
+ * commands are those whose player is the connection's slot.
  *
  * What the game provides, for the relay to compare clients and to hand
  * states to joiners:

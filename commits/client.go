@@ -29,13 +29,24 @@ type ClientConfig struct {
 	// Committed, if set, is called (with the lock held) for every command
 	// the committed world executes, in order: the game's final record.
 	Committed func(c *sim.Command)
+	// Rejected, if set, is called (with the lock held) when the game's
+	// ValidateAction refused, in the committed world, a command this
+	// client issued: once per refused command, with the command (its
+	// tick, seq and data as issued) and the game's reason, whose text
+	// (reason.Error()) is what to show the player ("reloading"). Every
+	// client's committed world refuses the same command, but only its
+	// issuer is told. Its Data is valid during the call only. (The live
+	// world refused it already when it reached the screen, and may do
+	// so wrongly: a command that arrives late can change the world
+	// before that tick; only the committed world's verdict is final.)
+	Rejected func(c *sim.Command, reason error)
 	// Loaded, if set, is called (with the lock held) when a committed
 	// state replaced both worlds (the join, a resync): what the game
 	// showed or recorded before may not lead to it.
-	Loaded func(committed sim.Game, tick uint32)
+	Loaded func(committed sim.CommitGame, tick uint32)
 	// Frame, if set, is called (with the lock held) after the live world
 	// moved: the place to draw it.
-	Frame func(live sim.Game, tick uint32)
+	Frame func(live sim.CommitGame, tick uint32)
 	// Rejoin, if set, is how the client gets back in after the server
 	// dropped it (too slow, timed out): a fresh connect token. The client
 	// dials again with Dialer and plays on from a fresh committed copy.
@@ -108,7 +119,7 @@ type ClientStats struct {
 type Client struct {
 	cfg   ClientConfig
 	game  sim.CommitGame
-	blank sim.Game // the blank world: a relay's new game starts from it
+	blank sim.CommitGame // the blank world: a relay's new game starts from it
 	log   *slog.Logger
 
 	mu sync.Mutex
@@ -214,7 +225,7 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 			capacity = 8 * c.TickRate()
 		}
 		ls, err := sim.NewLockstep(cc.game, 0, nil, sim.LockstepConfig{Capacity: capacity, SumHistory: 2 * proto.MaxCommitSums,
-			Committed: cc.committed, Shown: cc.shown})
+			Committed: cc.committed, Shown: cc.shown, Rejected: cc.rejected})
 		if err != nil {
 			return nil, err
 		}
@@ -239,6 +250,14 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 func (cc *Client) committed(c *sim.Command) {
 	if cc.cfg.Committed != nil {
 		cc.cfg.Committed(c)
+	}
+}
+
+// rejected passes the committed world's refusal of one of our commands
+// on to ClientConfig.Rejected.
+func (cc *Client) rejected(c *sim.Command, reason error) {
+	if cc.cfg.Rejected != nil && c.Kind == sim.CommandInput && cc.isOwn(c.Player) {
+		cc.cfg.Rejected(c, reason)
 	}
 }
 

@@ -110,7 +110,15 @@ type commitPlayer struct {
 	issued    []commitKey
 	issuedAt  map[commitKey]time.Time
 	loads     int
-	loadedAt  uint32 // the tick of the last state loaded
+	loadedAt  uint32      // the tick of the last state loaded
+	rejected  []rejection // what ClientConfig.Rejected reported
+}
+
+// rejection is one ClientConfig.Rejected call.
+type rejection struct {
+	tick, seq uint32
+	data      []byte
+	reason    string
 }
 
 type commitKey struct {
@@ -169,7 +177,7 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 	p.cc, err = NewClient(w, ClientConfig{
 		Mesh:     r.mesh,
 		MeshConn: meshConn,
-		Loaded: func(_ sim.Game, tick uint32) {
+		Loaded: func(_ sim.CommitGame, tick uint32) {
 			p.mu.Lock()
 			p.committed = p.committed[:0] // the record restarts after the state
 			p.loads++
@@ -183,6 +191,11 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 			}
 			p.mu.Lock()
 			p.committed = append(p.committed, rec)
+			p.mu.Unlock()
+		},
+		Rejected: func(c *sim.Command, reason error) {
+			p.mu.Lock()
+			p.rejected = append(p.rejected, rejection{c.Tick, c.Seq, slices.Clone(c.Data), reason.Error()})
 			p.mu.Unlock()
 		},
 		Shown: func(c *sim.Command, at time.Time) {
@@ -481,10 +494,10 @@ type flawedSwarm struct {
 	at uint32
 }
 
-func (g *flawedSwarm) Clone() sim.Game {
+func (g *flawedSwarm) Clone() sim.CommitGame {
 	return &flawedSwarm{Game: g.Game.Clone().(*swarm.Game), at: g.at}
 }
-func (g *flawedSwarm) CopyFrom(src sim.Game) { g.Game.CopyFrom(src.(*flawedSwarm).Game) }
+func (g *flawedSwarm) CopyFrom(src sim.CommitGame) { g.Game.CopyFrom(src.(*flawedSwarm).Game) }
 func (g *flawedSwarm) Step(t *sim.Tick) {
 	g.Game.Step(t)
 	if t.Tick == g.at {
@@ -529,6 +542,111 @@ func TestCommitsDesyncDetected(t *testing.T) {
 		ps[1].cc.Do(func(ls *sim.Lockstep) { b, okB = ls.CommittedSum(newest) })
 		if !okA || !okB || a != b {
 			t.Errorf("at tick %d the committed worlds differ (%x %v, %x %v)", newest, a, okA, b, okB)
+		}
+	})
+}
+
+// TestCommitsRejected: commands the game refuses (swarm: a group that
+// does not exist, a target outside the world) are reported to their
+// issuer once each, when its committed world refuses them, with the
+// tick, seq and data it issued and the game's reason; the other client,
+// whose committed world refuses them too, is told nothing, and a valid
+// command between them raises nothing.
+func TestCommitsRejected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, Config{})
+		t.Cleanup(r.close)
+		a := r.dial(1, 1, 20*time.Millisecond, "")
+		b := r.dial(2, 2, 30*time.Millisecond, "")
+		time.Sleep(time.Second) // both hold the committed state
+		var want []rejection
+		for seq, c := range []struct {
+			cmd    swarm.Command
+			reason error
+		}{
+			{swarm.Command{Op: swarm.OpMove, Group: swarm.Groups, Tag: 1}, swarm.ErrGroup},
+			{swarm.Command{Op: swarm.OpMove, Group: 1, X: 10, Y: 10, Tag: 2}, nil},
+			{swarm.Command{Op: swarm.OpMove, X: swarm.WorldSize, Tag: 3}, swarm.ErrOutside},
+		} {
+			data := swarm.AppendCommand(nil, c.cmd)
+			tick, err := a.cc.Issue(a.slot, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.reason != nil {
+				want = append(want, rejection{tick, uint32(seq + 1), data, c.reason.Error()})
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		time.Sleep(2 * time.Second) // committed everywhere
+		a.mu.Lock()
+		got := slices.Clone(a.rejected)
+		a.mu.Unlock()
+		if len(got) != len(want) {
+			t.Fatalf("issuer told %+v, want %+v", got, want)
+		}
+		for i := range want {
+			if g, w := got[i], want[i]; g.tick != w.tick || g.seq != w.seq || !bytes.Equal(g.data, w.data) || g.reason != w.reason {
+				t.Errorf("refusal %d: %+v, want %+v", i, g, w)
+			}
+		}
+		b.mu.Lock()
+		if len(b.rejected) != 0 {
+			t.Errorf("the other client was told %+v", b.rejected)
+		}
+		b.mu.Unlock()
+		for _, p := range []*commitPlayer{a, b} {
+			if st := p.cc.Stats(); st.Rejected != 2 || st.Committed < want[1].tick {
+				t.Errorf("client %d: committed tick %d, %d refusals counted, want 2", p.id, st.Committed, st.Rejected)
+			}
+		}
+	})
+}
+
+// TestHostCommitted: the server reads a game's committed world through
+// Host.Committed, on its loop, at the tick it names: the world the
+// clients' committed worlds were at that tick (their checksums agree),
+// and reading it changes nothing (no desync follows). An unknown game
+// is not read.
+func TestHostCommitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, Config{})
+		t.Cleanup(r.close)
+		ps := []*commitPlayer{r.dial(1, 1, 20*time.Millisecond, ""), r.dial(2, 2, 40*time.Millisecond, "")}
+		runCommits(t, ps, 3*time.Second)
+		var (
+			tick    uint32
+			sum     uint64
+			players []uint16
+			ok      bool
+		)
+		r.srv.Do(func() {
+			ok = r.host.Committed(rigGame, func(w sim.CommitGame, at uint32) {
+				var c sim.Checksummer
+				tick, sum = at, c.WorldSum(w)
+				players = slices.Clone(w.(*swarm.Game).Players())
+			})
+		})
+		if !ok || tick == 0 || !slices.Equal(players, []uint16{1, 2}) {
+			t.Fatalf("Committed: %v, tick %d, players %v", ok, tick, players)
+		}
+		time.Sleep(2 * time.Second) // the clients commit past tick, and checksum it
+		for _, p := range ps {
+			var got uint64
+			var have bool
+			p.cc.Do(func(ls *sim.Lockstep) { got, have = ls.CommittedSum(tick) })
+			if !have || got != sum {
+				t.Errorf("client %d's committed world at tick %d: %x (%v), the server read %x", p.id, tick, got, have, sum)
+			}
+		}
+		called := false
+		r.srv.Do(func() { ok = r.host.Committed(rigGame+1, func(sim.CommitGame, uint32) { called = true }) })
+		if ok || called {
+			t.Error("an unknown game was read")
+		}
+		checkRecords(t, ps)
+		if st := r.hostStats(); st.Desyncs != 0 || st.Checked < uint64(tick) {
+			t.Errorf("host %+v: every committed tick checked, without a desync, up to %d", st, tick)
 		}
 	})
 }

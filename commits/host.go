@@ -82,8 +82,9 @@ type HostStats struct {
 // Host runs commits-mode games on a Server with the game compiled in:
 // per game id, besides the command buffer and the clients' progress, the
 // authoritative committed world, which answers joins and resyncs and
-// checks the clients' checksums. Use it as the server's Handler. (Relay
-// is the same without the game.)
+// checks the clients' checksums, and which the server's own code can
+// read (Committed). Use it as the server's Handler. (Relay is the same
+// without the game.)
 type Host struct {
 	*commitServer
 	factory GameFactory
@@ -107,6 +108,32 @@ func NewHost(srv *tickwire.Server, factory GameFactory, cfg Config) (*Host, erro
 	h.commitServer = s
 	h.codec, _ = s.cfg.FullCodec.Codec()
 	return h, nil
+}
+
+// Committed calls f with game gameID's committed world and its tick,
+// and reports whether the game runs (false: f is not called). It is the
+// server's authoritative world, final up to tick, the one the clients'
+// checksums are compared with: read it there for a scoreboard or a
+// winner (type-assert it to your game's type). f must not modify it (it
+// is the simulation itself: a change would desynchronise the server
+// from every client), nor keep it or slices of it past the call; copy
+// what it keeps, or keep world.AppendCanonical(nil).
+//
+// The world moves on the server's loop: call Committed there, from a
+// Config.Handler method or inside Server.Do:
+//
+//	srv.Do(func() {
+//		host.Committed(gameID, func(w sim.CommitGame, tick uint32) {
+//			board = scores(w.(*mygame.World))
+//		})
+//	})
+func (h *Host) Committed(gameID uint64, f func(world sim.CommitGame, tick uint32)) bool {
+	g, ok := h.commitServer.games[gameID]
+	if !ok {
+		return false
+	}
+	f(g.ls.Committed(), g.ls.CommittedTick())
+	return true
 }
 
 // Stats returns the counters. Call it on the server's loop (Server.Do).

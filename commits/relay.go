@@ -84,6 +84,17 @@ type RelayStats struct {
 
 // Relay runs commits-mode games on a Server without the game: see the
 // comment above RelayConfig. Use it as the server's Handler.
+//
+// A Relay cannot read a game's world (it has none: there is no
+// Host.Committed here), so it cannot keep a scoreboard or name a winner
+// by itself. What it knows is the commands, the players and the ticks;
+// the world's state reaches it only as the clients' checksums and
+// uploads, which it compares and forwards as opaque bytes. A server
+// that needs the world runs a Host, which links the game's code; a
+// relayed game's clients can read their own committed world
+// (Client.Do, sim.Lockstep.Committed) and report a result in a message
+// (Config.Handler receives it), which the server can only take on
+// trust, or believe when enough of the clients report the same.
 type Relay struct {
 	*commitServer
 	cfg    RelayConfig
@@ -229,22 +240,26 @@ func (r *Relay) Stats() RelayStats {
 type relayMode struct{ r *Relay }
 
 // nullGame is the relay's world: nothing, with the game's command size.
-// The Lockstep it runs orders the commands and reports what it commits.
+// The Lockstep it runs orders the commands and reports what it commits;
+// it never loads a state.
 type nullGame struct{ inputSize int }
 
 func (g nullGame) Schema() sim.Schema {
-	return sim.Schema{InputSize: g.inputSize, ActionBytes: g.inputSize, RecordSize: 1}
+	return sim.Schema{InputSize: g.inputSize, ActionBytes: g.inputSize}
 }
-func (g nullGame) Clone() sim.Game                           { return g }
-func (nullGame) CopyFrom(sim.Game)                           {}
+func (g nullGame) Clone() sim.CommitGame                     { return g }
+func (nullGame) CopyFrom(sim.CommitGame)                     {}
 func (nullGame) Step(*sim.Tick)                              {}
 func (nullGame) ValidateAction(uint16, uint32, []byte) error { return nil }
 func (nullGame) OnPlayerJoin(*sim.Tick, uint16) error        { return nil }
 func (nullGame) OnPlayerLeave(*sim.Tick, uint16, string)     {}
-func (nullGame) WriteSnapshot(*deltacomp.Snapshot)           {}
-func (nullGame) ReadSnapshot(*deltacomp.Snapshot) error      { return nil }
 func (nullGame) AppendCanonical(b []byte) []byte             { return b }
-func (nullGame) AppendBodies(dst []sim.Body) []sim.Body      { return dst }
+func (nullGame) LoadCanonical(b []byte) error {
+	if len(b) != 0 {
+		return errors.New("commits: the relay's world holds no state")
+	}
+	return nil
+}
 
 // newLockstep makes g's command buffer for commands of size bytes (1
 // while not known).

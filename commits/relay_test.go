@@ -467,10 +467,10 @@ func newBigSwarm() sim.CommitGame {
 	return g
 }
 
-func (g *bigSwarm) Clone() sim.Game {
+func (g *bigSwarm) Clone() sim.CommitGame {
 	return &bigSwarm{Game: g.Game.Clone().(*swarm.Game), blob: slices.Clone(g.blob)}
 }
-func (g *bigSwarm) CopyFrom(src sim.Game) {
+func (g *bigSwarm) CopyFrom(src sim.CommitGame) {
 	s := src.(*bigSwarm)
 	g.Game.CopyFrom(s.Game)
 	copy(g.blob, s.blob)
@@ -480,16 +480,24 @@ func (g *bigSwarm) Step(t *sim.Tick) {
 	g.blob[int(t.Tick*7919)%len(g.blob)] ^= byte(t.Tick)
 }
 func (g *bigSwarm) AppendCanonical(b []byte) []byte {
-	return g.Game.AppendCanonical(append(b, g.blob...))
+	w := sim.NewCanonicalWriter(b)
+	w.Blob(g.blob)
+	return g.Game.AppendCanonical(w.Bytes())
 }
 func (g *bigSwarm) LoadCanonical(b []byte) error {
-	if len(b) < bigBlob {
-		return errors.New("bigSwarm: state too short")
+	r := sim.NewCanonicalReader(b)
+	blob := r.Blob()
+	if len(blob) != bigBlob {
+		r.Fail(errors.New("bigSwarm: blob of another size"))
 	}
-	if err := g.Game.LoadCanonical(b[bigBlob:]); err != nil {
+	rest := r.Rest()
+	if err := r.Finish(); err != nil {
 		return err
 	}
-	copy(g.blob, b)
+	if err := g.Game.LoadCanonical(rest); err != nil {
+		return err
+	}
+	copy(g.blob, blob)
 	return nil
 }
 

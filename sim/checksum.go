@@ -51,7 +51,7 @@ func (c *Checksummer) SnapshotSum(s *deltacomp.Snapshot) uint64 {
 }
 
 // WorldSum is FNV-1a over g.AppendCanonical.
-func (c *Checksummer) WorldSum(g Game) uint64 {
+func (c *Checksummer) WorldSum(g World) uint64 {
 	c.buf = g.AppendCanonical(c.buf[:0])
 	return fnv1a(fnvOffset, c.buf)
 }

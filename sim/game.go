@@ -5,30 +5,96 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// Game is a game's world state together with its rules. One value is one
-// world; the engine clones the value it is given (Clone, at setup) to get
-// the extra worlds it needs (the client's authoritative, scratch and
-// predicted worlds, the server's scratch world) and from then on only
+// World is a game's world state together with its rules: what both
+// modes call. A game implements it through one of the two interfaces
+// that embed it, Game for state sync (sim.Server and sim.Client, run by
+// game.Host and game.Client) and CommitGame for commits mode
+// (sim.Lockstep, run by commits.Host and commits.Client), each with the
+// Clone and CopyFrom of its own type and what only its mode needs. One
+// value is one world: the engine clones the value it is given (Clone,
+// at setup) to get the extra worlds it needs and from then on only
 // copies between them (CopyFrom).
 //
 // # Determinism
 //
 // Step must be a pure function of the world, the tick and the Tick
-// context: the client re-simulates the same ticks again and again from
-// rebuilt states, lockstep peers simulate every tick independently, and
-// lag compensation compares results across machines. So game code must:
+// context: the state-sync client re-simulates the same ticks again and
+// again from rebuilt states, commits-mode peers simulate every tick
+// independently and roll their live world back, and lag compensation
+// compares results across machines. So game code must:
 //
 //   - use integer or fixed-point math for everything that is networked or
 //     feeds back into the state (floats differ across architectures once
 //     the compiler fuses multiply-adds; if you must use float64, wrap
 //     every product in an explicit float64() conversion, which forbids
 //     fusion, and use only correctly rounded functions like math.Sqrt);
+//     package sim/fixed has the integer helpers a game usually needs;
 //   - never depend on map iteration order (iterate sorted slices; keep
 //     entities sorted by NetworkID, which WriteSnapshot needs anyway);
 //   - never read the wall clock, the environment or global mutable state:
 //     time is Tick.Tick × the fixed step, randomness is Tick.Rand, seeded
 //     from the tick and a caller-chosen salt (an entity id, a player);
 //   - treat Tick.Inputs as the only source of player intent.
+//
+// # Concurrency and buffers
+//
+// The engine calls a world from one goroutine at a time. Slices passed in
+// (inputs, actions, snapshots) are owned by the engine and valid only for
+// the duration of the call; copy what you keep. Steady-state calls must
+// not allocate: reuse your slices (append to s[:0]) so that a server tick
+// and a client rollback stay at zero allocations.
+type World interface {
+	// Schema returns the fixed sizes of inputs and records. It must return
+	// the same value for the life of the game.
+	Schema() Schema
+
+	// Step advances the world by one fixed step to tick t.Tick, using the
+	// players' inputs for that tick (see Tick).
+	Step(t *Tick)
+
+	// ValidateAction is called before Step for each input whose action
+	// bytes (the trailing Schema.ActionBytes) are not all zero and which
+	// arrived (inputs repeated for a missing tick carry no action). A
+	// non-nil error rejects the action: its bytes are zeroed before Step,
+	// and err.Error() is the reason the player is told. In state sync
+	// the server reports it (proto.ControlActionRejected) so the client
+	// drops the action from its prediction, and the client's prediction
+	// validates each action on the predicted world the same way; in
+	// commits mode every peer validates every command on its own worlds,
+	// and the issuing commits.Client reports a refusal by its committed
+	// world. Keep it a pure function of the world, the player and the
+	// action (Tick.Predicted is not visible here), so every side agrees.
+	// Return preallocated errors (errors.New at package level) to stay
+	// allocation-free. The world is the state before Step.
+	ValidateAction(player uint16, tick uint32, action []byte) error
+
+	// OnPlayerJoin adds the player's entities (in state sync use
+	// t.Spawn(0) or a fixed id for server-owned ones). It runs inside
+	// the join critical section; on error (or panic) the world is
+	// restored to its state before the call and the join fails. t has no
+	// inputs.
+	OnPlayerJoin(t *Tick, player uint16) error
+
+	// OnPlayerLeave removes or hands over the player's entities.
+	OnPlayerLeave(t *Tick, player uint16, reason string)
+
+	// AppendCanonical appends a canonical serialisation of the complete
+	// simulation state (fixed field order, fixed byte order, entities in
+	// id order; CanonicalWriter writes such fields). Commits-mode peers
+	// checksum it with FNV-1a to detect non-determinism and send it to
+	// joining peers; tests compare worlds with it.
+	AppendCanonical(b []byte) []byte
+}
+
+// Game is a World that plays in state sync: the server (sim.Server,
+// game.Host) steps it and sends each client snapshots of it, from which
+// the client (sim.Client, game.Client) rebuilds its authoritative world
+// and predicts its own players. Besides World it clones and copies
+// itself as a Game, writes and reads snapshots, and gives its bodies for
+// lag compensation. (A commits-mode game implements CommitGame
+// instead, and none of these.) The engine clones the value for the
+// client's authoritative, scratch and predicted worlds and the server's
+// scratch world.
 //
 // # What must be networked
 //
@@ -42,18 +108,8 @@ import (
 // (The server rebuilds its lag-compensation history through this round
 // trip too, so hits are judged on exactly the quantised state clients
 // see.)
-//
-// # Concurrency and buffers
-//
-// The engine calls a world from one goroutine at a time. Slices passed in
-// (inputs, actions, snapshots) are owned by the engine and valid only for
-// the duration of the call; copy what you keep. Steady-state calls must
-// not allocate: reuse your slices (append to s[:0]) so that a server tick
-// and a client rollback stay at zero allocations.
 type Game interface {
-	// Schema returns the fixed sizes of inputs and records. It must return
-	// the same value for the life of the game.
-	Schema() Schema
+	World
 
 	// Clone returns a new, independent world equal to this one. The engine
 	// calls it only at setup; it may allocate.
@@ -63,33 +119,6 @@ type Game interface {
 	// same concrete type, reusing the receiver's buffers. It is the
 	// rollback primitive and must not allocate in steady state.
 	CopyFrom(src Game)
-
-	// Step advances the world by one fixed step to tick t.Tick, using the
-	// players' inputs for that tick (see Tick).
-	Step(t *Tick)
-
-	// ValidateAction is called before Step for each input whose action
-	// bytes (the trailing Schema.ActionBytes) are not all zero and which
-	// arrived (inputs repeated for a missing tick carry no action). A
-	// non-nil error rejects the action: its bytes are zeroed before Step,
-	// and the server reports the rejection with err.Error() as the reason
-	// (proto.ControlActionRejected) so the client drops the action from
-	// its prediction. Return preallocated errors (errors.New at package
-	// level) to stay allocation-free. The world is the state before Step.
-	// It runs on clients too: their prediction validates each action on
-	// the predicted world the same way (Tick.Predicted is not visible
-	// here: keep it a pure function of the world, the player and the
-	// action, so both sides agree).
-	ValidateAction(player uint16, tick uint32, action []byte) error
-
-	// OnPlayerJoin adds the player's entities (use t.Spawn(0) or a fixed
-	// id for server-owned ones). It runs inside the join critical
-	// section; on error (or panic) the world is restored to its state
-	// before the call and the join fails. t has no inputs.
-	OnPlayerJoin(t *Tick, player uint16) error
-
-	// OnPlayerLeave removes or hands over the player's entities.
-	OnPlayerLeave(t *Tick, player uint16, reason string)
 
 	// WriteSnapshot writes the networked state: call s.Append(id, record)
 	// for every entity in ascending NetworkID order, each record exactly
@@ -102,12 +131,6 @@ type Game interface {
 	// WriteSnapshot). It must reject malformed records with an error,
 	// never panic, and must not allocate in steady state.
 	ReadSnapshot(s *deltacomp.Snapshot) error
-
-	// AppendCanonical appends a canonical serialisation of the complete
-	// simulation state (fixed field order, fixed byte order, entities in
-	// id order). Lockstep peers checksum it with FNV-1a to detect
-	// non-determinism; tests compare worlds with it.
-	AppendCanonical(b []byte) []byte
 
 	// AppendBodies appends the world's bodies (entity positions and
 	// collision shapes) in ascending ID order. The server records them for
@@ -149,18 +172,30 @@ type Schema struct {
 	// input never repeats an action. The leading InputSize-ActionBytes
 	// bytes are held controls (movement, aim) and do repeat.
 	ActionBytes int
-	// RecordSize is the size in bytes of one entity's snapshot record.
+	// RecordSize is the size in bytes of one entity's snapshot record
+	// (state sync). Commits mode ignores it: leave it 0.
 	RecordSize int
 }
 
+// validate checks a state-sync game's schema: its inputs and records.
 func (s Schema) validate() error {
+	if err := s.validateInputs(); err != nil {
+		return err
+	}
+	if s.RecordSize < 1 {
+		return errSchema("RecordSize out of range")
+	}
+	return nil
+}
+
+// validateInputs checks the inputs' sizes, all a commits-mode game's
+// schema has.
+func (s Schema) validateInputs() error {
 	switch {
 	case s.InputSize < 1 || s.InputSize > proto.MaxInputBytes/3:
 		return errSchema("InputSize out of range")
 	case s.ActionBytes < 0 || s.ActionBytes > s.InputSize:
 		return errSchema("ActionBytes out of range")
-	case s.RecordSize < 1:
-		return errSchema("RecordSize out of range")
 	}
 	return nil
 }
@@ -280,7 +315,7 @@ func splitmix64(x uint64) uint64 {
 // last ab) when the input arrived and they are not all zero; a refused
 // action is zeroed in place and in marked Rejected. It returns the
 // game's reason, nil when the action stands.
-func rejectAction(g Game, tick uint32, in *PlayerInput, ab int) error {
+func rejectAction(g World, tick uint32, in *PlayerInput, ab int) error {
 	if in.Missing || ab == 0 {
 		return nil
 	}

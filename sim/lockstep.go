@@ -22,18 +22,41 @@ import (
 // nothing of networks or clocks: the client engine (commits.Client)
 // adds the commands it issues and receives, moves live forward as its
 // clock says and commits what the server confirms; the server engine
-// (tickwire.CommitHost) uses the committed half alone, as the authority
+// (commits.Host) uses the committed half alone, as the authority
 // that hands fresh copies to joining and resynchronised peers.
 
-// CommitGame is a Game that can play in commits mode: besides the Game
-// contract, its complete state can be restored from AppendCanonical's
-// bytes, which is how a joining or resynchronised peer gets the committed
-// world.
+// CommitGame is a World that plays in commits mode: every peer steps
+// it from the commands alone, and a joining or resynchronised peer gets
+// the committed world as AppendCanonical's bytes, which LoadCanonical
+// restores. That, with Clone and CopyFrom of its own type, is all
+// commits mode calls (sim.Lockstep, commits.Host and commits.Client):
+// no snapshots, no bodies. Its Schema needs only InputSize and
+// ActionBytes (make every byte an action byte, so that nothing
+// repeats); Tick.Spawn, Emit and Rewind do nothing here.
+//
+// A type cannot be both a Game and a CommitGame (their Clone methods
+// differ): a game that plays in both modes gives each its own small
+// type over one world.
 type CommitGame interface {
-	Game
+	World
+
+	// Clone returns a new, independent world equal to this one. The
+	// engine calls it only at setup (the committed and live worlds, a
+	// client's blank world); it may allocate.
+	Clone() CommitGame
+
+	// CopyFrom makes the receiver equal to src, a world of the same
+	// concrete type, reusing the receiver's buffers: the live world's
+	// rollback. It must not allocate in steady state.
+	CopyFrom(src CommitGame)
+
 	// LoadCanonical replaces the world with the state b holds (the output
-	// of AppendCanonical). It must reject malformed input with an error,
-	// never panic.
+	// of AppendCanonical). b comes from the network (the server, or
+	// through a relay another client): it must reject malformed input
+	// with an error, never panic, and allocate no more than b's length
+	// justifies. CanonicalReader does all three for the fields
+	// CanonicalWriter wrote. On error the Lockstep restores the world
+	// itself.
 	LoadCanonical(b []byte) error
 }
 
@@ -86,6 +109,12 @@ type LockstepConfig struct {
 	// world (or in the committed world, when live had not reached its
 	// tick): the moment it first reaches the player's screen.
 	Shown func(c *Command)
+	// Rejected, if set, is called when the committed world's
+	// ValidateAction refuses a command (after Committed reported it),
+	// with the command as it was sent and the game's reason. The live
+	// world's refusals are not final (a late command may change the
+	// world before the tick) and are not reported.
+	Rejected func(c *Command, reason error)
 }
 
 // DefaultCapacity is LockstepConfig.Capacity's default.
@@ -126,7 +155,7 @@ type Lockstep struct {
 	cfg    LockstepConfig
 	schema Schema
 
-	committed, live Game
+	committed, live CommitGame
 	cTick, lTick    uint32
 	cPlayers        []uint16 // present in the committed world, ascending
 	lPlayers        []uint16 // present in the live world
@@ -137,6 +166,7 @@ type Lockstep struct {
 	inbuf           []byte
 	sum             Checksummer
 	sums            []uint64 // ring of committed sums by tick
+	cb              Command  // what the callbacks get (passed)
 	stats           LockstepStats
 }
 
@@ -159,7 +189,7 @@ type slotCmd struct {
 
 // NewLockstep returns a Lockstep whose committed and live worlds are
 // copies of g at tick with players present.
-func NewLockstep(g Game, tick uint32, players []uint16, cfg LockstepConfig) (*Lockstep, error) {
+func NewLockstep(g CommitGame, tick uint32, players []uint16, cfg LockstepConfig) (*Lockstep, error) {
 	if cfg.Capacity == 0 {
 		cfg.Capacity = DefaultCapacity
 	}
@@ -170,7 +200,7 @@ func NewLockstep(g Game, tick uint32, players []uint16, cfg LockstepConfig) (*Lo
 		return nil, &ConfigError{Field: "SumHistory", Problem: fmt.Sprintf("%d out of 0..65536", cfg.SumHistory)}
 	}
 	schema := g.Schema()
-	if err := schema.validate(); err != nil {
+	if err := schema.validateInputs(); err != nil {
 		return nil, err
 	}
 	l := &Lockstep{cfg: cfg, schema: schema, committed: g.Clone(), live: g.Clone(),
@@ -203,10 +233,10 @@ func (l *Lockstep) CommittedTick() uint32 { return l.cTick }
 func (l *Lockstep) LiveTick() uint32 { return l.lTick }
 
 // Committed is the committed world. Do not modify it.
-func (l *Lockstep) Committed() Game { return l.committed }
+func (l *Lockstep) Committed() CommitGame { return l.committed }
 
 // Live is the live world after any pending rebuild. Do not modify it.
-func (l *Lockstep) Live() Game {
+func (l *Lockstep) Live() CommitGame {
 	l.rebuild()
 	return l.live
 }
@@ -458,7 +488,7 @@ func (l *Lockstep) Has(k CommandKind, player uint16, seq uint32) (present, tenta
 // inputs of the present players (Missing for those without a command).
 // The committed world reports what it executed; either world reports
 // commands shown for the first time.
-func (l *Lockstep) step(w Game, players *[]uint16, t uint32, committed bool) {
+func (l *Lockstep) step(w CommitGame, players *[]uint16, t uint32, committed bool) {
 	s := l.slot(t)
 	has := s.tick == t
 	l.ctx = Tick{Tick: t}
@@ -507,8 +537,11 @@ func (l *Lockstep) step(w Game, players *[]uint16, t uint32, committed bool) {
 				copy(in.Data, s.data[s.cmds[k].off:s.cmds[k].off+size])
 				in.Missing = false
 				l.report(s, k, committed)
-				if rejectAction(w, t, &in, ab) != nil && committed {
+				if err := rejectAction(w, t, &in, ab); err != nil && committed {
 					l.stats.Rejected++
+					if l.cfg.Rejected != nil {
+						l.cfg.Rejected(l.passed(s, k), err)
+					}
 				}
 			}
 		}
@@ -524,14 +557,20 @@ func (l *Lockstep) report(s *tickSlot, i int, committed bool) {
 	if !c.shown {
 		c.shown = true
 		if l.cfg.Shown != nil {
-			cmd := s.command(i, l.schema.InputSize)
-			l.cfg.Shown(&cmd)
+			l.cfg.Shown(l.passed(s, i))
 		}
 	}
 	if committed && l.cfg.Committed != nil {
-		cmd := s.command(i, l.schema.InputSize)
-		l.cfg.Committed(&cmd)
+		l.cfg.Committed(l.passed(s, i))
 	}
+}
+
+// passed is command i of s in the Command the callbacks are passed
+// (one, reused: a callback's *Command would otherwise escape and
+// allocate for every command).
+func (l *Lockstep) passed(s *tickSlot, i int) *Command {
+	l.cb = s.command(i, l.schema.InputSize)
+	return &l.cb
 }
 
 func (s *tickSlot) clear(tick uint32) {
@@ -613,7 +652,7 @@ func (s *tickSlot) command(i, size int) Command {
 //
 //	tick     uint32 LE
 //	players  uint16 LE count, then each slot uint16 LE, ascending
-//	game     the rest: Game.AppendCanonical
+//	game     the rest: CommitGame.AppendCanonical
 func (l *Lockstep) AppendState(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, l.cTick)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(l.cPlayers)))
@@ -624,13 +663,8 @@ func (l *Lockstep) AppendState(b []byte) []byte {
 }
 
 // LoadState replaces both worlds with the committed state b holds and
-// empties the buffer. The game must implement CommitGame. On error the
-// Lockstep is unchanged.
+// empties the buffer. On error the Lockstep is unchanged.
 func (l *Lockstep) LoadState(b []byte) error {
-	lg, ok := l.live.(CommitGame)
-	if !ok {
-		return fmt.Errorf("sim: %T does not implement CommitGame (LoadCanonical)", l.committed)
-	}
 	if len(b) < 6 {
 		return errStateShort
 	}
@@ -647,7 +681,7 @@ func (l *Lockstep) LoadState(b []byte) error {
 		}
 	}
 	// Load into live first: a malformed state leaves committed intact.
-	if err := lg.LoadCanonical(b[6+2*n:]); err != nil {
+	if err := l.live.LoadCanonical(b[6+2*n:]); err != nil {
 		l.live.CopyFrom(l.committed)
 		l.dirty = true
 		return err

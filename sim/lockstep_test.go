@@ -1,13 +1,10 @@
 package sim
 
 import (
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/tickwire/tickwire/deltacomp"
 )
 
 // lsGame is the Lockstep tests' world: a running hash of everything that
@@ -23,9 +20,9 @@ var errLsAction = errors.New("lsGame: action 0xff refused")
 
 func (g *lsGame) mix(v uint64) { g.h = (g.h ^ v) * 1099511628211 }
 
-func (g *lsGame) Schema() Schema { return Schema{InputSize: 2, ActionBytes: 1, RecordSize: 8} }
-func (g *lsGame) Clone() Game    { c := *g; c.players = slices.Clone(g.players); return &c }
-func (g *lsGame) CopyFrom(src Game) {
+func (g *lsGame) Schema() Schema    { return Schema{InputSize: 2, ActionBytes: 1} }
+func (g *lsGame) Clone() CommitGame { c := *g; c.players = slices.Clone(g.players); return &c }
+func (g *lsGame) CopyFrom(src CommitGame) {
 	s := src.(*lsGame)
 	g.h = s.h
 	g.players = append(g.players[:0], s.players...)
@@ -53,29 +50,28 @@ func (g *lsGame) OnPlayerLeave(t *Tick, p uint16, reason string) {
 	g.mix(2<<40 | uint64(p))
 	g.players = slices.DeleteFunc(g.players, func(q uint16) bool { return q == p })
 }
-func (g *lsGame) WriteSnapshot(s *deltacomp.Snapshot) {}
-func (g *lsGame) ReadSnapshot(s *deltacomp.Snapshot) error {
-	return nil
-}
 func (g *lsGame) AppendCanonical(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint64(b, g.h)
+	w := NewCanonicalWriter(b)
+	w.Uint64(g.h)
+	w.Count(len(g.players))
 	for _, p := range g.players {
-		b = binary.LittleEndian.AppendUint16(b, p)
+		w.Uint16(p)
 	}
-	return b
+	return w.Bytes()
 }
 func (g *lsGame) LoadCanonical(b []byte) error {
-	if len(b) < 8 || len(b)%2 != 0 {
-		return errors.New("lsGame: bad state")
+	r := NewCanonicalReader(b)
+	h := r.Uint64()
+	players := make([]uint16, r.Count(2))
+	for i := range players {
+		players[i] = r.Uint16()
 	}
-	g.h = binary.LittleEndian.Uint64(b)
-	g.players = g.players[:0]
-	for i := 8; i < len(b); i += 2 {
-		g.players = append(g.players, binary.LittleEndian.Uint16(b[i:]))
+	if err := r.Finish(); err != nil {
+		return err
 	}
+	g.h, g.players = h, players
 	return nil
 }
-func (g *lsGame) AppendBodies(dst []Body) []Body { return dst }
 
 // lsScript is a game's history: joins, leaves and commands by tick.
 func lsScript(r *rand.Rand, ticks uint32) []Command {
@@ -311,10 +307,14 @@ func TestLockstepState(t *testing.T) {
 	}
 }
 
+// TestLockstepSteadyStateAllocs: adding, advancing and committing,
+// rebuilds, callbacks and refusals included, allocate nothing.
 func TestLockstepSteadyStateAllocs(t *testing.T) {
-	l, _ := NewLockstep(&lsGame{players: make([]uint16, 0, 8)}, 0, []uint16{1, 2, 3}, LockstepConfig{Capacity: 64, SumHistory: 64})
+	calls := 0
+	l, _ := NewLockstep(&lsGame{players: make([]uint16, 0, 8)}, 0, []uint16{1, 2, 3}, LockstepConfig{Capacity: 64, SumHistory: 64,
+		Committed: func(*Command) { calls++ }, Shown: func(*Command) { calls++ }, Rejected: func(*Command, error) { calls++ }})
 	tick := uint32(0)
-	data := []byte{1, 2}
+	data := []byte{1, 0xff} // refused
 	round := func() {
 		tick++
 		for p := uint16(1); p <= 3; p++ {
@@ -401,5 +401,57 @@ func TestLockstepMoveKeepsTheOthersInputs(t *testing.T) {
 		if !slices.Equal(got[p], want) {
 			t.Errorf("player %d ran %v, want %v", p, got[p], want)
 		}
+	}
+}
+
+// TestLockstepRejected: the committed world reports each command its
+// ValidateAction refuses once, as sent (tick, seq, the refused action
+// still in its data) with the game's reason; live's refusals, rebuilds
+// included, are not reported.
+func TestLockstepRejected(t *testing.T) {
+	type refusal struct {
+		player uint16
+		tick   uint32
+		seq    uint32
+		data   []byte
+		reason error
+	}
+	var got []refusal
+	l, _ := NewLockstep(&lsGame{}, 0, []uint16{1, 2}, LockstepConfig{
+		Rejected: func(c *Command, reason error) {
+			got = append(got, refusal{c.Player, c.Tick, c.Seq, slices.Clone(c.Data), reason})
+		}})
+	for _, c := range []Command{
+		{Player: 1, Tick: 3, Seq: 1, Data: []byte{7, 0xff}},
+		{Player: 2, Tick: 3, Seq: 1, Data: []byte{7, 1}},
+		{Player: 2, Tick: 5, Seq: 2, Data: []byte{9, 0xff}},
+	} {
+		if err := l.Add(&c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.AdvanceLive(6)
+	// A late command rebuilds live, which refuses both again.
+	if err := l.Add(&Command{Player: 1, Tick: 2, Seq: 0, Data: []byte{1, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	l.AdvanceLive(6)
+	if len(got) != 0 {
+		t.Fatalf("live's refusals reported: %+v", got)
+	}
+	l.Commit(4)
+	l.Commit(6)
+	want := []refusal{{1, 3, 1, []byte{7, 0xff}, errLsAction}, {2, 5, 2, []byte{9, 0xff}, errLsAction}}
+	if len(got) != len(want) {
+		t.Fatalf("reported %+v, want %+v", got, want)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		if g.player != w.player || g.tick != w.tick || g.seq != w.seq || !slices.Equal(g.data, w.data) || g.reason != w.reason {
+			t.Errorf("refusal %d: %+v, want %+v", i, g, w)
+		}
+	}
+	if st := l.Stats(); st.Rejected != 2 {
+		t.Errorf("Rejected %d", st.Rejected)
 	}
 }

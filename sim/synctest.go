@@ -28,7 +28,8 @@ type SyncTestConfig struct {
 	Players []uint16
 	// Inputs returns player's input for tick: Schema.InputSize bytes, or
 	// nil for none (the step then gets a Missing input: the previous
-	// input repeated with its action bytes zeroed, as on the server). The
+	// input repeated with its action bytes zeroed, as on the server, or
+	// for a CommitGame all zeros, as in sim.Lockstep). The
 	// returned slice is copied. It is called once per tick and player,
 	// in tick order.
 	//
@@ -39,7 +40,8 @@ type SyncTestConfig struct {
 	Inputs func(tick uint32, player uint16) []byte
 	// Predicted runs every step as a client's prediction (Tick.Predicted
 	// set; Tick.Spawn(0) then refuses, as on a client). Default: as the
-	// server's authoritative step.
+	// server's authoritative step. State sync only: a CommitGame's steps
+	// are never predictions.
 	Predicted bool
 }
 
@@ -106,7 +108,7 @@ func (e *DesyncError) Error() string {
 
 // syncSlot is one saved state of the ring.
 type syncSlot struct {
-	world  Game
+	world  World
 	sum    uint64
 	fx     uint64            // the sum of the effects the tick's step emitted
 	live   []proto.NetworkID // the world's entity ids (for SpawnIDs)
@@ -124,20 +126,25 @@ type syncInput struct {
 type syncTest struct {
 	cfg    SyncTestConfig
 	schema Schema
-	world  Game
-	ring   []syncSlot
-	inputs [][]syncInput // [tick % len(ring)][player index], players sorted
-	held   [][]byte      // each player's previous input
-	work   [][]byte      // each player's input being validated
-	sorted []uint16
-	pins   []PlayerInput
-	ctx    Tick
-	spawn  spawnContext
-	fx     effectLog
-	rw     syncRewinder
-	snap   deltacomp.Snapshot
-	sum    Checksummer
-	report SyncTestReport
+	world  World
+	// commits: the game is a CommitGame, stepped as sim.Lockstep steps
+	// it (no spawns, effects or rewinds; a missing command is zeros);
+	// otherwise a Game, stepped as sim.Server steps it
+	commits bool
+	copy    func(dst, src World) // the game's CopyFrom
+	ring    []syncSlot
+	inputs  [][]syncInput // [tick % len(ring)][player index], players sorted
+	held    [][]byte      // each player's previous input
+	work    [][]byte      // each player's input being validated
+	sorted  []uint16
+	pins    []PlayerInput
+	ctx     Tick
+	spawn   spawnContext
+	fx      effectLog
+	rw      syncRewinder
+	snap    deltacomp.Snapshot
+	sum     Checksummer
+	report  SyncTestReport
 }
 
 // SyncTest checks that g's simulation is deterministic under rollback,
@@ -151,18 +158,21 @@ type syncTest struct {
 // first mismatch is returned as a *DesyncError naming the first divergent
 // tick, with the report so far.
 //
-// g is the initial world (tick 0); it is cloned, not modified. Steps get
-// what the server gives them: inputs sorted by player, Missing inputs
-// repeating the previous one with its actions zeroed, actions validated
-// by ValidateAction before every step (zeroed and Rejected on error),
-// working Tick.Spawn and Tick.Emit, and Tick.Rewind returning the bodies
-// of the state before the step (RewindInfo.Unknown, as for a missing
-// input). There are no messages.
+// g is the initial world (tick 0), a Game or a CommitGame; it is
+// cloned, not modified. Steps get inputs sorted by player and actions
+// validated by ValidateAction before every step (zeroed and Rejected on
+// error), and no messages. A Game's steps get the rest of what
+// sim.Server gives them: Missing inputs repeating the previous one with
+// its actions zeroed, working Tick.Spawn and Tick.Emit, and Tick.Rewind
+// returning the bodies of the state before the step
+// (RewindInfo.Unknown, as for a missing input). A CommitGame's get what
+// sim.Lockstep gives them: a Missing input is all zeros, and Spawn,
+// Emit and Rewind do nothing.
 //
 // Every step of a frame runs on preallocated worlds and buffers: a game
 // whose own Step and CopyFrom do not allocate runs without allocating
 // after setup.
-func SyncTest(g Game, cfg SyncTestConfig) (SyncTestReport, error) {
+func SyncTest(g World, cfg SyncTestConfig) (SyncTestReport, error) {
 	s, err := newSyncTest(g, cfg)
 	if err != nil {
 		return SyncTestReport{}, err
@@ -203,9 +213,12 @@ func (c *SyncTestConfig) defaults() error {
 	return nil
 }
 
-var errNilGame = errors.New("sim: sync test: nil game")
+var (
+	errNilGame  = errors.New("sim: sync test: nil game")
+	errGameKind = errors.New("sim: sync test: the game is neither a Game nor a CommitGame")
+)
 
-func newSyncTest(g Game, cfg SyncTestConfig) (*syncTest, error) {
+func newSyncTest(g World, cfg SyncTestConfig) (*syncTest, error) {
 	if g == nil {
 		return nil, errNilGame
 	}
@@ -214,14 +227,30 @@ func newSyncTest(g Game, cfg SyncTestConfig) (*syncTest, error) {
 		return nil, err
 	}
 	schema := g.Schema()
-	if err := schema.validate(); err != nil {
-		return nil, err
+	s := &syncTest{cfg: cfg, schema: schema}
+	var clone func() World
+	switch g := g.(type) {
+	case Game:
+		if err := schema.validate(); err != nil {
+			return nil, err
+		}
+		clone = func() World { return g.Clone() }
+		s.copy = func(dst, src World) { dst.(Game).CopyFrom(src.(Game)) }
+	case CommitGame:
+		if err := schema.validateInputs(); err != nil {
+			return nil, err
+		}
+		clone = func() World { return g.Clone() }
+		s.copy = func(dst, src World) { dst.(CommitGame).CopyFrom(src.(CommitGame)) }
+		s.commits, s.cfg.Predicted = true, false
+	default:
+		return nil, errGameKind
 	}
-	s := &syncTest{cfg: cfg, schema: schema, world: g.Clone()}
+	s.world = clone()
 	n := cfg.Rollback + 1
 	s.ring = make([]syncSlot, n)
 	for i := range s.ring {
-		s.ring[i].world = g.Clone()
+		s.ring[i].world = clone()
 	}
 	s.sorted = slices.Clone(cfg.Players)
 	slices.Sort(s.sorted)
@@ -242,7 +271,9 @@ func newSyncTest(g Game, cfg SyncTestConfig) (*syncTest, error) {
 	s.pins = make([]PlayerInput, 0, np)
 	s.spawn.ids = NewSpawnIDs(0)
 	s.rw.s = s
-	s.ctx.spawn, s.ctx.effects, s.ctx.rewind = &s.spawn, &s.fx, &s.rw
+	if !s.commits {
+		s.ctx.spawn, s.ctx.effects, s.ctx.rewind = &s.spawn, &s.fx, &s.rw
+	}
 	if s.cfg.Inputs == nil {
 		s.cfg.Inputs = s.defaultInput
 	}
@@ -251,9 +282,7 @@ func newSyncTest(g Game, cfg SyncTestConfig) (*syncTest, error) {
 
 // run joins the players at tick 0 and runs the frames.
 func (s *syncTest) run() error {
-	s.snap.Reset(0, s.schema.RecordSize)
-	s.world.WriteSnapshot(&s.snap)
-	s.spawn.ids.SetLive(s.snap.IDs)
+	s.spawn.ids.SetLive(s.liveIDs(0))
 	s.spawn.ids.Begin(0)
 	s.ctx.Tick = 0
 	s.ctx.Inputs = s.pins[:0]
@@ -281,7 +310,7 @@ func (s *syncTest) run() error {
 		}
 		s.report.Rollbacks++
 		slot := s.slot(from)
-		s.world.CopyFrom(slot.world)
+		s.copy(s.world, slot.world)
 		s.spawn.ids.server = slot.server
 		if got := s.sum.WorldSum(s.world); got != slot.sum {
 			return &DesyncError{Tick: from, Want: slot.sum, Got: got, Rollback: int(t), From: from, Restored: true}
@@ -309,13 +338,22 @@ func (s *syncTest) slot(tick uint32) *syncSlot { return &s.ring[tick%uint32(len(
 // the step emitted.
 func (s *syncTest) save(tick uint32) {
 	sl := s.slot(tick)
-	sl.world.CopyFrom(s.world)
+	s.copy(sl.world, s.world)
 	sl.sum = s.sum.WorldSum(s.world)
 	sl.server = s.spawn.ids.server
 	sl.fx = s.effectsSum()
+	sl.live = append(sl.live[:0], s.liveIDs(tick)...)
+}
+
+// liveIDs are the world's entity ids at tick, from its snapshot (a
+// Game's; a CommitGame has none and spawns nothing).
+func (s *syncTest) liveIDs(tick uint32) []proto.NetworkID {
+	if s.commits {
+		return nil
+	}
 	s.snap.Reset(tick, s.schema.RecordSize)
-	s.world.WriteSnapshot(&s.snap)
-	sl.live = append(sl.live[:0], s.snap.IDs...)
+	s.world.(Game).WriteSnapshot(&s.snap)
+	return s.snap.IDs
 }
 
 // sample asks for every player's input for tick and stores it in the
@@ -330,8 +368,12 @@ func (s *syncTest) sample(tick uint32) error {
 		switch {
 		case b == nil:
 			in.missing = true
-			clear(held[len(held)-ab:])
 			s.report.Missing++
+			if s.commits {
+				clear(in.data) // sim.Lockstep's missing command
+				continue
+			}
+			clear(held[len(held)-ab:])
 		case len(b) != len(held):
 			return fmt.Errorf("sim: sync test: Inputs returned %d bytes for player %d at tick %d, want Schema.InputSize %d or nil",
 				len(b), player, tick, len(held))
@@ -429,6 +471,6 @@ type syncRewinder struct {
 
 func (r *syncRewinder) rewind(tick uint32, player uint16) ([]Body, RewindInfo) {
 	newest := tick - 1
-	r.buf = r.s.slot(newest).world.AppendBodies(r.buf[:0])
+	r.buf = r.s.slot(newest).world.(Game).AppendBodies(r.buf[:0])
 	return r.buf, RewindInfo{Unknown: true, Used: View{From: newest, To: newest}}
 }

@@ -473,3 +473,48 @@ func ExampleSyncTest() {
 	// 300 2372 <nil>
 	// first divergent tick: 50
 }
+
+// zeroCheckGame is lsGame that checks, in every step, that a missing
+// command's input is all zeros (what sim.Lockstep gives a CommitGame).
+type zeroCheckGame struct {
+	lsGame
+	t       *testing.T
+	missing *int
+}
+
+func (g *zeroCheckGame) Clone() CommitGame {
+	return &zeroCheckGame{lsGame: *g.lsGame.Clone().(*lsGame), t: g.t, missing: g.missing}
+}
+func (g *zeroCheckGame) CopyFrom(src CommitGame) { g.lsGame.CopyFrom(&src.(*zeroCheckGame).lsGame) }
+func (g *zeroCheckGame) Step(t *Tick) {
+	for _, in := range t.Inputs {
+		if in.Missing {
+			*g.missing++
+			if !allZero(in.Data) {
+				g.t.Errorf("tick %d: player %d's missing command is %x", t.Tick, in.Player, in.Data)
+			}
+		}
+	}
+	g.lsGame.Step(t)
+}
+
+// TestSyncTestCommitGame: a CommitGame runs the sync test as
+// sim.Lockstep steps it (missing commands are zeros), its rollbacks
+// through its own Clone and CopyFrom; a World of neither kind is
+// refused.
+func TestSyncTestCommitGame(t *testing.T) {
+	missing := 0
+	r, err := SyncTest(&zeroCheckGame{t: t, missing: &missing}, SyncTestConfig{Ticks: 100, Players: []uint16{1, 2},
+		Inputs: func(tick uint32, player uint16) []byte {
+			if tick%3 == 0 {
+				return nil
+			}
+			return []byte{byte(tick), byte(player)}
+		}})
+	if err != nil || r.Rollbacks != 100 || r.Missing != 66 || missing == 0 {
+		t.Fatalf("%+v, %v (missing inputs seen %d)", r, err, missing)
+	}
+	if _, err := SyncTest(struct{ World }{&lsGame{}}, SyncTestConfig{}); !errors.Is(err, errGameKind) {
+		t.Fatalf("a World of neither kind: %v", err)
+	}
+}

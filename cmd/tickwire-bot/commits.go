@@ -126,7 +126,7 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 	b.cc, err = commits.NewClient(w, commits.ClientConfig{
 		Mesh:     o.mesh,
 		MeshConn: meshConn,
-		Loaded: func(_ sim.Game, tick uint32) {
+		Loaded: func(_ sim.CommitGame, tick uint32) {
 			b.mu.Lock()
 			b.rec.Executed = b.rec.Executed[:0] // the record restarts at the state
 			b.rec.From = tick + 1

@@ -1,10 +1,10 @@
 package arena
 
 import (
-	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"slices"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim/fixed"
 )
 
 // Units: positions in 1/256 m, velocities in 1/256 m per tick (60 Hz).
@@ -306,11 +306,7 @@ func (w *World) stepPlayer(e *Entity, in Input, rays RayTester) {
 		e.VX, e.VY, e.HP = 0, 0, fullHP
 		return
 	}
-	tx, ty := int32(in.MoveX)*playerVMax/127, int32(in.MoveY)*playerVMax/127
-	if l2 := tx*tx + ty*ty; l2 > playerVMax*playerVMax {
-		l := int32(fixed.Isqrt(uint64(l2)))
-		tx, ty = tx*playerVMax/l, ty*playerVMax/l
-	}
+	tx, ty := fixed.Limit(int32(in.MoveX)*playerVMax/127, int32(in.MoveY)*playerVMax/127, playerVMax)
 	e.VX += (tx - e.VX) / 4
 	e.VY += (ty - e.VY) / 4
 	e.X = clamp(e.X+e.VX, PlayerR, maxCoord-PlayerR)

@@ -1,24 +1,25 @@
 // Package swarm is tickwire's commits-mode demo game: thousands of units
 // (DefaultUnits) in eight teams, moved by group commands. A command is a
 // few bytes whatever the number of units it moves, which is why the game
-// replicates commands (tickwire.CommitHost) rather than state: its
-// bandwidth does not grow with the units.
+// replicates commands (commits.Host) rather than state: its bandwidth
+// does not grow with the units.
+//
+// Game implements sim.CommitGame and nothing more: commits mode calls
+// no other method. StateSync plays the same world in state sync, for the
+// bandwidth comparison of the two modes (bench/).
 //
 // Everything is integer arithmetic, so every peer steps the same world to
-// the same bits (sim.Game's determinism rules).
+// the same bits (sim.World's determinism rules).
 package swarm
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"slices"
 
-	"github.com/tickwire/tickwire/deltacomp"
-	"github.com/tickwire/tickwire/interest"
-	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/sim/fixed"
 )
 
 // Sizes and rules.
@@ -42,11 +43,8 @@ const (
 	maxPos      = WorldSize*Sub - 1
 )
 
-// Wire sizes.
-const (
-	InputSize  = 8
-	RecordSize = 6
-)
+// InputSize is a command's size in bytes.
+const InputSize = 8
 
 // Unit is one unit's state.
 type Unit struct {
@@ -138,22 +136,22 @@ var (
 	ErrOutside   = errors.New("swarm: target outside the world")
 )
 
-// Schema: 8-byte commands, every byte an action (nothing repeats),
-// 6-byte records.
+// Schema: 8-byte commands, every byte an action (nothing repeats).
 func (g *Game) Schema() sim.Schema {
-	return sim.Schema{InputSize: InputSize, ActionBytes: InputSize, RecordSize: RecordSize}
+	return sim.Schema{InputSize: InputSize, ActionBytes: InputSize}
 }
 
 // Clone returns an independent copy.
-func (g *Game) Clone() sim.Game {
+func (g *Game) Clone() sim.CommitGame {
 	c := &Game{}
-	c.CopyFrom(g)
+	c.copyFrom(g)
 	return c
 }
 
 // CopyFrom makes g equal to src, reusing memory.
-func (g *Game) CopyFrom(src sim.Game) {
-	s := src.(*Game)
+func (g *Game) CopyFrom(src sim.CommitGame) { g.copyFrom(src.(*Game)) }
+
+func (g *Game) copyFrom(s *Game) {
 	g.tick = s.tick
 	g.units = append(g.units[:0], s.units...)
 	g.targets = s.targets
@@ -252,16 +250,11 @@ func formation(i int) (int32, int32) {
 	return (n%10 - 5) * step, (n/10 - 4) * step
 }
 
+// move takes u a step of at most Speed toward (x, y).
 func move(u *Unit, x, y int32) {
-	dx, dy := int64(x-u.X), int64(y-u.Y)
-	d2 := dx*dx + dy*dy
-	if d2 <= Speed*Speed {
-		u.X, u.Y = x, y
-		return
-	}
-	d := int64(fixed.Isqrt(uint64(d2)))
-	u.X += int32(dx * Speed / d)
-	u.Y += int32(dy * Speed / d)
+	dx, dy := fixed.Limit(x-u.X, y-u.Y, Speed)
+	u.X += dx
+	u.Y += dy
 }
 
 // Units is how many units there are.
@@ -282,164 +275,80 @@ func (g *Game) Target(team, group int) (x, y int32, ok bool) {
 // Players are the present players.
 func (g *Game) Players() []uint16 { return g.players }
 
-// UnitID is unit i's NetworkID.
-func UnitID(i int) proto.NetworkID { return proto.MakeNetworkID(0, uint32(i+1)) }
-
-// WriteSnapshot writes every unit: x, y (uint16 sixteenths), team<<4 |
-// group, HP. Targets are not networked: a state-sync client shows the
-// units, the server alone steps them.
-func (g *Game) WriteSnapshot(s *deltacomp.Snapshot) {
-	var r [RecordSize]byte
-	for i := range g.units {
-		u := &g.units[i]
-		binary.LittleEndian.PutUint16(r[0:], uint16(u.X))
-		binary.LittleEndian.PutUint16(r[2:], uint16(u.Y))
-		r[4] = u.Team<<4 | u.Group
-		r[5] = u.HP
-		s.Append(UnitID(i), r[:])
-	}
-}
-
-var errRecords = errors.New("swarm: snapshot records malformed")
-
-// ReadSnapshot rebuilds the units from records: ids 1..n in order.
-func (g *Game) ReadSnapshot(s *deltacomp.Snapshot) error {
-	n := s.Len()
-	if n > MaxUnits || s.RecordSize != RecordSize {
-		return errRecords
-	}
-	for i := range n {
-		r := s.Record(i)
-		if s.IDs[i] != UnitID(i) || r[4]>>4 >= Teams || r[4]&15 >= Groups || r[5] == 0 || r[5] > MaxHP {
-			return errRecords
-		}
-	}
-	g.units = slices.Grow(g.units[:0], n)[:n]
-	for i := range n {
-		r := s.Record(i)
-		g.units[i] = Unit{X: int32(binary.LittleEndian.Uint16(r[0:])), Y: int32(binary.LittleEndian.Uint16(r[2:])),
-			Team: r[4] >> 4, Group: r[4] & 15, HP: r[5]}
-	}
-	g.tick = s.Tick
-	return nil
-}
-
 // AppendCanonical appends the whole state: tick, units, targets,
 // players.
 func (g *Game) AppendCanonical(b []byte) []byte {
-	b = binary.LittleEndian.AppendUint32(b, g.tick)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.units)))
+	w := sim.NewCanonicalWriter(b)
+	w.Uint32(g.tick)
+	w.Count(len(g.units))
 	for i := range g.units {
 		u := &g.units[i]
-		b = binary.LittleEndian.AppendUint32(b, uint32(u.X))
-		b = binary.LittleEndian.AppendUint32(b, uint32(u.Y))
-		b = append(b, u.Team, u.Group, u.HP)
+		w.Int32(u.X)
+		w.Int32(u.Y)
+		w.Uint8(u.Team)
+		w.Uint8(u.Group)
+		w.Uint8(u.HP)
 	}
 	for tm := range Teams {
-		for gr := range Groups {
-			t := g.targets[tm][gr]
-			set := byte(0)
-			if t.set {
-				set = 1
-			}
-			b = binary.LittleEndian.AppendUint32(b, uint32(t.x))
-			b = binary.LittleEndian.AppendUint32(b, uint32(t.y))
-			b = append(b, set)
+		for _, t := range g.targets[tm] {
+			w.Int32(t.x)
+			w.Int32(t.y)
+			w.Bool(t.set)
 		}
 	}
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(g.players)))
+	w.Count(len(g.players))
 	for _, p := range g.players {
-		b = binary.LittleEndian.AppendUint16(b, p)
+		w.Uint16(p)
 	}
-	return b
+	return w.Bytes()
 }
 
-var errCanonical = errors.New("swarm: canonical state malformed")
+// errCanonical is a canonical state with a value out of the game's
+// ranges.
+var errCanonical = errors.New("swarm: canonical state out of range")
 
-// LoadCanonical restores AppendCanonical's output.
+// unitBytes is a unit's size in the canonical state.
+const unitBytes = 4 + 4 + 3
+
+// LoadCanonical restores AppendCanonical's output; on error the world
+// is unchanged.
 func (g *Game) LoadCanonical(b []byte) error {
-	if len(b) < 8 {
-		return errCanonical
+	r := sim.NewCanonicalReader(b)
+	tick := r.Uint32()
+	units := make([]Unit, r.Count(unitBytes))
+	if len(units) < 1 || len(units) > MaxUnits {
+		r.Fail(errCanonical)
 	}
-	tick := binary.LittleEndian.Uint32(b)
-	n := int(binary.LittleEndian.Uint32(b[4:]))
-	const unitLen, targetLen = 11, 9
-	if n < 1 || n > MaxUnits || len(b) < 8+n*unitLen+Teams*Groups*targetLen+2 {
-		return errCanonical
-	}
-	off := 8
-	units := slices.Grow(g.units[:0], n)[:n]
-	for i := range n {
-		u := Unit{X: int32(binary.LittleEndian.Uint32(b[off:])), Y: int32(binary.LittleEndian.Uint32(b[off+4:])),
-			Team: b[off+8], Group: b[off+9], HP: b[off+10]}
-		if u.X < 0 || u.X > maxPos || u.Y < 0 || u.Y > maxPos || u.Team >= Teams || u.Group >= Groups || u.HP == 0 || u.HP > MaxHP {
-			return errCanonical
+	for i := range units {
+		u := Unit{X: r.Int32(), Y: r.Int32(), Team: r.Uint8(), Group: r.Uint8(), HP: r.Uint8()}
+		if !onMap(u.X, u.Y) || u.Team >= Teams || u.Group >= Groups || u.HP == 0 || u.HP > MaxHP {
+			r.Fail(errCanonical)
 		}
 		units[i] = u
-		off += unitLen
 	}
 	var targets [Teams][Groups]target
-	for tm := range Teams {
-		for gr := range Groups {
-			t := target{x: int32(binary.LittleEndian.Uint32(b[off:])), y: int32(binary.LittleEndian.Uint32(b[off+4:])), set: b[off+8] == 1}
-			if b[off+8] > 1 || t.x < 0 || t.x > maxPos || t.y < 0 || t.y > maxPos {
-				return errCanonical
+	for tm := range targets {
+		for gr := range targets[tm] {
+			t := target{x: r.Int32(), y: r.Int32(), set: r.Bool()}
+			if !onMap(t.x, t.y) {
+				r.Fail(errCanonical)
 			}
 			targets[tm][gr] = t
-			off += targetLen
 		}
 	}
-	np := int(binary.LittleEndian.Uint16(b[off:]))
-	off += 2
-	if len(b) != off+2*np {
-		return errCanonical
-	}
-	players := g.players[:0]
-	for i := range np {
-		p := binary.LittleEndian.Uint16(b[off+2*i:])
-		if p == 0 || (i > 0 && p <= players[i-1]) {
-			return errCanonical
+	players := make([]uint16, r.Count(2))
+	for i := range players {
+		players[i] = r.Uint16()
+		if players[i] == 0 || i > 0 && players[i] <= players[i-1] {
+			r.Fail(errCanonical)
 		}
-		players = append(players, p)
+	}
+	if err := r.Finish(); err != nil {
+		return err
 	}
 	g.tick, g.units, g.targets, g.players = tick, units, targets, players
 	return nil
 }
 
-// AppendBodies appends a small sphere per unit.
-func (g *Game) AppendBodies(dst []sim.Body) []sim.Body {
-	for i := range g.units {
-		u := &g.units[i]
-		dst = append(dst, sim.Body{ID: UnitID(i), Shape: sim.ShapeSphere, Pos: sim.Vec3{X: u.X, Y: u.Y}, Size: sim.Vec3{X: Sub / 2}})
-	}
-	return dst
-}
-
-// EntityKind is a unit's team (sim.EntityKinder).
-func (g *Game) EntityKind(id proto.NetworkID) uint8 {
-	i := int(uint32(id)&proto.MaxIndex) - 1
-	if i < 0 || i >= len(g.units) {
-		return 0
-	}
-	return g.units[i].Team
-}
-
-// View is where a player looks from: the centroid of its team's units
-// (a tickwire.GameConfig.View for state sync).
-func View(world sim.Game, player uint16) (interest.Vec3, bool) {
-	g, ok := world.(*Game)
-	if !ok || player == 0 {
-		return interest.Vec3{}, false
-	}
-	team := TeamOf(player)
-	var sx, sy, n int64
-	for i := int(team); i < len(g.units); i += Teams {
-		sx += int64(g.units[i].X)
-		sy += int64(g.units[i].Y)
-		n++
-	}
-	if n == 0 {
-		return interest.Vec3{}, false
-	}
-	return interest.Vec3{X: float32(sx / n), Y: float32(sy / n)}, true
-}
+// onMap reports whether a position is inside the world.
+func onMap(x, y int32) bool { return x >= 0 && x <= maxPos && y >= 0 && y <= maxPos }

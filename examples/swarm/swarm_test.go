@@ -3,12 +3,12 @@ package swarm
 import (
 	"bytes"
 	"errors"
-	"github.com/tickwire/tickwire/examples/internal/fixed"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/sim/fixed"
 )
 
 // step runs one tick with cmds (player → command) through ValidateAction
@@ -130,11 +130,11 @@ func TestCloneAndCanonicalRoundTrip(t *testing.T) {
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {
-	g, _ := NewGame(500)
+	g, _ := NewStateSync(500)
 	var s deltacomp.Snapshot
 	s.Reset(1, RecordSize)
 	g.WriteSnapshot(&s)
-	h := &Game{}
+	h := &StateSync{&Game{}}
 	if err := h.ReadSnapshot(&s); err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestGroupsMoveToTheirTarget(t *testing.T) {
 			}
 		}
 		dx, dy := sx/n-(tx*Sub+Sub/2), sy/n-(ty*Sub+Sub/2)
-		return int64(fixed.Isqrt(uint64(dx*dx + dy*dy)))
+		return fixed.Length(int32(dx), int32(dy))
 	}
 	before := dist()
 	step(g, 1, []uint16{5}, map[uint16]Command{5: {Op: OpMove, Group: 3, X: tx, Y: ty}})
@@ -230,7 +230,7 @@ func FuzzReadSnapshot(f *testing.F) {
 		for i := 0; i+RecordSize <= len(b); i += RecordSize {
 			s.Append(UnitID(i/RecordSize), b[i:i+RecordSize])
 		}
-		var g Game
+		g := StateSync{&Game{}}
 		_ = g.ReadSnapshot(&s)
 	})
 }
@@ -246,7 +246,8 @@ func BenchmarkStep(b *testing.B) {
 }
 
 // TestSyncTest: swarm passes the engine's sync test (every tick rolled
-// back 8 ticks and re-simulated, checksums compared).
+// back 8 ticks and re-simulated, checksums compared), as a commits-mode
+// game.
 func TestSyncTest(t *testing.T) {
 	g, _ := NewGame(DefaultUnits)
 	rep, err := sim.SyncTest(g, sim.SyncTestConfig{Ticks: 120, Rollback: 8, Players: []uint16{1, 2, 3},
@@ -264,3 +265,21 @@ func TestSyncTest(t *testing.T) {
 		t.Fatalf("%+v", rep)
 	}
 }
+
+// stateSyncMethods names the methods only state sync calls (sim.Game's
+// beyond sim.World) and sim.EntityKinder's.
+type stateSyncMethods struct {
+	WriteSnapshot, ReadSnapshot, AppendBodies, EntityKind struct{}
+}
+
+// commitsOnly puts Game's methods and those names at the same depth: a
+// selector below compiles only while Game has no method of that name
+// (otherwise it is ambiguous). So Game implements nothing commits mode
+// does not call, checked at compile time. (It cannot be a sim.Game
+// anyway: its Clone returns a sim.CommitGame.)
+type commitsOnly struct {
+	*Game
+	stateSyncMethods
+}
+
+var _ = [...]struct{}{commitsOnly{}.WriteSnapshot, commitsOnly{}.ReadSnapshot, commitsOnly{}.AppendBodies, commitsOnly{}.EntityKind}
