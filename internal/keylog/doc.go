@@ -13,8 +13,9 @@
 //	tickwire1 c2s 3735928559 2026-05-01T10:00:00.123Z 5f1c…(64 hex digits)
 //
 // Whoever reads the file can decrypt the traffic of every session it
-// names, so a process that opens one logs a warning, and the file is
-// created with mode 0600. Use it on test and development machines.
+// names, so a process that opens one logs a warning, the file is created
+// with mode 0600, and an existing one that others may read is refused.
+// Use it on test and development machines.
 //
 // internal/session calls it where keys are made (Responder.Use,
 // Initiator.Accept, NewMeshLink); it imports nothing of the module. It

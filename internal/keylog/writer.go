@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -33,8 +34,9 @@ type Writer struct {
 }
 
 // Open opens the key log at path for appending, creating it with mode
-// 0600 and a header of two comment lines. An existing regular file that
-// others may read is restricted to 0600 first.
+// 0600 and a header of two comment lines. An existing file whose mode
+// gives group or other users access is refused, as tickwire refuses
+// such key files (Windows has no such mode bits and is not checked).
 func Open(path string) (*Writer, error) {
 	// Only the process that creates the file writes the header, so two
 	// processes that start at once write it once.
@@ -57,11 +59,9 @@ func Open(path string) (*Writer, error) {
 		f.Close()
 		return nil, err
 	}
-	if st.Mode().IsRegular() && st.Mode().Perm()&0o077 != 0 {
-		if err := f.Chmod(0o600); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("keylog: %s may be read by others and its mode cannot be restricted: %w", path, err)
-		}
+	if perm := st.Mode().Perm(); st.Mode().IsRegular() && perm&0o077 != 0 && runtime.GOOS != "windows" {
+		f.Close()
+		return nil, fmt.Errorf("keylog: %s has mode %04o, which gives group or other users access to session keys: run chmod 600 %s", path, perm, path)
 	}
 	return &Writer{f: f, now: time.Now}, nil
 }

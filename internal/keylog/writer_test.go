@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,23 +111,28 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 }
 
-// TestOpenRestricts: an existing key log that others may read is made
-// 0600, and appended to without a second header.
-func TestOpenRestricts(t *testing.T) {
+// TestOpenRefusesShared: an existing key log that others may read is
+// refused, as tickwire refuses such key files; once it is 0600 it is
+// appended to, without a second header.
+func TestOpenRefusesShared(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no mode bits")
+	}
 	path := filepath.Join(t.TempDir(), "keys.log")
 	if err := os.WriteFile(path, []byte(header), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	os.Chmod(path, 0o644) // whatever the umask
+	if w, err := Open(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("Open of a 0644 key log: %v, %v", w, err)
+	}
+	os.Chmod(path, 0o600)
 	w, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	writeSessions(w, 7, 1, 1)
 	w.Close()
-	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
-		t.Errorf("mode %v, want 0600", st.Mode().Perm())
-	}
 	checkSessions(t, path, 1, 7)
 }
 
