@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,7 +71,8 @@ func (k *sealKey) keyLogLine(made time.Time) string {
 // connection has only other keys, and one whose connection has none,
 // are shown sealed with the expert info tickwire.undecryptable, never
 // malformed. Without the key log the sealed packets show their headers
-// and nothing of their frames. It logs how fast the Lua decryption is.
+// and nothing of their frames; with one that cannot be read, the same,
+// each saying so. It logs how fast the Lua decryption is.
 func TestDissectorDecrypts(t *testing.T) {
 	tshark := lookTshark(t)
 	g := newGen(8)
@@ -195,6 +197,15 @@ func TestDissectorDecrypts(t *testing.T) {
 		}
 		if len(shown) > 0 || row["tickwire.conn_id"] == nil || row["tickwire.tag"] == nil {
 			t.Errorf("packet %d without the key log: shows %v, conn %v, tag %v", i+1, shown, row["tickwire.conn_id"], row["tickwire.tag"])
+		}
+	}
+	// A key log that cannot be read: every sealed packet says so, and
+	// shows its header as without one.
+	rows = runTshark(t, tshark, pcap, append(cols, "_ws.expert.message"), "-o", "tickwire.keylog_file:"+filepath.Join(dir, "missing.log"))
+	for i, row := range rows {
+		if msg := row["_ws.expert.message"]; len(msg) != 1 || !strings.HasPrefix(msg[0], "the key log cannot be read") ||
+			row["tickwire.frame.type"] != nil || row["tickwire.malformed"] != nil || row["tickwire.tag"] == nil {
+			t.Errorf("packet %d with a missing key log: %v", i+1, row)
 		}
 	}
 	size := 0

@@ -1277,7 +1277,8 @@ end
 -- keylog_read reads the lines appended to the key log since the last
 -- read and returns whether they brought keys.
 local function keylog_read()
-    local fh = io.open(keylog.path, "rb")
+    local fh, err = io.open(keylog.path, "rb")
+    keylog.unreadable = not fh and err
     if not fh then return false end
     local size = fh:seek("end")
     if not size or size < keylog.offset then -- replaced: start over
@@ -1393,6 +1394,9 @@ local function open_sealed(buf, pinfo, t)
         end
         -- The key may be in lines written since the last read.
         if attempt == 1 and not keylog_read() then break end
+    end
+    if keylog.unreadable then
+        return { why = "the key log cannot be read: " .. keylog.unreadable }
     end
     if tried == 0 then
         return { why = string.format("no key for connection %d in the key log", conn) }
