@@ -121,9 +121,8 @@ type Welcome struct {
 
 // Accept opens the server's accept packet and creates the session it
 // announces. cfg's ID, MaxPacket, keys and timers are set from the accept
-// and the token: the server's values win. The session's keys go to the
-// key log when there is one (keylog.FromEnv). On failure drop says why
-// the packet is dropped.
+// and the token: the server's values win. On failure drop says why the
+// packet is dropped.
 func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, DropReason, bool) {
 	hdr, _, err := proto.ParseHeader(pkt)
 	if err != nil || !hdr.Sealed || hdr.Type != proto.PacketAccept {
@@ -161,7 +160,7 @@ func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, Drop
 		return Welcome{}, DropReplay, false
 	}
 	s.acks.OnReceive(now, &hdr, pn, len(pkt), 0)
-	keyLog().Session(hdr.ConnID, &c2s, &s2c)
+	keyLog().Session(hdr.ConnID, &c2s, &s2c) // the key log, when TICKWIRE_KEYLOG is set
 	return Welcome{Session: s, Body: body, Tick: hdr.Tick}, 0, true
 }
 
