@@ -163,7 +163,7 @@ func (m *clientMesh) proven() bool {
 func (m *clientMesh) checkKey(key *[proto.KeySize]byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	link, err := session.NewMeshLink(m.self, key, key)
+	link, err := session.NewMeshLink(m.self, m.self, key, key)
 	if err != nil {
 		return err
 	}
@@ -197,7 +197,7 @@ func (m *clientMesh) receiveCheck(pkt []byte, h *proto.Header) (data [proto.Path
 func (m *clientMesh) add(f *proto.MeshIntroFrame) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	link, err := session.NewMeshLink(m.self, &f.SendKey, &f.RecvKey)
+	link, err := session.NewMeshLink(m.self, f.Conn, &f.SendKey, &f.RecvKey)
 	if err != nil {
 		return err
 	}

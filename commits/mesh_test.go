@@ -198,7 +198,7 @@ func TestMeshDropsForgeries(t *testing.T) {
 		send([]byte("not a tickwire packet"))
 		var k1, k2 [proto.KeySize]byte
 		k1[0] = 1
-		stranger, _ := session.NewMeshLink(0xdead, &k1, &k2)
+		stranger, _ := session.NewMeshLink(0xdead, 0xdead, &k1, &k2)
 		send(stranger.Append(nil, 1, nil))
 		rec.mu.Lock()
 		peer2 := ps[1].cc.Client().ConnID()
@@ -207,7 +207,7 @@ func TestMeshDropsForgeries(t *testing.T) {
 		for range 100 {
 			stranger.Append(nil, 1, nil) // past the numbers the peer used
 		}
-		forger, _ := session.NewMeshLink(peer2, &k1, &k2)
+		forger, _ := session.NewMeshLink(peer2, peer2, &k1, &k2)
 		for range 1000 {
 			forger.Append(nil, 1, nil)
 		}
@@ -263,7 +263,7 @@ func TestMeshHotPathAllocs(t *testing.T) {
 	m.mu.Unlock()
 	cmd := proto.CommandFrame{Kind: proto.CommandInput, Player: 2, Tick: 9, Seq: 1, Data: []byte{1, 2, 3, 4}}
 	frame, _ := cmd.Append(nil)
-	peer, _ := session.NewMeshLink(2, &ba, &ab)
+	peer, _ := session.NewMeshLink(2, 1, &ba, &ab)
 	pkts := make([][]byte, 300)
 	for i := range pkts {
 		pkts[i] = peer.Append(nil, 9, frame)

@@ -59,7 +59,7 @@ func (h *commitServer) meshHello(cc *commitConn, port uint16, now time.Time) {
 		return
 	}
 	key := [proto.KeySize]byte(k)
-	link, err := session.NewMeshLink(cc.c.ID(), &key, &key)
+	link, err := session.NewMeshLink(cc.c.ID(), cc.c.ID(), &key, &key)
 	if err != nil {
 		return
 	}

@@ -590,10 +590,12 @@ func datagrams(pkts []capturedPacket) [][]byte {
 }
 
 // runTshark dissects a capture and returns, per packet, field -> values.
-func runTshark(t *testing.T, tshark, pcap string, cols []string) []map[string][]string {
+// extra are more arguments for tshark (preferences).
+func runTshark(t *testing.T, tshark, pcap string, cols []string, extra ...string) []map[string][]string {
 	t.Helper()
-	args := []string{"-r", pcap, "-X", "lua_script:" + dissectorPath, "-T", "fields",
-		"-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|", "-E", "quote=n"}
+	args := append([]string{"-r", pcap, "-X", "lua_script:" + dissectorPath}, extra...)
+	args = append(args, "-T", "fields",
+		"-E", "separator=/t", "-E", "occurrence=a", "-E", "aggregator=|", "-E", "quote=n")
 	for _, c := range cols {
 		args = append(args, "-e", c)
 	}

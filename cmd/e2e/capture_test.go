@@ -16,13 +16,7 @@ import (
 // marked DSCP 46, and the tick must increase in each direction.
 func TestLiveCapture(t *testing.T) {
 	tshark.Look(t)
-	_, a := server(t)
-	_, port, _ := net.SplitHostPort(a.udp)
-	c := tshark.Start(t, tshark.Options{Filter: "udp port " + port})
-	s, code := bots(t, "-server", "http://"+a.http, "-n", "4", "-duration", "3s")
-	if code != 0 || s.Connected != 4 {
-		t.Fatalf("bots: exit %d, %+v", code, s)
-	}
+	_, c := capturedGame(t, 4, "3s")
 	lua, err := filepath.Abs("../../proto/wireshark/tickwire.lua")
 	if err != nil {
 		t.Fatal(err)
@@ -79,4 +73,20 @@ func TestLiveCapture(t *testing.T) {
 		}
 	}
 	t.Logf("%d datagrams, %d with a session header, %d flows: all tickwire, DSCP 46, none malformed", len(rows), ticked, len(last))
+}
+
+// capturedGame starts the server and n bots that play the arena for d
+// while tshark captures the game port; it returns the server and the
+// capture, complete.
+func capturedGame(t *testing.T, n int, d string) (*proc, *tshark.Capture) {
+	t.Helper()
+	srv, a := server(t)
+	_, port, _ := net.SplitHostPort(a.udp)
+	c := tshark.Start(t, tshark.Options{Filter: "udp port " + port})
+	s, code := bots(t, "-server", "http://"+a.http, "-n", strconv.Itoa(n), "-duration", d)
+	if code != 0 || s.Connected != n {
+		t.Fatalf("bots: exit %d, %+v", code, s)
+	}
+	c.Stop()
+	return srv, c
 }

@@ -165,6 +165,7 @@ func (h *Initiator) Accept(pkt []byte, now time.Time, cfg Config) (Welcome, Drop
 		return Welcome{}, DropReplay, false
 	}
 	s.acks.OnReceive(now, &hdr, pn, len(pkt), 0)
+	keyLog().Session(hdr.ConnID, &c2s, &s2c) // the key log, when TICKWIRE_KEYLOG is set
 	return Welcome{Session: s, Body: body, Tick: hdr.Tick}, 0, true
 }
 

@@ -15,6 +15,12 @@
 //	tick     ──► Session.Tick(now, ticks, …) ──► Handler.AppendFrames
 //	         ──► sealed datagrams through Output
 //
+// The one exception is off by default: when TICKWIRE_KEYLOG names a
+// file, the keys of every session (Responder.Use on a server,
+// Initiator.Accept on a client) and mesh link (NewMeshLink) are handed
+// to internal/keylog once, when they are made, which appends them to
+// that file with the time; nothing on the packet path touches it.
+//
 // The root package tickwire owns the sockets, the loop goroutines and the
 // table of connections, and puts its public API (Server, Client, Conn) over
 // this package.

@@ -211,9 +211,10 @@ func (hs *Handshake) TokenNonce() [proto.NonceSize]byte { return hs.d.tokenNonce
 func (hs *Handshake) Rejoin() bool { return hs.d.rejoin }
 
 // Use records that hs's token opens a connection with id connID and
-// returns the session's keys (client to server, server to client). A
-// token that already opened one is denied (DenyTokenUsed), and so is any
-// when the history of used tokens is full (DenyServerFull).
+// returns the session's keys (client to server, server to client), which
+// it hands to the key log when there is one (keylog.FromEnv). A token
+// that already opened one is denied (DenyTokenUsed), and so is any when
+// the history of used tokens is full (DenyServerFull).
 func (h *Responder) Use(hs *Handshake, connID uint32, now time.Time) (c2s, s2c [proto.KeySize]byte, deny proto.DenyReason) {
 	if h.wasUsed(hs.d.tokenNonce, now) {
 		return c2s, s2c, proto.DenyTokenUsed
@@ -226,6 +227,7 @@ func (h *Responder) Use(hs *Handshake, connID uint32, now time.Time) (c2s, s2c [
 	}
 	h.used[hs.d.tokenNonce] = time.Unix(int64(hs.d.tokenExpires), 0).Add(TokenSkew)
 	c2s, s2c = SessionKeys(&hs.Priv.ClientToServerKey, &hs.Priv.ServerToClientKey, &hs.d.serverRandom, &hs.client, connID)
+	keyLog().Session(connID, &c2s, &s2c)
 	return c2s, s2c, 0
 }
 

@@ -21,8 +21,10 @@ type MeshLink struct {
 }
 
 // NewMeshLink returns the link whose packets we send as connection self,
-// sealed with send, and whose received packets open with recv.
-func NewMeshLink(self uint32, send, recv *[proto.KeySize]byte) (*MeshLink, error) {
+// sealed with send, and whose received packets, which peer sends as its
+// connection, open with recv. The keys go to the key log when there is
+// one (keylog.FromEnv).
+func NewMeshLink(self, peer uint32, send, recv *[proto.KeySize]byte) (*MeshLink, error) {
 	tx, err := newPacketCipher(send)
 	if err != nil {
 		return nil, err
@@ -31,6 +33,7 @@ func NewMeshLink(self uint32, send, recv *[proto.KeySize]byte) (*MeshLink, error
 	if err != nil {
 		return nil, err
 	}
+	keyLog().MeshLink(self, send, peer, recv)
 	return &MeshLink{id: self, tx: tx, rx: rx, next: 1}, nil
 }
 

@@ -9,9 +9,9 @@ import (
 func TestPeerLink(t *testing.T) {
 	var ab, ba, other [proto.KeySize]byte
 	ab[0], ba[0], other[0] = 1, 2, 3
-	a, _ := NewMeshLink(10, &ab, &ba)
-	b, _ := NewMeshLink(20, &ba, &ab)
-	eve, _ := NewMeshLink(10, &other, &other)
+	a, _ := NewMeshLink(10, 20, &ab, &ba)
+	b, _ := NewMeshLink(20, 10, &ba, &ab)
+	eve, _ := NewMeshLink(10, 20, &other, &other)
 	open := func(l *MeshLink, pkt []byte) ([]byte, DropReason, bool) {
 		h, _, err := proto.ParseHeader(pkt)
 		if err != nil {

@@ -11,6 +11,13 @@
 -- (it claims datagrams that start with 't' 'w', version 3 and a known type).
 -- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
 -- payloads are shown as bytes, the header always dissects.
+--
+-- Decryption: set the preference "Key log file" (tickwire.keylog_file) to a
+-- key log that TICKWIRE_KEYLOG wrote (docs/PROTOCOL.md, "Key log";
+-- docs/DEBUGGING.md). A sealed packet whose connection has a key there that
+-- verifies its AES-256-GCM tag is decrypted and its frames shown as those of
+-- a plaintext packet; one that no key opens gets the expert info
+-- "tickwire.undecryptable". AES and GHASH are implemented below in Lua.
 
 local VERSION = 3
 local PREFIX_SIZE = 4
@@ -56,6 +63,8 @@ local KCP_OVERHEAD = 24
 local PATH_DATA_SIZE = 8
 
 local band = (bit32 and bit32.band) or bit.band
+-- bxor of any number of 32-bit values, unsigned (LuaBitOp's is signed).
+local bxor = (bit32 and bit32.bxor) or function(...) return bit.bxor(...) % 4294967296 end
 
 local p = Proto("tickwire", "tickwire game protocol")
 
@@ -115,6 +124,12 @@ f.blend       = ProtoField.double("tickwire.blend", "Blend")
 f.blend_raw   = ProtoField.uint16("tickwire.blend_raw", "Blend (fixed point)")
 f.payload     = ProtoField.bytes("tickwire.payload", "Encrypted payload")
 f.tag         = ProtoField.bytes("tickwire.tag", "AEAD tag")
+-- Decryption with a key log.
+f.decrypted   = ProtoField.bool("tickwire.decrypted", "Decrypted")
+f.pn          = ProtoField.uint64("tickwire.packet_number", "Packet number")
+f.key_line    = ProtoField.uint32("tickwire.keylog.line", "Key log line")
+f.key_dir     = ProtoField.string("tickwire.keylog.direction", "Key direction")
+f.key_time    = ProtoField.string("tickwire.keylog.time", "Key made")
 -- Handshake.
 f.req_key_id  = ProtoField.uint32("tickwire.request.key_id", "Token key id")
 f.req_game    = ProtoField.uint64("tickwire.request.game_id", "Game id")
@@ -315,7 +330,13 @@ f.ss_msgdata  = ProtoField.bytes("tickwire.standby_step.msg_data", "Message data
 
 local ef_malformed = ProtoExpert.new("tickwire.malformed", "Malformed tickwire packet",
     expert.group.MALFORMED, expert.severity.ERROR)
-p.experts = { ef_malformed }
+local ef_undecryptable = ProtoExpert.new("tickwire.undecryptable", "Sealed tickwire packet not decrypted",
+    expert.group.DECRYPTION, expert.severity.WARN)
+p.experts = { ef_malformed, ef_undecryptable }
+
+p.prefs.keylog_file = Pref.string("Key log file", "",
+    "A tickwire key log (the file TICKWIRE_KEYLOG names in the processes whose traffic was captured): " ..
+    "sealed packets whose key it holds are decrypted")
 
 -- A malformed condition: flag it and stop dissecting this packet.
 local function bad(tree, what)
@@ -1031,6 +1052,397 @@ local function dissect_accept_body(buf, off, tree)
     return ""
 end
 
+-- AES-256-GCM opening, in Lua: Wireshark's Lua has no AES. Words are
+-- 32-bit big-endian numbers; bytes come out of them by arithmetic, which
+-- is cheaper than a bit32 call, and only XOR takes one. The tables are
+-- built the first time a key is used.
+
+local aes -- S-box and round tables, and GHASH's reductions
+
+-- xtime multiplies a byte by x in GF(2^8).
+local function xtime(b)
+    b = b * 2
+    if b >= 256 then b = bxor(b, 0x11b) end
+    return b
+end
+
+local function aes_tables()
+    -- The S-box: each byte's inverse (walking p over the powers of 3 and q
+    -- over those of its inverse) through the affine map.
+    local sbox = { [0] = 0x63 }
+    local pw, q = 1, 1
+    repeat
+        pw = bxor(pw, xtime(pw))
+        q = bxor(q, q * 2); q = bxor(q, q * 4); q = bxor(q, q * 16)
+        q = q % 256
+        if q >= 128 then q = bxor(q, 0x09) end
+        local rot = function(k) return (q * 2 ^ k + math.floor(q / 2 ^ (8 - k))) % 256 end
+        sbox[pw] = bxor(q, rot(1), rot(2), rot(3), rot(4), 0x63)
+    until pw == 1
+    -- Round tables: SubBytes and MixColumns of one byte, each rotation.
+    local te0, te1, te2, te3 = {}, {}, {}, {}
+    for i = 0, 255 do
+        local s1 = sbox[i]
+        local s2 = xtime(s1)
+        local s3 = bxor(s2, s1)
+        te0[i] = ((s2 * 256 + s1) * 256 + s1) * 256 + s3
+        te1[i] = ((s3 * 256 + s2) * 256 + s1) * 256 + s1
+        te2[i] = ((s1 * 256 + s3) * 256 + s2) * 256 + s1
+        te3[i] = ((s1 * 256 + s1) * 256 + s3) * 256 + s2
+    end
+    -- GHASH multiplies by x^8 by shifting a byte out of the end of the
+    -- block; in GCM's reflected bit order that byte, times x^128 =
+    -- x^7 + x^2 + x + 1, is a 16-bit value XORed into the block's top.
+    local red = {}
+    for b = 0, 255 do
+        local r = 0
+        for i = 0, 7 do
+            if math.floor(b / 2 ^ i) % 2 == 1 then r = bxor(r, 0xe100 * 2 ^ i / 128) end
+        end
+        red[b] = r * 65536
+    end
+    aes = { sbox = sbox, te0 = te0, te1 = te1, te2 = te2, te3 = te3, red = red }
+end
+
+-- aes_expand returns the 60 round-key words (0..59) of a 32-byte key.
+local function aes_expand(key)
+    local sbox = aes.sbox
+    local w = {}
+    for i = 0, 7 do
+        local a, b, c, d = key:byte(4 * i + 1, 4 * i + 4)
+        w[i] = ((a * 256 + b) * 256 + c) * 256 + d
+    end
+    local rcon = 1
+    for i = 8, 59 do
+        local t = w[i - 1]
+        if i % 4 == 0 then
+            local d = t % 256; t = (t - d) / 256
+            local c = t % 256; t = (t - c) / 256
+            local b = t % 256; local a = (t - b) / 256
+            if i % 8 == 0 then -- RotWord, SubWord, Rcon
+                t = bxor(((sbox[b] * 256 + sbox[c]) * 256 + sbox[d]) * 256 + sbox[a], rcon * 16777216)
+                rcon = xtime(rcon)
+            else -- SubWord
+                t = ((sbox[a] * 256 + sbox[b]) * 256 + sbox[c]) * 256 + sbox[d]
+            end
+        end
+        w[i] = bxor(w[i - 8], t)
+    end
+    return w
+end
+
+-- aes_encrypt encrypts the block s0..s3 with the round keys w.
+local function aes_encrypt(w, s0, s1, s2, s3)
+    local te0, te1, te2, te3, sbox = aes.te0, aes.te1, aes.te2, aes.te3, aes.sbox
+    s0, s1, s2, s3 = bxor(s0, w[0]), bxor(s1, w[1]), bxor(s2, w[2]), bxor(s3, w[3])
+    local a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, d0, d1, d2, d3
+    for r = 4, 56, 4 do
+        -- The state's bytes: aN is word N's first (top) byte, dN its last.
+        d0 = s0 % 256; s0 = (s0 - d0) / 256; c0 = s0 % 256; s0 = (s0 - c0) / 256; b0 = s0 % 256; a0 = (s0 - b0) / 256
+        d1 = s1 % 256; s1 = (s1 - d1) / 256; c1 = s1 % 256; s1 = (s1 - c1) / 256; b1 = s1 % 256; a1 = (s1 - b1) / 256
+        d2 = s2 % 256; s2 = (s2 - d2) / 256; c2 = s2 % 256; s2 = (s2 - c2) / 256; b2 = s2 % 256; a2 = (s2 - b2) / 256
+        d3 = s3 % 256; s3 = (s3 - d3) / 256; c3 = s3 % 256; s3 = (s3 - c3) / 256; b3 = s3 % 256; a3 = (s3 - b3) / 256
+        if r == 56 then break end
+        s0 = bxor(te0[a0], te1[b1], te2[c2], te3[d3], w[r])
+        s1 = bxor(te0[a1], te1[b2], te2[c3], te3[d0], w[r + 1])
+        s2 = bxor(te0[a2], te1[b3], te2[c0], te3[d1], w[r + 2])
+        s3 = bxor(te0[a3], te1[b0], te2[c1], te3[d2], w[r + 3])
+    end
+    -- The last round has no MixColumns.
+    return bxor(((sbox[a0] * 256 + sbox[b1]) * 256 + sbox[c2]) * 256 + sbox[d3], w[56]),
+        bxor(((sbox[a1] * 256 + sbox[b2]) * 256 + sbox[c3]) * 256 + sbox[d0], w[57]),
+        bxor(((sbox[a2] * 256 + sbox[b3]) * 256 + sbox[c0]) * 256 + sbox[d1], w[58]),
+        bxor(((sbox[a3] * 256 + sbox[b0]) * 256 + sbox[c1]) * 256 + sbox[d2], w[59])
+end
+
+-- ghash_tables returns, for every byte value b, b·H as four words (GCM's
+-- bit order: a byte's top bit is the coefficient of the lowest power).
+local function ghash_tables(h0, h1, h2, h3)
+    local powers = {} -- H·x^i, i = 0..7
+    for i = 0, 7 do
+        powers[i] = { h0, h1, h2, h3 }
+        local carry = h3 % 2 -- ·x: one bit towards the end, reduced
+        h3 = (h3 - carry) / 2 + (h2 % 2) * 2147483648
+        h2 = (h2 - h2 % 2) / 2 + (h1 % 2) * 2147483648
+        h1 = (h1 - h1 % 2) / 2 + (h0 % 2) * 2147483648
+        h0 = (h0 - h0 % 2) / 2
+        if carry == 1 then h0 = bxor(h0, 0xe1000000) end
+    end
+    local t0, t1, t2, t3 = {}, {}, {}, {}
+    for b = 0, 255 do
+        local z0, z1, z2, z3 = 0, 0, 0, 0
+        for i = 0, 7 do
+            if math.floor(b / 2 ^ (7 - i)) % 2 == 1 then
+                local v = powers[i]
+                z0, z1, z2, z3 = bxor(z0, v[1]), bxor(z1, v[2]), bxor(z2, v[3]), bxor(z3, v[4])
+            end
+        end
+        t0[b], t1[b], t2[b], t3[b] = z0, z1, z2, z3
+    end
+    return { t0, t1, t2, t3 }
+end
+
+-- ghash_mul returns x·H, Horner's rule over x's bytes from the last:
+-- r = r·x^8 + byte·H.
+local function ghash_mul(ht, x0, x1, x2, x3)
+    local t0, t1, t2, t3, red = ht[1], ht[2], ht[3], ht[4], aes.red
+    local r0, r1, r2, r3 = 0, 0, 0, 0
+    local x, b, o
+    for k = 3, 0, -1 do
+        if k == 3 then x = x3 elseif k == 2 then x = x2 elseif k == 1 then x = x1 else x = x0 end
+        for _ = 1, 4 do
+            b = x % 256; x = (x - b) / 256
+            o = r3 % 256
+            r3 = (r3 - o) / 256 + (r2 % 256) * 16777216
+            r2 = (r2 - r2 % 256) / 256 + (r1 % 256) * 16777216
+            r1 = (r1 - r1 % 256) / 256 + (r0 % 256) * 16777216
+            r0 = bxor((r0 - r0 % 256) / 256, red[o], t0[b])
+            r1, r2, r3 = bxor(r1, t1[b]), bxor(r2, t2[b]), bxor(r3, t3[b])
+        end
+    end
+    return r0, r1, r2, r3
+end
+
+-- ghash_string absorbs s, zero-padded to whole blocks, into z0..z3.
+local function ghash_string(ht, s, z0, z1, z2, z3)
+    local n = #s
+    if n % 16 ~= 0 then s = s .. string.rep("\0", 16 - n % 16) end
+    for i = 1, n, 16 do
+        local a1, a2, a3, a4, b1, b2, b3, b4, c1, c2, c3, c4, d1, d2, d3, d4 = s:byte(i, i + 15)
+        z0, z1, z2, z3 = ghash_mul(ht,
+            bxor(z0, ((a1 * 256 + a2) * 256 + a3) * 256 + a4), bxor(z1, ((b1 * 256 + b2) * 256 + b3) * 256 + b4),
+            bxor(z2, ((c1 * 256 + c2) * 256 + c3) * 256 + c4), bxor(z3, ((d1 * 256 + d2) * 256 + d3) * 256 + d4))
+    end
+    return z0, z1, z2, z3
+end
+
+-- gcm_key expands a 32-byte key: its round keys and H's tables.
+local function gcm_key(key)
+    if not aes then aes_tables() end
+    local w = aes_expand(key)
+    return { w = w, ht = ghash_tables(aes_encrypt(w, 0, 0, 0, 0)) }
+end
+
+-- gcm_ghash is GHASH of the additional data and the ciphertext, with
+-- their lengths in bits (below 2^32 here).
+local function gcm_ghash(k, aad, ct)
+    local z0, z1, z2, z3 = ghash_string(k.ht, aad, 0, 0, 0, 0)
+    z0, z1, z2, z3 = ghash_string(k.ht, ct, z0, z1, z2, z3)
+    return ghash_mul(k.ht, z0, bxor(z1, #aad * 8), z2, bxor(z3, #ct * 8))
+end
+
+-- be_bytes splits a word into its four bytes, first byte first.
+local function be_bytes(x)
+    local d = x % 256; x = (x - d) / 256
+    local c = x % 256; x = (x - c) / 256
+    local b = x % 256
+    return (x - b) / 256, b, c, d
+end
+
+-- gcm_decrypt decrypts ct in counter mode from counter block n0 n1 n2 2.
+local function gcm_decrypt(k, n0, n1, n2, ct)
+    local out, n = {}, #ct
+    local padded = ct
+    if n % 16 ~= 0 then padded = ct .. string.rep("\0", 16 - n % 16) end
+    local ctr = 2
+    for i = 1, n, 16 do
+        local k0, k1, k2, k3 = aes_encrypt(k.w, n0, n1, n2, ctr)
+        ctr = ctr + 1
+        local a1, a2, a3, a4, b1, b2, b3, b4, c1, c2, c3, c4, d1, d2, d3, d4 = padded:byte(i, i + 15)
+        out[#out + 1] = string.char(be_bytes(bxor(k0, ((a1 * 256 + a2) * 256 + a3) * 256 + a4)))
+        out[#out + 1] = string.char(be_bytes(bxor(k1, ((b1 * 256 + b2) * 256 + b3) * 256 + b4)))
+        out[#out + 1] = string.char(be_bytes(bxor(k2, ((c1 * 256 + c2) * 256 + c3) * 256 + c4)))
+        out[#out + 1] = string.char(be_bytes(bxor(k3, ((d1 * 256 + d2) * 256 + d3) * 256 + d4)))
+    end
+    return table.concat(out):sub(1, n)
+end
+
+-- The key log (docs/PROTOCOL.md, "Key log"): lines "tickwire1 DIR CONN
+-- TIME KEY". keylog.conns maps a connection id to its keys, newest first;
+-- each key keeps its expanded form once used. The file is read again from
+-- where the last read stopped whenever a packet finds no key that opens
+-- it, so a live capture picks up the keys of new sessions.
+local keylog = { path = "", offset = 0, line = 0, conns = {}, seen = {}, generation = 0 }
+
+-- What one pass over the capture learnt: per frame number the result of
+-- opening it, per key the largest packet number it opened (packet
+-- numbers are rebuilt from 16-bit sequences), per flow the key that
+-- opened its last packet. Reset when a capture is (re)dissected.
+local opened = { frames = {}, largest = {}, flows = {} }
+
+function p.init()
+    opened = { frames = {}, largest = {}, flows = {} }
+end
+
+-- keylog_read reads the lines appended to the key log since the last
+-- read and returns whether they brought keys.
+local function keylog_read()
+    local fh, err = io.open(keylog.path, "rb")
+    keylog.unreadable = not fh and err
+    if not fh then return false end
+    local size = fh:seek("end")
+    if not size or size < keylog.offset then -- replaced: start over
+        keylog = { path = keylog.path, offset = 0, line = 0, conns = {}, seen = {}, generation = keylog.generation + 1 }
+        opened.flows = {}
+    end
+    if not size or size == keylog.offset then
+        fh:close()
+        return false
+    end
+    fh:seek("set", keylog.offset)
+    local data = fh:read("*a") or ""
+    fh:close()
+    local whole = data:find("\n[^\n]*$") -- a line still being written waits
+    if not whole then return false end
+    keylog.offset = keylog.offset + whole
+    local added = false
+    for line in data:sub(1, whole):gmatch("([^\n]*)\n") do
+        keylog.line = keylog.line + 1
+        local label, dir, conn, made, key = line:match("^(%S+) (%S+) (%d+) (%S+) (%x+)\r?$")
+        conn = tonumber(conn)
+        if label == "tickwire1" and (dir == "c2s" or dir == "s2c" or dir == "mesh") and #key == 64 and
+            conn < 4294967296 and not keylog.seen[dir .. conn .. key:lower()] then
+            keylog.seen[dir .. conn .. key:lower()] = true
+            local list = keylog.conns[conn] or {}
+            keylog.conns[conn] = list
+            table.insert(list, 1, { dir = dir, made = made, line = keylog.line,
+                key = key:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end) })
+            added = true
+        end
+    end
+    if added then keylog.generation = keylog.generation + 1 end
+    return added
+end
+
+-- expand_pn rebuilds a packet number from its low 16 bits: the one
+-- nearest to the largest opened so far (reliability.ExpandSeq).
+local function expand_pn(largest, seq)
+    local pn = largest - largest % 65536 + seq
+    if pn + 32768 <= largest then
+        pn = pn + 65536
+    elseif pn > largest + 32768 and pn >= 65536 then
+        pn = pn - 65536
+    end
+    return pn
+end
+
+-- bswap turns a 32-bit number into the big-endian word of its
+-- little-endian bytes.
+local function bswap(x)
+    local a, b, c, d = be_bytes(x)
+    return ((d * 256 + c) * 256 + b) * 256 + a
+end
+
+-- A key that has opened nothing yet tries the packet numbers seq + k·65536
+-- for k below this: a capture that starts up to 4 million packets into a
+-- session (18 hours at 60 packets a second) still opens.
+local MAX_WRAPS = 64
+
+-- try_key opens the sealed packet raw with key e, or returns nil.
+local function try_key(e, raw, seq)
+    e.gcm = e.gcm or gcm_key(e.key)
+    local aad, ct = raw:sub(1, HEADER_SIZE), raw:sub(HEADER_SIZE + 1, -SEAL_OVERHEAD - 1)
+    local g0, g1, g2, g3 = gcm_ghash(e.gcm, aad, ct)
+    -- The tag is GHASH XOR the encryption of the counter block numbered 1:
+    -- compare that block's encryption with tag XOR GHASH.
+    local t = { raw:byte(-SEAL_OVERHEAD, -1) }
+    local want0 = bxor(g0, ((t[1] * 256 + t[2]) * 256 + t[3]) * 256 + t[4])
+    local want1 = bxor(g1, ((t[5] * 256 + t[6]) * 256 + t[7]) * 256 + t[8])
+    local want2 = bxor(g2, ((t[9] * 256 + t[10]) * 256 + t[11]) * 256 + t[12])
+    local want3 = bxor(g3, ((t[13] * 256 + t[14]) * 256 + t[15]) * 256 + t[16])
+    local largest = opened.largest[e]
+    local first, last = 0, MAX_WRAPS - 1
+    if largest then first, last = 0, 0 end
+    for wrap = first, last do
+        local pn = seq + wrap * 65536
+        if largest then pn = expand_pn(largest, seq) end
+        -- Nonce kind 0 (four zero bytes), then the packet number, both
+        -- little-endian.
+        local n1, n2 = bswap(pn % 4294967296), bswap(math.floor(pn / 4294967296))
+        local j0, j1, j2, j3 = aes_encrypt(e.gcm.w, 0, n1, n2, 1)
+        if j0 == want0 and j1 == want1 and j2 == want2 and j3 == want3 then
+            if not largest or pn > largest then opened.largest[e] = pn end
+            return { plain = gcm_decrypt(e.gcm, 0, n1, n2, ct), key = e, pn = pn }
+        end
+    end
+    return nil
+end
+
+-- open_sealed finds the key of a sealed session or mesh packet and opens
+-- it. It returns the result, or one naming why not.
+local function open_sealed(buf, pinfo, t)
+    local conn, seq = buf(4, 4):le_uint(), buf(8, 2):le_uint()
+    local raw = buf:raw()
+    local flow = table.concat({ conn, tostring(pinfo.src), pinfo.src_port, tostring(pinfo.dst), pinfo.dst_port }, " ")
+    local tried
+    for attempt = 1, 2 do
+        tried = 0
+        local keys = keylog.conns[conn] or {}
+        local order = {}
+        local hint = opened.flows[flow]
+        if hint then order[1] = hint end
+        for _, e in ipairs(keys) do
+            if e ~= hint and (e.dir == "mesh") == (t == 9) then order[#order + 1] = e end
+        end
+        for _, e in ipairs(order) do
+            tried = tried + 1
+            local r = try_key(e, raw, seq)
+            if r then
+                opened.flows[flow] = e
+                return r
+            end
+        end
+        -- The key may be in lines written since the last read.
+        if attempt == 1 and not keylog_read() then break end
+    end
+    if keylog.unreadable then
+        return { why = "the key log cannot be read: " .. keylog.unreadable }
+    end
+    if tried == 0 then
+        return { why = string.format("no key for connection %d in the key log", conn) }
+    end
+    return { why = string.format("none of the %d keys of connection %d in the key log opens it", tried, conn) }
+end
+
+-- decrypt returns what opening a sealed packet gave (plain, key and pn,
+-- or why), or nil when no key log is set. A frame's result is kept: a
+-- failure is tried again only once the key log has new keys.
+local function decrypt(buf, pinfo, t)
+    local path = p.prefs.keylog_file
+    if not path or path == "" then return nil end
+    if path ~= keylog.path then
+        keylog = { path = path, offset = 0, line = 0, conns = {}, seen = {}, generation = keylog.generation + 1 }
+        opened = { frames = {}, largest = {}, flows = {} }
+    end
+    local r = opened.frames[pinfo.number]
+    if r and (r.plain or r.generation == keylog.generation) then return r end
+    local ok, res = pcall(open_sealed, buf, pinfo, t)
+    if not ok then res = { why = "decryption failed: " .. tostring(res) } end
+    res.generation = keylog.generation
+    opened.frames[pinfo.number] = res
+    return res
+end
+
+-- dissect_payload dissects the plaintext after the session header of a
+-- packet of type t: buf holds the header and the plaintext (the packet,
+-- or the packet decrypted).
+local function dissect_payload(buf, pinfo, tree, t)
+    local rest = buf:len() - HEADER_SIZE
+    if t == 4 then
+        return dissect_accept_body(buf, HEADER_SIZE, tree)
+    elseif t == 8 then
+        if rest < 1 then return bad(tree, "truncated disconnect") end
+        local r = buf(HEADER_SIZE, 1):uint()
+        tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
+        if r == 0 or r > 9 then return bad(tree, "disconnect: unknown reason") end
+        pinfo.cols.info:append(" " .. disconnect_names[r])
+        return ""
+    end
+    local summary = frames(buf, HEADER_SIZE, tree)
+    if summary and summary ~= "" then pinfo.cols.info:append(" [" .. summary .. "]") end
+    return summary
+end
+
 local function dissect_session(buf, pinfo, tree, t, sealed)
     if buf:len() < HEADER_SIZE then return bad(tree, "truncated session header") end
     local tick = buf(16, 4):le_uint()
@@ -1048,28 +1460,28 @@ local function dissect_session(buf, pinfo, tree, t, sealed)
         buf(4, 4):le_uint(), buf(8, 2):le_uint(), buf(10, 2):le_uint(), tick))
 
     local rest = buf:len() - HEADER_SIZE
-    if sealed then
-        if rest < SEAL_OVERHEAD then return bad(tree, "sealed payload shorter than its tag") end
-        if rest > SEAL_OVERHEAD then
-            tree:add(f.payload, buf(HEADER_SIZE, rest - SEAL_OVERHEAD))
-        end
-        tree:add(f.tag, buf(buf:len() - SEAL_OVERHEAD, SEAL_OVERHEAD))
-        pinfo.cols.info:append(" [sealed]")
-        return ""
+    if not sealed then return dissect_payload(buf, pinfo, tree, t) end
+    if rest < SEAL_OVERHEAD then return bad(tree, "sealed payload shorter than its tag") end
+    local opened_as = decrypt(buf, pinfo, t)
+    if opened_as and opened_as.plain then
+        local sealed_part = buf(HEADER_SIZE, rest)
+        tree:add(f.decrypted, sealed_part, true):set_generated()
+        local pn = opened_as.pn
+        tree:add(f.pn, sealed_part, UInt64.new(pn % 4294967296, math.floor(pn / 4294967296))):set_generated()
+        local k = opened_as.key
+        tree:add(f.key_line, sealed_part, k.line):set_generated()
+        tree:add(f.key_dir, sealed_part, k.dir):set_generated()
+        tree:add(f.key_time, sealed_part, k.made):set_generated()
+        local plain = ByteArray.new(buf:raw(0, HEADER_SIZE) .. opened_as.plain, true)
+        return dissect_payload(plain:tvb("Decrypted tickwire packet"), pinfo, tree, t)
     end
-    if t == 4 then
-        return dissect_accept_body(buf, HEADER_SIZE, tree)
-    elseif t == 8 then
-        if rest < 1 then return bad(tree, "truncated disconnect") end
-        local r = buf(HEADER_SIZE, 1):uint()
-        tree:add(f.disc_reason, buf(HEADER_SIZE, 1))
-        if r == 0 or r > 9 then return bad(tree, "disconnect: unknown reason") end
-        pinfo.cols.info:append(" " .. disconnect_names[r])
-        return ""
+    if rest > SEAL_OVERHEAD then
+        tree:add(f.payload, buf(HEADER_SIZE, rest - SEAL_OVERHEAD))
     end
-    local summary = frames(buf, HEADER_SIZE, tree)
-    if summary and summary ~= "" then pinfo.cols.info:append(" [" .. summary .. "]") end
-    return summary
+    tree:add(f.tag, buf(buf:len() - SEAL_OVERHEAD, SEAL_OVERHEAD))
+    pinfo.cols.info:append(" [sealed]")
+    if opened_as then tree:add_proto_expert_info(ef_undecryptable, opened_as.why) end
+    return ""
 end
 
 function p.dissector(buf, pinfo, tree)
