@@ -34,13 +34,15 @@ type commitRig struct {
 	meshWrap func(id uint64, pc net.PacketConn) net.PacketConn
 	// sessWrap, if set, wraps a client's session socket
 	sessWrap func(id uint64, pc *udptest.Conn) net.PacketConn
-	logs     bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
-	net      *udptest.Network
-	key      tickwire.Key
-	srv      *tickwire.Server
-	host     *Host
-	relay    *Relay // instead of host (newRelayRig)
-	done     chan error
+	// rejoin makes the clients rejoin by themselves (Dialer.Rejoin)
+	rejoin bool
+	logs   bytes.Buffer // the server's log (written on its loop: read it in srv.Do)
+	net    *udptest.Network
+	key    tickwire.Key
+	srv    *tickwire.Server
+	host   *Host
+	relay  *Relay // instead of host (newRelayRig)
+	done   chan error
 	// world makes a client's blank world (default swarm with 1000 units)
 	world func() sim.CommitGame
 }
@@ -111,6 +113,7 @@ type commitPlayer struct {
 	issuedAt  map[commitKey]time.Time
 	loads     int
 	loadedAt  uint32      // the tick of the last state loaded
+	tags      uint16      // the commands' tags so far (play numbers on across calls)
 	rejected  []rejection // what ClientConfig.Rejected reported
 }
 
@@ -219,6 +222,9 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 		r.t.Fatal(err)
 	}
 	d := tickwire.Dialer{Game: p.cc, Conn: udp.FromPacketConn(conn)}
+	if r.rejoin {
+		d.Rejoin = &tickwire.Rejoin{}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := d.Dial(ctx, tok); err != nil {
@@ -230,14 +236,15 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 
 // play issues a random group order every 150..450 ms until stop.
 func (p *commitPlayer) play(t *testing.T, stop <-chan struct{}) {
-	r := rand.New(rand.NewPCG(p.id, 7))
-	for n := uint16(1); ; n++ {
+	r := rand.New(rand.NewPCG(p.id, 7+uint64(p.tags)))
+	for {
 		select {
 		case <-stop:
 			return
 		case <-time.After(time.Duration(150+r.IntN(300)) * time.Millisecond):
 		}
-		tag := uint16(p.id)<<12 | n
+		p.tags++
+		tag := uint16(p.id)<<12 | p.tags
 		cmd := swarm.AppendCommand(nil, swarm.Command{Op: swarm.OpMove, Group: uint8(r.IntN(swarm.Groups)),
 			X: uint16(r.IntN(swarm.WorldSize)), Y: uint16(r.IntN(swarm.WorldSize)), Tag: tag})
 		if _, err := p.cc.Issue(p.slot, cmd); err != nil {
@@ -647,6 +654,55 @@ func TestHostCommitted(t *testing.T) {
 		checkRecords(t, ps)
 		if st := r.hostStats(); st.Desyncs != 0 || st.Checked < uint64(tick) {
 			t.Errorf("host %+v: every committed tick checked, without a desync, up to %d", st, tick)
+		}
+	})
+}
+
+// TestCommitsRejoin: of three clients, the third loses its path for
+// 12 s, past the session timeout. Its player stays in the game (no
+// leave is scheduled) while the others play on without waiting for it;
+// when the path returns it rejoins by itself, loads the committed state,
+// counts again once it keeps pace, and its committed record agrees with
+// the others' from there on; every command runs once.
+func TestCommitsRejoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCommitRig(t, Config{})
+		defer r.close()
+		r.rejoin = true
+		cut := &udptest.Cuttable{}
+		r.sessWrap = func(id uint64, pc *udptest.Conn) net.PacketConn {
+			if id != 3 {
+				return pc
+			}
+			cut.PacketConn = pc
+			return cut
+		}
+		var players []*commitPlayer
+		for id := uint64(1); id <= 3; id++ {
+			players = append(players, r.dial(id, uint16(id), 10*time.Millisecond, ""))
+		}
+		runCommits(t, players, 3*time.Second)
+		before := players[0].cc.Stats().Committed
+		cut.Cut.Store(true)
+		runCommits(t, players[:2], 12*time.Second)
+		if c := players[0].cc.Stats().Committed; c-before < 12*commitRate {
+			t.Fatalf("the others committed %d ticks in 12 s without the third: they waited for it", c-before)
+		}
+		cut.Cut.Store(false)
+		for players[2].cc.Stats().Committed < players[0].cc.Stats().Committed {
+			time.Sleep(100 * time.Millisecond) // polling, in virtual time
+		}
+		runCommits(t, players, 3*time.Second)
+		checkRecords(t, players)
+		st := r.hostStats()
+		if st.Rejoins != 1 || st.Leaves != 0 || st.Joins != 3 {
+			t.Fatalf("host: %d rejoins, %d leaves, %d joins; want 1, 0, 3", st.Rejoins, st.Leaves, st.Joins)
+		}
+		players[2].mu.Lock()
+		loads := players[2].loads
+		players[2].mu.Unlock()
+		if loads < 2 {
+			t.Fatalf("the rejoined client loaded %d states, want its first and the one after its rejoin", loads)
 		}
 	})
 }

@@ -56,6 +56,7 @@ type HostStats struct {
 	Games     int
 	Joins     uint64
 	Leaves    uint64
+	Rejoins   uint64 // connections back into their players' slots (tickwire.Conn.Rejoined)
 	Commands  uint64 // commands relayed
 	Late      uint64 // commands that arrived after their tick was committed and were moved forward
 	Commits   uint64 // ticks committed

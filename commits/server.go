@@ -78,7 +78,10 @@ type commitGame struct {
 	relay     []byte            // a command frame being relayed
 	relayed   *relayGame        // the Relay's part of the game (nil under a Host)
 	leadSet   []*commitConn     // updateLead's
-
+	// awaiting holds the players whose connection ended without a leave,
+	// until the end of their rejoin grace: still in the game (no leave
+	// is scheduled), out of the commit, back with a rejoining connection
+	awaiting map[uint16]time.Time
 }
 
 // commitConn is one connection of a game.
@@ -218,12 +221,18 @@ func (h *commitServer) connected(c *tickwire.Conn) {
 	h.conns[c] = cc
 	c.SetFrameHandler(cc)
 	g.conns = append(g.conns, cc)
+	if h.rejoins(g, c) {
+		h.stats.Rejoins++
+		h.log.Info("players rejoined", "game", g.id, "players", c.Players(), "conn", c.ID())
+	}
 	for _, p := range c.Players() {
 		// The player's commands are numbered on from the game's count,
 		// so a rejoining player's never collide with its old ones.
 		cc.lastSeq[p] = g.seqs[p]
 		if _, ok := g.joined[p]; ok {
-			h.log.Warn("player slot already in the game", "game", g.id, "player", p)
+			if !c.Rejoined() {
+				h.log.Warn("player slot already in the game", "game", g.id, "player", p)
+			}
 			continue
 		}
 		at := h.schedule(g)
@@ -334,30 +343,97 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	// closed a connection too slow, a relay refusing its waiting
 	// clients), and deleting in place would clear the slot it reads next.
 	g.conns = slices.DeleteFunc(slices.Clone(g.conns), func(x *commitConn) bool { return x == cc })
-	h.leave(cc, reason)
+	if !h.awaitRejoin(cc, reason) {
+		h.leave(cc, reason)
+	}
 	h.mode.left(cc)
-	if len(g.conns) == 0 {
+	h.endIfEmpty(g)
+	h.cfg.Handler.Disconnected(c, reason)
+}
+
+// awaitRejoin keeps cc's players in the game, out of the commit, until
+// the end of their rejoin grace, when cc ended without a leave
+// (tickwire.Conn.RejoinUntil). It reports whether it did.
+func (h *commitServer) awaitRejoin(cc *commitConn, reason proto.DisconnectReason) bool {
+	until, ok := cc.c.RejoinUntil()
+	if !ok || cc.left {
+		return false
+	}
+	g := cc.g
+	if g.awaiting == nil {
+		g.awaiting = map[uint16]time.Time{}
+	}
+	for _, p := range cc.c.Players() {
+		if _, in := g.joined[p]; in {
+			g.awaiting[p] = until
+		}
+	}
+	h.log.Info("players await their rejoin", "game", g.id, "players", cc.c.Players(), "reason", reason, "until", until, "conn", cc.c.ID())
+	return true
+}
+
+// rejoins reports whether c, a rejoining connection, takes back players
+// g awaits (and stops awaiting them): they are in the game already, and
+// c gets the committed state and counts in the commit again once it
+// keeps pace, as a kicked client does.
+func (h *commitServer) rejoins(g *commitGame, c *tickwire.Conn) bool {
+	if !c.Rejoined() || len(g.awaiting) == 0 {
+		return false
+	}
+	back := false
+	for _, p := range c.Players() {
+		if _, ok := g.awaiting[p]; ok {
+			delete(g.awaiting, p)
+			back = true
+		}
+	}
+	return back
+}
+
+// expireRejoins schedules the leaves of the awaited players whose grace
+// is over.
+func (h *commitServer) expireRejoins(g *commitGame, now time.Time) {
+	expired := false
+	for p, until := range g.awaiting {
+		if now.Before(until) {
+			continue
+		}
+		delete(g.awaiting, p)
+		h.leavePlayer(g, p, "timeout, not back in its grace", 0)
+		expired = true
+	}
+	if expired {
+		h.endIfEmpty(g)
+	}
+}
+
+// endIfEmpty ends g when no connection plays it and no player is awaited.
+func (h *commitServer) endIfEmpty(g *commitGame) {
+	if len(g.conns) == 0 && len(g.awaiting) == 0 && h.games[g.id] == g {
 		delete(h.games, g.id)
 		h.log.Info("commits game ended", "game", g.id, "tick", g.ls.CommittedTick())
 	}
-	h.cfg.Handler.Disconnected(c, reason)
 }
 
 // leave schedules the leaves of cc's players still in the game, a lead
 // ahead like joins: every client runs them at the same tick.
 func (h *commitServer) leave(cc *commitConn, reason proto.DisconnectReason) {
-	g := cc.g
 	for _, p := range cc.c.Players() {
-		j, ok := g.joined[p]
-		if !ok {
-			continue
-		}
-		delete(g.joined, p)
-		at := max(h.schedule(g), j+1)
-		h.system(g, sim.CommandLeave, p, at, nil)
-		h.stats.Leaves++
-		h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason, "conn", cc.c.ID())
+		h.leavePlayer(cc.g, p, reason.String(), cc.c.ID())
 	}
+}
+
+// leavePlayer schedules player's leave, if it is in g, a lead ahead.
+func (h *commitServer) leavePlayer(g *commitGame, p uint16, reason string, conn uint32) {
+	j, ok := g.joined[p]
+	if !ok {
+		return
+	}
+	delete(g.joined, p)
+	at := max(h.schedule(g), j+1)
+	h.system(g, sim.CommandLeave, p, at, nil)
+	h.stats.Leaves++
+	h.log.Info("player leaves", "game", g.id, "player", p, "tick", at, "reason", reason, "conn", conn)
 }
 
 // leaving takes a client's clean leave (ControlLeave): its players leave
@@ -382,6 +458,7 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 	}
 	maxLag := uint32(h.cfg.MaxBuffer / h.period)
 	for _, g := range h.games {
+		h.expireRejoins(g, now)
 		for _, cc := range g.conns {
 			st := cc.c.Stats()
 			cc.up, cc.oneway = st.RTT/2, st.RTT/2+2*st.Jitter

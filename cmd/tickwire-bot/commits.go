@@ -157,6 +157,9 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 		return err
 	}
 	d := tickwire.Dialer{Game: b.cc}
+	if o.rejoin {
+		d.Rejoin = &tickwire.Rejoin{}
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := d.Dial(dctx, tok); err != nil {
