@@ -125,7 +125,7 @@ func BenchmarkCommitsABI(b *testing.B) {
 	// a relay's client whose player is in the committed world
 	player := func() (*commitsClient, uint16) {
 		srv := startRelay(b, patient, commits.RelayConfig{Config: commits.Config{Capacity: 1 << 16}})
-		k, err := newCommitsClient(srv.token(b, 1), "", patient, 8, 1<<16, false)
+		k, err := newCommitsClient(srv.token(b, 1), "", patient, nil, 8, 1<<16, false)
 		if err != nil {
 			b.Fatal(err)
 		}

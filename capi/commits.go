@@ -72,7 +72,7 @@ const maxGameState = proto.MaxStateSize - 6 - 2*proto.MaxSpawner
 
 // newCommitsClient starts dialing with a commits.Client whose game is
 // the C caller's, and gives it a handle.
-func newCommitsClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config, inputSize, capacity int, mesh bool) (*commitsClient, error) {
+func newCommitsClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Config, rejoin *tickwire.Rejoin, inputSize, capacity int, mesh bool) (*commitsClient, error) {
 	k := &commitsClient{inputSize: inputSize}
 	cc, err := commits.NewClient(&remoteGame{k: k}, commits.ClientConfig{
 		Capacity:  capacity,
@@ -85,7 +85,7 @@ func newCommitsClient(tok *tickwire.ConnectToken, addr string, cfg tickwire.Conf
 		return nil, err
 	}
 	k.cc = cc
-	k.client = dialClient(tok, addr, tickwire.Dialer{Config: cfg, Game: cc})
+	k.client = dialClient(tok, addr, tickwire.Dialer{Config: cfg, Game: cc, Rejoin: rejoin})
 	k.handle = handles.add(k)
 	return k, nil
 }

@@ -144,7 +144,7 @@ func TestCommitsRelay(t *testing.T) {
 	srv := startRelay(t, tickwire.Config{}, commits.RelayConfig{})
 	var games []*ledger
 	join := func(id uint64) *ledger {
-		k, err := newCommitsClient(srv.token(t, id, uint16(id)), "", tickwire.Config{}, 8, 0, false)
+		k, err := newCommitsClient(srv.token(t, id, uint16(id)), "", tickwire.Config{}, nil, 8, 0, false)
 		if err != nil {
 			t.Fatal(err)
 		}

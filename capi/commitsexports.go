@@ -43,7 +43,7 @@ func tw_commits_create(abi C.uint32_t, token *C.tw_const_char, addr *C.tw_const_
 		return fail(resInvalidArgument, "tickwire: %s: capacity_ticks %d over 65536", fn, cfg.capacity_ticks)
 	}
 	transport := (*C.tw_const_client_config)(unsafe.Pointer(&cfg.transport))
-	k, err := newCommitsClient(tok, server, transportConfig(transport), int(cfg.input_size), int(cfg.capacity_ticks), cfg.mesh != 0)
+	k, err := newCommitsClient(tok, server, transportConfig(transport), rejoinOf(transport), int(cfg.input_size), int(cfg.capacity_ticks), cfg.mesh != 0)
 	if err != nil {
 		return fail(resInvalidArgument, "%v", err)
 	}

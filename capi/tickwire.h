@@ -314,7 +314,8 @@ typedef struct tw_client_config {
 	 * into the same player slots by itself with the rejoin credential
 	 * the server gave it, within the server's rejoin grace (30 s by
 	 * default): TW_EVENT_REJOINING, then TW_EVENT_REJOINED, or
-	 * TW_EVENT_DISCONNECTED if no attempt succeeds. */
+	 * TW_EVENT_DISCONNECTED if no attempt succeeds. A commits client
+	 * then gets a TW_EVENT_COMMITS_STATE with TW_EVENT_RESYNC. */
 	uint32_t rejoin;
 	/* With rejoin: the attempts at most, 100 ms apart and doubling up
 	 * to 4 s. 0: 8. */
