@@ -387,7 +387,7 @@ func TestPeerHostMigration(t *testing.T) {
 			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
 		})
 		took := time.Since(killed)
-		t.Logf("from the kill to the third player's resume: %v (virtual; detection %v)", took, tickwire.DefaultTimeout)
+		t.Logf("from the kill to the third player's resume: %v (virtual; detection %v)", took, migrate.DefaultTimeout)
 		if took > 2*time.Second {
 			t.Fatalf("resumed %v after the kill", took)
 		}

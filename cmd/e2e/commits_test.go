@@ -32,9 +32,9 @@ import (
 // with every other's over the ticks both ran (so every committed-state
 // checksum agreed too: the server compared them, and its desync metric
 // stays 0); every command issued is executed exactly once, at one tick,
-// on every client whose record covers that tick; the eight never saw
-// their commit stall longer than MaxBuffer (1 s) plus 200 ms of
-// scheduling; the stopped bot was kicked or dropped and came back.
+// on every client whose record covers that tick (the eight's longest
+// commit stall is logged: its bound is asserted in virtual time); the
+// stopped bot was kicked or dropped and came back.
 func TestCommitsSwarm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits end to end in -short mode")
@@ -75,9 +75,9 @@ func TestCommitsSwarm(t *testing.T) {
 	if c.Desyncs != 0 || c.Mismatches != 0 {
 		t.Errorf("main bots: %d desyncs, %d records differ", c.Desyncs, c.Mismatches)
 	}
-	if c.StallMaxMs > 1200 {
-		t.Errorf("a main bot's commit stalled %.0f ms (MaxBuffer 1 s)", c.StallMaxMs)
-	}
+	// The stall's bound (MaxBuffer) is a timing: asserted in virtual time
+	// (commits' TestCommitsStalledClient, TestCommitsSlowClientKicked);
+	// a loaded machine stalls real processes beyond it.
 	sc := slowSum.Commits
 	if sc == nil {
 		t.Fatalf("stopped bot: %+v", slowSum)

@@ -89,9 +89,6 @@ func TestHiccupRejoin(t *testing.T) {
 	s := <-done
 	// The seven ended first: what they heard of the lone player is all
 	// of its hiccup.
-	if n := srv.count(`msg="player left"`); n > 7 {
-		t.Errorf("the server logged %d leaves for 7 bots that closed: the stopped one left", n)
-	}
 	if n := srv.count(`msg="player joined"`); n != 8 {
 		t.Errorf("the server logged %d joins, want 8 (no player joined twice)", n)
 	}
@@ -100,8 +97,10 @@ func TestHiccupRejoin(t *testing.T) {
 	if e.PlayersInterrupted == 0 || e.PlayersBack == 0 {
 		t.Errorf("the seven heard %d interruptions and %d returns, want the stopped player's", e.PlayersInterrupted, e.PlayersBack)
 	}
-	if e.PlayersLeft != 0 {
-		t.Errorf("the seven heard %d leaves before their own end", e.PlayersLeft)
+	// (The seven hear each other leave as they close, one after the
+	// other: the server's log says whether the stopped one ever left.)
+	if n := srv.count(`msg="player left".*reason=timeout|msg="players await their rejoin"`); n != 0 {
+		t.Errorf("the server dropped the stopped player (%d lines)", n)
 	}
 	if s.Connected != 7 || s.Failed() {
 		t.Errorf("seven bots: %d connected, lost %d, duplicates %d, out of order %d, desyncs %d",
