@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/internal/testrig"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
@@ -74,33 +75,6 @@ func (r *commitRig) close() {
 	}
 }
 
-// corruptSwarm is the swarm with a wrong rule: at tick At, unit Unit's
-// hp drops by 7, as a client running other game code would compute.
-type corruptSwarm struct {
-	*swarm.Game
-	At   uint32
-	Unit int
-}
-
-func (g *corruptSwarm) Clone() sim.CommitGame {
-	return &corruptSwarm{Game: g.Game.Clone().(*swarm.Game), At: g.At, Unit: g.Unit}
-}
-
-func (g *corruptSwarm) CopyFrom(src sim.CommitGame) { g.Game.CopyFrom(src.(*corruptSwarm).Game) }
-
-func (g *corruptSwarm) Step(t *sim.Tick) {
-	g.Game.Step(t)
-	if t.Tick == g.At {
-		// A unit is x, y (i32), team, group, hp (u8) after the tick
-		// (u32) and the count (u32).
-		b := g.Game.AppendCanonical(nil)
-		b[4+4+11*g.Unit+10] -= 7
-		if err := g.Game.LoadCanonical(b); err != nil {
-			panic(err)
-		}
-	}
-}
-
 // TestCommitRecordingReruns: a commits-mode recording re-runs to every
 // committed checksum and state it holds.
 func TestCommitRecordingReruns(t *testing.T) {
@@ -134,7 +108,7 @@ func recordCommitClients(t *testing.T, found bool) (a, b *Recording) {
 		g, _ := swarm.NewGame(100)
 		var game sim.CommitGame = g
 		if i == 1 {
-			game = &corruptSwarm{Game: g, At: 150, Unit: 17}
+			game = &testrig.FlawedSwarm{Game: g, At: 150, Unit: 17}
 		}
 		r := newCommitRig(t, filepath.Join(dir, name), Config{Game: "swarm", KeyEvery: 100}, RoleCommitsClient, game)
 		for range 300 {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -159,5 +160,43 @@ func TestRecordingAllocs(t *testing.T) {
 	}
 	if st := r.rec.w.Stats(); st.Raw == before.Raw || st.Lost != 0 {
 		t.Fatalf("nothing recorded, or records lost: %+v", st)
+	}
+}
+
+// TestSegments: a recording larger than Config.SegmentBytes goes on in
+// a new segment at a full state, keeping Segments files; each file
+// re-runs alone from its first state (whose past lets the first shots
+// rewind) to every checksum it holds.
+func TestSegments(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.replay")
+	r := newServerRig(t, path, Config{Game: "arena", KeyEvery: 60, SegmentBytes: 64 << 10, Segments: 3}, 300, 1, 2, 3, 4)
+	for range 6000 {
+		r.tick()
+	}
+	r.close()
+	if st := r.rec.w.Stats(); st.Segments < 3 || st.Lost != 0 {
+		t.Fatalf("writer %+v", st)
+	}
+	if _, err := os.Stat(path + ".3"); !os.IsNotExist(err) {
+		t.Fatalf("a fourth file was kept: %v", err)
+	}
+	last := uint32(0)
+	for _, name := range []string{path + ".2", path + ".1", path} {
+		rec, err := ReadFile(name)
+		if err != nil || rec.Err != nil {
+			t.Fatal(err, rec.Err)
+		}
+		rep, err := Check(rec, arenaGames)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: segment %d, %+v", name, rec.Header.Segment, rep)
+		if rep.Mismatch != nil || rep.Restarts != 0 || rep.First == 0 || rep.First < last || rep.Checksums == 0 {
+			t.Fatalf("%s re-runs as %+v", name, rep)
+		}
+		last = rep.Last
+	}
+	if last != 6000 {
+		t.Fatalf("the current segment ends at tick %d", last)
 	}
 }

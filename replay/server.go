@@ -80,12 +80,15 @@ func (s *ServerRecorder) Stepped(eng *sim.Server) {
 	w.tickDone(tick, s.rate)
 }
 
-// keep copies eng's snapshot into the past.
+// keep copies eng's snapshot into the past, in the ticks before a full
+// state is due: the only ones a full state may start a segment at. (A
+// full state after a gap carries what the past holds then.)
 func (s *ServerRecorder) keep(eng *sim.Server) {
-	if len(s.past) > 0 {
-		snap := eng.Snapshot()
-		s.past[int(snap.Tick%uint32(len(s.past)))].CopyFrom(snap)
+	snap := eng.Snapshot()
+	if len(s.past) == 0 || s.hasKey && int64(s.key)+int64(s.w.cfg.KeyEvery)-int64(snap.Tick) > int64(len(s.past)) {
+		return
 	}
+	s.past[int(snap.Tick%uint32(len(s.past)))].CopyFrom(snap)
 }
 
 // writeState records eng's full state, with the past if withPast.

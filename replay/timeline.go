@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -24,9 +25,13 @@ type Timeline struct {
 	Bisect *BisectReport
 }
 
+// shortRole names a lane's recording.
+var shortRole = [roleEnd]string{"", "server", "client", "commits server", "commits client"}
+
 // lane is what the timeline shows of one recording.
 type lane struct {
 	title      string
+	sumsLabel  string // what its sums row shows
 	first      uint32
 	last       uint32
 	sums       []uint32 // ticks with a checksum (or a first step, for a client)
@@ -38,6 +43,9 @@ type lane struct {
 	differs    uint32 // the tick shown as differing
 	hasDiffers bool
 	skipped    []uint32 // ticks a bisection skipped
+	// the states a commits-mode client kept and wrote after a desync
+	keptFrom, keptTo uint32
+	hasKept          bool
 }
 
 // mark is an event drawn on a lane.
@@ -65,6 +73,7 @@ func (t *Timeline) WriteHTML(w io.Writer) error {
 	lo, hi := ^uint32(0), uint32(0)
 	for i, r := range t.Recordings {
 		lanes[i] = laneOf(r)
+		lanes[i].title = fmt.Sprintf("%c: %s", 'A'+i, shortRole[r.Header.Role])
 		if i < len(t.Checks) && t.Checks[i] != nil {
 			c := t.Checks[i]
 			lanes[i].agrees, lanes[i].agreeFrom, lanes[i].agreeTo = c.Steps > 0, c.First, c.Last
@@ -106,7 +115,7 @@ svg text { font: 12px sans-serif; }
 .agree { fill: #cdeccd; }
 .sum { stroke: #2a8a2a; }
 .sum.after { stroke: #bbb; }
-.key { fill: #3b6fb6; }
+.key { fill: #3b6fb6; } .kept { fill: #9db8dd; }
 .differs { stroke: #d22; stroke-width: 3; }
 .join { fill: #2a8a2a; } .leave { fill: #7a4a00; } .session { fill: #555; }
 .late { fill: #e69b00; } .resync { fill: #8a2be2; } .desync { fill: #d22; } .rollback { fill: #e69b00; } .gap { fill: #000; }
@@ -128,9 +137,9 @@ svg text { font: 12px sans-serif; }
 	for i, l := range lanes {
 		y := tlTop + i*tlLane
 		fmt.Fprintf(&b, `<g class="lane" data-title="%s">`+"\n", html.EscapeString(l.title))
-		fmt.Fprintf(&b, `<text x="4" y="%d" font-weight="bold">%s</text>`+"\n", y+12, html.EscapeString(shorten(l.title, 22)))
-		fmt.Fprintf(&b, `<text x="4" y="%d">checksums</text><text x="4" y="%d">full states</text><text x="4" y="%d">events</text>`+"\n",
-			y+tlRowSums+4, y+tlRowKeys+4, y+tlRowMark+4)
+		fmt.Fprintf(&b, `<text x="4" y="%d" font-weight="bold">%s</text>`+"\n", y+8, html.EscapeString(l.title))
+		fmt.Fprintf(&b, `<text x="4" y="%d">%s</text><text x="4" y="%d">full states</text><text x="4" y="%d">events</text>`+"\n",
+			y+tlRowSums+4, l.sumsLabel, y+tlRowKeys+4, y+tlRowMark+4)
 		if l.agrees && int32(l.agreeTo-l.agreeFrom) >= 0 {
 			fmt.Fprintf(&b, `<rect class="agree" x="%.1f" y="%d" width="%.1f" height="16"><title>ticks %d to %d agree</title></rect>`+"\n",
 				x(l.agreeFrom), y+tlRowSums-8, max(x(l.agreeTo)-x(l.agreeFrom), 1), l.agreeFrom, l.agreeTo)
@@ -144,6 +153,10 @@ svg text { font: 12px sans-serif; }
 		}
 		for _, s := range thin(l.skipped, hi-lo) {
 			fmt.Fprintf(&b, `<line class="skipped" x1="%.1f" y1="%d" x2="%.1f" y2="%d"/>`+"\n", x(s), y+tlRowSums+7, x(s), y+tlRowSums+10)
+		}
+		if l.hasKept {
+			fmt.Fprintf(&b, `<rect class="kept" x="%.1f" y="%d" width="%.1f" height="6"><title>states of ticks %d to %d, kept for the desync</title></rect>`+"\n",
+				x(l.keptFrom), y+tlRowKeys-3, max(x(l.keptTo)-x(l.keptFrom), 2), l.keptFrom, l.keptTo)
 		}
 		for _, k := range l.keys {
 			fmt.Fprintf(&b, `<rect class="key" x="%.1f" y="%d" width="6" height="6" transform="rotate(45 %.1f %d)"><title>full state, tick %d</title></rect>`+"\n",
@@ -173,6 +186,7 @@ svg text { font: 12px sans-serif; }
 		`<circle class="resync" cx="510" cy="-4" r="4"/><text x="518" y="0">resync</text>`+
 		`<circle class="desync" cx="575" cy="-4" r="4"/><text x="583" y="0">desync</text>`+
 		`<line class="differs" x1="650" y1="-10" x2="650" y2="2"/><text x="656" y="0">first divergence</text>`+
+		`<rect class="kept" x="770" y="-7" width="24" height="6"/><text x="800" y="0">states kept for a desync</text>`+
 		"</g>\n", tlLeft, ly)
 	b.WriteString("</svg>\n</body></html>\n")
 	_, err := io.WriteString(w, b.String())
@@ -212,7 +226,10 @@ func (t *Timeline) summaryHTML() string {
 // laneOf gathers what the timeline shows of r.
 func laneOf(r *Recording) lane {
 	h := &r.Header
-	l := lane{title: fmt.Sprintf("%s (%s)", h.Role, baseName(r.Path)), first: ^uint32(0)}
+	l := lane{sumsLabel: "checksums", first: ^uint32(0)}
+	if h.Role == RoleClient {
+		l.sumsLabel = "first steps"
+	}
 	var step sim.StepRecord
 	for _, x := range r.Records {
 		l.first, l.last = min(l.first, x.Tick), max(l.last, x.Tick)
@@ -222,8 +239,15 @@ func laneOf(r *Recording) lane {
 		case RecordState, RecordConfirmed:
 			l.keys = append(l.keys, x.Tick)
 		case RecordCommitted:
-			if c, err := ParseCommitted(x.Body, x.Tick); err == nil && c.Cause != StateBeforeDesync {
+			c, err := ParseCommitted(x.Body, x.Tick)
+			switch {
+			case err != nil:
+			case c.Cause != StateBeforeDesync:
 				l.keys = append(l.keys, x.Tick)
+			case !l.hasKept:
+				l.keptFrom, l.keptTo, l.hasKept = x.Tick, x.Tick, true
+			default:
+				l.keptFrom, l.keptTo = min(l.keptFrom, x.Tick), max(l.keptTo, x.Tick)
 			}
 		case RecordStep:
 			if ParseStep(x.Body, x.Tick, h.Schema.InputSize, &step) == nil {
@@ -247,7 +271,7 @@ func laneOf(r *Recording) lane {
 			}
 		case RecordEvent:
 			if e, err := ParseEvent(x.Body); err == nil {
-				l.marks = append(l.marks, eventMark(x.Tick, &e))
+				l.marks = append(l.marks, eventMark(h.Role, x.Tick, &e))
 			}
 		}
 	}
@@ -266,7 +290,7 @@ func changeMark(tick uint32, player uint16, join bool) mark {
 	return mark{tick, "leave", fmt.Sprintf("player %d leaves", player)}
 }
 
-func eventMark(tick uint32, e *Event) mark {
+func eventMark(role Role, tick uint32, e *Event) mark {
 	label := e.Kind.String()
 	switch e.Kind {
 	case EventJoin, EventLeave:
@@ -278,7 +302,11 @@ func eventMark(tick uint32, e *Event) mark {
 	case EventSession:
 		label = "session: " + e.Text
 	case EventResync:
-		label = fmt.Sprintf("resync (cause %d)", e.Arg)
+		if role.Commits() {
+			label = "resync: " + proto.ResyncReason(e.Arg).String()
+		} else {
+			label = "full snapshot: " + proto.SnapshotCause(e.Arg).String()
+		}
 	}
 	return mark{tick, e.Kind.String(), label}
 }
@@ -320,18 +348,4 @@ func niceStep(s uint32) uint32 {
 		}
 		p *= 10
 	}
-}
-
-func baseName(path string) string {
-	if i := strings.LastIndexAny(path, `/\`); i >= 0 {
-		return path[i+1:]
-	}
-	return path
-}
-
-func shorten(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
