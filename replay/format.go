@@ -83,6 +83,20 @@ func name(names []string, v uint8, what string) string {
 	return fmt.Sprintf("%s %d", what, v)
 }
 
+// MarshalText writes the role by name (in JSON reports).
+func (r Role) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a role's name.
+func (r *Role) UnmarshalText(b []byte) error {
+	for i, n := range roleNames {
+		if i > 0 && n == string(b) {
+			*r = Role(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("replay: unknown role %q", b)
+}
+
 // Commits reports whether r is a commits-mode seat.
 func (r Role) Commits() bool { return r == RoleCommitsServer || r == RoleCommitsClient }
 

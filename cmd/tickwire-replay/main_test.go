@@ -282,3 +282,57 @@ func screenshot(t *testing.T, path, name string) {
 			document.querySelector('#legend').getBBox().width > 500`, chromedp.WithPollingTimeout(5*time.Second)))
 	tab.Screenshot("timeline")
 }
+
+// TestBadInput: wrong flags, missing or foreign files and unknown games
+// exit 2 with a line that says what is wrong; a recording cut short is
+// read up to the cut, with a warning.
+func TestBadInput(t *testing.T) {
+	dir := t.TempDir()
+	text := filepath.Join(dir, "notes.txt")
+	os.WriteFile(text, []byte("not a replay"), 0o644)
+	w, err := replay.Create(filepath.Join(dir, "unknown.replay"), replay.Config{Game: "chess"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := swarm.NewGame(10)
+	rec, err := replay.NewCommitRecorder(w, replay.RoleCommitsServer, 1, g, nil, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := sim.NewLockstep(g, 0, nil, sim.LockstepConfig{Committed: rec.Command, CommittedTick: rec.CommittedTick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Use(ls)
+	rec.Loaded(ls, 0)
+	ls.Commit(30)
+	if err := rec.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "give one recording to re-run"},
+		{[]string{"-bisect", "a.replay"}, "-bisect needs two recordings"},
+		{[]string{"-game", "chess", "a.replay"}, "the games built in are arena and swarm"},
+		{[]string{"-nonsense"}, "flag provided but not defined"},
+		{[]string{filepath.Join(dir, "missing.replay")}, "no such file"},
+		{[]string{text}, "not a replay file"},
+		{[]string{filepath.Join(dir, "unknown.replay")}, `game "chess" is not built in`},
+	} {
+		code, out, errOut := runCmd(tc.args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("tickwire-replay %q: exit %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	whole, err := os.ReadFile(filepath.Join(dir, "unknown.replay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := filepath.Join(dir, "cut.replay")
+	os.WriteFile(cut, whole[:len(whole)-2], 0o644)
+	if code, _, errOut := runCmd("-game", "swarm", cut); !strings.Contains(errOut, "warning: "+cut+": replay: file ends inside a block") {
+		t.Errorf("a cut recording: exit %d, %q", code, errOut)
+	}
+}
