@@ -13,6 +13,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -68,6 +69,16 @@ type ClientConfig struct {
 	// game, which is then a stand-in whose AppendCanonical appends
 	// nothing.
 	External ExternalGame
+	// Record, if set, is where the client records what its committed
+	// world ran, for tickwire-replay (package replay,
+	// docs/DEBUGGING.md): every committed tick's commands and checksum,
+	// its committed state every Record.Config().KeyEvery ticks and at
+	// each join or resync, and the states it held before a desync the
+	// server found. A player can attach the file to a bug report;
+	// tickwire-replay -bisect compares it with another client's or the
+	// server's. The Client writes to it from its loop; close it once
+	// the Client is done (Done).
+	Record *replay.Writer
 	// Now is the clock; default time.Now.
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -160,6 +171,7 @@ type Client struct {
 	// the server's copy does or its tick commits
 	shortcuts map[cmdName]shortcutArrival
 	relayed   clientStates // the relay's requests and the states it sends
+	recorder  *replay.CommitRecorder
 	// for tests: a liar, whose uploads are its state's bytes changed by
 	// corruptUpload (its digests stay true), and a client that never
 	// answers a state request
@@ -224,12 +236,24 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 		if capacity == 0 {
 			capacity = 8 * c.TickRate()
 		}
-		ls, err := sim.NewLockstep(cc.game, 0, nil, sim.LockstepConfig{Capacity: capacity, SumHistory: 2 * proto.MaxCommitSums,
-			Committed: cc.committed, Shown: cc.shown, Rejected: cc.rejected})
+		lcfg := sim.LockstepConfig{Capacity: capacity, SumHistory: 2 * proto.MaxCommitSums,
+			Committed: cc.committed, Shown: cc.shown, Rejected: cc.rejected}
+		if w := cc.cfg.Record; w != nil && cc.recorder == nil {
+			r, err := replay.NewCommitRecorder(w, replay.RoleCommitsClient, w.Config().GameID, cc.game, a.Players, c.TickRate())
+			if err != nil {
+				return nil, fmt.Errorf("commits: ClientConfig.Record: %w", err)
+			}
+			cc.recorder = r
+			lcfg.CommittedTick = r.CommittedTick
+		}
+		ls, err := sim.NewLockstep(cc.game, 0, nil, lcfg)
 		if err != nil {
 			return nil, err
 		}
 		cc.ls = ls
+		if cc.recorder != nil {
+			cc.recorder.Use(ls)
+		}
 		cc.epoch = a.Time
 	}
 	cc.c = c
@@ -248,6 +272,9 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 }
 
 func (cc *Client) committed(c *sim.Command) {
+	if cc.recorder != nil {
+		cc.recorder.Command(c)
+	}
 	if cc.cfg.Committed != nil {
 		cc.cfg.Committed(c)
 	}
@@ -768,6 +795,9 @@ func (cc *Client) load(reason proto.ResyncReason, received uint32, seqs []proto.
 		cc.log.Warn("committed state refused", "err", err)
 		return err
 	}
+	if cc.recorder != nil {
+		cc.recorder.Loaded(cc.ls, reason)
+	}
 	if !cc.have && cc.cfg.Mesh {
 		cc.startMesh()
 	}
@@ -924,6 +954,9 @@ func (f *commitFrames) Tick(now time.Time, _ uint32) {
 	cc.helloAgain(now)
 	cc.ls.AdvanceLive(cc.present(now))
 	cc.drawLocked()
+	if cc.recorder != nil {
+		cc.recorder.Frame(cc.ls.LiveTick(), cc.ls.Stats())
+	}
 }
 
 // AppendFrames adds the commit item: how far live got and how many

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/examples/swarm"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/udp/netem"
@@ -45,6 +46,8 @@ type commitRig struct {
 	done   chan error
 	// world makes a client's blank world (default swarm with 1000 units)
 	world func() sim.CommitGame
+	// record, if set, gives client id's ClientConfig.Record
+	record func(id uint64) *replay.Writer
 }
 
 var commitServerAddr = netip.MustParseAddrPort("10.0.0.1:7777")
@@ -177,9 +180,14 @@ func (r *commitRig) dialGame(id uint64, slot uint16, oneway time.Duration, spec 
 		}
 		meshConn = udp.FromPacketConn(c)
 	}
+	var rec *replay.Writer
+	if r.record != nil {
+		rec = r.record(id)
+	}
 	p.cc, err = NewClient(w, ClientConfig{
 		Mesh:     r.mesh,
 		MeshConn: meshConn,
+		Record:   rec,
 		Loaded: func(_ sim.CommitGame, tick uint32) {
 			p.mu.Lock()
 			p.committed = p.committed[:0] // the record restarts after the state
@@ -512,6 +520,16 @@ func (g *flawedSwarm) Step(t *sim.Tick) {
 	}
 }
 
+// dialFlawed connects two players over 20 ms paths, the second with a
+// game that diverges at tick at (flawedSwarm).
+func (r *commitRig) dialFlawed(at uint32) []*commitPlayer {
+	w, _ := swarm.NewGame(1000)
+	return []*commitPlayer{
+		r.dial(1, 1, 20*time.Millisecond, ""),
+		r.dialGame(2, 2, 20*time.Millisecond, "", &flawedSwarm{Game: w, at: at}),
+	}
+}
+
 // TestCommitsDesyncDetected: a client whose game diverges at one tick is
 // caught by the server's checksum comparison, which logs that tick as
 // the first divergent one and counts it; the client gets the server's
@@ -521,11 +539,7 @@ func TestCommitsDesyncDetected(t *testing.T) {
 		r := newCommitRig(t, Config{})
 		t.Cleanup(r.close)
 		const at = 150
-		w, _ := swarm.NewGame(1000)
-		ps := []*commitPlayer{
-			r.dial(1, 1, 20*time.Millisecond, ""),
-			r.dialGame(2, 2, 20*time.Millisecond, "", &flawedSwarm{Game: w, at: at}),
-		}
+		ps := r.dialFlawed(at)
 		runCommits(t, ps, 12*time.Second)
 		checkRecords(t, ps)
 		var logs string

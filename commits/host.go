@@ -9,6 +9,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -49,6 +50,13 @@ type Config struct {
 	// introduced to each other, and every command goes through the
 	// server.
 	NoMesh bool
+	// Record, if set, records each game of a Host for tickwire-replay:
+	// when a game starts, the Host asks it for the game's Writer (a
+	// replay.Create of a file of its own) and records there what the
+	// committed world runs (replay.CommitRecorder) until the game
+	// ends. An error leaves the game unrecorded (logged). A Relay,
+	// which runs no game, records nothing.
+	Record func(gameID uint64) (*replay.Writer, error)
 }
 
 // HostStats count what a Host (or a Relay) did.
@@ -93,6 +101,8 @@ type Host struct {
 	codecs  deltacomp.Codecs
 	buf     []byte
 	state   []byte
+	// recorders of the games Config.Record records, by id
+	recorders map[uint64]*replay.CommitRecorder
 }
 
 // NewHost returns a host that creates games with factory, or an error
@@ -154,7 +164,41 @@ func (m hostMode) lockstep(g *commitGame) (*sim.Lockstep, error) {
 		return nil, err
 	}
 	s := m.h.commitServer
-	return sim.NewLockstep(w, s.srv.Tick(), nil, sim.LockstepConfig{Capacity: s.cfg.Capacity, SumHistory: 4 * s.cfg.SumEvery})
+	cfg := sim.LockstepConfig{Capacity: s.cfg.Capacity, SumHistory: 4 * s.cfg.SumEvery}
+	rec := m.recorder(g.id, w)
+	if rec != nil {
+		cfg.Committed, cfg.CommittedTick = rec.Command, rec.CommittedTick
+	}
+	ls, err := sim.NewLockstep(w, s.srv.Tick(), nil, cfg)
+	if err == nil && rec != nil {
+		rec.Loaded(ls, 0) // the game's first state
+		m.h.recorders[g.id] = rec
+	}
+	return ls, err
+}
+
+// recorder starts recording game id, if Config.Record says so.
+func (m hostMode) recorder(id uint64, game sim.CommitGame) *replay.CommitRecorder {
+	s := m.h.commitServer
+	if s.cfg.Record == nil {
+		return nil
+	}
+	w, err := s.cfg.Record(id)
+	var rec *replay.CommitRecorder
+	if err == nil {
+		if rec, err = replay.NewCommitRecorder(w, replay.RoleCommitsServer, id, game, nil, s.srv.Config().TickRate); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		s.log.Warn("game not recorded", "game", id, "err", err)
+		return nil
+	}
+	if m.h.recorders == nil {
+		m.h.recorders = map[uint64]*replay.CommitRecorder{}
+	}
+	s.log.Info("recording game", "game", id, "file", w.Path())
+	return rec
 }
 
 func (hostMode) admit(*commitGame, *proto.CommandFrame) error { return nil }
@@ -163,7 +207,17 @@ func (hostMode) frame(cc *commitConn, t proto.FrameType, f []byte) error { retur
 
 func (hostMode) tick(*commitGame, time.Time) {}
 
-func (hostMode) left(*commitConn) {}
+// left ends the recording of a game its last client left.
+func (m hostMode) left(cc *commitConn) {
+	rec := m.h.recorders[cc.g.id]
+	if rec == nil || len(cc.g.conns) > 0 {
+		return
+	}
+	delete(m.h.recorders, cc.g.id)
+	if err := rec.Close(); err != nil {
+		m.h.commitServer.log.Warn("game recording", "game", cc.g.id, "err", err)
+	}
+}
 
 // sendState sends the committed state and every buffered command.
 func (m hostMode) sendState(cc *commitConn, reason proto.ResyncReason) {

@@ -11,6 +11,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -97,6 +98,13 @@ type Client struct {
 	handler  Handler
 	sampleFn sim.SampleFunc // g.sample, made once
 	ev       gameEvents
+
+	// recording: the Writer Record got, and the recorder on it once a
+	// session told the players and the tick rate; own is the engine's
+	// Own, made once per engine
+	recordTo *replay.Writer
+	recorder *replay.ClientRecorder
+	own      func(proto.NetworkID) bool
 }
 
 // ClientStats count what a Client saw.
@@ -184,16 +192,26 @@ func (g *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 			g.post(a.ServerTick, Event{Kind: EventRejoined, Tick: a.ServerTick})
 			g.deliver(0, true)
 		}
+		why := "resumed"
+		if a.Rejoined {
+			why = "rejoined"
+		}
+		g.startRecording(a, why)
 		return (*gameFrames)(g), nil
 	}
 	cfg := g.cfg
 	cfg.Players = a.Players
 	cfg.TickRate = a.TickRate
+	if g.recordTo != nil {
+		cfg.FirstStep = g.firstStep
+	}
 	eng, err := sim.NewClient(g.game, cfg)
 	if err != nil {
 		return nil, err
 	}
 	g.c, g.eng = c, eng
+	g.own = eng.Own
+	g.startRecording(a, "connected")
 	g.cur.Store(c)
 	g.connected, g.settled = a.Time, false
 	g.stats.Settled = sim.ClientStats{}
@@ -237,6 +255,43 @@ func (g *Client) resetSession() {
 	g.resyncDue, g.resyncAt = false, time.Time{}
 }
 
+// Record makes the Client record what it plays to w, for
+// tickwire-replay (package replay, docs/DEBUGGING.md): its players'
+// inputs, what its game code predicts from each authoritative state
+// (its own entities one step on), a confirmed state every
+// w.Config().KeyEvery ticks, the checksums it checked, resyncs and
+// desyncs. A player can attach the file to a bug report; tickwire-replay
+// -bisect compares it with the server's recording of the same game.
+// Call it before dialling; the Client writes to w from its loop, across
+// rejoins and host migrations. Close w once the last session the Client
+// plays has ended (its tickwire.Client's Done is closed).
+func (g *Client) Record(w *replay.Writer) { g.recordTo = w }
+
+// startRecording starts the recorder at the first session, and notes
+// each session.
+func (g *Client) startRecording(a tickwire.Accepted, why string) {
+	if g.recordTo == nil {
+		return
+	}
+	if g.recorder == nil {
+		r, err := replay.NewClientRecorder(g.recordTo, g.recordTo.Config().GameID, g.game, a.Players, a.TickRate)
+		if err != nil {
+			g.recordTo = nil // the Writer took another recorder: not ours
+			return
+		}
+		g.recorder = r
+	}
+	g.recorder.Event(a.ServerTick, replay.Event{Kind: replay.EventSession, Text: why})
+}
+
+// firstStep records what the game code made of an authoritative state
+// (sim.ClientConfig.FirstStep).
+func (g *Client) firstStep(tick uint32, world sim.Game) {
+	if g.recorder != nil {
+		g.recorder.FirstStep(tick, world, g.own)
+	}
+}
+
 // gameFrames is the Client seen as its connection's FrameHandler
 // and Ticker, so those methods stay out of Client's API.
 type gameFrames Client
@@ -246,6 +301,9 @@ type gameFrames Client
 func (f *gameFrames) Tick(now time.Time, _ uint32) {
 	g := (*Client)(f)
 	g.eng.Advance(now, g.sampleFn)
+	if g.recorder != nil {
+		g.recorder.Frame(g.eng.Tick())
+	}
 	if !g.settled && now.Sub(g.connected) > ConvergeTime {
 		g.settled = true
 		g.stats.Settled = g.eng.Stats()
@@ -333,6 +391,9 @@ func (g *Client) authoritative(tick uint32) {
 		g.resync(proto.ResyncPatchError)
 		return
 	}
+	if g.recorder != nil && !g.cfg.SkipState {
+		g.recorder.Confirmed(g.replica.State())
+	}
 	g.stateApplied(tick)
 }
 
@@ -400,6 +461,7 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *tickwire.PacketIn
 		}
 		g.stats.FullSnapshots++
 		g.resyncDue = false
+		g.recordEvent(full.Tick, replay.Event{Kind: replay.EventResync, Arg: uint32(full.Cause)})
 		g.authoritative(g.replica.State().Tick)
 		g.fullSnapshot(g.replica.State().Tick)
 	case proto.FrameChecksum:
@@ -410,7 +472,11 @@ func (f *gameFrames) Frame(t proto.FrameType, frame []byte, p *tickwire.PacketIn
 		if g.lastDelta == 0 || g.replica.Revision() != g.lastDelta || cs.Tick != g.deltaTick {
 			return nil // not right after the delta it describes: nothing to compare
 		}
-		if g.sumReplica() != cs.Sum {
+		ok := g.sumReplica() == cs.Sum
+		if g.recorder != nil {
+			g.recorder.Check(cs.Tick, cs.Sum, ok)
+		}
+		if !ok {
 			g.stats.Desyncs++
 			g.desync(cs.Tick)
 			g.resync(proto.ResyncChecksum)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -248,6 +249,8 @@ func (g *Client) sample(player uint16, tick uint32, dst []byte) []byte {
 	ev := &g.ev
 	if len(in) != ev.inputSize {
 		g.stats.BadInputs++ // the engine plays it as an idle input
+	} else if g.recorder != nil {
+		g.recorder.Input(tick, player, in)
 	}
 	if !ev.sampled {
 		ev.firstInput, ev.sampled = tick, true
@@ -311,8 +314,10 @@ func (g *Client) control(ctl *proto.ControlFrame, headerTick uint32) {
 	switch ctl.Code {
 	case proto.ControlPlayerJoined:
 		e.Kind = EventPlayerJoined
+		g.recordEvent(ctl.Tick, replay.Event{Kind: replay.EventJoin, Player: ctl.Player})
 	case proto.ControlPlayerLeft:
 		e.Kind, e.Reason = EventPlayerLeft, string(ctl.Text)
+		g.recordEvent(ctl.Tick, replay.Event{Kind: replay.EventLeave, Player: ctl.Player, Text: e.Reason})
 	case proto.ControlPlayerInterrupted:
 		e.Kind = EventPlayerInterrupted
 	case proto.ControlPlayerBack:
@@ -399,6 +404,14 @@ func (g *Client) fullSnapshot(tick uint32) {
 
 func (g *Client) desync(tick uint32) {
 	g.post(tick, Event{Kind: EventDesync, Tick: tick})
+	g.recordEvent(tick, replay.Event{Kind: replay.EventDesync})
+}
+
+// recordEvent records e at tick, if the Client records.
+func (g *Client) recordEvent(tick uint32, e replay.Event) {
+	if g.recorder != nil {
+		g.recorder.Event(tick, e)
+	}
 }
 
 // advance decides the actions the newest input ack settles and delivers

@@ -11,6 +11,7 @@ import (
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -72,6 +73,13 @@ type Config struct {
 	// layer above acts on its games: host migration (package peerhost)
 	// hangs its roster, standby feed and message streams there.
 	Hooks Hooks
+	// Record, if set, records each game for tickwire-replay: when a
+	// game starts, the host asks it for the game's Writer (a
+	// replay.Create of a file of its own), records every step there
+	// (replay.ServerRecorder) and closes it when the game ends. An
+	// error leaves that game unrecorded (logged). A game adopted after
+	// a host migration is not recorded.
+	Record func(gameID uint64) (*replay.Writer, error)
 }
 
 // Host runs games on a Server: one tick engine (package sim) per
@@ -232,6 +240,7 @@ type hostedGame struct {
 	// are counted (checkResumed)
 	checkUntil uint32
 	rec        sim.StepRecord
+	recorder   *replay.ServerRecorder // Config.Record's (nil: not recorded)
 	// players whose session ended without a leave, in their rejoin
 	// grace (rejoin.go)
 	rejoining map[uint16]rejoinWait
@@ -302,10 +311,34 @@ func (h *Host) Stats() HostStats {
 }
 
 // end forgets a game nobody plays any more, keeping its count of missing
-// inputs in the host's.
+// inputs in the host's, and ends its recording.
 func (h *Host) end(g *hostedGame) {
 	h.stats.InputsMissing += g.eng.Stats().InputsMissing
 	delete(h.games, g.id)
+	if g.recorder != nil {
+		if err := g.recorder.Close(); err != nil {
+			h.log.Warn("game recording", "game", g.id, "err", err)
+		}
+		g.recorder = nil
+	}
+}
+
+// record starts recording a new game, if Config.Record says so.
+func (h *Host) record(g *hostedGame) {
+	if h.cfg.Record == nil {
+		return
+	}
+	w, err := h.cfg.Record(g.id)
+	if err == nil {
+		if g.recorder, err = replay.NewServerRecorder(w, g.id, g.eng); err != nil {
+			w.Close()
+		}
+	}
+	if err != nil {
+		h.log.Warn("game not recorded", "game", g.id, "err", err)
+		return
+	}
+	h.log.Info("recording game", "game", g.id, "file", w.Path())
 }
 
 // Resyncs and Desyncs are for metrics.
@@ -356,6 +389,7 @@ func (h *Host) game(id uint64, now time.Time) (*hostedGame, error) {
 	h.games[id] = g
 	g.publish()
 	h.log.Info("game started", "game", id)
+	h.record(g)
 	return g, nil
 }
 
@@ -542,6 +576,9 @@ func (h *Host) Tick(now time.Time, tick uint32) {
 		stepped := n > 0
 		for ; n > 0; n-- {
 			g.eng.Step()
+			if g.recorder != nil {
+				g.recorder.Stepped(g.eng)
+			}
 			h.checkResumed(g)
 			if h.hooks != nil {
 				h.hooks.Stepped(g.id, g.eng)

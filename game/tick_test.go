@@ -17,6 +17,7 @@ import (
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/udp"
 )
 
@@ -142,12 +143,24 @@ func (r *rigConn) WriteBatch(m []udp.Message) (int, error) {
 
 func newTickRig(t testing.TB, n, workers int) *tickRig { return newPacedTickRig(t, n, workers, 1) }
 
+// newRecordedTickRig is newTickRig whose host records its game with
+// record (Config.Record).
+func newRecordedTickRig(t testing.TB, n int, record func(uint64) (*replay.Writer, error)) *tickRig {
+	return newTickRigConfig(t, n, 0, 1, func(c *Config) { c.Record = record })
+}
+
 // rigGameID is the game the rig's tokens name.
 const rigGameID = 1
 
 // newPacedTickRig is newTickRig with Config.SnapshotInterval interval
 // and the clients sending every interval ticks too.
 func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
+	return newTickRigConfig(t, n, workers, interval, nil)
+}
+
+// newTickRigConfig is newPacedTickRig with the host's Config changed by
+// change, if set.
+func newTickRigConfig(t testing.TB, n, workers, interval int, change func(*Config)) *tickRig {
 	key, _ := tickwire.GenerateKey()
 	s, err := tickwire.NewServer(key, tickwire.Config{MaxConnections: n + 1, Workers: workers,
 		RejoinGrace: -1, // rejoin credentials are random: runs compare their packets
@@ -161,12 +174,16 @@ func newPacedTickRig(t testing.TB, n, workers, interval int) *tickRig {
 		t.Fatal(err)
 	}
 	world, sched := arena.Interest()
-	host, err := NewHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, Config{
+	cfg := Config{
 		Interest:         world,
 		Scheduler:        sched,
 		View:             arena.View,
 		SnapshotInterval: interval,
-	})
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	host, err := NewHost(s, func(uint64) (Game, error) { return arena.NewGame(arena.DefaultNPCs), nil }, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,6 +432,43 @@ func BenchmarkServerTick(b *testing.B) {
 			timer.report()
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/player")
 			b.ReportMetric(float64(r.conn.bytes-sent)/float64(b.N)/float64(n), "B/player")
+		})
+	}
+}
+
+// BenchmarkServerTickRecorded is BenchmarkServerTick's arena for 8
+// players firing as tickwire-bot's do, without and with the game
+// recorded for tickwire-replay (Config.Record, package replay): what
+// recording costs a tick. cpu-ms/op is the whole process's CPU per
+// tick, the Writer's goroutine (compressing and writing) included;
+// rec-KB/min is the recording's size per minute of game (at 60 Hz).
+func BenchmarkServerTickRecorded(b *testing.B) {
+	for _, record := range []bool{false, true} {
+		b.Run(fmt.Sprintf("record=%v", record), func(b *testing.B) {
+			var w *replay.Writer
+			var rec func(uint64) (*replay.Writer, error)
+			if record {
+				rec = func(uint64) (*replay.Writer, error) {
+					var err error
+					w, err = replay.Create(filepath.Join(b.TempDir(), "bench.replay"), replay.Config{Game: "arena"})
+					return w, err
+				}
+			}
+			r := newRecordedTickRig(b, 8, rec)
+			r.fire = true
+			r.warm(b)
+			b.ReportAllocs()
+			timer := newCPUTimer(b)
+			for range b.N {
+				r.step(b, timer)
+			}
+			timer.report()
+			if w != nil {
+				b.StopTimer()
+				ticks := float64(r.host.Engine(rigGameID).Tick()) // the game's, all recorded
+				r.host.end(r.host.games[rigGameID])               // closes the recording
+				b.ReportMetric(float64(w.Stats().Bytes)/ticks*60*60/1000, "rec-KB/min")
+			}
 		})
 	}
 }

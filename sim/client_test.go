@@ -265,6 +265,39 @@ func TestClientPredictionMatchesServer(t *testing.T) {
 	t.Logf("%d ticks compared, %+v", compared, st)
 }
 
+// TestClientFirstStep: FirstStep sees, for each new authoritative state,
+// the world one step after it, as the server computed that tick (a
+// single local player alone in the game predicts exactly).
+func TestClientFirstStep(t *testing.T) {
+	first := map[uint32][]byte{}
+	cfg := ClientConfig{Own: tgOwn(1), FirstStep: func(tick uint32, w Game) {
+		if _, ok := first[tick]; ok {
+			t.Errorf("tick %d stepped first twice", tick)
+		}
+		first[tick] = w.AppendCanonical(nil)
+	}}
+	h, c := lossless(t, 30*time.Millisecond, cfg, 1)
+	c.input = randomTestInput(1)
+	h.Run(time.Second)
+	server := map[uint32][]byte{}
+	for range 1000 {
+		h.Run(time.Millisecond)
+		server[h.Server.Tick()] = h.Server.World().AppendCanonical(nil)
+	}
+	compared := 0
+	for tick, p := range first {
+		if want, ok := server[tick]; ok {
+			if string(want) != string(p) {
+				t.Fatalf("tick %d: first step %x, server %x", tick, p, want)
+			}
+			compared++
+		}
+	}
+	if st := c.Client.Stats(); compared < 50 || uint64(compared) > st.Rollbacks {
+		t.Fatalf("%d ticks compared, %d rollbacks", compared, st.Rollbacks)
+	}
+}
+
 // A correction (the server moves our player behind our back) is added to
 // the display offset, so the display does not jump, and then fades with
 // the configured half-life.

@@ -68,6 +68,15 @@ type ClientConfig struct {
 	// EntityOwner if it implements it, else ids whose spawner
 	// (proto.NetworkID.Spawner) is a local player.
 	Own func(id proto.NetworkID) bool
+	// FirstStep, if set, is called after the first step of each
+	// rollback: world is the predicted world at tick, one step from the
+	// authoritative state of tick−1 with the local players' inputs
+	// (remote players idle). It is the only state a state-sync client's
+	// own game code computes from the server's exact state, which is
+	// what a replay recording keeps of it (package replay) to compare
+	// with the server's. Read world during the call only, and do not
+	// change it.
+	FirstStep func(tick uint32, world Game)
 }
 
 func (c *ClientConfig) defaults() error {

@@ -115,6 +115,14 @@ type LockstepConfig struct {
 	// world's refusals are not final (a late command may change the
 	// world before the tick) and are not reported.
 	Rejected func(c *Command, reason error)
+	// CommittedTick, if set, is called after each tick the committed
+	// world steps, with the world's canonical bytes (AppendCanonical,
+	// valid during the call only) and their checksum
+	// (Checksummer.WorldSum, the CommittedSum of the tick): what a
+	// replay recorder keeps (package replay). The bytes are those the
+	// sum is computed from, so with SumHistory it costs no second
+	// serialisation.
+	CommittedTick func(tick uint32, canonical []byte, sum uint64)
 }
 
 // DefaultCapacity is LockstepConfig.Capacity's default.
@@ -440,8 +448,14 @@ func (l *Lockstep) Commit(to uint32) error {
 		l.slot(t).clear(0)
 		l.cTick = t
 		l.stats.Committed++
-		if n := uint32(len(l.sums)); n > 0 {
-			l.sums[t%n] = l.sum.WorldSum(l.committed)
+		if n := uint32(len(l.sums)); n > 0 || l.cfg.CommittedTick != nil {
+			sum := l.sum.WorldSum(l.committed)
+			if n > 0 {
+				l.sums[t%n] = sum
+			}
+			if l.cfg.CommittedTick != nil {
+				l.cfg.CommittedTick(t, l.sum.buf, sum)
+			}
 		}
 	}
 	l.stats.Commits++

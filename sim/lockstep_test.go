@@ -455,3 +455,36 @@ func TestLockstepRejected(t *testing.T) {
 		t.Errorf("Rejected %d", st.Rejected)
 	}
 }
+
+// TestLockstepCommittedTick: CommittedTick is called once per committed
+// tick, in order, with the committed world's canonical bytes and the
+// sum CommittedSum reports for that tick.
+func TestLockstepCommittedTick(t *testing.T) {
+	var ticks []uint32
+	var states [][]byte
+	var sums []uint64
+	l, _ := NewLockstep(&lsGame{}, 0, nil, LockstepConfig{SumHistory: 16, CommittedTick: func(tick uint32, canonical []byte, sum uint64) {
+		ticks = append(ticks, tick)
+		states = append(states, slices.Clone(canonical))
+		sums = append(sums, sum)
+	}})
+	l.Add(&Command{Kind: CommandJoin, Player: 4, Tick: 1, Seq: 1})
+	l.Add(&Command{Player: 4, Tick: 3, Seq: 1, Data: []byte{7, 1}})
+	l.Commit(2)
+	l.Commit(5)
+	if !slices.Equal(ticks, []uint32{1, 2, 3, 4, 5}) {
+		t.Fatalf("called for ticks %v", ticks)
+	}
+	var s Checksummer
+	for i, tick := range ticks {
+		if want, _ := l.CommittedSum(tick); sums[i] != want {
+			t.Errorf("tick %d: sum %x, CommittedSum %x", tick, sums[i], want)
+		}
+		if fnv1a(fnvOffset, states[i]) != sums[i] {
+			t.Errorf("tick %d: the bytes are not those summed", tick)
+		}
+	}
+	if string(states[4]) != string(l.Committed().AppendCanonical(nil)) || sums[4] != s.WorldSum(l.Committed()) {
+		t.Error("the last call's bytes are not the committed world's")
+	}
+}

@@ -45,6 +45,11 @@ func (c *Client) rollback(target uint32) {
 	c.fx.beginPass()
 	c.pred.CopyFrom(c.auth)
 	c.simTick, c.predicting = c.authTick, true
+	if c.cfg.FirstStep != nil && (int32(target-c.simTick) > 0 || hadPred && int32(old-c.simTick) > 0) {
+		first := c.simTick + 1
+		c.stepTo(first, old)
+		c.cfg.FirstStep(first, c.pred)
+	}
 	if hadPred && int32(old-c.authTick) > 0 {
 		c.stepTo(old, old)
 		c.newBodies = c.pred.AppendBodies(c.newBodies[:0])

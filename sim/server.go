@@ -197,6 +197,9 @@ func (s *Server) Start(now time.Time, tick uint32) {
 // Period is the fixed step.
 func (s *Server) Period() time.Duration { return s.period }
 
+// Config is the engine's configuration, defaults filled in.
+func (s *Server) Config() ServerConfig { return s.cfg }
+
 // Tick is the tick of the current state (the last simulated tick).
 func (s *Server) Tick() uint32 { return s.tick }
 

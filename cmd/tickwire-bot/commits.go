@@ -17,6 +17,7 @@ import (
 	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/internal/botproto"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
 	"github.com/tickwire/tickwire/udp/netem"
@@ -30,6 +31,8 @@ type commitBot struct {
 	cc  *commits.Client
 	mu  sync.Mutex
 	rec botproto.CommitRecord
+	// replay is the client's recording (-record-replay)
+	replay *replay.Writer
 }
 
 // playCommits runs o.n swarm clients for o.duration.
@@ -86,6 +89,11 @@ loop:
 			sum.UpKbpsPerClient += float64(st.BytesOut) * 8 / 1000 / sum.DurationSeconds / float64(connected)
 		}
 		b.cc.Close()
+		if b.replay != nil {
+			if err := b.replay.Close(); err != nil {
+				return nil, fmt.Errorf("-record-replay: %w", err)
+			}
+		}
 	}
 	sum.RTTms = percentiles(rtt)
 	if o.record != "" {
@@ -123,7 +131,13 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 			return err
 		}
 	}
+	if o.recordReplay != "" {
+		if b.replay, err = createReplay(o, b.id, 0, tok.GameID); err != nil {
+			return err
+		}
+	}
 	b.cc, err = commits.NewClient(w, commits.ClientConfig{
+		Record:   b.replay,
 		Mesh:     o.mesh,
 		MeshConn: meshConn,
 		Loaded: func(_ sim.CommitGame, tick uint32) {

@@ -85,6 +85,7 @@ type options struct {
 	game          string // arena (state sync) or swarm (commits mode)
 	units         int
 	record        string
+	recordReplay  string // -record-replay: the directory of each client's replay
 	mesh          bool
 	meshNetem     string
 
@@ -123,6 +124,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.mesh, "mesh", true, "-game swarm: take part in the peer mesh (send commands straight to the other clients too, DSCP EF)")
 	fs.StringVar(&o.meshNetem, "mesh-netem", "", "-game swarm: impair the datagrams each client sends to its peers with this netem `spec` (e.g. \"delay 10ms 2ms loss 5%\"): the peer paths, where -via impairs the server's")
 	fs.StringVar(&o.record, "record", "", "-game swarm: write each client's record (commands its committed world ran, commands it issued, when each reached its screen) to `file`, one JSON object per line")
+	fs.StringVar(&o.recordReplay, "record-replay", "", "record each client's game for tickwire-replay to `directory` (created if needed), a file per client\n"+
+		"(bot-N.replay): arena, its inputs and predictions; swarm, its committed commands and states (docs/DEBUGGING.md)")
 	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to play once all clients are connected")
 	fs.StringVar(&o.via, "via", "", "send game traffic to UDP `host:port` instead of the assigned address (a proxy such as tickwire-netem)")
 	fs.BoolVar(&o.json, "json", false, "print the summary as one JSON object on stdout")
@@ -248,6 +251,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.peer != "" {
 		if err := o.validPeer(); err != nil {
 			return nil, err
+		}
+		if o.recordReplay != "" {
+			return nil, errors.New("-record-replay records the bots of -game arena or swarm, not a -peer player")
 		}
 	}
 	if err := o.validLobby(u); err != nil {

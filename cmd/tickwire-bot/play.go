@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +25,7 @@ import (
 	"github.com/tickwire/tickwire/internal/botproto"
 	"github.com/tickwire/tickwire/lobby"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/replay"
 )
 
 // bot is one headless client.
@@ -50,6 +53,9 @@ type bot struct {
 	rejoinTook                                         []time.Duration
 	newDue                                             bool
 	lostWithSession                                    uint64
+	// replays are the Writers of its connections' recordings
+	// (-record-replay), one a game.Client, closed after the play
+	replays []*replay.Writer
 }
 
 // rejoinProgress follows the client's automatic rejoin.
@@ -300,6 +306,9 @@ loop:
 	for _, g := range groups {
 		g.Close() // ends its clients at once (Client.Close would wait a tick for each)
 	}
+	if err := closeReplays(bots); err != nil {
+		return nil, err
+	}
 	fill(sum, bots, before, after, elapsed, rtts)
 	if ticks := elapsed.Seconds() * 60; connected > 0 && ticks > 0 {
 		sum.BotCPUPerClientTick = float64((cpuTime() - cpu0).Microseconds()) / float64(connected) / ticks
@@ -417,6 +426,14 @@ func (b *bot) connect(ctx context.Context, o *options, delay time.Duration,
 		tok.ServerAddrs = []string{o.via}
 	}
 	b.game = newBotGame(o.seed+uint64(b.id), tok.Players, o.headless, b.id < o.verify, o.interpLag, o.inputInterval)
+	if o.recordReplay != "" {
+		w, err := createReplay(o, b.id, len(b.replays), tok.GameID)
+		if err != nil {
+			return err
+		}
+		b.replays = append(b.replays, w)
+		b.game.gc.Record(w)
+	}
 	d := tickwire.Dialer{Handler: b, Group: g}
 	if o.rejoin {
 		d.Rejoin = &tickwire.Rejoin{Progress: b.rejoinProgress}
@@ -616,4 +633,45 @@ func drainEchoes(pending func() int) {
 		case <-poll.C:
 		}
 	}
+}
+
+// createReplay creates the file bot id's connection n records to
+// (-record-replay): bot-ID.replay, then bot-ID-N.replay for the new
+// players it joins as after a failed rejoin.
+func createReplay(o *options, id, n int, gameID uint64) (*replay.Writer, error) {
+	if err := os.MkdirAll(o.recordReplay, 0o755); err != nil {
+		return nil, fmt.Errorf("-record-replay: %w", err)
+	}
+	name := fmt.Sprintf("bot-%d.replay", id)
+	if n > 0 {
+		name = fmt.Sprintf("bot-%d-%d.replay", id, n+1)
+	}
+	w, err := replay.Create(filepath.Join(o.recordReplay, name), replay.Config{Game: o.game, GameID: gameID})
+	if err != nil {
+		return nil, fmt.Errorf("-record-replay: %w", err)
+	}
+	return w, nil
+}
+
+// closeReplays closes the bots' recordings, once their clients have
+// stopped writing to them.
+func closeReplays(bots []*bot) error {
+	var first error
+	for _, b := range bots {
+		if len(b.replays) == 0 {
+			continue
+		}
+		if b.client != nil {
+			select {
+			case <-b.client.Done():
+			case <-time.After(5 * time.Second):
+			}
+		}
+		for _, w := range b.replays {
+			if err := w.Close(); err != nil && first == nil {
+				first = fmt.Errorf("-record-replay: %w", err)
+			}
+		}
+	}
+	return first
 }

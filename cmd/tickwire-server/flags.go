@@ -52,6 +52,9 @@ type options struct {
 	// allAvatars makes every arena player see every avatar, wherever it
 	// is (the browser's minimap); costs players² entity updates.
 	allAvatars bool
+	// record is the directory -record writes each game's replay to
+	// (empty: none).
+	record string
 
 	maxConns        int
 	maxConnsPerAddr int
@@ -205,6 +208,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.rejoinGrace, "rejoin-grace", tickwire.DefaultRejoinGrace, "keep a dropped client's player slots this long for it to rejoin with its credential (0: no rejoin; at most 1h)")
 	fs.IntVar(&o.demo, "demo", 0, "run `bots` (0..64) in a demo arena game that /play shows visitors as spectators, without joining\n(needs -web and -game arena)")
 	fs.StringVar(&o.name, "name", "", "the server's `name` in the fleet and on the dashboard (default: -public-addr)")
+	fs.StringVar(&o.record, "record", "", "record every game to a file of its own in `directory` (created if needed), for tickwire-replay:\n"+
+		"the arena's every step, the swarm's committed commands, checksums and full states (docs/DEBUGGING.md); not -game relay")
 	// A mistake gets one line and a pointer to -h, not every flag.
 	usage := fs.Usage
 	fs.Usage = func() {}
@@ -307,6 +312,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := o.validRelay(fs); err != nil {
 		return nil, err
+	}
+	if o.record != "" && o.game == "relay" {
+		return nil, errors.New("-record records the game the server runs: -game relay runs none (record the clients: tickwire-bot -record-replay)")
 	}
 	if o.npcs < 0 || o.npcs > 4000 {
 		return nil, fmt.Errorf("-npcs %d out of range 0..4000", o.npcs)

@@ -130,6 +130,7 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"-game", "relay", "-relay-max-state", "1000"}, "-relay-max-state 1000 out of range"},
 		{[]string{"-game", "relay", "-relay-max-state", "16777217"}, "-relay-max-state 16777217 out of range"},
 		{[]string{"-game", "relay", "-relay-state-timeout", "10ms"}, "-relay-state-timeout 10ms out of range"},
+		{[]string{"-game", "relay", "-record", "replays"}, "-game relay runs none"},
 		{[]string{"-max-players", "0"}, "-max-players"},
 		{[]string{"-log-level", "loud"}, "-log-level"},
 		{[]string{"-key-file", ""}, "-key-file"},
@@ -166,5 +167,28 @@ func TestFlagsRejected(t *testing.T) {
 		if msg := err.Error() + stderr.String(); !strings.Contains(msg, c.want) {
 			t.Errorf("%v: message %q does not mention %q", c.args, msg, c.want)
 		}
+	}
+}
+
+// TestRecordFlag: -record makes each game's recorder a file of its own
+// in the directory, created if needed, named by the game and its id.
+func TestRecordFlag(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "replays")
+	o, err := parseFlags([]string{"-game", "swarm", "-record", dir}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := o.recorder()(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "swarm-game7-*.replay")); len(m) != 1 || m[0] != w.Path() {
+		t.Fatalf("files %v, recorder's %s", m, w.Path())
+	}
+	if o, _ := parseFlags(nil, io.Discard); o.recorder() != nil {
+		t.Fatal("a recorder without -record")
 	}
 }

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/commits"
@@ -10,6 +13,7 @@ import (
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/interest"
+	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 )
 
@@ -36,6 +40,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 			SendEffects:      arena.SendShots,
 			Sim:              sim.ServerConfig{MaxRewind: o.maxRewind},
 			SnapshotInterval: o.snapshotInterval,
+			Record:           o.recorder(),
 		})
 		if err != nil {
 			return nil, err
@@ -46,7 +51,7 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 		// commits ticks; every client simulates all the units.
 		host, err := commits.NewHost(srv, func(gameID uint64) (sim.CommitGame, error) {
 			return swarm.NewGame(o.units)
-		}, commits.Config{})
+		}, commits.Config{Record: o.recorder()})
 		if err != nil {
 			return nil, err
 		}
@@ -66,4 +71,20 @@ func newGame(o *options, log *slog.Logger, srv *tickwire.Server) (*gameHost, err
 		return newGameHost(o.game, o.tick, log, relay), nil
 	}
 	return nil, fmt.Errorf("game %q is not embedded", o.game)
+}
+
+// recorder is the game hosts' Config.Record for -record: a file per
+// game in the directory, named by the game, its id and when it started
+// (nil without -record).
+func (o *options) recorder() func(gameID uint64) (*replay.Writer, error) {
+	if o.record == "" {
+		return nil
+	}
+	return func(gameID uint64) (*replay.Writer, error) {
+		if err := os.MkdirAll(o.record, 0o755); err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("%s-game%d-%s.replay", o.game, gameID, time.Now().UTC().Format("20060102T150405.000Z"))
+		return replay.Create(filepath.Join(o.record, name), replay.Config{Game: o.game})
+	}
 }

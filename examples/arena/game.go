@@ -21,7 +21,10 @@ type Game struct {
 	rays rewindRays
 }
 
-var _ sim.Game = (*Game)(nil)
+var (
+	_ sim.Game         = (*Game)(nil)
+	_ sim.RecordFields = (*Game)(nil)
+)
 
 // NewGame returns an arena with npcs NPCs and no players.
 func NewGame(npcs int) *Game {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // RecordSize is the size of an entity's networked record.
@@ -44,7 +45,16 @@ func decodeRecord(id proto.NetworkID, r []byte) (Entity, error) {
 	if len(r) < RecordSize {
 		return Entity{}, ErrBadRecord
 	}
-	e := Entity{
+	e := rawRecord(id, (*[RecordSize]byte)(r))
+	if e.Kind < KindPlayer || e.Kind > KindNPC || e.Spawn > proto.MaxIndex {
+		return Entity{}, ErrBadRecord
+	}
+	return e, nil
+}
+
+// rawRecord decodes a record's fields, whatever their values.
+func rawRecord(id proto.NetworkID, r *[RecordSize]byte) Entity {
+	return Entity{
 		ID:    id,
 		X:     int32(r[0]) | int32(r[2])<<8,
 		Y:     int32(r[1]) | int32(r[3])<<8,
@@ -58,10 +68,24 @@ func decodeRecord(id proto.NetworkID, r []byte) (Entity, error) {
 		Spawn: uint32(r[12]) | uint32(r[13])<<8 | uint32(r[14])<<16,
 		Score: r[15],
 	}
-	if e.Kind < KindPlayer || e.Kind > KindNPC || e.Spawn > proto.MaxIndex {
-		return Entity{}, ErrBadRecord
+}
+
+// AppendRecordFields names a record's fields (sim.RecordFields), for
+// tools that compare two states of a game: x, y, vx, vy, aim, hp,
+// timer, kind, owner, spawn, score, as the layout above stores them.
+// A record of another size has no fields.
+func (g *Game) AppendRecordFields(dst []sim.Field, record []byte) []sim.Field {
+	if len(record) != RecordSize {
+		return dst
 	}
-	return e, nil
+	e := rawRecord(0, (*[RecordSize]byte)(record))
+	return append(dst,
+		sim.Field{Name: "x", Value: int64(e.X)}, sim.Field{Name: "y", Value: int64(e.Y)},
+		sim.Field{Name: "vx", Value: int64(e.VX)}, sim.Field{Name: "vy", Value: int64(e.VY)},
+		sim.Field{Name: "aim", Value: int64(e.Aim)}, sim.Field{Name: "hp", Value: int64(e.HP)},
+		sim.Field{Name: "timer", Value: int64(e.Timer)}, sim.Field{Name: "kind", Value: int64(e.Kind)},
+		sim.Field{Name: "owner", Value: int64(e.Owner)}, sim.Field{Name: "spawn", Value: int64(e.Spawn)},
+		sim.Field{Name: "score", Value: int64(e.Score)})
 }
 
 // SetSnapshot replaces the world with the state in s.

@@ -204,3 +204,35 @@ func TestKindOfAndFind(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordFields: a record's named fields are the entity's values,
+// and any bytes of a record's size decode without a panic.
+func TestRecordFields(t *testing.T) {
+	g := NewGame(3)
+	g.W.AddPlayer(5)
+	e := g.W.Entity(PlayerID(5))
+	e.X, e.Y, e.VX, e.VY, e.HP, e.Score = 4000, 513, -7, 9, 42, 3
+	var r [RecordSize]byte
+	encodeRecord(&r, e)
+	got := map[string]int64{}
+	for _, f := range g.AppendRecordFields(nil, r[:]) {
+		got[f.Name] = f.Value
+	}
+	want := map[string]int64{"x": 4000, "y": 513, "vx": -7, "vy": 9, "aim": int64(e.Aim), "hp": 42, "timer": 0,
+		"kind": int64(KindPlayer), "owner": 5, "spawn": int64(e.Spawn), "score": 3}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("fields %v, want %v", got, want)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		for i := range r {
+			r[i] = byte(rng.Uint32())
+		}
+		if n := len(g.AppendRecordFields(nil, r[:])); n != len(want) {
+			t.Fatalf("%d fields of a random record", n)
+		}
+	}
+	if n := len(g.AppendRecordFields(nil, r[:5])); n != 0 {
+		t.Fatalf("%d fields of a short record", n)
+	}
+}

@@ -23,6 +23,7 @@ type StateSync struct {
 var (
 	_ sim.Game         = (*StateSync)(nil)
 	_ sim.EntityKinder = (*StateSync)(nil)
+	_ sim.RecordFields = (*StateSync)(nil)
 )
 
 // RecordSize is a unit's snapshot record size in bytes.
@@ -66,6 +67,18 @@ func (s *StateSync) WriteSnapshot(snap *deltacomp.Snapshot) {
 		r[5] = u.HP
 		snap.Append(UnitID(i), r[:])
 	}
+}
+
+// AppendRecordFields names a unit record's fields (sim.RecordFields):
+// x, y, team, group, hp. A record of another size has no fields.
+func (s *StateSync) AppendRecordFields(dst []sim.Field, r []byte) []sim.Field {
+	if len(r) != RecordSize {
+		return dst
+	}
+	return append(dst, sim.Field{Name: "x", Value: int64(binary.LittleEndian.Uint16(r[0:]))},
+		sim.Field{Name: "y", Value: int64(binary.LittleEndian.Uint16(r[2:]))},
+		sim.Field{Name: "team", Value: int64(r[4] >> 4)}, sim.Field{Name: "group", Value: int64(r[4] & 15)},
+		sim.Field{Name: "hp", Value: int64(r[5])})
 }
 
 var errRecords = errors.New("swarm: snapshot records malformed")

@@ -68,7 +68,10 @@ type Game struct {
 	count []uint16
 }
 
-var _ sim.CommitGame = (*Game)(nil)
+var (
+	_ sim.CommitGame      = (*Game)(nil)
+	_ sim.CanonicalFields = (*Game)(nil)
+)
 
 // NewGame returns a world of units units at their teams' bases.
 func NewGame(units int) (*Game, error) {
@@ -352,3 +355,37 @@ func (g *Game) LoadCanonical(b []byte) error {
 
 // onMap reports whether a position is inside the world.
 func onMap(x, y int32) bool { return x >= 0 && x <= maxPos && y >= 0 && y <= maxPos }
+
+// AppendCanonicalFields names the fields of a canonical state
+// (sim.CanonicalFields), for tools that compare two states of a game:
+// the tick, each unit's x, y, team, group and hp ("unit 17"), each
+// group's target ("team 2 group 5": x, y, set) and the players.
+func (g *Game) AppendCanonicalFields(dst []sim.Field, b []byte) ([]sim.Field, error) {
+	var w Game
+	if err := w.LoadCanonical(b); err != nil {
+		return dst, err
+	}
+	dst = append(dst, sim.Field{Name: "tick", Value: int64(w.tick)})
+	for i := range w.units {
+		u := &w.units[i]
+		name := fmt.Sprintf("unit %d", i)
+		dst = append(dst, sim.Field{Entity: name, Name: "x", Value: int64(u.X)}, sim.Field{Entity: name, Name: "y", Value: int64(u.Y)},
+			sim.Field{Entity: name, Name: "team", Value: int64(u.Team)}, sim.Field{Entity: name, Name: "group", Value: int64(u.Group)},
+			sim.Field{Entity: name, Name: "hp", Value: int64(u.HP)})
+	}
+	for tm := range w.targets {
+		for gr, t := range w.targets[tm] {
+			name := fmt.Sprintf("team %d group %d", tm, gr)
+			set := int64(0)
+			if t.set {
+				set = 1
+			}
+			dst = append(dst, sim.Field{Entity: name, Name: "target x", Value: int64(t.x)},
+				sim.Field{Entity: name, Name: "target y", Value: int64(t.y)}, sim.Field{Entity: name, Name: "target set", Value: set})
+		}
+	}
+	for i, p := range w.players {
+		dst = append(dst, sim.Field{Entity: "players", Name: fmt.Sprintf("player %d", i), Value: int64(p)})
+	}
+	return dst, nil
+}

@@ -144,6 +144,15 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	if !bytes.Equal(s.Records, s2.Records) {
 		t.Fatal("records differ after a round trip")
 	}
+	// A record's named fields (sim.RecordFields) are the unit's values.
+	u := g.Unit(2)
+	got := map[string]int64{}
+	for _, f := range g.AppendRecordFields(nil, s.Record(2)) {
+		got[f.Name] = f.Value
+	}
+	if got["x"] != int64(u.X) || got["y"] != int64(u.Y) || got["team"] != int64(u.Team) || got["group"] != int64(u.Group) || got["hp"] != int64(u.HP) {
+		t.Fatalf("fields %v of unit %+v", got, u)
+	}
 	s.Records[4] = 0xff
 	if err := h.ReadSnapshot(&s); err == nil {
 		t.Fatal("bad team accepted")
@@ -283,3 +292,31 @@ type commitsOnly struct {
 }
 
 var _ = [...]struct{}{commitsOnly{}.WriteSnapshot, commitsOnly{}.ReadSnapshot, commitsOnly{}.AppendBodies, commitsOnly{}.EntityKind}
+
+// TestCanonicalFields: a canonical state's named fields are the world's
+// values, unit by unit; a malformed state is refused.
+func TestCanonicalFields(t *testing.T) {
+	g, _ := NewGame(10)
+	g.OnPlayerJoin(nil, 3)
+	g.units[7].HP = 17
+	b := g.AppendCanonical(nil)
+	fs, err := g.AppendCanonicalFields(nil, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 + 5*10 + 3*Teams*Groups + 1; len(fs) != want {
+		t.Fatalf("%d fields, want %d", len(fs), want)
+	}
+	found := false
+	for _, f := range fs {
+		if f.Entity == "unit 7" && f.Name == "hp" {
+			found = f.Value == 17
+		}
+	}
+	if !found {
+		t.Error("unit 7's hp is not named with its value")
+	}
+	if _, err := g.AppendCanonicalFields(nil, b[:len(b)-1]); err == nil {
+		t.Error("a truncated state was named")
+	}
+}

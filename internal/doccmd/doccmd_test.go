@@ -55,7 +55,7 @@ func TestParse(t *testing.T) {
 // checkedElsewhere are the programs whose commands their own package's
 // TestDocCommands checks: it parses each command's flags with the
 // binary's flag set and validation, as the binary would.
-var checkedElsewhere = []string{"tickwire-server", "tickwire-bot", "tickwire-netem"}
+var checkedElsewhere = []string{"tickwire-server", "tickwire-bot", "tickwire-netem", "tickwire-replay"}
 
 // How TestDocCommands treats a command.
 const (
