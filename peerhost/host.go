@@ -51,8 +51,10 @@ type HostConfig struct {
 	// authority. Default migrate.DefaultTimeout.
 	StallTimeout time.Duration
 	// streams are the players' peer message streams a promoted standby
-	// held (Player).
-	streams map[uint16]*playerStream
+	// held (Player); followed, if set, runs (on the server's loop) when
+	// a player other than the host's own comes back to a game it adopted.
+	streams  map[uint16]*playerStream
+	followed func()
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
@@ -181,11 +183,18 @@ func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
 }
 
 // Joined notes a join: the roster goes out again; a player back from a
-// migration gets its stream (game.Hooks).
+// migration, or back in its slots on a new session (a rejoin), gets its
+// stream (game.Hooks).
 func (m *hostMigration) Joined(c *tickwire.Conn, resumed bool) {
 	m.dirty = true
-	if resumed {
+	switch {
+	case resumed:
 		m.resumed(c)
+		if m.cfg.followed != nil && !carries(c, m.cfg.Self) {
+			m.cfg.followed()
+		}
+	case c.Rejoined():
+		m.rejoined(c)
 	}
 }
 
@@ -497,13 +506,26 @@ func (m *hostMigration) release() {
 
 // resumed sends a player back from a migration its stream: every
 // message it has not acknowledged, and how far its own ran.
-func (m *hostMigration) resumed(c *tickwire.Conn) {
+func (m *hostMigration) resumed(c *tickwire.Conn) { m.resendStream(c, true) }
+
+// rejoined sends a player back in its slots on a new session what the
+// reliable channel of its old one may have lost: the messages released
+// to it that it has not acknowledged, and how far its own ran. Those
+// not released yet go out when the standbys hold them, as ever.
+func (m *hostMigration) rejoined(c *tickwire.Conn) { m.resendStream(c, false) }
+
+// resendStream sends c's player its stream again: the messages it has
+// not acknowledged (all, or only those sent before), and how far its
+// own ran.
+func (m *hostMigration) resendStream(c *tickwire.Conn, all bool) {
 	player, st := m.streamOf(c)
 	if st == nil {
 		return
 	}
 	for i := range st.out {
-		m.sendOut(c, player, &st.out[i], &m.stats.Stream.Resent)
+		if o := &st.out[i]; all || o.sent {
+			m.sendOut(c, player, o, &m.stats.Stream.Resent)
+		}
 	}
 	m.ackRun(c, player, st, true)
 }
