@@ -468,7 +468,8 @@ func (p *Player) Close() error {
 // out its decisions.
 func (p *Player) run() {
 	defer close(p.done)
-	t := time.NewTicker(20 * time.Millisecond)
+	const every = 20 * time.Millisecond
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		var ended <-chan struct{}
@@ -476,6 +477,7 @@ func (p *Player) run() {
 		if cur != nil {
 			ended = cur.Done()
 		}
+		waited := time.Now()
 		select {
 		case <-p.stop:
 			p.handOver()
@@ -490,6 +492,12 @@ func (p *Player) run() {
 		}
 		now := time.Now()
 		p.mu.Lock()
+		if stall := now.Sub(waited) - 2*every; stall > 0 {
+			// This peer's own process did not run (a SIGSTOP, a
+			// frozen laptop): the host is not to blame for the
+			// silence meanwhile, as its session does not blame it.
+			p.follower.Excuse(now, stall)
+		}
 		act := p.follower.Advance(now)
 		var loss *hostLoss
 		var host *tickwire.Client
