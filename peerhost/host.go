@@ -116,6 +116,10 @@ type hostMigration struct {
 	scratch []*tickwire.Conn // conns
 	// rosterErr is why the last roster was not valid ("" once one was)
 	rosterErr string
+	// silent are the candidates' connections the roster left out of the
+	// succession, interrupted (silent for the server's Config.Interrupt);
+	// silentNext the buffer of the next count
+	silent, silentNext []*tickwire.Conn
 }
 
 // newHostMigration returns the hooks of a game host of gcfg that runs
@@ -258,7 +262,7 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if m.h.Engine(m.cfg.Game) == nil {
 		return true
 	}
-	if m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
+	if m.silenceChanged() || m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
 		m.dirty = false
 		m.publish(now)
 	}
@@ -276,7 +280,7 @@ func (m *hostMigration) publish(now time.Time) {
 			continue
 		}
 		mem := migrate.Member{Slot: players[0], ClientID: c.ClientID()}
-		if addr := m.cfg.Candidates[players[0]]; addr != "" {
+		if addr := m.cfg.Candidates[players[0]]; addr != "" && !slices.Contains(m.silent, c) {
 			mem.Candidate, mem.Addr = true, addr
 		}
 		if mem.Slot == m.cfg.Self {
@@ -327,6 +331,29 @@ func (m *hostMigration) publish(now time.Time) {
 	for _, s := range m.succ[:min(len(m.succ), MaxSuccessors)] {
 		m.credentials(s, now)
 	}
+}
+
+// silenceChanged reports whether a candidate went silent (its
+// connection interrupted) or was heard again since the roster went out.
+// A silent candidate is out of the succession until it is heard: the
+// others would elect a player who cannot answer, and, as a warm
+// standby, it would hold back every player's stream meanwhile (a
+// message goes out once every standby holds it). Its slots stay, and
+// its session, for the server's timeout; back on it, or on a rejoin, it
+// is a candidate again, and a standby fed anew.
+func (m *hostMigration) silenceChanged() bool {
+	next := m.silentNext[:0]
+	for _, c := range m.conns() {
+		if ps := c.Players(); len(ps) > 0 && m.cfg.Candidates[ps[0]] != "" && c.Interrupted() {
+			next = append(next, c)
+		}
+	}
+	if slices.Equal(next, m.silent) {
+		m.silentNext = next
+		return false
+	}
+	m.silent, m.silentNext = next, m.silent
+	return true
 }
 
 // connOf is the connection whose first player is slot (nil: none).
