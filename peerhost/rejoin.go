@@ -63,7 +63,7 @@ type hostLoss struct {
 	handOverTick uint32
 }
 
-// promotion is this peer's own promotion to host epoch on srv. It holds
+// promotion is this peer's own promotion to host, on srv. It holds
 // once a player follows it, or the host it lost did not answer the
 // rejoin (hold); until then this peer may be the one cut off, so its
 // own player's stream (own, once dialled) waits, and a rejoin of the
@@ -156,11 +156,14 @@ func (p *Player) rejoinHost(loss *hostLoss, tok *tickwire.ConnectToken, host uin
 
 // rejoinAttempts dials the host lost with tok until it answers, refuses
 // the credential for good, another session took the game, or
-// RejoinTimeout passes.
+// RejoinTimeout passes. An attempt lasts until the handshake times out
+// (Config.HandshakeTimeout); one that fails sooner (the host full, a
+// socket error) is not repeated within rejoinPace.
 func (p *Player) rejoinAttempts(ctx context.Context, tok *tickwire.ConnectToken) (*tickwire.Client, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.rejoinTimeout())
 	defer cancel()
 	for {
+		began := time.Now()
 		c, err := p.dial(ctx, tok, "")
 		var de *tickwire.DeniedError
 		switch {
@@ -170,8 +173,19 @@ func (p *Player) rejoinAttempts(ctx context.Context, tok *tickwire.ConnectToken)
 			errors.As(err, &de) && de.Reason != proto.DenyServerFull && de.Reason != proto.DenyShuttingDown:
 			return nil, err
 		}
+		pace := time.NewTimer(rejoinPace - time.Since(began))
+		select {
+		case <-ctx.Done():
+			pace.Stop()
+			return nil, err
+		case <-pace.C:
+		}
 	}
 }
+
+// rejoinPace is the shortest time between two rejoin attempts: the
+// handshake's own resend interval.
+const rejoinPace = 100 * time.Millisecond
 
 // rejoinTimeout is Config.RejoinTimeout or its default.
 func (p *Player) rejoinTimeout() time.Duration {
