@@ -63,6 +63,18 @@ func (e *Election) promoteTimeout() time.Duration {
 	return DefaultPromoteTimeout
 }
 
+// StrikeOff strikes slot off at now, as if its time had run out: if it
+// is the winner, the next is elected (ErrNoHost when nobody is left).
+func (e *Election) StrikeOff(now time.Time, slot uint16) {
+	if e.isStruck(slot) {
+		return
+	}
+	e.struck = append(e.struck, slot)
+	if e.err == nil && !e.done && e.winner.Slot == slot {
+		e.elect(now)
+	}
+}
+
 // Winner is the successor elected now, and the epoch it takes over with;
 // err is ErrNoHost when nobody is left.
 func (e *Election) Winner() (Member, Epoch, error) { return e.winner, e.epoch, e.err }

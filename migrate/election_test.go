@@ -10,7 +10,8 @@ var t0 = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // TestHostMonitor: three missed heartbeats (1,500 ms of silence) and
 // the host is lost, not a moment earlier; heartbeats every 500 ms, even
-// one late by 400 ms, keep it alive.
+// one late by 400 ms, keep it alive; a stop of the player's own loop is
+// excused, but never moves the last packet past now.
 func TestHostMonitor(t *testing.T) {
 	var m HostMonitor
 	if m.Lost(t0.Add(time.Hour)) || !m.Deadline().IsZero() {
@@ -35,6 +36,18 @@ func TestHostMonitor(t *testing.T) {
 	}
 	if !m.Lost(now.Add(DefaultTimeout)) || !m.Deadline().Equal(now.Add(DefaultTimeout)) {
 		t.Fatal("not lost after the timeout")
+	}
+	// The player's own loop stopped for 5 s before its check at stop:
+	// that silence is excused, never beyond stop.
+	last, stop := now, now.Add(5*time.Second)
+	m.Excuse(stop, 5*time.Second-100*time.Millisecond)
+	if m.Lost(stop) || !m.Deadline().Equal(last.Add(5*time.Second-100*time.Millisecond+DefaultTimeout)) {
+		t.Fatalf("deadline %v after the excuse, want %v", m.Deadline().Sub(last), 5*time.Second-100*time.Millisecond+DefaultTimeout)
+	}
+	m.Heard(stop)
+	m.Excuse(stop, time.Hour)
+	if !m.Deadline().Equal(stop.Add(DefaultTimeout)) {
+		t.Fatalf("an excuse moved the last packet %v past now", m.Deadline().Sub(stop.Add(DefaultTimeout)))
 	}
 	fast := HostMonitor{Timeout: 100 * time.Millisecond}
 	fast.Heard(t0)

@@ -36,8 +36,11 @@ type Action struct {
 // the host's rosters (refusing stale epochs), watches the host's
 // packets with a HostMonitor, and once the host is lost runs the
 // Election, telling its owner whom to dial, when to promote itself, or
-// that the game is over. Drive it with the arrival time of every packet
-// from the host (Heard), every roster (Roster) and a periodic Advance.
+// that nobody can take over. Drive it with the arrival time of every
+// packet from the host (Heard), every roster (Roster) and a periodic
+// Advance. A player cut off the network cannot tell its own silence
+// from the host's: if its owner finds the host alive after all (a
+// rejoin), Rejoined puts the follower back under the same roster.
 type Follower struct {
 	Self    uint16 // this player's slot
 	Monitor HostMonitor
@@ -51,6 +54,7 @@ type Follower struct {
 	electing bool
 	gone     bool // HostGone: the host counts as lost whatever is heard
 	over     bool
+	retry    bool // Retry: the next Advance starts the election over
 	last     Action
 }
 
@@ -83,6 +87,10 @@ func (f *Follower) Following() *Roster { return &f.roster }
 // otherwise.
 func (f *Follower) Advance(now time.Time) Action {
 	switch {
+	case f.retry:
+		f.retry, f.over = false, false
+		f.election.Start(now, &f.roster)
+		f.election.StrikeOff(now, f.Self)
 	case f.over:
 		return Action{}
 	case !f.electing:
@@ -122,9 +130,11 @@ func (f *Follower) Pending() Action { return f.last }
 // Announced handles the successor's host_migration (slot, epoch) that
 // arrived at now: if it is the elected one, the follower follows it (its
 // roster comes next; until then the old roster's succession stands with
-// the old host removed) and reports true.
+// the old host removed) and reports true. This player's own
+// announcement (its own player back on the host it promoted) is never
+// one.
 func (f *Follower) Announced(now time.Time, slot uint16, epoch Epoch) bool {
-	if !f.electing || f.over || !f.election.Announced(slot, epoch) {
+	if !f.electing || f.over || slot == f.Self || !f.election.Announced(slot, epoch) {
 		return false
 	}
 	f.electing = false
@@ -142,10 +152,52 @@ func (f *Follower) Announced(now time.Time, slot uint16, epoch Epoch) bool {
 }
 
 // Promoted records that this player became the host of epoch (after
-// ActPromote): it stops watching a host.
+// ActPromote): it stops watching a host. A player that promoted while
+// cut off itself, and finds the host alive after all, is back with it
+// (Rejoined).
 func (f *Follower) Promoted(epoch Epoch) {
 	f.electing, f.over = false, true
 	f.gate.Admit(epoch)
+}
+
+// Retry starts the election over at the next Advance, after it found
+// nobody to take over (ActNoHost) while its owner may have been cut off
+// itself: the successors it struck off for their silence may have been
+// heard by everyone else, and one of them may host now. This player is
+// struck off from the start (its own promotion, if it made one, was not
+// followed). Retry reports whether anybody else is left to try; if not,
+// it does nothing.
+func (f *Follower) Retry() bool {
+	if !f.over || !f.electing {
+		return false
+	}
+	var buf [8]Member
+	for _, m := range f.roster.Succession(buf[:0]) {
+		if m.Slot != f.Self {
+			f.retry = true
+			return true
+		}
+	}
+	return false
+}
+
+// Rejoined records that this player is back with the host it followed,
+// at now, on a new session (its own path had been cut: the host was
+// alive all along, and nobody took over): the election, if one runs,
+// is over, and the host is watched again under the same roster.
+func (f *Follower) Rejoined(now time.Time) {
+	f.electing, f.gone, f.over, f.retry = false, false, false, false
+	f.last = Action{}
+	f.Monitor.Heard(now)
+}
+
+// Excuse tells the follower its own loop did not run for d before now
+// (HostMonitor.Excuse): the host's silence over that time does not
+// count.
+func (f *Follower) Excuse(now time.Time, d time.Duration) {
+	if !f.electing && !f.gone {
+		f.Monitor.Excuse(now, d)
+	}
 }
 
 // HostGone declares the current host lost at now without waiting for

@@ -193,10 +193,7 @@ func TestFollowerSilentSuccessor(t *testing.T) {
 // stays gone though its packets still arrive before the next Advance,
 // which starts the election at once, long before the silence timeout.
 func TestFollowerHostGone(t *testing.T) {
-	r := roster4()
-	f := &Follower{Self: 3}
-	f.Roster(&r)
-	f.Heard(t0)
+	f := following(3)
 	f.HostGone(t0.Add(100 * time.Millisecond))
 	f.Heard(t0.Add(110 * time.Millisecond))
 	a := f.Advance(t0.Add(120 * time.Millisecond))
@@ -208,5 +205,134 @@ func TestFollowerHostGone(t *testing.T) {
 	}
 	if a := f.Advance(t0.Add(300 * time.Millisecond)); a.Kind != ActNone {
 		t.Fatalf("following the successor: %+v", a)
+	}
+}
+
+// following is the follower of slot in roster4, which heard the host at
+// t0.
+func following(slot uint16) *Follower {
+	r := roster4()
+	f := &Follower{Self: slot}
+	f.Roster(&r)
+	f.Heard(t0)
+	return f
+}
+
+// TestFollowerCutOff: slot 2, second in line, is cut off the network:
+// it finds the host lost, dials slot 4, strikes it off after the
+// promote timeout and elects itself; its own player's announcement on
+// the host it promoted is no announcement, and if it could not promote
+// (Promoted is not called), at its promote timeout it is struck off
+// too and nobody is left. It tries the others again (Retry), never
+// itself. Its path mended, it is back with the host (Rejoined): the
+// host is watched again under the same roster, and a later silence
+// starts a new election from the first in line. A player that did
+// promote is back with the host the same way.
+func TestFollowerCutOff(t *testing.T) {
+	f := following(2)
+	lost := t0.Add(DefaultTimeout)
+	if a := f.Advance(lost); a.Kind != ActDial || a.Member.Slot != 4 || a.Epoch != 2 {
+		t.Fatalf("host lost: %+v", a)
+	}
+	self := lost.Add(DefaultPromoteTimeout)
+	if a := f.Advance(self); a.Kind != ActPromote || a.Epoch != 3 {
+		t.Fatalf("slot 4 silent: %+v", a)
+	}
+	if f.Announced(self.Add(10*time.Millisecond), 2, 3) {
+		t.Fatal("its own announcement ended the election")
+	}
+	if a := f.Advance(self.Add(DefaultPromoteTimeout - time.Millisecond)); a.Kind != ActNone || !f.Electing() {
+		t.Fatalf("struck off before its promote timeout: %+v", a)
+	}
+	over := self.Add(DefaultPromoteTimeout)
+	if a := f.Advance(over); a.Kind != ActNoHost || !errors.Is(a.Err, ErrNoHost) {
+		t.Fatalf("nobody followed it: %+v", a)
+	}
+	// Still cut off, it tries the others again, never itself.
+	for round := range 2 {
+		if !f.Retry() {
+			t.Fatal("nobody to try again")
+		}
+		if a := f.Advance(over); a.Kind != ActDial || a.Member.Slot != 4 || a.Epoch != 2 {
+			t.Fatalf("round %d of the retries: %+v", round, a)
+		}
+		over = over.Add(DefaultPromoteTimeout)
+		if a := f.Advance(over); a.Kind != ActNoHost {
+			t.Fatalf("round %d of the retries, slot 4 silent: %+v", round, a)
+		}
+	}
+	back := self.Add(3 * time.Second)
+	f.Rejoined(back)
+	if f.Electing() || f.Following().Epoch != 1 || f.Following().Host != 1 {
+		t.Fatalf("back with the host: electing %v, following %+v", f.Electing(), f.Following())
+	}
+	for i := range 10 {
+		f.Heard(back.Add(time.Duration(i) * Heartbeat))
+		if a := f.Advance(back.Add(time.Duration(i) * Heartbeat)); a.Kind != ActNone {
+			t.Fatalf("the host heard again: %+v", a)
+		}
+	}
+	again := back.Add(9*Heartbeat + DefaultTimeout)
+	if a := f.Advance(again); a.Kind != ActDial || a.Member.Slot != 4 || a.Epoch != 2 {
+		t.Fatalf("the host lost again: %+v", a)
+	}
+
+	g := following(4)
+	if a := g.Advance(lost); a.Kind != ActPromote {
+		t.Fatalf("slot 4 first in line: %+v", a)
+	}
+	g.Promoted(2)
+	if a := g.Advance(lost.Add(time.Hour)); a.Kind != ActNone || g.Retry() {
+		t.Fatalf("promoted: %+v", a)
+	}
+	g.Rejoined(back)
+	if a := g.Advance(back.Add(DefaultTimeout)); a.Kind != ActPromote || a.Epoch != 2 {
+		t.Fatalf("back with the host, then lost again: %+v", a)
+	}
+}
+
+// TestFollowerExcuse: a stop of the player's own loop is excused while
+// it follows the host, not once the host is lost.
+func TestFollowerExcuse(t *testing.T) {
+	f := following(3)
+	resumed := t0.Add(5 * time.Second)
+	f.Excuse(resumed, 5*time.Second)
+	if a := f.Advance(resumed); a.Kind != ActNone {
+		t.Fatalf("after a stop of its own loop: %+v", a)
+	}
+	if a := f.Advance(resumed.Add(DefaultTimeout)); a.Kind != ActDial {
+		t.Fatalf("silent past the excuse: %+v", a)
+	}
+	f.Excuse(resumed.Add(10*time.Second), 10*time.Second)
+	if !f.Electing() || f.Pending().Member.Slot != 4 {
+		t.Fatalf("an excuse during the election: electing %v, %+v", f.Electing(), f.Pending())
+	}
+}
+
+// TestFollowerRetryAlone: a player who is the only candidate left has
+// nobody to try again.
+func TestFollowerRetryAlone(t *testing.T) {
+	f := following(4)
+	if f.Retry() {
+		t.Fatal("Retry while following the host")
+	}
+	lost := t0.Add(DefaultTimeout)
+	f.Advance(lost)
+	if a := f.Advance(lost.Add(DefaultPromoteTimeout)); a.Kind != ActDial || a.Member.Slot != 2 {
+		t.Fatalf("slot 4 struck itself off: %+v", a)
+	}
+	if a := f.Advance(lost.Add(2 * DefaultPromoteTimeout)); a.Kind != ActNoHost {
+		t.Fatalf("slot 2 silent too: %+v", a)
+	}
+	if !f.Retry() {
+		t.Fatal("slot 2 is left to try")
+	}
+	r := Roster{Epoch: 1, Host: 1, Members: []Member{{Slot: 1, ClientID: 1, Candidate: true, Addr: "a:1"}, {Slot: 4, ClientID: 4, Candidate: true, Addr: "b:1"}}}
+	g := &Follower{Self: 4}
+	g.Roster(&r)
+	g.Heard(t0)
+	g.Advance(lost)
+	if a := g.Advance(lost.Add(DefaultPromoteTimeout)); a.Kind != ActNoHost || g.Retry() {
+		t.Fatalf("alone: %+v, and Retry found somebody", a)
 	}
 }

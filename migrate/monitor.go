@@ -52,6 +52,20 @@ func (m *HostMonitor) Lost(now time.Time) bool {
 	return m.armed && !now.Before(m.Deadline())
 }
 
+// Excuse moves the deadline later by d, the time the player's own loop
+// did not run before now (a SIGSTOP, a frozen laptop): the host is not
+// to blame for a silence nobody was listening to. The last packet never
+// moves past now.
+func (m *HostMonitor) Excuse(now time.Time, d time.Duration) {
+	if !m.armed || d <= 0 {
+		return
+	}
+	m.last = m.last.Add(d)
+	if m.last.After(now) {
+		m.last = now
+	}
+}
+
 // Expire makes the host count as lost from now on: it said goodbye (a
 // host that stepped down), or its session ended.
 func (m *HostMonitor) Expire(now time.Time) {

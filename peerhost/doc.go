@@ -11,7 +11,8 @@
 //	          message streams held until the standby has them
 //	player:   game.Client + roster, standby, stream ─► host lost ─►
 //	          migrate election ─► dial the successor, or promote and
-//	          host (game.Host.Adopt)
+//	          host (game.Host.Adopt); alongside, rejoin the host, which
+//	          is alive if the player's own path was cut (rejoin.go)
 //
 // It wires migrate's pure logic to the game package and the root's
 // connections; game never imports it.

@@ -147,9 +147,6 @@ func (p *Player) heardHandOver(now time.Time, ctl *proto.ControlFrame) error {
 	p.stats.HandOvers++
 	p.handOverTick = ctl.Tick
 	p.follower.HostGone(now)
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
+	p.wake()
 	return nil
 }

@@ -51,8 +51,10 @@ type HostConfig struct {
 	// authority. Default migrate.DefaultTimeout.
 	StallTimeout time.Duration
 	// streams are the players' peer message streams a promoted standby
-	// held (Player).
-	streams map[uint16]*playerStream
+	// held (Player); followed, if set, runs (on the server's loop) when
+	// a player other than the host's own comes back to a game it adopted.
+	streams  map[uint16]*playerStream
+	followed func()
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
@@ -114,6 +116,10 @@ type hostMigration struct {
 	scratch []*tickwire.Conn // conns
 	// rosterErr is why the last roster was not valid ("" once one was)
 	rosterErr string
+	// silent are the candidates' connections the roster left out of the
+	// succession, interrupted (silent for the server's Config.Interrupt);
+	// silentNext the buffer of the next count
+	silent, silentNext []*tickwire.Conn
 }
 
 // newHostMigration returns the hooks of a game host of gcfg that runs
@@ -181,11 +187,18 @@ func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
 }
 
 // Joined notes a join: the roster goes out again; a player back from a
-// migration gets its stream (game.Hooks).
+// migration, or back in its slots on a new session (a rejoin), gets its
+// stream (game.Hooks).
 func (m *hostMigration) Joined(c *tickwire.Conn, resumed bool) {
 	m.dirty = true
-	if resumed {
+	switch {
+	case resumed:
 		m.resumed(c)
+		if m.cfg.followed != nil && !carries(c, m.cfg.Self) {
+			m.cfg.followed()
+		}
+	case c.Rejoined():
+		m.rejoined(c)
 	}
 }
 
@@ -249,7 +262,7 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if m.h.Engine(m.cfg.Game) == nil {
 		return true
 	}
-	if m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
+	if m.silenceChanged() || m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
 		m.dirty = false
 		m.publish(now)
 	}
@@ -267,7 +280,7 @@ func (m *hostMigration) publish(now time.Time) {
 			continue
 		}
 		mem := migrate.Member{Slot: players[0], ClientID: c.ClientID()}
-		if addr := m.cfg.Candidates[players[0]]; addr != "" {
+		if addr := m.cfg.Candidates[players[0]]; addr != "" && !slices.Contains(m.silent, c) {
 			mem.Candidate, mem.Addr = true, addr
 		}
 		if mem.Slot == m.cfg.Self {
@@ -318,6 +331,29 @@ func (m *hostMigration) publish(now time.Time) {
 	for _, s := range m.succ[:min(len(m.succ), MaxSuccessors)] {
 		m.credentials(s, now)
 	}
+}
+
+// silenceChanged reports whether a candidate went silent (its
+// connection interrupted) or was heard again since the roster went out.
+// A silent candidate is out of the succession until it is heard: the
+// others would elect a player who cannot answer, and, as a warm
+// standby, it would hold back every player's stream meanwhile (a
+// message goes out once every standby holds it). Its slots stay, and
+// its session, for the server's timeout; back on it, or on a rejoin, it
+// is a candidate again, and a standby fed anew.
+func (m *hostMigration) silenceChanged() bool {
+	next := m.silentNext[:0]
+	for _, c := range m.conns() {
+		if ps := c.Players(); len(ps) > 0 && m.cfg.Candidates[ps[0]] != "" && c.Interrupted() {
+			next = append(next, c)
+		}
+	}
+	if slices.Equal(next, m.silent) {
+		m.silentNext = next
+		return false
+	}
+	m.silent, m.silentNext = next, m.silent
+	return true
 }
 
 // connOf is the connection whose first player is slot (nil: none).
@@ -497,13 +533,26 @@ func (m *hostMigration) release() {
 
 // resumed sends a player back from a migration its stream: every
 // message it has not acknowledged, and how far its own ran.
-func (m *hostMigration) resumed(c *tickwire.Conn) {
+func (m *hostMigration) resumed(c *tickwire.Conn) { m.resendStream(c, true) }
+
+// rejoined sends a player back in its slots on a new session what the
+// reliable channel of its old one may have lost: the messages released
+// to it that it has not acknowledged, and how far its own ran. Those
+// not released yet go out when the standbys hold them, as ever.
+func (m *hostMigration) rejoined(c *tickwire.Conn) { m.resendStream(c, false) }
+
+// resendStream sends c's player its stream again: the messages it has
+// not acknowledged (all, or only those sent before), and how far its
+// own ran.
+func (m *hostMigration) resendStream(c *tickwire.Conn, all bool) {
 	player, st := m.streamOf(c)
 	if st == nil {
 		return
 	}
 	for i := range st.out {
-		m.sendOut(c, player, &st.out[i], &m.stats.Stream.Resent)
+		if o := &st.out[i]; all || o.sent {
+			m.sendOut(c, player, o, &m.stats.Stream.Resent)
+		}
 	}
 	m.ackRun(c, player, st, true)
 }

@@ -41,6 +41,8 @@ type Config struct {
 	Handler tickwire.ClientHandler
 	// Dialer returns the dialer for each session (a new socket, the
 	// caller's Handler and Game are set by the Player); nil: Dialer{}.
+	// The Player calls it one call at a time (it may dial a successor
+	// and its lost host at once).
 	Dialer func() tickwire.Dialer
 	// Redirect, if set, rewrites the address a successor is dialled at
 	// (a proxy in tests and netem runs); the token is unchanged.
@@ -50,6 +52,12 @@ type Config struct {
 	// PromoteTimeout how long an elected successor has to announce
 	// itself (default migrate.DefaultPromoteTimeout).
 	Timeout, PromoteTimeout time.Duration
+	// RejoinTimeout is how long a player that lost its host keeps trying
+	// to come back to it with its rejoin credential, in case its own path
+	// was cut rather than the host lost, while nobody takes the game over
+	// (default DefaultRejoinTimeout). A game nobody can take over ends
+	// with migrate.ErrNoHost only after it.
+	RejoinTimeout time.Duration
 	// Standbys is how many warm standbys this peer keeps when it hosts
 	// (HostConfig.Standbys; default DefaultStandbys).
 	Standbys int
@@ -70,10 +78,13 @@ const (
 	EventSteppedDown                      // this peer's host learned it was replaced
 	EventNoHost                           // nobody can take over: the Player ended with migrate.ErrNoHost
 	EventHandedOver                       // this peer's host quit and handed the game to its successor
+	EventRejoined                         // back with the host it had lost, in its own slots (Epoch, Slot: the host's)
+	EventAbandoned                        // this peer gave up a promotion nobody followed
 )
 
 var peerEventNames = [...]string{EventHostLost: "host lost", EventFollowing: "following", EventPromoted: "promoted",
-	EventResumed: "resumed", EventSteppedDown: "stepped down", EventNoHost: "no host", EventHandedOver: "handed over"}
+	EventResumed: "resumed", EventSteppedDown: "stepped down", EventNoHost: "no host", EventHandedOver: "handed over",
+	EventRejoined: "rejoined", EventAbandoned: "abandoned"}
 
 func (k EventKind) String() string {
 	if int(k) < len(peerEventNames) && peerEventNames[k] != "" {
@@ -93,9 +104,13 @@ type Event struct {
 
 // Stats count what a Player did.
 type Stats struct {
-	Epoch        uint32 // of the host followed (or run) now
-	Migrations   uint64 // successors followed (including by promotion)
-	Promotions   uint64
+	Epoch      uint32 // of the host followed (or run) now
+	Migrations uint64 // successors followed (including by a promotion that held)
+	Promotions uint64 // of this peer to host; Abandoned of them given up for the host it had lost
+	Abandoned  uint64
+	// Rejoins counts the times this peer came back to the host it had
+	// lost (its own path had been cut).
+	Rejoins      uint64
 	StandbyState uint64 // standby states loaded
 	StandbySteps uint64
 	StandbyErrs  uint64 // standby frames that did not load or replay
@@ -124,8 +139,11 @@ type Stats struct {
 // the host names it, and when the host goes silent runs the election
 // every player computes alike — then either dials the successor with
 // the token the host gave it in advance, or, elected itself, promotes
-// its standby to a game host on its own host socket. A peer chosen by
-// the lobby to host starts that host with Host before joining it.
+// its standby to a game host on its own host socket. Meanwhile it tries
+// to come back to the host with its rejoin credential: when its own path
+// was cut, the host is alive and keeps its slots (rejoin.go). A peer
+// chosen by the lobby to host starts that host with Host before joining
+// it.
 type Player struct {
 	cfg  Config
 	log  *slog.Logger
@@ -166,9 +184,21 @@ type Player struct {
 	handOverTick uint32
 	kick         chan struct{}
 
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	// The time between losing the host and playing again (rejoin.go):
+	// the loss, the session to the host that ended by itself (if it did),
+	// this peer's own promotion while nobody followed it and its own
+	// player's session to it, and the election's end without a
+	// successor, final once the rejoin attempts are over too.
+	loss      *hostLoss
+	hostEnded *tickwire.Client
+	promo     *promotion
+	own       *tickwire.Client
+	noHost    error
+
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+	dialerMu sync.Mutex // Config.Dialer's calls
 }
 
 type tokenHeld struct {
@@ -245,21 +275,33 @@ func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostCon
 
 // stepDown closes this peer's host, replaced by a successor: every
 // player still connected is told so.
+func (p *Player) stepDown(srv *tickwire.Server, why string) { p.stopHost(srv, EventSteppedDown, why) }
+
+// stopHost closes this peer's host srv, saying why in an event of kind
+// (stepped down, or abandoned); the players still connected are told
+// the host migrated.
 //
 // The peer gives the host up on the server's loop, with the connections'
 // closing, so that no player message reaches the handler in between
 // (its Reply would find no host).
-func (p *Player) stepDown(srv *tickwire.Server, why string) {
+func (p *Player) stopHost(srv *tickwire.Server, kind EventKind, why string) {
 	srv.Do(func() {
 		p.mu.Lock()
+		mig := p.mig
 		if p.srv == srv {
 			p.srv, p.host, p.mig = nil, nil, nil
-			p.stats.Hosting, p.stats.SteppedDown = false, true
+			p.stats.Hosting = false
+			p.stats.SteppedDown = p.stats.SteppedDown || kind == EventSteppedDown
+		} else {
+			mig = nil
 		}
 		p.mu.Unlock()
+		if mig != nil {
+			mig.down = true // its players leaving now are no news to it
+		}
 		srv.CloseAll(proto.DisconnectHostMigrate)
 	})
-	p.event(Event{Kind: EventSteppedDown, Text: why})
+	p.event(Event{Kind: kind, Text: why})
 	srv.Close()
 }
 
@@ -284,7 +326,9 @@ func (p *Player) Join(ctx context.Context, tok *tickwire.ConnectToken) error {
 func (p *Player) dial(ctx context.Context, tok *tickwire.ConnectToken, addr string) (*tickwire.Client, error) {
 	d := tickwire.Dialer{}
 	if p.cfg.Dialer != nil {
+		p.dialerMu.Lock()
 		d = p.cfg.Dialer()
+		p.dialerMu.Unlock()
 	}
 	d.Game = p
 	d.Handler = peerHandler{p}
@@ -297,14 +341,8 @@ func (p *Player) dial(ctx context.Context, tok *tickwire.ConnectToken, addr stri
 		t.ServerAddrs = []string{addr}
 		tok = &t
 	}
-	c, err := d.Dial(ctx, tok)
-	if err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	p.client = c
-	p.mu.Unlock()
-	return c, nil
+	// The session takes the game in Attach (claim), or fails.
+	return d.Dial(ctx, tok)
 }
 
 func (p *Player) timeout() time.Duration {
@@ -361,6 +399,11 @@ func (p *Player) Send(channel uint8, data []byte) error {
 	p.out = append(p.out, m)
 	p.stream.Sent++
 	c, self := p.client, p.players[0]
+	if p.provisional(c) {
+		// Not to a promotion that may be given up: it goes out when a
+		// player follows it, or to the host the player is back with.
+		c = nil
+	}
 	p.mu.Unlock()
 	if c != nil {
 		c.SendFrame(appendPeerMessage(nil, proto.PeerMessageFrame{Player: self, Seq: m.seq, Channel: channel, Data: m.data}))
@@ -425,7 +468,8 @@ func (p *Player) Close() error {
 // out its decisions.
 func (p *Player) run() {
 	defer close(p.done)
-	t := time.NewTicker(20 * time.Millisecond)
+	const every = 20 * time.Millisecond
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		var ended <-chan struct{}
@@ -433,6 +477,7 @@ func (p *Player) run() {
 		if cur != nil {
 			ended = cur.Done()
 		}
+		waited := time.Now()
 		select {
 		case <-p.stop:
 			p.handOver()
@@ -447,16 +492,48 @@ func (p *Player) run() {
 		}
 		now := time.Now()
 		p.mu.Lock()
+		if stall := now.Sub(waited) - 2*every; stall > 0 {
+			// This peer's own process did not run (a SIGSTOP, a
+			// frozen laptop): the host is not to blame for the
+			// silence meanwhile, as its session does not blame it.
+			p.follower.Excuse(now, stall)
+		}
 		act := p.follower.Advance(now)
+		var loss *hostLoss
+		var host *tickwire.Client
+		if act.Kind != migrate.ActNone && p.loss == nil {
+			loss, host = p.beginLoss(), p.client
+			if host == nil {
+				host = p.hostEnded
+			}
+			p.hostEnded = nil
+		}
 		p.mu.Unlock()
+		if loss != nil {
+			p.leaveHost(now, loss, host, act)
+		}
 		switch act.Kind {
 		case migrate.ActDial:
 			p.follow(act)
 		case migrate.ActPromote:
 			p.promote(act)
 		case migrate.ActNoHost:
+			p.mu.Lock()
+			p.noHost = act.Err
+			if p.rejoining() && p.follower.Retry() {
+				// Maybe cut off itself: it tries the others again
+				// while it tries to rejoin the host.
+				p.noHost = nil
+			}
+			p.mu.Unlock()
+		}
+		p.mu.Lock()
+		noHost := p.noHost
+		over := noHost != nil && !p.rejoining()
+		p.mu.Unlock()
+		if over {
 			p.event(Event{Kind: EventNoHost, Time: now})
-			p.finish(act.Err, proto.DisconnectHostMigrate)
+			p.finish(noHost, proto.DisconnectHostMigrate)
 			return
 		}
 	}
@@ -481,6 +558,9 @@ func (p *Player) sessionEnded(c *tickwire.Client) bool {
 	}
 	now := time.Now()
 	p.mu.Lock()
+	if p.loss == nil {
+		p.hostEnded = c // its rejoin credential, if it timed out
+	}
 	p.follower.HostGone(now)
 	p.mu.Unlock()
 	return false
@@ -489,11 +569,18 @@ func (p *Player) sessionEnded(c *tickwire.Client) bool {
 // finish ends the Player with err.
 func (p *Player) finish(err error, r proto.DisconnectReason) {
 	p.mu.Lock()
-	c, srv := p.client, p.srv
-	p.client = nil
 	if p.err == nil {
 		p.err = err
 	}
+	loss := p.loss
+	p.endLoss()
+	p.mu.Unlock()
+	if loss != nil && loss.rejoining != nil {
+		<-loss.rejoining // no session takes the game any more (claim)
+	}
+	p.mu.Lock()
+	c, srv := p.client, p.srv
+	p.client = nil
 	p.mu.Unlock()
 	if c != nil {
 		c.Close()
@@ -508,33 +595,40 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 	}
 }
 
-// leave closes the session to the old host, telling it we follow a
-// successor, and prepares the game.Client to resume.
-func (p *Player) leave(now time.Time, lost uint16, epoch migrate.Epoch) {
+// leaveSession closes the session the game plays on during a loss of the
+// host, if any (a successor that did not announce itself in time), for
+// another.
+func (p *Player) leaveSession() {
 	p.mu.Lock()
 	c := p.client
-	p.client = nil
-	why := "no word from the host"
-	if p.handOverTick != 0 {
-		why = fmt.Sprintf("handed over at tick %d", p.handOverTick)
-		p.stats.HandOverTick, p.handOverTick = p.handOverTick, 0
+	p.mu.Unlock()
+	if c != nil {
+		p.drop(c, proto.DisconnectHostMigrate)
+	}
+}
+
+// drop closes session c for reason r, the game ready to resume on
+// another session: c's end is not the game's.
+func (p *Player) drop(c *tickwire.Client, r proto.DisconnectReason) {
+	p.cfg.Game.Resume()
+	c.CloseWith(r)
+	p.mu.Lock()
+	if p.client == c {
+		p.client = nil
 	}
 	p.mu.Unlock()
-	p.cfg.Game.Resume()
-	p.event(Event{Kind: EventHostLost, Time: now, Slot: lost, Epoch: uint32(epoch), Text: why})
-	if c != nil {
-		c.CloseWith(proto.DisconnectHostMigrate)
-	}
 }
 
 // follow dials the elected successor act.Member with its token.
 func (p *Player) follow(act migrate.Action) {
-	now := time.Now()
 	p.mu.Lock()
-	old := p.follower.Following().Host
+	loss := p.loss
 	held := p.tokens[act.Member.Slot]
 	p.mu.Unlock()
-	p.leave(now, old, act.Epoch)
+	if loss == nil {
+		return // back with the host: the election is over
+	}
+	p.leaveSession()
 	if held == nil {
 		p.log.Warn("no token for the successor", "slot", act.Member.Slot, "epoch", act.Epoch)
 		return // its promote timeout strikes it off
@@ -543,10 +637,13 @@ func (p *Player) follow(act migrate.Action) {
 	if p.cfg.Redirect != nil {
 		addr = p.cfg.Redirect(addr)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
+	ctx, cancel := context.WithTimeout(loss.ctx, p.promoteTimeout())
 	defer cancel()
 	c, err := p.dial(ctx, held.tok, addr)
 	if err != nil {
+		if loss.ctx.Err() != nil || errors.Is(err, errAttached) {
+			return // the host it had lost answered first
+		}
 		p.mu.Lock()
 		p.stats.DialFailures++
 		p.mu.Unlock()
@@ -565,10 +662,17 @@ func (p *Player) promoteTimeout() time.Duration {
 }
 
 // promote makes this peer the host of act.Epoch: its standby becomes
-// the authority on its own server, and its own player re-dials it.
+// the authority on its own server, and its own player re-dials it. The
+// promotion holds (hold) once a player follows it, or once the host
+// lost did not answer its rejoin; until then this peer may have been
+// cut off itself, and its own player's stream waits.
 func (p *Player) promote(act migrate.Action) {
 	now := time.Now()
 	p.mu.Lock()
+	if p.loss == nil {
+		p.mu.Unlock()
+		return // back with the host: the election is over
+	}
 	old := p.follower.Following()
 	lost := old.Host
 	candidates := map[uint16]string{}
@@ -579,8 +683,8 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	keys := append([]tickwire.Key(nil), p.keys...)
 	at, _ := p.standby.Ready()
-	if p.handOverTick != 0 && at != p.handOverTick {
-		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", p.handOverTick)
+	if t := p.loss.handOverTick; t != 0 && at != t {
+		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", t)
 	}
 	p.stats.PromotedAt = at
 	eng, err := p.standby.Promote(now)
@@ -590,16 +694,21 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	clear(p.streams)
 	p.mu.Unlock()
-	p.leave(now, lost, act.Epoch)
+	p.leaveSession()
 	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
 		p.log.Warn("elected but cannot host", "epoch", act.Epoch, "err", err, "keys", len(keys))
 		return // the others strike us off after the promote timeout
 	}
 	key := keys[len(keys)-1]
+	var srv *tickwire.Server
 	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams})
+		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams,
+		followed: func() { p.hold(srv, nil) }})
 	if err == nil {
-		p.srv.Do(func() {
+		p.mu.Lock()
+		srv = p.srv
+		p.mu.Unlock()
+		srv.Do(func() {
 			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
 				Grace: 2 * p.timeout(), Gone: []uint16{lost}})
 		})
@@ -608,12 +717,24 @@ func (p *Player) promote(act migrate.Action) {
 		p.log.Warn("promotion failed", "epoch", act.Epoch, "err", err)
 		return
 	}
+	pr := &promotion{srv: srv}
 	p.mu.Lock()
-	p.follower.Promoted(act.Epoch)
-	p.stats.Promotions++
-	p.stats.Migrations++
+	back := p.loss == nil
+	if !back {
+		p.follower.Promoted(act.Epoch)
+		p.stats.Promotions++
+		p.promo = pr
+	}
+	rejoining := p.rejoining()
 	p.mu.Unlock()
+	if back {
+		p.stopHost(srv, EventAbandoned, "the host it had lost answered")
+		return
+	}
 	p.event(Event{Kind: EventPromoted, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: p.players[0]})
+	if !rejoining {
+		p.hold(srv, nil) // a hand-over's: the host is gone for good
+	}
 	// The own player re-dials its own server like everyone else.
 	local := p.cfg.HostConn.LocalAddr()
 	if local.Addr().IsUnspecified() {
@@ -630,10 +751,12 @@ func (p *Player) promote(act migrate.Action) {
 	defer cancel()
 	c, err := p.dial(ctx, tok, "")
 	if err != nil {
-		p.log.Warn("own player could not rejoin", "err", err)
+		if !errors.Is(err, errAttached) {
+			p.log.Warn("own player could not rejoin", "err", err)
+		}
 		return
 	}
-	p.resend(c)
+	p.ownDialled(pr, c)
 }
 
 // event reports e to OnEvent.
@@ -660,19 +783,36 @@ func (h peerHandler) Message(c *tickwire.Client, m *tickwire.Message) {
 func (h peerHandler) Disconnected(*tickwire.Client, proto.DisconnectReason) {}
 
 // Attach makes the Player the ClientLayer of each session: it wraps the
-// game.Client's frame handler with the migration frames.
+// game.Client's frame handler with the migration frames. The game plays
+// on one session at a time: a session that cannot take it (claim)
+// fails its dial.
 func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.FrameHandler, error) {
-	fh, err := p.cfg.Game.Attach(c, a)
+	own, err := p.claim(c, a)
 	if err != nil {
 		return nil, err
 	}
-	return &peerFrames{p: p, inner: fh, tickRate: c.TickRate()}, nil
+	if own != nil {
+		// Back with the host while this peer's own player was on the
+		// promotion nobody followed: the game leaves that for the host.
+		p.drop(own, proto.DisconnectClosed)
+	}
+	fh, err := p.cfg.Game.Attach(c, a)
+	if err != nil {
+		p.mu.Lock()
+		if p.client == c {
+			p.client = nil
+		}
+		p.mu.Unlock()
+		return nil, err
+	}
+	return &peerFrames{p: p, c: c, inner: fh, tickRate: c.TickRate()}, nil
 }
 
 // peerFrames is a session's frame handler: the game's, plus the host
 // migration frames and the host's heartbeat.
 type peerFrames struct {
 	p        *Player
+	c        *tickwire.Client
 	inner    tickwire.FrameHandler
 	tickRate int
 }
@@ -738,9 +878,9 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 	p.mu.Unlock()
 	switch t {
 	case proto.FrameRoster:
-		return p.roster(b)
+		return p.roster(f.c, b)
 	case proto.FrameSuccessor:
-		return p.successor(b)
+		return p.successor(f.c, b)
 	case proto.FrameStandbyState, proto.FrameStandbyStep:
 		return p.standbyFrame(t, b, f.tickRate)
 	case proto.FramePeerMessage:
@@ -761,6 +901,7 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 			if ok {
 				p.mu.Lock()
 				p.stats.Migrations++
+				p.endLoss()
 				// The successor runs: its standbys get the streams from
 				// it. Until then this player kept the old host's copies,
 				// in case it had to take over itself.
@@ -773,7 +914,8 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 	return f.inner.Frame(t, b, pi)
 }
 
-func (p *Player) roster(b []byte) error {
+// roster follows a roster from the host of session c.
+func (p *Player) roster(c *tickwire.Client, b []byte) error {
 	f, _, err := proto.ParseRosterFrame(b)
 	if err != nil {
 		return err
@@ -784,17 +926,23 @@ func (p *Player) roster(b []byte) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.follower.Roster(&r)
+	if !p.provisional(c) {
+		p.follower.Roster(&r)
+	}
 	return nil
 }
 
-func (p *Player) successor(b []byte) error {
+// successor keeps a successor key or token from the host of session c.
+func (p *Player) successor(c *tickwire.Client, b []byte) error {
 	f, _, err := proto.ParseSuccessorFrame(b)
 	if err != nil {
 		return err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.provisional(c) {
+		return nil // for successors of a host that may be given up
+	}
 	if f.Epoch < uint32(p.follower.Following().Epoch) {
 		return fmt.Errorf("%w: epoch %d is stale", ErrSuccessorFrame, f.Epoch)
 	}

@@ -100,17 +100,43 @@ type peerRig struct {
 	// warnings counts the players' log records at Warn and above, by
 	// message.
 	warnings warnCounter
-	// disconnects counts each player's game's EventDisconnected.
+	// disconnects counts each player's game's EventDisconnected;
+	// gameEvents every kind of event each player's game heard, by the
+	// player it names (0: none).
 	disconnects []atomic.Int32
+	gameEvents  []map[uint16]*[game.NumEventKinds]int
 }
 
-// disconnectCounter is a game handler that counts EventDisconnected.
-type disconnectCounter struct{ n *atomic.Int32 }
+// gameEventCounter is a game handler that counts a player's game
+// events: EventDisconnected, and every kind by the player it names.
+type gameEventCounter struct {
+	r *peerRig
+	i int
+}
 
-func (d disconnectCounter) GameEvent(_ *sim.Client, e *game.Event) {
+func (c gameEventCounter) GameEvent(_ *sim.Client, e *game.Event) {
 	if e.Kind == game.EventDisconnected {
-		d.n.Add(1)
+		c.r.disconnects[c.i].Add(1)
 	}
+	c.r.mu.Lock()
+	defer c.r.mu.Unlock()
+	n := c.r.gameEvents[c.i][e.Player]
+	if n == nil {
+		n = new([game.NumEventKinds]int)
+		c.r.gameEvents[c.i][e.Player] = n
+	}
+	n[e.Kind]++
+}
+
+// heard is how many events of kind naming player the game of peer i
+// heard.
+func (r *peerRig) heard(i int, player uint16, kind game.EventKind) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.gameEvents[i][player]; n != nil {
+		return n[kind]
+	}
+	return 0
 }
 
 // warnCounter is a slog handler that counts records at Warn and above
@@ -147,7 +173,7 @@ func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) 
 // to host.
 func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
-		events: make([][]Event, n), disconnects: make([]atomic.Int32, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
+		events: make([][]Event, n), disconnects: make([]atomic.Int32, n), gameEvents: make([]map[uint16]*[game.NumEventKinds]int, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = tickwire.GenerateKey()
 	candidates := map[uint16]string{}
 	for i := 1; i <= hosts; i++ {
@@ -167,7 +193,8 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		if err != nil {
 			t.Fatal(err)
 		}
-		gc.Handle(disconnectCounter{&r.disconnects[i-1]})
+		r.gameEvents[i-1] = map[uint16]*[game.NumEventKinds]int{}
+		gc.Handle(gameEventCounter{r, i - 1})
 		port := 5000
 		var rec sim.StepRecord
 		slot := uint16(i)
@@ -359,7 +386,10 @@ func (r *peerRig) waitFor(what string, limit time.Duration, cond func() bool) {
 // standby on its own socket and re-dials itself; slot 3 dials it with the
 // token the old host gave it. Both play on, in sync, the new host having
 // run none of their ticks without their inputs. Then the new host is cut
-// off too, and the last player takes over alone.
+// off too, and the last player takes over alone: its game plays on at
+// once; its own messages wait until its attempts to come back to slot
+// 2 are over (it might have been the one cut off: RejoinTimeout), then
+// its host runs them.
 func TestPeerHostMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
@@ -416,8 +446,10 @@ func TestPeerHostMigration(t *testing.T) {
 		// The second migration: slot 3 takes over alone.
 		r.kill(1)
 		r.waitFor("slot 3 promoted", 3*time.Second, func() bool { return r.peers[2].Stats().Promotions == 1 })
+		promoted := time.Now()
 		before = r.games[2].Stats()
-		time.Sleep(3 * time.Second)
+		r.waitFor("slot 3's promotion holds", DefaultRejoinTimeout+time.Second, func() bool { return r.peers[2].Stats().Migrations == 2 })
+		t.Logf("slot 3's promotion holds %v after it promoted", time.Since(promoted))
 		close(stop)
 		r.checkEchoes()
 		t.Logf("streams: slot 3 %+v; its host %+v", r.peers[2].Stats().Stream, r.peers[2].Stats().Host.Stream)
@@ -525,18 +557,24 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 
 // TestPeerNoHostLeft: when the host is lost and no other player offered
 // to host, the players end with migrate.ErrNoHost (and say so to their
-// handler and events) instead of a bare timeout, and their game hears
-// its end once (EventDisconnected), though it was waiting to resume.
+// handler and events) instead of a bare timeout, once they gave up
+// coming back to the host (their own path might have been cut:
+// DefaultRejoinTimeout), and their game hears its end once
+// (EventDisconnected), though it was waiting to resume.
 func TestPeerNoHostLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRigHosts(t, 2, 1)
 		defer r.peers[1].Close()
 		time.Sleep(2 * time.Second)
 		r.kill(0)
+		killed := time.Now()
 		select {
 		case <-r.peers[1].Done():
-		case <-time.After(5 * time.Second):
-			t.Fatal("the peer still runs 5 s after losing the only host")
+		case <-time.After(DefaultRejoinTimeout + 5*time.Second):
+			t.Fatalf("the peer still runs %v after losing the only host", DefaultRejoinTimeout+5*time.Second)
+		}
+		if d := time.Since(killed); d < DefaultRejoinTimeout {
+			t.Fatalf("the peer gave up %v after losing the only host, before its rejoin timeout", d)
 		}
 		if err := r.peers[1].Err(); !errors.Is(err, migrate.ErrNoHost) {
 			t.Fatalf("Err() = %v, want migrate.ErrNoHost", err)

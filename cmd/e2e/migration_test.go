@@ -90,13 +90,15 @@ func freeUDPPort(t *testing.T) int {
 // lobby at lobbyURL for duration; with spec, each one's host port is
 // fronted by its own tickwire-netem (so every path to whichever peer
 // hosts is impaired, both ways). It returns them once all play, the host
-// (the lobby's choice) first.
-func startPeers(t *testing.T, lobbyURL, room string, n int, duration time.Duration, spec string) []*peerProc {
+// (the lobby's choice) first. Every bot gets extra on its command line
+// too.
+func startPeers(t *testing.T, lobbyURL, room string, n int, duration time.Duration, spec string, extra ...string) []*peerProc {
 	t.Helper()
 	peers := make([]*peerProc, n)
 	for i := range peers {
 		args := []string{"-server", lobbyURL, "-peer", room, "-room-size", fmt.Sprint(n), "-duration", duration.String(),
 			"-json", "-name", fmt.Sprintf("p%d", i+1), "-seed", fmt.Sprint(i + 1), "-log-level", "warn"}
+		args = append(args, extra...)
 		if spec != "" {
 			port := freeUDPPort(t)
 			proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", fmt.Sprintf("127.0.0.1:%d", port),
@@ -370,5 +372,65 @@ func TestHostMigrationDouble(t *testing.T) {
 	checkNewHost(t, host, 3)
 	for _, p := range live {
 		checkSurvivor(t, p, 3)
+	}
+}
+
+// TestHostMigrationPlayerHiccup: three tickwire-bot processes play a
+// peer-hosted arena through the lobby; after 8 s the process of a player
+// that does not host is stopped with SIGSTOP for 5 s (past its 1.5-s
+// host liveness and its 3-s session timeout, within the host's 10-s
+// session timeout), then continued. A hiccup is not a leave, nor a dead
+// host: the host marks the player interrupted and, once it is heard
+// again (within 1 s of the SIGCONT), back; it logs no leave and no join
+// meanwhile. The stopped player excuses its host the silence of its own
+// stop (as its session does), or, if it elected on waking up, comes
+// back to the host with its rejoin credential: either way it took
+// nothing over for good and nobody migrated. All three end under epoch
+// 1 with no desync and every reliable message echoed exactly once, in
+// order. (A path cut rather than a process stopped is
+// TestPeerPlayerHiccup's, in virtual time.)
+func TestHostMigrationPlayerHiccup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("host migration in -short mode")
+	}
+	_, a := server(t)
+	peers := startPeers(t, "http://"+a.http, "hiccup", 3, 24*time.Second, "", "-log-level", "info")
+	host, lone := peers[0], peers[2]
+	time.Sleep(8 * time.Second) // play
+	const joined, left, back = `msg="player joined"`, `msg="player left"`, `msg="client back"|msg="players rejoined"`
+	if n := host.count(joined); n != 3 {
+		t.Fatalf("the host logged %d joins before the hiccup, want 3:\n%s", n, host.output())
+	}
+	backs := host.count(back)
+	if err := lone.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Second)
+	lone.cmd.Process.Signal(syscall.SIGCONT)
+	resumed := time.Now()
+	at := host.awaitCount(t, back, backs, 10*time.Second)
+	t.Logf("%s was back with the host %v after its process resumed", lone.name, at.Sub(resumed).Round(time.Millisecond))
+	if d := at.Sub(resumed); d > time.Second {
+		t.Errorf("%s was back %v after the resume, want within 1 s", lone.name, d)
+	}
+	time.Sleep(3 * time.Second) // play on
+	if host.count(`msg="client interrupted"`) == 0 || host.count(left) != 0 || host.count(joined) != 3 {
+		t.Errorf("the host across the hiccup: %d interruptions, %d leaves, %d joins; want some, none and 3",
+			host.count(`msg="client interrupted"`), host.count(left), host.count(joined))
+	}
+	for _, p := range peers {
+		checkSurvivor(t, p, 1)
+	}
+	s := lone.summary(t)
+	var kinds []string
+	for _, e := range s.Peer.Events {
+		kinds = append(kinds, e.Kind)
+	}
+	t.Logf("%s's peer events: %v", lone.name, kinds)
+	count := func(kind string) int {
+		return len(slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k != kind }))
+	}
+	if s.Peer.Migrations != 0 || count("promoted") != count("abandoned") || count("resumed") != 0 {
+		t.Errorf("%s after its hiccup: %+v", lone.name, s.Peer)
 	}
 }
