@@ -267,3 +267,52 @@ func TestSendHeld(t *testing.T) {
 		}
 	})
 }
+
+// TestCopiesFollowLoss: new reliable data goes out once on a clean link
+// (one large packet per 1 KB message, no repeat, from the first packet
+// on), and copies appear on a lossy one once its first losses are
+// detected, as many as the loss measured calls for (3 at 5 %).
+func TestCopiesFollowLoss(t *testing.T) {
+	for _, c := range []struct {
+		spec   string
+		copies int
+	}{{"delay 33ms", 1}, {"delay 33ms loss 5%", 3}} {
+		synctest.Test(t, func(t *testing.T) {
+			tick := 0
+			nop := &tickSink{at: map[int]int{}, tick: &tick}
+			a, b, ab, ba := newPair(t, time.Now(), c.spec, nop, nop, false)
+			const n = 600
+			firstRepeat := -1
+			for tick = 0; tick < n+10; tick++ {
+				time.Sleep(time.Second / 60)
+				now := time.Now()
+				if tick < n {
+					a.Send(Reliable, 1, false, 0, make([]byte, 1024))
+				}
+				ab.now, ba.now = now, now
+				a.Tick(now, Ticks{}, SendOwed, ab)
+				b.Tick(now, Ticks{}, SendOwed, ba)
+				ab.deliver(b, now)
+				ba.deliver(a, now)
+				if firstRepeat < 0 && a.Stats().ReliableRepeats > 0 {
+					firstRepeat = tick
+				}
+			}
+			st := a.acks.Stats()
+			if got := copiesFor(st); got != c.copies {
+				t.Fatalf("%s: copiesFor = %d at loss %.3f, want %d", c.spec, got, st.LossEstimate(), c.copies)
+			}
+			repeats := a.Stats().ReliableRepeats
+			t.Logf("%s: %d large packets for %d messages, %d repeats, the first at tick %d", c.spec, ab.big, n, repeats, firstRepeat)
+			if c.copies == 1 {
+				if repeats != 0 || ab.big != n {
+					t.Fatalf("%s: %d repeats and %d large packets for %d messages, want none and %d", c.spec, repeats, ab.big, n, n)
+				}
+				return
+			}
+			if repeats == 0 || ab.big < 2*n {
+				t.Fatalf("%s: %d repeats and %d large packets for %d messages, want copies", c.spec, repeats, ab.big, n)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/klauspost/reedsolomon"
 
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/reliability"
 )
 
 // Forward error correction over the reliable frames, the alternative to
@@ -34,7 +35,7 @@ const fecRing = 64
 // k + m that go out, less likely than residualLoss at the loss rate.
 func parityFor(loss float64, k int) int {
 	for m := 1; m < proto.MaxParityShards; m++ {
-		if lossBeyond(loss, k+m, m) <= residualLoss {
+		if lossBeyond(loss, k+m, m) <= reliability.ResidualLoss {
 			return m
 		}
 	}
@@ -349,10 +350,9 @@ func (s *Session) protect(frame []byte, room int) {
 // closeGroup closes the parity group: its parity frames join the owed
 // copies, to go in packets of their own.
 func (s *Session) closeGroup() {
-	st := s.acks.Stats()
 	m := 1
-	if st.LossSamples >= minLossSamples {
-		m = parityFor(st.Loss, s.fecTx.n)
+	if loss := s.acks.Stats().LossEstimate(); loss > 0 {
+		m = parityFor(loss, s.fecTx.n)
 	}
 	s.copies.owed = s.fecTx.close(s.copies.owed, m)
 }

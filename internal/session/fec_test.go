@@ -48,14 +48,16 @@ func redundancyRun(t *testing.T, spec string, fec bool) (hist map[int]int, bytes
 
 // TestFECRebuilds: with Config.FEC a lossy link's lost reliable frames
 // are rebuilt from parity (no retransmission), at most a tick or so
-// late, for fewer bytes than copies.
+// late, for fewer bytes than copies. (The link's first losses, before
+// the second shows it lossy, meet no parity: those messages wait for a
+// retransmission.)
 func TestFECRebuilds(t *testing.T) {
 	for _, c := range []struct {
 		spec   string
 		within float64 // of the messages within a tick of the base delay (2 ticks)
 		saving float64 // bytes saved against copies, at least
 	}{
-		{"delay 33ms loss 5%", 0.995, 0.25},
+		{"delay 33ms loss 5%", 0.994, 0.25},
 		{"delay 33ms loss 20%", 0.97, 0.10},
 	} {
 		ch, cb, _ := redundancyRun(t, c.spec, false)
