@@ -397,7 +397,7 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, send func()
 			if !hs.Challenged() {
 				continue
 			}
-			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, FEC: c.cfg.ReliableFEC})
+			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh})
 			if !ok {
 				c.dropped[drop]++
 				continue

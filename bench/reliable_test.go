@@ -30,17 +30,15 @@ const (
 
 // echoProfiles are the impairments the comparison runs at, each way;
 // noDelay makes tickwire flush every message at once (Send then Flush)
-// instead of sending it with the next tick; fec has both ends protect
-// reliable data with parity instead of copies (Config.ReliableFEC).
+// instead of sending it with the next tick.
 var echoProfiles = []struct {
-	name, spec   string
-	noDelay, fec bool
+	name, spec string
+	noDelay    bool
 }{
-	{"loss=5%", "delay 25ms 5ms loss 5%", false, false},
-	{"loss=5%/nodelay", "delay 25ms 5ms loss 5%", true, false},
-	{"loss=5%/fec", "delay 25ms 5ms loss 5%", false, true},
-	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false, false},
-	{"loss=20%/fec", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false, true},
+	{"loss=0", "delay 25ms 5ms", false},
+	{"loss=5%", "delay 25ms 5ms loss 5%", false},
+	{"loss=5%/nodelay", "delay 25ms 5ms loss 5%", true},
+	{"loss=20%", "delay 50ms 10ms loss 20% duplicate 5% reorder 5%", false},
 }
 
 type echoResult struct {
@@ -101,8 +99,8 @@ func tickwirePair(b testing.TB, impairment string, cfg tickwire.Config, h tickwi
 }
 
 // echoTickwire runs the echo over a tickwire Server and Client.
-func echoTickwire(b testing.TB, impairment string, noDelay, fec bool) echoResult {
-	ctx, s, c, stop := tickwirePair(b, impairment, tickwire.Config{ReliableFEC: fec}, echoHandler{noDelay})
+func echoTickwire(b testing.TB, impairment string, noDelay bool) echoResult {
+	ctx, s, c, stop := tickwirePair(b, impairment, tickwire.Config{}, echoHandler{noDelay})
 	defer stop()
 	r := runEcho(b, func(msg []byte) error {
 		err := c.Send(tickwire.Reliable, 1, msg)
@@ -236,12 +234,12 @@ func runEcho(b testing.TB, send func([]byte) error, recv func() (int, error)) ec
 // BenchmarkReliableEcho compares the two in one run per impairment
 // profile; one iteration is a whole 10 s exchange each, so run it with
 // -benchtime=1x. bytes/msg is what both ends put on the wire per echoed
-// message (the cost of copies and retransmissions).
+// message (the cost of parity frames, copies and retransmissions).
 func BenchmarkReliableEcho(b *testing.B) {
 	for _, p := range echoProfiles {
 		b.Run(p.name, func(b *testing.B) {
 			for b.Loop() {
-				tw := echoTickwire(b, p.spec, p.noDelay, p.fec)
+				tw := echoTickwire(b, p.spec, p.noDelay)
 				kc := echoKCP(b, p.spec, 0, 0)
 				ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 				b.ReportMetric(ms(tw.p50), "tickwire-p50-ms")
@@ -260,14 +258,14 @@ func BenchmarkReliableEcho(b *testing.B) {
 	}
 }
 
-// BenchmarkReliableEchoFEC measures forward error correction against
-// copies on the echo: kcp-go with its Reed–Solomon FEC (data+parity
+// BenchmarkReliableEchoFEC measures kcp-go's own forward error
+// correction on the echo: kcp-go with its Reed–Solomon FEC (data+parity
 // shards per group, klauspost/reedsolomon) at both loss profiles, for
-// p99 and bytes per message beside tickwire's copies
+// p99 and bytes per message beside tickwire's parity frames
 // (BenchmarkReliableEcho). Run it with -benchtime=1x.
 func BenchmarkReliableEchoFEC(b *testing.B) {
 	for _, p := range echoProfiles {
-		if p.noDelay || p.fec {
+		if p.noDelay || p.name == "loss=0" {
 			continue
 		}
 		for _, fec := range [][2]int{{1, 1}, {2, 1}, {3, 2}, {10, 3}, {1, 3}, {2, 3}, {4, 4}} {
@@ -370,12 +368,13 @@ func uploadKCP(b testing.TB, impairment string) uploadResult {
 }
 
 // BenchmarkReliableUpload measures upload throughput on a clean path
-// (25 ± 5 ms each way, no loss): 1 KB messages as fast as the sender
-// takes them for 5 s, tickwire's reliable channel against kcp-go. On a
-// clean path tickwire sends new data once, as kcp-go does, so its
-// throughput is bounded by its packets per tick (16 a tick at 60 Hz:
-// about 0.96 MB/s of messages) and not by copies. Run it with
-// -benchtime=1x.
+// (25 ms each way, no loss, no jitter: jitter reorders back-to-back
+// packets, which both KCPs take for losses): 1 KB messages as fast as
+// the sender takes them for 5 s, tickwire's reliable channel against
+// kcp-go. On a clean path tickwire sends new data once, as kcp-go does,
+// so its throughput is bounded by its packets per tick (16 a tick at
+// 60 Hz: about 0.98 MB/s of messages) and not by copies or parity. Run
+// it with -benchtime=1x.
 func BenchmarkReliableUpload(b *testing.B) {
 	const spec = "delay 25ms"
 	for b.Loop() {
