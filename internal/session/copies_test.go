@@ -267,9 +267,9 @@ func TestSendHeld(t *testing.T) {
 }
 
 // TestRedundancyFollowsLoss: new reliable data goes out once on a clean
-// link (one large packet per 1 KB message, no copy, no parity frame,
-// from the first packet on), and parity frames appear on a lossy one
-// once its first losses are detected, one per two messages at 5 %.
+// link (one large packet per 1 KB message, no copy, and no parity frame
+// but the start-up's, before 32 packets were resolved), and parity
+// frames go on on a lossy one, one per two messages at 5 %.
 func TestRedundancyFollowsLoss(t *testing.T) {
 	for _, c := range []struct {
 		spec   string
@@ -298,8 +298,8 @@ func TestRedundancyFollowsLoss(t *testing.T) {
 				t.Fatalf("%s: %d copies of 1 KB messages, want none (parity or nothing)", c.spec, st.ReliableRepeats)
 			}
 			if c.parity == 0 {
-				if st.ParityFrames != 0 || ab.big != n {
-					t.Fatalf("%s: %d parity frames and %d large packets for %d messages, want none and %d", c.spec, st.ParityFrames, ab.big, n, n)
+				if st.ParityFrames > 20 || ab.big != n+int(st.ParityFrames) {
+					t.Fatalf("%s: %d parity frames and %d large packets for %d messages, want at most 20 (the start-up's) and one a message", c.spec, st.ParityFrames, ab.big, n)
 				}
 				return
 			}
