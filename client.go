@@ -400,7 +400,7 @@ func (c *Client) handshakeBatch(b *udp.Batch, hs *session.Initiator, send func()
 			if !hs.Challenged() {
 				continue
 			}
-			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, FEC: c.cfg.ReliableFEC, Timeout: c.ownTimeout})
+			w, drop, ok := hs.Accept(pkt, b.At, session.Config{Handler: &c.sh, Timeout: c.ownTimeout})
 			if !ok {
 				c.dropped[drop]++
 				continue

@@ -55,12 +55,11 @@ type Config struct {
 	// 30 s; negative: no rejoin. Server only.
 	RejoinGrace time.Duration
 
-	// ReliableFEC protects new reliable data on lossy links with
-	// Reed–Solomon parity over groups of packets instead of copies: a
-	// quarter to a third fewer bytes, for a longer reliable tail (p99 at
-	// 5 % loss 119–135 ms against 87–89 ms with copies; bench/README.md,
-	// "Reliable messaging"). Each end chooses for what it sends; every end
-	// rebuilds from the parity it receives.
+	// ReliableFEC has no effect: every connection protects new reliable
+	// data on lossy links with Reed–Solomon parity frames, at the rate the
+	// measured loss calls for, and sends nothing extra on a clean one
+	// (reliability.RedundancyFor; bench/README.md, "Reliable
+	// messaging"). It stays so that configurations that set it compile.
 	ReliableFEC bool
 
 	// HandshakeTimeout bounds a client's whole connection attempt and the

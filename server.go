@@ -599,7 +599,6 @@ func (s *Server) newConn(id uint32, priv *proto.TokenPrivate, gameID uint64, add
 		RxKey:     c2s,
 		Heartbeat: s.cfg.Heartbeat,
 		Timeout:   s.cfg.Timeout,
-		FEC:       s.cfg.ReliableFEC,
 		Handler:   &c.handler,
 	}, now)
 	if err != nil {

@@ -21,6 +21,10 @@
 //     baselines on Delivered, interest re-prioritises on Lost).
 //   - Reliable: reliable ordered byte messages on kcp.NewKCP; its segments
 //     travel in proto.ReliableFrames inside ordinary packets.
+//   - RedundancyFor: how new reliable data is protected at the loss the
+//     acks measured (nothing on a clean path); ParitySender and
+//     ParityReceiver: proto.ParityFrames over a sliding window of the
+//     packets that carry it, solved together by the receiver.
 //   - Sequencer / SequenceFilter: unreliable-sequenced proto.MessageFrames.
 //   - ReplayWindow, ExpandSeq, SeqNewer: the small parts, usable alone.
 //

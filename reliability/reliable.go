@@ -197,6 +197,8 @@ type Reliable struct {
 	// urgent: an Input acknowledged a segment that came past a gap; see
 	// Urgent. inInput: KCP's output comes from Input.
 	urgent, inInput bool
+	// repairWait: see SetRepairWait; 0 without repair.
+	repairWait time.Duration
 
 	stats ReliableStats
 }
@@ -379,7 +381,15 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 	// waiting for Update.
 	r.now = now
 	r.inInput = true
-	r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
+	if r.repairWait > 0 {
+		// KCP reads its interval as the floor of its timeout's variance
+		// term only here, in its RTT update.
+		r.kcp.NoDelay(-1, int(r.timer.interval), -1, -1)
+		r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
+		r.kcp.NoDelay(-1, int(r.cfg.Interval/time.Millisecond), -1, -1)
+	} else {
+		r.kcp.Input(data, kcp.IKCP_PACKET_REGULAR, true)
+	}
 	r.inInput = false
 	r.stats.SegmentsIn += uint64(segs)
 	return nil
@@ -393,9 +403,28 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 // When it has nothing to do KCP is left alone, so that a no-delay send
 // (Flush) between two ticks finds it ready to flush.
 func (r *Reliable) Update(now time.Time) {
-	if r.held() || r.timer.due(now) || r.timer.inFlight() && now.Sub(r.lastFlush) >= idleFlush {
+	if r.held() || r.timer.due(now, r.repairWait == 0) || r.timer.inFlight() && now.Sub(r.lastFlush) >= idleFlush {
 		r.Flush(now)
 	}
+}
+
+// SetRepairWait tells the channel that the connection repairs lost
+// segments itself (parity, see ParitySender), up to d after their
+// acknowledgement would have come: KCP's retransmission timeout then
+// allows for d (the floor of its variance term is d, not Interval), and
+// an acknowledgement that skipped a segment no longer makes Update
+// flush at once for KCP's early retransmission. Without it KCP
+// retransmitted most segments that parity rebuilt a tick late: about
+// 5 % of the messages at 5 % loss. 0 (the default) turns it off.
+func (r *Reliable) SetRepairWait(d time.Duration) {
+	r.repairWait = d
+	r.timer.interval = kcpInterval(max(r.cfg.Interval, d))
+}
+
+// kcpInterval is d as KCP's NoDelay takes an interval: whole
+// milliseconds in [10, 5000].
+func kcpInterval(d time.Duration) int32 {
+	return int32(min(max(d/time.Millisecond, 10), 5000))
 }
 
 // Flush has KCP flush now if its interval allows: the messages sent

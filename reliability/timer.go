@@ -42,7 +42,7 @@ type flushTimer struct {
 
 	srtt, rttvar int32 // KCP's estimator, in milliseconds
 	rto          time.Duration
-	interval     int32 // KCP's flush interval, in milliseconds
+	interval     int32 // KCP's interval as its timeout reads it (see SetRepairWait), in milliseconds
 
 	early bool // an acknowledgement skipped an unacknowledged segment
 }
@@ -60,7 +60,7 @@ func newFlushTimer(now time.Time, window int, interval time.Duration) flushTimer
 		slots:    make([]txSlot, n),
 		mask:     uint32(n - 1),
 		rto:      kcpInitialRTO * time.Millisecond,
-		interval: int32(max(interval/time.Millisecond, 10)),
+		interval: kcpInterval(interval),
 	}
 }
 
@@ -152,9 +152,9 @@ func (t *flushTimer) sample(rtt int32) {
 }
 
 // due reports whether a flush now would retransmit something: an early
-// retransmission, or a segment in flight for its timeout.
-func (t *flushTimer) due(now time.Time) bool {
-	if t.early {
+// retransmission (if early), or a segment in flight for its timeout.
+func (t *flushTimer) due(now time.Time, early bool) bool {
+	if t.early && early {
 		return true
 	}
 	if !t.active || t.una == t.nxt {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"encoding/binary"
-	"math"
 
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/reliability"
@@ -51,7 +50,7 @@ func (o *owedRun) take(owed []byte, limit int) []byte {
 func (o *owedRun) reset() { o.frames, o.left = o.frames[:0], 0 }
 
 // maxCopies bounds how many times new reliable data goes out.
-const maxCopies = 4
+const maxCopies = reliability.MaxCopies
 
 // maxRepeat bounds the packets of repeated reliable data per tick. A
 // retransmission releases the messages that waited behind it at once,
@@ -63,42 +62,15 @@ const maxCopies = 4
 // more.
 const maxRepeat = 8
 
-// residualLoss is the probability that every copy of new reliable data
-// is lost which copiesFor aims for.
-const residualLoss = 1e-3
-
 // copiesFor says how many times new reliable data goes out (twice in its
-// tick, then once in each following tick): enough copies that all are
-// lost with probability at most residualLoss at the measured loss rate
-// (3 at 5 % loss, 4 from 18 %), 2 while fewer than minLossSamples
-// packets measured it; once when 200 packets have shown the link loses
-// at most 1 % of them. A lost copy then costs at most a tick instead of
-// a retransmission timeout, and the messages behind it in order do not
-// wait either, which keeps the tail latency of game messages near one
-// round trip, at the price of sending reliable data more than once on
-// lossy links (KCP drops the duplicates).
-//
-// A high loss rate is acted on from minLossSamples packets, not 200: at
-// 20 % loss two copies leave 4 % of the messages to a retransmission, and
-// every message behind one waits for it too, so the first second of a
-// connection (the 200 packets) used to hold most of the echo's slow tail.
-func copiesFor(st reliability.AckStats) int {
-	switch {
-	case st.LossSamples < minLossSamples:
-		return 2
-	case st.Loss <= 0.01:
-		if st.LossSamples < 200 {
-			return 2
-		}
-		return 1
-	}
-	n := int(math.Ceil(math.Log(residualLoss) / math.Log(st.Loss)))
-	return min(max(n, 2), maxCopies)
-}
-
-// minLossSamples is how many resolved packets the loss rate needs before
-// copiesFor goes beyond 2 copies.
-const minLossSamples = 32
+// tick, then once in each following tick): reliability.RedundancyFor at
+// the loss the acks measured, so none but the first on a clean path.
+// A lost copy then costs at most a tick instead of a retransmission
+// timeout, and the messages behind it in order do not wait either,
+// which keeps the tail latency of game messages near one round trip,
+// at the price of sending reliable data more than once on lossy links
+// (KCP drops the duplicates).
+func copiesFor(st reliability.AckStats) int { return reliability.RedundancyFor(st).Copies }
 
 // gather collects in owed the earlier ticks' reliable frames still owed a
 // copy, oldest first, and starts a new tick's collection.

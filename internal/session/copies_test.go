@@ -46,10 +46,9 @@ func (l *link) deliver(s *Session, now time.Time) {
 }
 
 // newPair returns the two sessions of one connection, a and b (with
-// handlers ha and hb, and a sending parity when fec: Config.FEC), made
-// at now, and the paths between them, a netem impairment of spec each
-// way: a sends on ab, b on ba.
-func newPair(t *testing.T, now time.Time, spec string, ha, hb Handler, fec bool) (a, b *Session, ab, ba *countingLink) {
+// handlers ha and hb), made at now, and the paths between them, a netem
+// impairment of spec each way: a sends on ab, b on ba.
+func newPair(t *testing.T, now time.Time, spec string, ha, hb Handler) (a, b *Session, ab, ba *countingLink) {
 	t.Helper()
 	var k1, k2 [32]byte
 	k1[0], k2[0] = 1, 2
@@ -60,9 +59,7 @@ func newPair(t *testing.T, now time.Time, spec string, ha, hb Handler, fec bool)
 	cfg := func(tx, rx *[32]byte, h Handler) Config {
 		return Config{ID: 7, MaxPacket: 1200, TxKey: tx, RxKey: rx, Heartbeat: time.Second, Timeout: time.Minute, Handler: h}
 	}
-	ca := cfg(&k1, &k2, ha)
-	ca.FEC = fec
-	if a, err = New(ca, now); err != nil {
+	if a, err = New(cfg(&k1, &k2, ha), now); err != nil {
 		t.Fatal(err)
 	}
 	if b, err = New(cfg(&k2, &k1, hb), now); err != nil {
@@ -75,12 +72,12 @@ func newPair(t *testing.T, now time.Time, spec string, ha, hb Handler, fec bool)
 
 // TestRedundantReliableDelivery runs two sessions in virtual time over a
 // link with 2 ticks of one-way delay and 5 % loss each way, a 1 KB
-// reliable message every tick, and checks the repeat of new reliable data
-// (reliableCopies): a single loss costs one tick, so at least 98 % of
-// messages arrive within one tick of the base delay (the rest wait behind
-// a message whose both copies were lost).
+// reliable message every tick, and checks the parity over new reliable
+// data: a single loss costs at most a tick, so at least 98 % of messages
+// arrive within one tick of the base delay (the rest wait for a second
+// parity frame, or behind a message no parity frame could rebuild).
 func TestRedundantReliableDelivery(t *testing.T) {
-	hist, _, _ := redundancyRun(t, "delay 33ms loss 5%", false) // 2 ticks
+	hist, _, _ := redundancyRun(t, "delay 33ms loss 5%", 1024) // 2 ticks
 	t.Logf("delivery delay in ticks: %v", hist)
 	if fast := hist[2] + hist[3]; fast < 2900*98/100 {
 		t.Fatalf("%d of 2900 messages within 3 ticks, want 98 %%: %v", fast, hist)
@@ -132,22 +129,23 @@ func (l *countingLink) Emit(p []byte) {
 	l.link.Emit(p)
 }
 
-// TestFlushCopies: on a lossy link a no-delay message (Send then Flush
-// between two ticks) gets its first copy right after its packet, as a
-// tick's message does after the tick's, and then one copy fewer in the
-// following ticks; a Flush does not renew the copies of the tick's own
-// messages.
+// TestFlushCopies: on a lossy link a no-delay message too large for a
+// parity frame to follow it in one packet (Send then Flush between two
+// ticks) gets its first copy right after its packet, as a tick's message
+// does after the tick's, and then one copy fewer in the following
+// ticks; a Flush does not renew the copies of the tick's own messages.
 func TestFlushCopies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tick := 0
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, b, ab, ba := newPair(t, time.Now(), "delay 33ms loss 5%", nop, nop, false)
+		a, b, ab, ba := newPair(t, time.Now(), "delay 33ms loss 5%", nop, nop)
+		const size = 1120 // its frame's data (1148 bytes) leaves no room for a parity frame
 		step := func(send, flush bool) {
 			time.Sleep(time.Second / 60)
 			now := time.Now()
 			ab.now, ba.now = now, now
 			if send {
-				a.Send(Reliable, 1, false, 0, make([]byte, 1024))
+				a.Send(Reliable, 1, false, 0, make([]byte, size))
 				if flush {
 					a.Flush(now, Ticks{}, ab)
 					return
@@ -203,7 +201,7 @@ func TestSendHeld(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tick := 0
 		nop := &tickSink{at: map[int]int{}, tick: &tick}
-		a, b, ab, ba := newPair(t, time.Now(), "delay 0ms", nop, nop, false)
+		a, b, ab, ba := newPair(t, time.Now(), "delay 0ms", nop, nop)
 		sent := func(l *countingLink) int { return l.all }
 		step := func(mode SendMode) (fromB int) {
 			time.Sleep(time.Second / 60)
@@ -266,4 +264,48 @@ func TestSendHeld(t *testing.T) {
 			t.Fatalf("%d keep-alives in 70 silent held ticks, want 1", keep)
 		}
 	})
+}
+
+// TestRedundancyFollowsLoss: new reliable data goes out once on a clean
+// link (one large packet per 1 KB message, no copy, and no parity frame
+// but the start-up's, before 32 packets were resolved), and parity
+// frames go on on a lossy one, one per two messages at 5 %.
+func TestRedundancyFollowsLoss(t *testing.T) {
+	for _, c := range []struct {
+		spec   string
+		parity float64 // parity frames per message, at least
+	}{{"delay 33ms", 0}, {"delay 33ms loss 5%", 0.45}} {
+		synctest.Test(t, func(t *testing.T) {
+			tick := 0
+			nop := &tickSink{at: map[int]int{}, tick: &tick}
+			a, b, ab, ba := newPair(t, time.Now(), c.spec, nop, nop)
+			const n = 600
+			for tick = 0; tick < n+10; tick++ {
+				time.Sleep(time.Second / 60)
+				now := time.Now()
+				if tick < n {
+					a.Send(Reliable, 1, false, 0, make([]byte, 1024))
+				}
+				ab.now, ba.now = now, now
+				a.Tick(now, Ticks{}, SendOwed, ab)
+				b.Tick(now, Ticks{}, SendOwed, ba)
+				ab.deliver(b, now)
+				ba.deliver(a, now)
+			}
+			st := a.Stats()
+			t.Logf("%s: %d large packets for %d messages, %d copies, %d parity frames, %d frames rebuilt", c.spec, ab.big, n, st.ReliableRepeats, st.ParityFrames, b.Stats().ReliableRebuilt)
+			if st.ReliableRepeats != 0 {
+				t.Fatalf("%s: %d copies of 1 KB messages, want none (parity or nothing)", c.spec, st.ReliableRepeats)
+			}
+			if c.parity == 0 {
+				if st.ParityFrames > 20 || ab.big != n+int(st.ParityFrames) {
+					t.Fatalf("%s: %d parity frames and %d large packets for %d messages, want at most 20 (the start-up's) and one a message", c.spec, st.ParityFrames, ab.big, n)
+				}
+				return
+			}
+			if per := float64(st.ParityFrames) / n; per < c.parity || per > 0.6 {
+				t.Fatalf("%s: %.2f parity frames per message, want %.2f to 0.6", c.spec, per, c.parity)
+			}
+		})
+	}
 }

@@ -1,7 +1,8 @@
 // Package session holds the mechanics of one tickwire connection, the part
 // both ends share and no application sees: packet numbers and acks, AEAD
 // sealing with a replay window, the reliable channel (kcp-go's ARQ core)
-// with its loss-driven copies, sequenced and unreliable message queues,
+// with its loss-driven parity frames and copies, sequenced and unreliable
+// message queues,
 // keep-alives and timeouts, and the stateless handshake (connect-token
 // sealing and opening, challenge cookies, the client's side of the
 // exchange).

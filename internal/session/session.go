@@ -153,6 +153,7 @@ type Stats struct {
 	BadFrames             uint64 // frames dropped as malformed or refused by the handler
 	UnreliableDropped     uint64 // queued unreliable messages never sent
 	ReliableRepeats       uint64 // reliable frames sent again as a copy (see copies.go)
+	ParityFrames          uint64 // parity frames sent (see fec.go)
 	ReliableRebuilt       uint64 // reliable frames rebuilt from parity (see fec.go)
 	ReliableQueue         int    // reliable segments waiting to be sent or acknowledged
 	RTT                   time.Duration
@@ -171,9 +172,6 @@ type Config struct {
 	// Timeout: the peer is gone after this long without an authenticated
 	// packet.
 	Timeout time.Duration
-	// FEC: new reliable data on lossy links gets Reed–Solomon parity
-	// over groups of packets instead of copies (see fec.go).
-	FEC     bool
 	Handler Handler
 }
 
@@ -199,9 +197,10 @@ type Session struct {
 	// packet that goes anyway, so two idle peers do not ping-pong acks.
 	ackOwed   bool
 	copies    copies
-	fecTx     fecSender
-	fecRx     *fecReceiver // allocated at the peer's first parity frame
-	tickCount uint64       // Tick calls, for the age of a parity group
+	fecTx     reliability.ParitySender
+	fecRx     *reliability.ParityReceiver // allocated at the peer's first parity frame
+	tickCount uint64                      // Tick calls, for the age of a member in the parity window
+	lastTick  time.Time                   // the last Tick's now, for the tick's length
 	path      path
 	stats     Stats
 }
@@ -437,7 +436,7 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 		}
 	}
 	if s.fecRx != nil {
-		s.fecRx.store(pn, relData)
+		s.fecRx.Store(pn, relData)
 	}
 	s.acks.OnReceive(now, h, pn, size, ackDelay)
 	for {
@@ -676,6 +675,7 @@ const (
 // owed acks, or a keep-alive after a heartbeat of silence, as send says.
 func (s *Session) Tick(now time.Time, ticks Ticks, send SendMode, out Output) {
 	s.tickCount++
+	s.setRepairWait(now)
 	s.checkPath(now)
 	s.probePath(now, ticks, out)
 	s.rel.Update(now)
@@ -721,10 +721,8 @@ func (s *Session) Flush(now time.Time, ticks Ticks, out Output) {
 		out.Emit(s.appendPacket(out.Buffer(), now, proto.PacketData, ticks, fillData, nil))
 	}
 	s.copies.endFlush()
-	if s.fecTx.n > 0 {
-		s.closeGroup()
-	}
 	s.sendCopies(now, ticks, out)
+	s.sendParity(now, ticks, out, true)
 }
 
 // FlushDue reports whether reliable messages wait for the reliable
@@ -737,10 +735,8 @@ func (s *Session) FlushDue() (time.Time, bool) { return s.rel.FlushDue() }
 // packets of their own.
 func (s *Session) repeatReliable(now time.Time, ticks Ticks, out Output) {
 	s.copies.owedNow(s.payloadRoom())
-	if s.fecTx.due(s.tickCount) {
-		s.closeGroup()
-	}
 	s.sendCopies(now, ticks, out)
+	s.sendParity(now, ticks, out, false)
 }
 
 // sendCopies sends the owed copies in packets of their own.
