@@ -80,6 +80,8 @@ type client struct {
 	lost          []proto.NetworkID
 	bytes         int
 	frames        int
+	entries       int // entries (entities and removals) of its delta frames
+	entryBytes    int // their bytes: the frames' data without the default baseline's age
 	// sent[id] = last tick an entity was written (for starvation checks)
 	waitingSince map[proto.NetworkID]int
 	maxWait      int
@@ -101,6 +103,12 @@ type harness struct {
 	allowGaps bool // a replica may lose its state; it then asks for a resync
 	codecs    deltacomp.Codecs
 	resyncs   int
+	// want, when set, returns the scenario's state at revision r (its
+	// frame r−1): after every tick's arrivals each replica's state must
+	// equal the state of the revision it applied last; statesChecked
+	// counts them.
+	want          func(rev uint32) *deltacomp.Snapshot
+	statesChecked int
 	// timing of the server's per-client work (Prepare, Schedule,
 	// AppendFrame, Delivered/Lost) when timeIt is set
 	timeIt     bool
@@ -233,6 +241,7 @@ func (h *harness) step() bool {
 			}
 			c.bytes += len(b)
 			c.frames++
+			c.countEntries(b)
 			h.send(c, c.down, packet{seq: c.seq}, b)
 			c.seq++
 			for _, i := range sel {
@@ -270,11 +279,16 @@ func (h *harness) step() bool {
 // for each ack and Lost for each delta whose ack is overdue.
 func (h *harness) deliver(ci int, c *client) {
 	now := h.now()
+	arrived := false
 	for _, link := range [...]*netem.Impairment{c.down, c.rel} {
 		for d, ok := link.Dequeue(now); ok; d, ok = link.Dequeue(now) {
 			h.receive(ci, c, d.Data[8:])
 			c.up.Enqueue(now, netem.Packet{Data: d.Data[:8]})
+			arrived = true
 		}
+	}
+	if arrived && h.want != nil {
+		h.checkState(ci, c)
 	}
 	var t0 time.Time
 	if h.timeIt {
@@ -367,6 +381,31 @@ func (h *harness) verify(ci int, c *client) {
 			h.tb.Fatalf("client %d tick %d: entity %d at rev %d: got %x want %x", ci, h.tick, id, rev, st.Record(i), want)
 		}
 	}
+}
+
+// checkState checks client ci's whole state against the scenario's frame
+// of the revision it applied last.
+func (h *harness) checkState(ci int, c *client) {
+	rev := c.rep.Revision()
+	st, want := c.rep.State(), h.want(rev)
+	if want == nil {
+		h.tb.Fatalf("client %d tick %d: replica at revision %d, which the scenario lacks", ci, h.tick, rev)
+	}
+	if !slices.Equal(st.IDs, want.IDs) || !bytes.Equal(st.Records, want.Records) {
+		h.tb.Fatalf("client %d tick %d: state at revision %d differs from the scenario's", ci, h.tick, rev)
+	}
+	h.statesChecked++
+}
+
+// countEntries adds a delta frame's entries and their bytes to c's.
+func (c *client) countEntries(frame []byte) {
+	f, _, err := proto.ParseSnapshotDeltaFrame(frame)
+	if err != nil {
+		return
+	}
+	_, n := binary.Uvarint(f.Data) // the default baseline's age
+	c.entries += int(f.Count)
+	c.entryBytes += len(f.Data) - n
 }
 
 // settle runs ticks without loss until nothing is in flight, then checks
