@@ -81,9 +81,11 @@ func (p *Predictor) Predict(dst, base, prev []byte, ahead, step uint32) {
 	for _, f := range p.linear {
 		// dst still holds base's value of f: Set changes only f.
 		vb, vp := int64(s.Get(dst, f)), int64(s.Get(prev, f))
-		v := vb + divRound((vb-vp)*a, st)
-		top := int64(1)<<s.fields[f].Bits - 1
-		s.Set(dst, f, uint32(min(max(v, 0), top)))
+		d := (vb - vp) * a
+		if st != 1 {
+			d = divRound(d, st)
+		}
+		s.Set(dst, f, uint32(min(max(vb+d, 0), int64(s.at[f].mask))))
 	}
 }
 
