@@ -86,11 +86,25 @@ func (l *frameList) Next(f *scenario.Frame) bool {
 }
 
 type bandwidth struct {
-	raw, lz4, zstd, s2, zstdXOR, xorRLE float64 // kbit/s per client
-	// bits per entity entry of the XOR+RLE frames (a changed cube's
-	// header and patch), and entries a tick
-	xorRLEBits, xorRLEEntries float64
-	checked                   int // states the replica decoded, each equal to the scenario's
+	raw, lz4, zstd, s2, zstdXOR float64  // kbit/s per client
+	xorRLE, predicted           deltaRun // codec 4; codec 5 with the scenario's predictor
+}
+
+// deltaRun is the outcome of replicating a scenario with delta frames.
+type deltaRun struct {
+	kbps float64 // per client
+	// bits per entity entry (a changed cube's header and patch), and
+	// entries a tick
+	bits, entries float64
+	checked       int // states the replica decoded, each equal to the scenario's
+}
+
+// scenarioPredictor is the predictor codec 5 replicates a scenario with.
+func scenarioPredictor(name string) *deltacomp.Predictor {
+	if name == "arena" {
+		return scenario.ArenaPredictor
+	}
+	return scenario.CubePredictor
 }
 
 var bwCache sync.Map
@@ -99,7 +113,8 @@ var bwCache sync.Map
 // after the warm-up, for full snapshots in each codec, zstd of the XOR
 // patch against the state 6 ticks earlier, and the XOR+RLE delta frames of
 // the real pipeline (ring, scheduler, encoder) with baselines 6 ticks old
-// and the budget lifted so that every change is sent.
+// and the budget lifted so that every change is sent, in codec 4 and in
+// codec 5 (predicted).
 func measureBandwidth(tb testing.TB, name string) bandwidth {
 	if v, ok := bwCache.Load(name); ok {
 		return v.(bandwidth)
@@ -146,8 +161,19 @@ func measureBandwidth(tb testing.TB, name string) bandwidth {
 	n := len(frames) - benchWarmup
 	bw.raw, bw.lz4, bw.zstd, bw.s2, bw.zstdXOR = kbps(raw, n), kbps(lz4, n), kbps(zst, n), kbps(s2, n), kbps(zxor, n)
 
-	h := newHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1)
 	_ = rs
+	bw.xorRLE = replicate(tb, frames, nil)
+	bw.predicted = replicate(tb, frames, scenarioPredictor(name))
+	bwCache.Store(name, bw)
+	return bw
+}
+
+// replicate runs frames through the harness (one client, baselines
+// benchRTT ticks old, the budget lifted) with delta frames in codec 4, or
+// 5 with pred, checking every state the client decodes against the
+// frames, and measures them after the warm-up.
+func replicate(tb testing.TB, frames []scenario.Frame, pred *deltacomp.Predictor) deltaRun {
+	h := newPredictedHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1, pred)
 	h.want = func(rev uint32) *deltacomp.Snapshot {
 		if rev == 0 || int(rev) > len(frames) {
 			return nil
@@ -161,12 +187,9 @@ func measureBandwidth(tb testing.TB, name string) bandwidth {
 	b0, e0, eb0 := c.bytes, c.entries, c.entryBytes
 	for h.step() {
 	}
-	bw.xorRLE = kbps(c.bytes-b0, n)
-	bw.xorRLEBits = bitsPer(c.entryBytes-eb0, c.entries-e0)
-	bw.xorRLEEntries = float64(c.entries-e0) / float64(n)
-	bw.checked = h.statesChecked
-	bwCache.Store(name, bw)
-	return bw
+	n := len(frames) - benchWarmup
+	return deltaRun{kbps: kbps(c.bytes-b0, n), bits: bitsPer(c.entryBytes-eb0, c.entries-e0),
+		entries: float64(c.entries-e0) / float64(n), checked: h.statesChecked}
 }
 
 var benchScenarios = []string{"cubes-ode", "cubes", "cubes-10k-agitated", "arena"}
@@ -174,10 +197,11 @@ var benchScenarios = []string{"cubes-ode", "cubes", "cubes-10k-agitated", "arena
 // BenchmarkBandwidth reports kbit/s per client at 60 Hz (metric
 // "kbit/s") for each encoding; ns/op is the server's cost of encoding one
 // tick that way (for xor-rle: ring push, scheduling and encoding for one
-// client). For xor-rle it also reports the bits of an entity's entry
-// (header and patch: a changed cube's, in the cube scenes) and the
-// entries a tick; the client's every decoded state was checked equal to
-// the scenario's (measureBandwidth).
+// client). xor-rle is codec 4, xor-rle-pred codec 5 with the scenario's
+// predictor (scenario.CubePredictor, ArenaPredictor); for both it also
+// reports the bits of an entity's entry (header and patch: a changed
+// cube's, in the cube scenes), the entries a tick and the states the
+// client decoded, each checked equal to the scenario's (measureBandwidth).
 func BenchmarkBandwidth(b *testing.B) {
 	for _, name := range benchScenarios {
 		b.Run(name, func(b *testing.B) {
@@ -233,19 +257,24 @@ func BenchmarkBandwidth(b *testing.B) {
 				}
 				b.ReportMetric(bw.zstdXOR, "kbit/s")
 			})
-			b.Run("xor-rle", func(b *testing.B) {
-				h := newHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1)
-				for h.tick < benchWarmup {
-					h.step()
+			delta := func(pred *deltacomp.Predictor, run deltaRun) func(b *testing.B) {
+				return func(b *testing.B) {
+					h := newPredictedHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1, pred)
+					for h.tick < benchWarmup {
+						h.step()
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						h.step()
+					}
+					b.ReportMetric(run.kbps, "kbit/s")
+					b.ReportMetric(run.bits, "bits/entry")
+					b.ReportMetric(run.entries, "entries/tick")
+					b.ReportMetric(float64(run.checked), "states-equal")
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					h.step()
-				}
-				b.ReportMetric(bw.xorRLE, "kbit/s")
-				b.ReportMetric(bw.xorRLEBits, "bits/entry")
-				b.ReportMetric(bw.xorRLEEntries, "entries/tick")
-			})
+			}
+			b.Run("xor-rle", delta(nil, bw.xorRLE))
+			b.Run("xor-rle-pred", delta(scenarioPredictor(name), bw.predicted))
 		})
 	}
 }

@@ -27,8 +27,8 @@ type codecRun struct {
 	tickNo int
 }
 
-func newCodecRun(frames []scenario.Frame) *codecRun {
-	r := &codecRun{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{})}
+func newCodecRun(frames []scenario.Frame, pred *deltacomp.Predictor) *codecRun {
+	r := &codecRun{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{Predictor: pred})}
 	r.enc = deltacomp.NewEncoder(r.ring, deltacomp.EncoderConfig{})
 	return r
 }
@@ -105,12 +105,25 @@ func (r *codecRun) write(tb testing.TB, acks *[]uint16) {
 // clients, is left out: BenchmarkRingPush); decode is parsing the tick's
 // frames and applying them to the client's Replica. The frames are the
 // scenario's 3,600 ticks, over and over (decode starts a new replica at
-// each pass).
+// each pass). codec=xor-rle is codec 4, xor-rle-pred codec 5 with the
+// scenario's predictor.
 func BenchmarkDeltaCodec(b *testing.B) {
 	for _, name := range []string{"cubes-ode", "arena"} {
+		for _, codec := range []string{"xor-rle", "xor-rle-pred"} {
+			var pred *deltacomp.Predictor
+			if codec == "xor-rle-pred" {
+				pred = scenarioPredictor(name)
+			}
+			benchDeltaCodec(b, "scenario="+name+"/codec="+codec, name, pred)
+		}
+	}
+}
+
+func benchDeltaCodec(b *testing.B, prefix, name string, pred *deltacomp.Predictor) {
+	{
 		frames, rs := scenarioFrames(b, name)
-		b.Run("scenario="+name+"/codec=xor-rle/op=encode", func(b *testing.B) {
-			r := newCodecRun(frames)
+		b.Run(prefix+"/op=encode", func(b *testing.B) {
+			r := newCodecRun(frames, pred)
 			for range benchWarmup {
 				r.tick(b)
 			}
@@ -122,8 +135,8 @@ func BenchmarkDeltaCodec(b *testing.B) {
 				r.encode(b)
 			}
 		})
-		b.Run("scenario="+name+"/codec=xor-rle/op=decode", func(b *testing.B) {
-			r := newCodecRun(frames)
+		b.Run(prefix+"/op=decode", func(b *testing.B) {
+			r := newCodecRun(frames, pred)
 			encoded := make([][][]byte, len(frames)) // by tick
 			for k := range encoded {
 				r.tick(b)
@@ -131,17 +144,11 @@ func BenchmarkDeltaCodec(b *testing.B) {
 					encoded[k] = append(encoded[k], append([]byte(nil), f...))
 				}
 			}
-			rep, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: rs})
+			rep, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: rs, Predictor: pred})
 			if err != nil {
 				b.Fatal(err)
 			}
-			k := 0
-			b.ReportAllocs()
-			for b.Loop() {
-				if k == len(encoded) {
-					k = 0
-					rep.Reset()
-				}
+			apply := func(k int) {
 				for _, fb := range encoded[k] {
 					f, _, err := proto.ParseSnapshotDeltaFrame(fb)
 					if err != nil {
@@ -151,6 +158,19 @@ func BenchmarkDeltaCodec(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+			}
+			for k := range encoded { // a first pass grows the replica's buffers
+				apply(k)
+			}
+			rep.Reset()
+			k := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				if k == len(encoded) {
+					k = 0
+					rep.Reset()
+				}
+				apply(k)
 				k++
 			}
 		})

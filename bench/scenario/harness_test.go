@@ -109,6 +109,8 @@ type harness struct {
 	// counts them.
 	want          func(rev uint32) *deltacomp.Snapshot
 	statesChecked int
+	// onFrame, when set, sees every delta frame written, for client ci.
+	onFrame func(ci int, frame []byte)
 	// timing of the server's per-client work (Prepare, Schedule,
 	// AppendFrame, Delivered/Lost) when timeIt is set
 	timeIt     bool
@@ -248,6 +250,9 @@ func (h *harness) step() bool {
 			c.bytes += len(b)
 			c.frames++
 			c.countEntries(b)
+			if h.onFrame != nil {
+				h.onFrame(ci, b)
+			}
 			h.send(c, c.down, packet{seq: c.seq}, b)
 			c.seq++
 			for _, i := range sel {
