@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -304,8 +305,8 @@ type benchClient struct {
 	acks [benchRTT][]uint16 // by tick % RTT: sequences to report delivered
 }
 
-func newServerTick(tb testing.TB, frames []scenario.Frame, clients int, radius float32) *serverTick {
-	st := &serverTick{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{}),
+func newServerTick(tb testing.TB, frames []scenario.Frame, clients int, radius float32, pred *deltacomp.Predictor) *serverTick {
+	st := &serverTick{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{Predictor: pred}),
 		world: interest.NewWorld(interest.WorldConfig{CellSize: 16, Kinds: []interest.Kind{scenario.KindPlayer: {Weight: 4}}}),
 		buf:   make([]byte, 0, 2048)}
 	for c := 0; c < clients; c++ {
@@ -376,16 +377,21 @@ func (st *serverTick) step(tb testing.TB) {
 // the shared part out. Target: under 30. The arena's
 // clients view from entities' positions with an 80 m radius; cube clients
 // see everything. 0 allocs/op: the steady state allocates nothing.
-// (Clients view from the 16 players' positions.)
+// (Clients view from the 16 players' positions.) The -pred variants
+// replicate with codec 5 and the scenario's predictor.
 func BenchmarkInterestDelta(b *testing.B) {
-	for _, name := range benchScenarios {
+	for _, name := range append(benchScenarios, "cubes-ode-pred", "arena-pred") {
 		b.Run(name, func(b *testing.B) {
+			var pred *deltacomp.Predictor
+			if base, ok := strings.CutSuffix(name, "-pred"); ok {
+				name, pred = base, scenarioPredictor(base)
+			}
 			frames, _ := scenarioFrames(b, name)
 			radius := float32(0)
 			if name == "arena" {
 				radius = 80
 			}
-			st := newServerTick(b, frames, benchClients, radius)
+			st := newServerTick(b, frames, benchClients, radius, pred)
 			for range 2 * len(frames) { // warm up, and let buffers reach full size
 				st.step(b)
 				if st.tick >= 600 {
