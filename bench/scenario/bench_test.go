@@ -174,7 +174,7 @@ func measureBandwidth(tb testing.TB, name string) bandwidth {
 // 5 with pred, checking every state the client decodes against the
 // frames, and measures them after the warm-up.
 func replicate(tb testing.TB, frames []scenario.Frame, pred *deltacomp.Predictor) deltaRun {
-	h := newPredictedHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1, pred)
+	h := newHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1, pred)
 	h.want = func(rev uint32) *deltacomp.Snapshot {
 		if rev == 0 || int(rev) > len(frames) {
 			return nil
@@ -260,7 +260,7 @@ func BenchmarkBandwidth(b *testing.B) {
 			})
 			delta := func(pred *deltacomp.Predictor, run deltaRun) func(b *testing.B) {
 				return func(b *testing.B) {
-					h := newPredictedHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1, pred)
+					h := newHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1, pred)
 					for h.tick < benchWarmup {
 						h.step()
 					}

@@ -118,13 +118,9 @@ type harness struct {
 	relevant   int // sum over ticks and clients of relevant entities
 }
 
-func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64) *harness {
-	return newPredictedHarness(tb, sc, nm, clients, seed, nil)
-}
-
-// newPredictedHarness is newHarness whose server and clients replicate
-// with the predictor pred: codec 5 (none: codec 4).
-func newPredictedHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64, pred *deltacomp.Predictor) *harness {
+// newHarness is a server and clients replicating sc over links of nm,
+// with the predictor pred: codec 5 (nil: codec 4).
+func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64, pred *deltacomp.Predictor) *harness {
 	h := &harness{tb: tb, seed: seed, sc: sc, net: nm, rng: rand.New(rand.NewPCG(seed, 7)),
 		ring:  deltacomp.NewRing(deltacomp.RingConfig{Predictor: pred}),
 		world: interest.NewWorld(interest.WorldConfig{CellSize: 16, Kinds: []interest.Kind{scenario.KindPlayer: {Weight: 4}}}),

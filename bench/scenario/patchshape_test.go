@@ -151,7 +151,7 @@ func TestCubesODEPatchShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pred := range []*deltacomp.Predictor{nil, scenario.CubePredictor} {
-		h := newPredictedHarness(t, &scenario.Replay{Rec: rec}, netModel{RTT: benchRTT}, 1, 1, pred)
+		h := newHarness(t, &scenario.Replay{Rec: rec}, netModel{RTT: benchRTT}, 1, 1, pred)
 		for h.tick < benchWarmup {
 			h.step()
 		}

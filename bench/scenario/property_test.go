@@ -172,7 +172,7 @@ func TestReplicationProperties(t *testing.T) {
 					pred = bytePredictor(t, rs)
 					w.drift = true
 				}
-				h := newPredictedHarness(t, w, nm, 3, seed, pred)
+				h := newHarness(t, w, nm, 3, seed, pred)
 				h.check = true
 				h.allowGaps = true
 				for h.tick < 300 {
