@@ -147,6 +147,10 @@ func TestFullSnapshotRoundTrip(t *testing.T) {
 			}
 		}
 	}
+	// Codec 5 predicts from baselines: a full snapshot has none.
+	if _, err := c.AppendFullSnapshot(nil, &s, proto.CauseJoin, 77, proto.CodecPredictedXORRLE); err == nil {
+		t.Fatal("full snapshot in codec 5 written")
+	}
 }
 
 func FuzzDecompress(f *testing.F) {

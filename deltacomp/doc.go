@@ -14,7 +14,7 @@
 //	for each client:
 //	    enc.Prepare()                     // align with the ring, pick the default baseline
 //	    sel, ok := sched.Schedule(seq, now, world, budget, enc)
-//	    b, err = enc.AppendFrame(b, seq, sel)  // a proto.SnapshotDeltaFrame, codec 4
+//	    b, err = enc.AppendFrame(b, seq, sel)  // a proto.SnapshotDeltaFrame, codec 4 (5)
 //	reliability: Delivered(seq) / Lost(seq) → enc and sched
 //
 // and on the client:
@@ -28,6 +28,13 @@
 // changes give patches that are mostly zero with the non-zero bytes first;
 // the quantisation helpers (QuantizeFixed, QuantizeRange, Bias,
 // QuantizeQuat) produce the integers a schema packs.
+//
+// A game whose entities move on a course can give the Ring and its
+// clients' Replicas a Predictor of its schema: the encoders then write
+// codec 5 ("Predicted XOR+RLE (codec 5)" in docs/PROTOCOL.md), whose
+// patches may be against the entity's record extrapolated, in integer
+// arithmetic both ends compute alike, from two records the client
+// acknowledged.
 //
 // Hot paths (Push, Prepare/BodySize/LinkSize/AppendFrame,
 // Delivered/Lost, Apply) allocate nothing once their buffers have grown

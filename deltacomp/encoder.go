@@ -24,7 +24,11 @@ type EncoderConfig struct {
 // every entity of the Ring it knows the newest revision the client
 // acknowledged holding (its baseline), and it writes codec-4 delta frames
 // with each entity's patch against that baseline (in full if there is
-// none), plus removals until they are acknowledged.
+// none), plus removals until they are acknowledged. With the ring's
+// Predictor it writes codec 5: it also knows the entity's acknowledged
+// revision before the baseline, and patches an entity that changed
+// against its record extrapolated from the two when that patch is the
+// shorter.
 //
 // Per tick and client: Prepare, then let the scheduler size entities
 // (BodySize, LinkSize, FixedSize: the encoder is an interest.Sizer), then
@@ -50,6 +54,11 @@ type Encoder struct {
 	warmed      uint32 // the ring revision warm last ran at
 	warmSum     byte   // idset.Warm's result
 	stale       bool   // lost track of what the client holds: it needs a resync
+
+	// With a predictor: by slot, the newest acknowledged revision
+	// holding the entity before its baseline (0 none).
+	prev  []uint32
+	codec proto.Codec // the ring's
 
 	// per Prepare
 	defRev uint32
@@ -78,6 +87,7 @@ type Scratch struct {
 	sizeAt []int32  // entity i's place in sizes, when sized
 	sizes  []sizing // this packet's sized entities, in the order sized
 	codes  []byte   // codes encoded for this packet alone (sizing.code)
+	pred   predictScratch
 }
 
 // sizing is how an entity goes in the packet being built. The sizings
@@ -88,8 +98,9 @@ type sizing struct {
 	// code is the patch's run-length code: the ring's copy, shared with
 	// the other clients (Ring.code), or, rarely, Scratch.codes'.
 	code []byte
-	n    int32  // the body's size: the baseline's age (explicit) and code; 0: nothing to send
+	n    int32  // the body's size: the baseline's age and step (explicit kinds) and code; 0: nothing to send
 	rev  uint32 // the baseline revision (0: in full)
+	step uint32 // predicted kinds: the prediction's older record is at rev − step
 	kind uint8
 	// confirm: ConfirmSize was asked of the entity, whose patch is all
 	// zero: written, it confirms the baseline's record.
@@ -120,7 +131,7 @@ func NewEncoder(r *Ring, cfg EncoderConfig) *Encoder {
 	if cfg.MaxRemovals <= 0 {
 		cfg.MaxRemovals = 64
 	}
-	e := &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
+	e := &Encoder{ring: r, maxRemovals: cfg.MaxRemovals, codec: r.Codec(), flights: idset.NewFlights[flight](cfg.InFlight, 1<<16)}
 	e.ps = &e.own
 	return e
 }
@@ -192,8 +203,14 @@ func (e *Encoder) move(m *idset.Remap) {
 			gone = append(gone, m.Gone[k])
 		}
 		e.held[sl] = held{}
+		if e.prev != nil {
+			e.prev[sl] = 0
+		}
 	}
 	e.held = idset.Grow(e.held, m.Slots)
+	if e.ring.pred != nil {
+		e.prev = idset.Grow(e.prev, m.Slots)
+	}
 	// Pending removals of ids that exist again are dropped: the new
 	// entity goes in full and replaces whatever the client holds. Such an
 	// id is one of the layout's new entities (m.Added, usually a few).
@@ -234,6 +251,9 @@ func (e *Encoder) restart() {
 	n := r.layouts.SlotCount()
 	e.stale = e.stale || len(e.held) > 0 || e.layout > 0
 	e.held = idset.Grow(e.held[:0], n)
+	if r.pred != nil {
+		e.prev = idset.Grow(e.prev[:0], n)
+	}
 	e.forget(e.stale)
 	e.layout = r.Layout()
 }
@@ -243,6 +263,7 @@ func (e *Encoder) restart() {
 // will be announced), else as never sent.
 func (e *Encoder) forget(held bool) {
 	clear(e.held)
+	clear(e.prev)
 	if !held {
 		return
 	}
@@ -275,7 +296,7 @@ func (e *Encoder) Prepare() {
 		if k == e.maxRemovals {
 			break
 		}
-		e.fixed += entryHeaderLen(prev, id, kindRemoved)
+		e.fixed += entryHeaderLen(e.codec, prev, id, kindRemoved)
 		prev = id
 	}
 }
@@ -325,13 +346,45 @@ func (e *Encoder) BodySize(i int) int {
 		n += varintLen(uint64(r.rev - rev))
 	}
 	isZero := kind != kindFull && zero
-	if isZero && h.sent <= rev {
+	sz := sizing{code: code, rev: rev, kind: kind, zero: isZero}
+	switch {
+	case isZero && h.sent <= rev:
 		// An all-zero patch and nothing newer in flight: the client
 		// holds this state.
 		n = 0
+	case !isZero && kind != kindFull && e.prev != nil:
+		n = e.predict(&sz, i, e.prev[sl], n)
 	}
-	e.ps.sizes = append(e.ps.sizes, sizing{code: code, n: int32(n), rev: rev, kind: kind, zero: isZero})
+	sz.n = int32(n)
+	e.ps.sizes = append(e.ps.sizes, sz)
 	return n
+}
+
+// predict makes sz, entity i's plain patch against its baseline with a
+// body of n bytes, the patch against the prediction from the baseline and
+// prev (the entity's acknowledged revision before it, 0 none) when that
+// body is shorter, and returns the body's size.
+func (e *Encoder) predict(sz *sizing, i int, prev uint32, n int) int {
+	r := e.ring
+	if prev == 0 || prev >= sz.rev {
+		return n
+	}
+	if _, ok := r.Patch(prev, i); !ok {
+		return n
+	}
+	step := sz.rev - prev
+	code, own := r.predictedCode(sz.rev, step, i, &e.ps.pred, e.ps.codes)
+	e.ps.codes = own
+	kind, m := uint8(kindPredicted), len(code)
+	if sz.rev != e.defRev || step != 1 {
+		kind = kindPredictedExplicit
+		m += varintLen(uint64(r.rev-sz.rev)) + varintLen(uint64(step))
+	}
+	if m >= n {
+		return n
+	}
+	sz.code, sz.kind, sz.step = code, kind, step
+	return m
 }
 
 // ConfirmSize is the size, without its id header, of entity i's
@@ -375,7 +428,7 @@ func (e *Encoder) LinkSize(prev, i int) int {
 	if !idset.Bit(e.ps.sized, i) {
 		e.BodySize(i)
 	}
-	return entryHeaderLen(p, ids[i], e.ps.sizes[e.ps.sizeAt[i]].kind)
+	return entryHeaderLen(e.codec, p, ids[i], e.ps.sizes[e.ps.sizeAt[i]].kind)
 }
 
 var (
@@ -383,14 +436,14 @@ var (
 	errFrameBig  = tooLarge("delta frame")
 )
 
-// AppendFrame appends a codec-4 snapshot delta frame to b holding the
-// entities sel (ascending indices into the ring's Latest, each sized with
-// BodySize; those with BodySize 0 are skipped unless ConfirmSize was
-// asked of them: then their confirmation goes) and up to MaxRemovals
-// pending removals, and remembers what it carried under the packet
-// sequence seq for Delivered and Lost. Its size is FixedSize plus the
-// selected entities' BodySize and LinkSize (at most that when entities
-// with BodySize 0 are skipped).
+// AppendFrame appends a snapshot delta frame (codec 4, or 5 with the
+// ring's predictor) to b holding the entities sel (ascending indices into
+// the ring's Latest, each sized with BodySize; those with BodySize 0 are
+// skipped unless ConfirmSize was asked of them: then their confirmation
+// goes) and up to MaxRemovals pending removals, and remembers what it
+// carried under the packet sequence seq for Delivered and Lost. Its size
+// is FixedSize plus the selected entities' BodySize and LinkSize (at
+// most that when entities with BodySize 0 are skipped).
 func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error) {
 	r := e.ring
 	ids := r.latest.IDs
@@ -405,12 +458,12 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		if !idset.Bit(e.ps.sized, int(i)) {
 			e.BodySize(int(i))
 		}
-		if sz := &e.ps.sizes[e.ps.sizeAt[i]]; sz.writes() && sz.kind != kindFull && sz.rev < baseRev {
-			baseRev = sz.rev
+		if sz := &e.ps.sizes[e.ps.sizeAt[i]]; sz.writes() && sz.kind != kindFull && sz.rev-sz.step < baseRev {
+			baseRev = sz.rev - sz.step // the oldest revision it reads
 		}
 	}
 	start := len(b)
-	b, mark, err := proto.BeginSnapshotDelta(b, r.latest.Tick, r.rev, baseRev, proto.CodecXORRLE)
+	b, mark, err := proto.BeginSnapshotDelta(b, r.latest.Tick, r.rev, baseRev, e.codec)
 	if err != nil {
 		return b, err
 	}
@@ -431,14 +484,17 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		}
 		id := ids[i]
 		for k < len(rem) && rem[k] < id {
-			b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
+			b = appendVarint(b, entryHeader(e.codec, uint32(rem[k]-prev-1), kindRemoved))
 			prev = rem[k]
 			k++
 			count++
 		}
-		b = appendVarint(b, entryHeader(uint32(id-prev-1), sz.kind))
-		if sz.kind == kindExplicit {
+		b = appendVarint(b, entryHeader(e.codec, uint32(id-prev-1), sz.kind))
+		if sz.kind == kindExplicit || sz.kind == kindPredictedExplicit {
 			b = appendVarint(b, uint64(r.rev-sz.rev))
+		}
+		if sz.kind == kindPredictedExplicit {
+			b = appendVarint(b, uint64(sz.step))
 		}
 		b = append(b, sz.code...)
 		prev = id
@@ -448,7 +504,7 @@ func (e *Encoder) AppendFrame(b []byte, seq uint16, sel []int32) ([]byte, error)
 		count++
 	}
 	for ; k < len(rem); k++ {
-		b = appendVarint(b, entryHeader(uint32(rem[k]-prev-1), kindRemoved))
+		b = appendVarint(b, entryHeader(e.codec, uint32(rem[k]-prev-1), kindRemoved))
 		prev = rem[k]
 		count++
 	}
@@ -487,9 +543,8 @@ func (e *Encoder) Delivered(seq uint16) {
 	// again: its baseline then predates it, and the ring has no patch
 	// from there, so it is still sent in full.
 	for k := 0; k < nEnt; k++ {
-		sl := int32(e.slotLog.At(fl.slots, k))
-		if h := &e.held[sl]; e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) && h.base < fl.rev {
-			h.base = fl.rev
+		if sl := int32(e.slotLog.At(fl.slots, k)); e.ring.layouts.SlotID(sl) == e.log.At(fl.ids, k) {
+			e.acknowledged(sl, fl.rev)
 		}
 	}
 	if fl.removals > 0 {
@@ -509,6 +564,23 @@ func (e *Encoder) Delivered(seq uint16) {
 	}
 	if fl.rev > e.lastAcked {
 		e.lastAcked = fl.rev
+	}
+}
+
+// acknowledged records that the client holds the entity of slot sl at
+// revision rev: a newer one becomes its baseline, the baseline before it
+// the revision a prediction extrapolates from; an older one than the
+// baseline may become that.
+func (e *Encoder) acknowledged(sl int32, rev uint32) {
+	h := &e.held[sl]
+	switch {
+	case h.base < rev:
+		if e.prev != nil {
+			e.prev[sl] = h.base
+		}
+		h.base = rev
+	case h.base > rev && e.prev != nil && e.prev[sl] < rev:
+		e.prev[sl] = rev
 	}
 }
 
@@ -548,9 +620,9 @@ func (e *Encoder) FullDelivered(rev uint32, ids []proto.NetworkID) {
 		if !ok {
 			continue
 		}
-		if h := &e.held[e.slot[i]]; h.base < rev {
+		if e.held[e.slot[i]].base < rev {
 			if _, ok := e.ring.Patch(rev, i); ok {
-				h.base = rev
+				e.acknowledged(e.slot[i], rev)
 			}
 		}
 	}

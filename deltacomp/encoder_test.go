@@ -10,8 +10,15 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
-// removedIn decodes a frame's entries and returns the removed ids.
-func removedIn(t *testing.T, b []byte) []proto.NetworkID {
+// frameEntry is an entry of a delta frame, as entries decodes it.
+type frameEntry struct {
+	id   proto.NetworkID
+	kind uint8
+}
+
+// entries decodes the entries of delta frame b, whose records are rs
+// bytes, without applying them.
+func entries(t testing.TB, b []byte, rs int) (f proto.SnapshotDeltaFrame, out []frameEntry) {
 	t.Helper()
 	f, _, err := proto.ParseSnapshotDeltaFrame(b)
 	if err != nil {
@@ -21,26 +28,43 @@ func removedIn(t *testing.T, b []byte) []proto.NetworkID {
 	_, n := parseVarint(d)
 	d = d[n:]
 	var prev uint64
-	var out []proto.NetworkID
+	rec := make([]byte, rs)
 	for k := 0; k < int(f.Count); k++ {
 		h, n := parseVarint(d)
 		d = d[n:]
-		gap, kind, _ := parseEntryHeader(h)
+		gap, kind, _ := parseEntryHeader(f.Codec, h)
 		id := prev + gap + 1
 		prev = id
+		out = append(out, frameEntry{proto.NetworkID(id), kind})
 		switch kind {
 		case kindRemoved:
-			out = append(out, proto.NetworkID(id))
 			continue
 		case kindExplicit:
 			_, n := parseVarint(d)
 			d = d[n:]
+		case kindPredictedExplicit:
+			_, n := parseVarint(d)
+			_, m := parseVarint(d[n:])
+			d = d[n+m:]
 		}
-		m, err := ApplyPatch(make([]byte, 4), d)
+		m, err := ApplyPatch(rec, d)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d = d[m:]
+	}
+	return f, out
+}
+
+// removedIn decodes a frame's entries and returns the removed ids.
+func removedIn(t *testing.T, b []byte) []proto.NetworkID {
+	t.Helper()
+	_, es := entries(t, b, 4)
+	var out []proto.NetworkID
+	for _, e := range es {
+		if e.kind == kindRemoved {
+			out = append(out, e.id)
+		}
 	}
 	return out
 }

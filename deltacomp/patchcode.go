@@ -3,14 +3,17 @@ package deltacomp
 import "sync/atomic"
 
 // patchCodes caches the run-length codes of one revision's patches (or of
-// the latest records, for entities sent in full) for the ring's latest
-// revision, so that the clients holding the same baseline share one
-// encoding per entity and tick instead of encoding it each. Encoders of
-// different clients fill it concurrently while the ring stands still: an
-// entity's code is written once, by the encoder that claims it, and read
-// by the others after it is published.
+// the latest records, for entities sent in full, or of the patches
+// against a prediction) for the ring's latest revision, so that the
+// clients holding the same baseline share one encoding per entity and
+// tick instead of encoding it each. Encoders of different clients fill it
+// concurrently while the ring stands still: an entity's code is written
+// once, by the encoder that claims it, and read by the others after it is
+// published. A code is cached under a key besides the entity (the
+// prediction's step; 0 for the others): an encoder asking for another
+// key encodes its own.
 type patchCodes struct {
-	state []atomic.Uint64 // per entity: stamp<<32 | codeReady or codeBusy | codeZero | length
+	state []atomic.Uint64 // per entity: stamp<<32 | codeReady or codeBusy | codeZero | key<<16 | length
 	buf   []byte          // entity i's code at i*max
 	max   int             // longest code of one record
 }
@@ -20,7 +23,10 @@ const (
 	codeBusy  = 1 << 30
 	// codeZero marks the code of an all-zero patch, so that a client can
 	// tell it holds the entity's state without reading the code.
-	codeZero = 1 << 29
+	codeZero  = 1 << 29
+	codeKey   = 16        // the key's shift
+	maxKey    = 1<<13 - 1 // largest key: 13 bits, below codeZero
+	codeLenOf = 0xffff
 )
 
 // maxCodeLen is the longest run-length code of a recordSize-byte patch:
@@ -39,42 +45,63 @@ func (c *patchCodes) resize(n, recordSize int) {
 	c.state = c.state[:n]
 }
 
-// code returns the code of entity i's patch p, valid for the ring's
-// revision stamp, and whether p is all zero: the shared copy when there
-// is one (aliasing the cache; it stays valid until the ring's next
-// push), else it encodes p, into the cache when it is the first to and
-// into own (grown, and returned) when another encoder is writing it
-// right now.
-func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
-	if i >= len(c.state) {
-		return encodeOwn(p, own)
+// lookup returns entity i's code under key, valid for the ring's revision
+// stamp, when it is cached (found; aliasing the cache, valid until the
+// ring's next push), and whether p is all zero. Otherwise claimed says
+// whether the caller is now the one to publish it, and when it is not
+// (another encoder is writing it, or it holds another key's code) the
+// caller encodes its own (encodeOwn).
+func (c *patchCodes) lookup(stamp uint32, key uint32, i int) (code []byte, zero, found, claimed bool) {
+	if i >= len(c.state) || key > maxKey {
+		return nil, false, false, false
 	}
 	st := &c.state[i]
 	v := st.Load()
 	if uint32(v>>32) == stamp {
-		if v&codeReady == 0 {
-			return encodeOwn(p, own)
+		if v&codeReady == 0 || uint32(v>>codeKey)&maxKey != key {
+			return nil, false, false, false
 		}
-		off, n := i*c.max, int(v&0xffff)
-		return c.buf[off : off+n : off+n], v&codeZero != 0, own
+		off, n := i*c.max, int(v&codeLenOf)
+		return c.buf[off : off+n : off+n], v&codeZero != 0, true, false
 	}
-	if !st.CompareAndSwap(v, uint64(stamp)<<32|codeBusy) {
-		return encodeOwn(p, own)
-	}
+	return nil, false, false, st.CompareAndSwap(v, uint64(stamp)<<32|codeBusy)
+}
+
+// publish encodes patch p as entity i's code under key, which the caller
+// claimed (lookup), and returns it and whether p is all zero.
+func (c *patchCodes) publish(stamp uint32, key uint32, i int, p []byte) (code []byte, zero bool) {
+	st := &c.state[i]
 	off := i * c.max
 	code = AppendPatch(c.buf[off:off:off+c.max], p)
 	zero = isZeroCode(code)
 	if len(code) > c.max {
 		// Cannot happen (maxCodeLen bounds it); AppendPatch moved it.
 		st.Store(0)
-		return code, zero, own
+		return code, zero
 	}
-	v = uint64(stamp)<<32 | codeReady | uint64(len(code))
+	v := uint64(stamp)<<32 | codeReady | uint64(key)<<codeKey | uint64(len(code))
 	if zero {
 		v |= codeZero
 	}
 	st.Store(v)
-	return code[:len(code):len(code)], zero, own
+	return code[:len(code):len(code)], zero
+}
+
+// code returns the code of entity i's patch p (key 0), valid for the
+// ring's revision stamp, and whether p is all zero: the shared copy when
+// there is one, else it encodes p, into the cache when it is the first to
+// and into own (grown, and returned) when another encoder is writing it
+// right now.
+func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
+	code, zero, found, claimed := c.lookup(stamp, 0, i)
+	switch {
+	case found:
+		return code, zero, own
+	case claimed:
+		code, zero = c.publish(stamp, 0, i, p)
+		return code, zero, own
+	}
+	return encodeOwn(p, own)
 }
 
 // encodeOwn encodes p at the end of own and returns the code, whether p

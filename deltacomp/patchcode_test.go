@@ -12,8 +12,34 @@ import (
 // TestSharedCodesSameFrames: clients whose encoders run concurrently on
 // one ring (sharing each patch's code) write exactly the frames that the
 // same clients write alone, each on a ring of its own, whatever the
-// baselines (some full, some acknowledged at different revisions).
+// baselines (some full, some acknowledged at different revisions), with
+// codec 4 and with codec 5 (whose predicted codes are shared too).
 func TestSharedCodesSameFrames(t *testing.T) {
+	const rs = 16
+	t.Run("codec=4", func(t *testing.T) { testSharedCodesSameFrames(t, nil) })
+	t.Run("codec=5", func(t *testing.T) { testSharedCodesSameFrames(t, bytePredictor(t, rs)) })
+}
+
+// bytePredictor extrapolates every byte of rs-byte records.
+func bytePredictor(t testing.TB, rs int) *Predictor {
+	fields := make([]Field, rs)
+	names := make([]string, rs)
+	for i := range fields {
+		names[i] = string(rune('a' + i))
+		fields[i] = Field{Name: names[i], Bits: 8}
+	}
+	s, err := NewSchema(fields...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPredictor(s, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func testSharedCodesSameFrames(t *testing.T, pred *Predictor) {
 	const clients, entities, rs = 8, 300, 16
 	rng := rand.New(rand.NewPCG(1, 2))
 	snaps := make([]Snapshot, 40)
@@ -21,11 +47,19 @@ func TestSharedCodesSameFrames(t *testing.T) {
 	for k := range snaps {
 		snaps[k].Reset(uint32(k), rs)
 		for i := range entities {
-			if k == 0 || rng.IntN(3) == 0 {
+			switch {
+			case k == 0 || rng.IntN(3) == 0:
 				for j := range rec[:4+rng.IntN(rs-4)] {
 					rec[j] = byte(rng.Uint32())
 				}
-			} else {
+			case pred != nil && i%2 == 0:
+				// Half the entities move on steadily, as a predictor
+				// expects: its patches are the shorter.
+				copy(rec, snaps[k-1].Record(i))
+				for j := range rec[:3] {
+					rec[j] += byte(i%7) + byte(j)
+				}
+			default:
 				copy(rec, snaps[k-1].Record(i))
 			}
 			snaps[k].Append(proto.NetworkID(i+1), rec)
@@ -65,7 +99,7 @@ func TestSharedCodesSameFrames(t *testing.T) {
 	// Alone: every client on its own ring.
 	want := make([][][]byte, clients)
 	for c := range clients {
-		r := NewRing(RingConfig{Size: 8})
+		r := NewRing(RingConfig{Size: 8, Predictor: pred})
 		e := NewEncoder(r, EncoderConfig{})
 		for k := range snaps {
 			r.Push(&snaps[k])
@@ -73,7 +107,7 @@ func TestSharedCodesSameFrames(t *testing.T) {
 		}
 	}
 	// Together: one ring, every client's encoder on its own goroutine.
-	r := NewRing(RingConfig{Size: 8})
+	r := NewRing(RingConfig{Size: 8, Predictor: pred})
 	encs := make([]*Encoder, clients)
 	for c := range encs {
 		encs[c] = NewEncoder(r, EncoderConfig{})

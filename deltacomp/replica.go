@@ -18,6 +18,10 @@ type ReplicaConfig struct {
 	// (whose slots would otherwise have evicted those baselines). Default
 	// DefaultReplicaHistory.
 	History int
+	// Predictor decodes codec-5 frames: it must be the server's
+	// (RingConfig.Predictor), and its record size RecordSize. Without
+	// it the replica takes codec-4 frames only.
+	Predictor *Predictor
 }
 
 // DefaultReplicaHistory is twice DefaultRingSize: a frame may arrive up to
@@ -25,8 +29,9 @@ type ReplicaConfig struct {
 // find its baselines.
 const DefaultReplicaHistory = 2 * DefaultRingSize
 
-// Replica is the client's side of delta replication: it applies codec-4
-// delta frames and full snapshots and holds the reconstructed state.
+// Replica is the client's side of delta replication: it applies delta
+// frames (codec 4, and codec 5 with a predictor) and full snapshots and
+// holds the reconstructed state.
 //
 // Every entity's value is the one from the newest revision that carried
 // it, whatever order packets arrive in (a removal is remembered for the
@@ -40,6 +45,7 @@ const DefaultReplicaHistory = 2 * DefaultRingSize
 // answers with. Not safe for concurrent use.
 type Replica struct {
 	rs, hn     int
+	pred       *Predictor
 	live       Snapshot
 	revs       []uint32 // per live entity: revision its value came from
 	tombs      []tomb   // ascending ids of removed entities
@@ -73,14 +79,14 @@ type histSlot struct {
 
 // NewReplica returns an empty replica.
 func NewReplica(cfg ReplicaConfig) (*Replica, error) {
-	if cfg.RecordSize <= 0 || cfg.RecordSize > MaxRecordSize {
+	if cfg.RecordSize <= 0 || cfg.RecordSize > MaxRecordSize || cfg.Predictor != nil && cfg.Predictor.RecordSize() != cfg.RecordSize {
 		return nil, ErrRecordSize
 	}
 	h := cfg.History
 	if h <= 0 {
 		h = DefaultReplicaHistory
 	}
-	r := &Replica{rs: cfg.RecordSize, hn: h, hist: make([]histSlot, h)}
+	r := &Replica{rs: cfg.RecordSize, hn: h, pred: cfg.Predictor, hist: make([]histSlot, h)}
 	r.live.RecordSize = cfg.RecordSize
 	return r, nil
 }
@@ -135,13 +141,15 @@ var (
 	errDeltaBase    = malformed("delta entry baseline before frame base revision")
 	errDeltaTrail   = malformed("delta frame: data after last entry")
 	errDeltaDefault = malformed("delta entry: no default baseline")
+	errDeltaPredict = malformed("delta entry: prediction span")
 )
 
-// Apply decodes a snapshot delta frame (codec 4) and applies it. On error
-// nothing changes: ErrBaselineMissing asks for a resync, ErrStale is a
-// frame too old to matter, a *FormatError is garbage.
+// Apply decodes a snapshot delta frame (codec 4, or 5 when the replica
+// has a predictor) and applies it. On error nothing changes:
+// ErrBaselineMissing asks for a resync, ErrStale is a frame too old to
+// matter, a *FormatError is garbage.
 func (r *Replica) Apply(f *proto.SnapshotDeltaFrame) error {
-	if f.Codec != proto.CodecXORRLE {
+	if f.Codec != proto.CodecXORRLE && (f.Codec != proto.CodecPredictedXORRLE || r.pred == nil) {
 		return errDeltaCodec
 	}
 	rev := f.Revision
@@ -172,7 +180,7 @@ func (r *Replica) Apply(f *proto.SnapshotDeltaFrame) error {
 // The slice is valid until the next Apply.
 func (r *Replica) Carried() []proto.NetworkID { return r.carried }
 
-func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
+func (r *Replica) decode(f *proto.SnapshotDeltaFrame) (err error) {
 	rs, rev := r.rs, f.Revision
 	data := f.Data
 	age, n := parseVarint(data)
@@ -201,7 +209,7 @@ func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
 			return errDeltaEntry
 		}
 		data = data[n:]
-		gap, kind, ok := parseEntryHeader(h)
+		gap, kind, ok := parseEntryHeader(f.Codec, h)
 		if !ok {
 			return errDeltaEntry
 		}
@@ -211,40 +219,39 @@ func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
 		}
 		prev = id
 		rec := r.dRecs[k*rs : (k+1)*rs]
-		var baseRev uint32
+		var baseRev, step uint32
 		switch kind {
-		case kindRemoved:
+		case kindRemoved, kindFull:
 			clear(rec)
-		case kindFull:
-			clear(rec)
-		case kindDefault:
+		case kindDefault, kindPredicted:
 			if age == 0 {
 				return errDeltaDefault
 			}
-			baseRev = defRev
-		case kindExplicit:
-			a, n := parseVarint(data)
-			if n <= 0 {
-				if n == 0 {
-					return errDeltaTrunc
-				}
-				return errDeltaEntry
+			baseRev, step = defRev, 1
+		case kindExplicit, kindPredictedExplicit:
+			var a uint64
+			if a, data, err = parseSpan(data); err != nil {
+				return err
 			}
-			data = data[n:]
-			if a == 0 || a > uint64(rev) {
+			if a > uint64(rev) {
 				return errDeltaEntry
 			}
 			baseRev = rev - uint32(a)
+			if kind == kindPredictedExplicit {
+				var s uint64
+				if s, data, err = parseSpan(data); err != nil {
+					return err
+				}
+				if s >= uint64(baseRev) {
+					return errDeltaEntry
+				}
+				step = uint32(s)
+			}
 		}
-		if kind == kindDefault || kind == kindExplicit {
-			if baseRev < f.BaseRevision {
-				return errDeltaBase
+		if kind != kindRemoved && kind != kindFull {
+			if err := r.reconstruct(rec, f, kind, proto.NetworkID(id), baseRev, step); err != nil {
+				return err
 			}
-			base, ok := r.baseline(baseRev, proto.NetworkID(id))
-			if !ok {
-				return ErrBaselineMissing
-			}
-			copy(rec, base)
 		}
 		if kind != kindRemoved {
 			n, err := ApplyPatch(rec, data)
@@ -259,6 +266,48 @@ func (r *Replica) decode(f *proto.SnapshotDeltaFrame) error {
 	if len(data) != 0 {
 		return errDeltaTrail
 	}
+	return nil
+}
+
+// parseSpan reads an entry's age or step: a varint of at least 1.
+func parseSpan(data []byte) (v uint64, rest []byte, err error) {
+	v, n := parseVarint(data)
+	switch {
+	case n == 0:
+		return 0, data, errDeltaTrunc
+	case n < 0 || v == 0:
+		return 0, data, errDeltaEntry
+	}
+	return v, data[n:], nil
+}
+
+// reconstruct writes into rec what entity id's patch of a kind other than
+// full and removed applies to: its record at baseRev, or with a predicted
+// kind the prediction from its records at baseRev and baseRev − step.
+func (r *Replica) reconstruct(rec []byte, f *proto.SnapshotDeltaFrame, kind uint8, id proto.NetworkID, baseRev, step uint32) error {
+	oldest := baseRev
+	if predicted(kind) {
+		oldest -= step
+		if f.Revision-baseRev > MaxPredictAge || step > MaxPredictAge {
+			return errDeltaPredict
+		}
+	}
+	if oldest < f.BaseRevision || oldest == 0 {
+		return errDeltaBase
+	}
+	base, ok := r.baseline(baseRev, id)
+	if !ok {
+		return ErrBaselineMissing
+	}
+	if !predicted(kind) {
+		copy(rec, base)
+		return nil
+	}
+	prev, ok := r.baseline(oldest, id)
+	if !ok {
+		return ErrBaselineMissing
+	}
+	r.pred.Predict(rec, base, prev, f.Revision-baseRev, step)
 	return nil
 }
 

@@ -13,7 +13,7 @@ import (
 // changed (or was never acknowledged) goes out each tick; packets are
 // acknowledged two ticks later.
 type pipeline struct {
-	g     *randomSnapshots
+	g     interface{ next(s *Snapshot, churn bool) }
 	ring  *Ring
 	enc   *Encoder
 	rep   *Replica
@@ -27,10 +27,21 @@ type pipeline struct {
 }
 
 func newPipeline(tb testing.TB, seed uint64, rs, n int) *pipeline {
-	p := &pipeline{g: newRandomSnapshots(seed, rs, n), ring: NewRing(RingConfig{})}
+	return newPipelineOf(tb, newRandomSnapshots(seed, rs, n), rs, nil)
+}
+
+// newPredictedPipeline is a pipeline of n moving entities (movingSnapshots)
+// replicated with codec 5.
+func newPredictedPipeline(tb testing.TB, seed uint64, n int) *pipeline {
+	g := newMovingSnapshots(tb, seed, n)
+	return newPipelineOf(tb, g, g.schema.Size(), g.pred)
+}
+
+func newPipelineOf(tb testing.TB, g interface{ next(*Snapshot, bool) }, rs int, pred *Predictor) *pipeline {
+	p := &pipeline{g: g, ring: NewRing(RingConfig{Predictor: pred})}
 	p.enc = NewEncoder(p.ring, EncoderConfig{})
 	var err error
-	p.rep, err = NewReplica(ReplicaConfig{RecordSize: rs})
+	p.rep, err = NewReplica(ReplicaConfig{RecordSize: rs, Predictor: pred})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -95,7 +106,11 @@ func (p *pipeline) apply(tb testing.TB) {
 }
 
 func TestEncodeDecodeZeroAlloc(t *testing.T) {
-	p := newPipeline(t, 1, 10, 900)
+	t.Run("codec=4", func(t *testing.T) { testEncodeDecodeZeroAlloc(t, newPipeline(t, 1, 10, 900)) })
+	t.Run("codec=5", func(t *testing.T) { testEncodeDecodeZeroAlloc(t, newPredictedPipeline(t, 1, 900)) })
+}
+
+func testEncodeDecodeZeroAlloc(t *testing.T, p *pipeline) {
 	for range 600 { // warm up: buffers reach their steady size
 		p.tick(t)
 		p.apply(t)
@@ -202,7 +217,17 @@ func TestReplicaRejectsStaleAndBadFrames(t *testing.T) {
 // FuzzReplicaApply feeds garbage frame data to a replica that holds
 // history: it must not panic, and a frame that fails changes nothing.
 func FuzzReplicaApply(f *testing.F) {
-	p := newPipeline(f, 4, 5, 30)
+	fuzzReplicaApply(f, newPipeline(f, 4, 5, 30), proto.CodecXORRLE)
+}
+
+// FuzzReplicaApplyPredicted is FuzzReplicaApply for codec 5: its seeds
+// hold patches against predictions (kinds 0–5), the garbage is decoded
+// with the predictor.
+func FuzzReplicaApplyPredicted(f *testing.F) {
+	fuzzReplicaApply(f, newPredictedPipeline(f, 4, 30), proto.CodecPredictedXORRLE)
+}
+
+func fuzzReplicaApply(f *testing.F, p *pipeline, codec proto.Codec) {
 	p.churn = true
 	var seeds [][]byte
 	for range 40 {
@@ -214,7 +239,7 @@ func FuzzReplicaApply(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rep, _ := NewReplica(ReplicaConfig{RecordSize: 5})
+		rep, _ := NewReplica(ReplicaConfig{RecordSize: p.ring.Latest().RecordSize, Predictor: p.ring.pred})
 		join, _, _ := proto.ParseFullSnapshotFrame(p.join)
 		var c Codecs
 		if err := rep.ApplyFull(&join, &c); err != nil {
@@ -231,7 +256,7 @@ func FuzzReplicaApply(f *testing.F) {
 		fr, _, err := proto.ParseSnapshotDeltaFrame(b)
 		if err != nil {
 			// Also try the bytes as a frame's data.
-			fr = proto.SnapshotDeltaFrame{Tick: 41, Revision: 41, BaseRevision: 1, Codec: proto.CodecXORRLE, Count: uint16(len(b) % 7), Data: b}
+			fr = proto.SnapshotDeltaFrame{Tick: 41, Revision: 41, BaseRevision: 1, Codec: codec, Count: uint16(len(b) % 7), Data: b}
 		}
 		if err := rep.Apply(&fr); err != nil {
 			if !bytes.Equal(before, rep.State().Records) || len(ids) != rep.State().Len() {

@@ -18,6 +18,12 @@ type RingConfig struct {
 	// Baselines older than that are gone: an entity whose baseline fell out
 	// is sent in full. Default DefaultRingSize.
 	Size int
+	// Predictor, when set, makes the ring's encoders write codec 5
+	// (proto.CodecPredictedXORRLE): an entity's patch may be against its
+	// record extrapolated from its two newest baselines. Its record size
+	// must be the snapshots', and the clients' Replicas need the same
+	// predictor (ReplicaConfig.Predictor). Default none: codec 4.
+	Predictor *Predictor
 }
 
 // Ring holds the server's latest networked state and, for each of the last
@@ -34,6 +40,7 @@ type RingConfig struct {
 // patch they write (encoded once per entity, baseline and push).
 type Ring struct {
 	size    int
+	pred    *Predictor
 	rev     uint32
 	layouts idset.History // the entity sets' changes
 	latest  Snapshot
@@ -50,6 +57,10 @@ type patchSlot struct {
 	xor     []byte // latest XOR snapshot(rev), aligned to latest
 	present []uint64
 	codes   patchCodes // codes of xor's patches for the latest revision
+	// pcodes holds the codes of the patches against a prediction from
+	// this revision and an older one (keyed by the step between them),
+	// with a predictor.
+	pcodes patchCodes
 }
 
 // NewRing returns an empty ring.
@@ -59,7 +70,16 @@ func NewRing(cfg RingConfig) *Ring {
 		n = DefaultRingSize
 	}
 	n = min(max(n, 2), 4096)
-	return &Ring{size: n, slots: make([]patchSlot, n)}
+	return &Ring{size: n, pred: cfg.Predictor, slots: make([]patchSlot, n)}
+}
+
+// Codec is the codec of the delta frames the ring's encoders write:
+// proto.CodecPredictedXORRLE with a predictor, else proto.CodecXORRLE.
+func (r *Ring) Codec() proto.Codec {
+	if r.pred != nil {
+		return proto.CodecPredictedXORRLE
+	}
+	return proto.CodecXORRLE
 }
 
 // Size is the number of revisions the ring keeps.
@@ -112,6 +132,46 @@ func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, o
 	return r.slots[rev%uint32(r.size)].codes.code(r.rev, i, p, own)
 }
 
+// predictedCode returns the run-length code of entity i's latest record
+// XOR its prediction (Predictor.Predict) from its records at revisions
+// base and base − step, both within the window: the copy the encoders
+// share, or one encoded into own, which it returns grown. sc is scratch
+// for the records. The caller checks that both revisions hold the entity
+// and that base and step are at most MaxPredictAge behind.
+func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own []byte) (code []byte, ownOut []byte) {
+	c := &r.slots[base%uint32(r.size)].pcodes
+	code, _, found, claimed := c.lookup(r.rev, step, i)
+	if found {
+		return code, own
+	}
+	rs := r.latest.RecordSize
+	latest := r.latest.Record(i)
+	b, _ := r.Patch(base, i)
+	p, _ := r.Patch(base-step, i)
+	sc.resize(rs)
+	subtle.XORBytes(sc.base, latest, b)
+	subtle.XORBytes(sc.prev, latest, p)
+	r.pred.Predict(sc.patch, sc.base, sc.prev, r.rev-base, step)
+	subtle.XORBytes(sc.patch, sc.patch, latest)
+	if claimed {
+		code, _ = c.publish(r.rev, step, i, sc.patch)
+		return code, own
+	}
+	code, _, own = encodeOwn(sc.patch, own)
+	return code, own
+}
+
+// predictScratch holds the records a prediction is computed from.
+type predictScratch struct {
+	base, prev, patch []byte
+}
+
+func (sc *predictScratch) resize(rs int) {
+	if len(sc.base) != rs {
+		sc.base, sc.prev, sc.patch = make([]byte, rs), make([]byte, rs), make([]byte, rs)
+	}
+}
+
 // Index returns the index of id in Latest, or -1.
 func (r *Ring) Index(id proto.NetworkID) int {
 	i, ok := slices.BinarySearch(r.latest.IDs, id)
@@ -143,7 +203,7 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	if err := s.Check(); err != nil {
 		return 0, err
 	}
-	if r.rev != 0 && s.RecordSize != r.latest.RecordSize {
+	if r.rev != 0 && s.RecordSize != r.latest.RecordSize || r.pred != nil && s.RecordSize != r.pred.RecordSize() {
 		return 0, ErrRecordSize
 	}
 	rs := s.RecordSize
@@ -184,6 +244,9 @@ func (r *Ring) Push(s *Snapshot) (uint32, error) {
 	r.latest.Records = append(r.latest.Records[:0], s.Records...)
 	for k := range r.slots {
 		r.slots[k].codes.resize(n, rs)
+		if r.pred != nil {
+			r.slots[k].pcodes.resize(n, rs)
+		}
 	}
 	r.full.resize(n, rs)
 	newSlot.rev = rev

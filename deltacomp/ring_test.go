@@ -11,17 +11,48 @@ import (
 	"github.com/tickwire/tickwire/proto"
 )
 
+// worldIDs are a generated world's entity ids, ascending, drawn at
+// random.
+type worldIDs struct {
+	rng *rand.Rand
+	ids []proto.NetworkID
+}
+
+// draw draws an id and takes it, or returns false when it is taken.
+func (w *worldIDs) draw() (proto.NetworkID, bool) {
+	id := proto.NetworkID(1 + w.rng.IntN(4*len(w.ids)+64))
+	i, taken := slices.BinarySearch(w.ids, id)
+	if taken {
+		return 0, false
+	}
+	w.ids = slices.Insert(w.ids, i, id)
+	return id, true
+}
+
+// churn, one call in four, spawns an entity and removes a random one
+// (gone is told its id) while more than two remain.
+func (w *worldIDs) churn(spawn func(), gone func(proto.NetworkID)) {
+	if w.rng.IntN(4) != 0 {
+		return
+	}
+	spawn()
+	if len(w.ids) > 2 {
+		i := w.rng.IntN(len(w.ids))
+		gone(w.ids[i])
+		w.ids = slices.Delete(w.ids, i, i+1)
+	}
+}
+
 // randomSnapshots evolves a random world: ids spawn and die, records change.
 type randomSnapshots struct {
-	rng  *rand.Rand
+	worldIDs
 	rs   int
 	tick uint32
-	ids  []proto.NetworkID
 	recs map[proto.NetworkID][]byte
 }
 
 func newRandomSnapshots(seed uint64, rs, n int) *randomSnapshots {
-	g := &randomSnapshots{rng: rand.New(rand.NewPCG(seed, 1)), rs: rs, recs: map[proto.NetworkID][]byte{}}
+	g := &randomSnapshots{worldIDs: worldIDs{rng: rand.New(rand.NewPCG(seed, 1))}, rs: rs, recs: map[proto.NetworkID][]byte{}}
 	for range n {
 		g.spawn()
 	}
@@ -29,8 +60,8 @@ func newRandomSnapshots(seed uint64, rs, n int) *randomSnapshots {
 }
 
 func (g *randomSnapshots) spawn() {
-	id := proto.NetworkID(1 + g.rng.IntN(4*len(g.ids)+64))
-	if g.recs[id] != nil {
+	id, ok := g.draw()
+	if !ok {
 		return
 	}
 	rec := make([]byte, g.rs)
@@ -38,18 +69,11 @@ func (g *randomSnapshots) spawn() {
 		rec[i] = byte(g.rng.IntN(256))
 	}
 	g.recs[id] = rec
-	i, _ := slices.BinarySearch(g.ids, id)
-	g.ids = slices.Insert(g.ids, i, id)
 }
 
 func (g *randomSnapshots) next(s *Snapshot, churn bool) {
-	if churn && g.rng.IntN(4) == 0 {
-		g.spawn()
-		if len(g.ids) > 2 {
-			i := g.rng.IntN(len(g.ids))
-			delete(g.recs, g.ids[i])
-			g.ids = slices.Delete(g.ids, i, i+1)
-		}
+	if churn {
+		g.churn(g.spawn, func(id proto.NetworkID) { delete(g.recs, id) })
 	}
 	for _, id := range g.ids {
 		if g.rng.IntN(5) == 0 {

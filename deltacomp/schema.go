@@ -27,40 +27,51 @@ type Field struct {
 type Schema struct {
 	fields   []Field
 	size     int
-	residual int   // offset of the residual bits
-	offs     []int // per field: offset of its plane-k byte is offs[f*4+k], -1 if none
-	rbit     []int // per field: bit offset of its residual bits in the residual area
+	residual int       // offset of the residual bits
+	resEnd   int       // offset after them
+	at       []fieldAt // per field: where its bits are
+}
+
+// fieldAt is where a field's bits are in a record.
+type fieldAt struct {
+	plane [4]int32 // offsets of its whole bytes, least significant first
+	full  int      // how many whole bytes it has (Bits / 8)
+	rat   int      // offset of the residual byte holding its first top bit
+	rsh   uint     // the bit there
+	rn    uint     // how many top bits (Bits % 8), past the whole bytes
+	mask  uint32   // 2^Bits − 1
 }
 
 var errSchema = errors.New("deltacomp: schema fields must have 1–32 bits")
 
 // NewSchema returns the layout of fields.
 func NewSchema(fields ...Field) (*Schema, error) {
-	s := &Schema{fields: append([]Field(nil), fields...), offs: make([]int, 4*len(fields)), rbit: make([]int, len(fields))}
-	for i := range s.offs {
-		s.offs[i] = -1
-	}
+	s := &Schema{fields: append([]Field(nil), fields...), at: make([]fieldAt, len(fields))}
 	off := 0
 	for i, f := range fields {
 		if f.Bits == 0 || f.Bits > 32 {
 			return nil, errSchema
 		}
+		a := &s.at[i]
+		a.full, a.rn, a.mask = int(f.Bits/8), uint(f.Bits%8), uint32(1<<f.Bits-1)
 		if f.Bits >= 8 {
-			s.offs[i*4] = off
+			a.plane[0] = int32(off)
 			off++
 		}
 	}
 	s.residual = off
 	rb := 0
-	for i, f := range fields {
-		s.rbit[i] = rb
-		rb += int(f.Bits % 8)
+	for i := range fields {
+		a := &s.at[i]
+		a.rat, a.rsh = off+rb/8, uint(rb%8)
+		rb += int(a.rn)
 	}
 	off += (rb + 7) / 8
+	s.resEnd = off
 	for k := 1; k < 4; k++ {
-		for i, f := range fields {
-			if int(f.Bits) >= 8*(k+1) {
-				s.offs[i*4+k] = off
+		for i := range fields {
+			if a := &s.at[i]; a.full > k {
+				a.plane[k] = int32(off)
 				off++
 			}
 		}
@@ -82,7 +93,7 @@ func (s *Schema) Fields() []Field { return s.fields }
 // record dst[:Size()].
 func (s *Schema) Pack(dst []byte, vals []uint32) {
 	dst = dst[:s.size]
-	clear(dst[s.residual:s.offsetAfterResidual()])
+	clear(dst[s.residual:s.resEnd])
 	for i := range s.fields {
 		s.Set(dst, i, vals[i])
 	}
@@ -99,38 +110,34 @@ func (s *Schema) Unpack(vals []uint32, src []byte) {
 // field's width, leaving the other fields alone: a typed accessor instead
 // of hand-written bit packing. Signed values go through Bias.
 func (s *Schema) Set(rec []byte, i int, v uint32) {
-	f := s.fields[i]
-	if f.Bits < 32 {
-		v &= 1<<f.Bits - 1
+	a := &s.at[i]
+	v &= a.mask
+	for k, off := range a.plane[:a.full] {
+		rec[off] = byte(v >> (8 * k))
 	}
-	full := int(f.Bits / 8)
-	for k := 0; k < full; k++ {
-		rec[s.offs[i*4+k]] = byte(v >> (8 * k))
-	}
-	top := v >> (8 * full)
-	for j := range int(f.Bits % 8) {
-		b := s.rbit[i] + j
-		if top>>j&1 != 0 {
-			rec[s.residual+b/8] |= 1 << (b % 8)
-		} else {
-			rec[s.residual+b/8] &^= 1 << (b % 8)
+	if a.rn != 0 {
+		// The top bits: a window of at most two residual bytes.
+		m, x := uint32(1<<a.rn-1)<<a.rsh, (v>>(8*a.full))<<a.rsh
+		rec[a.rat] = rec[a.rat]&^byte(m) | byte(x)
+		if a.rsh+a.rn > 8 {
+			rec[a.rat+1] = rec[a.rat+1]&^byte(m>>8) | byte(x>>8)
 		}
 	}
 }
 
 // Get reads field i of record rec.
 func (s *Schema) Get(rec []byte, i int) uint32 {
-	f := s.fields[i]
+	a := &s.at[i]
 	var v uint32
-	full := int(f.Bits / 8)
-	for k := 0; k < full; k++ {
-		v |= uint32(rec[s.offs[i*4+k]]) << (8 * k)
+	for k, off := range a.plane[:a.full] {
+		v |= uint32(rec[off]) << (8 * k)
 	}
-	for j := range int(f.Bits % 8) {
-		b := s.rbit[i] + j
-		if rec[s.residual+b/8]>>(b%8)&1 != 0 {
-			v |= 1 << (8*full + j)
+	if a.rn != 0 {
+		w := uint32(rec[a.rat])
+		if a.rsh+a.rn > 8 {
+			w |= uint32(rec[a.rat+1]) << 8
 		}
+		v |= (w >> a.rsh & (1<<a.rn - 1)) << (8 * a.full)
 	}
 	return v
 }
@@ -142,12 +149,4 @@ func (s *Schema) SetInt(rec []byte, i int, v int32) { s.Set(rec, i, Bias(v, uint
 // GetInt reads a field SetInt wrote.
 func (s *Schema) GetInt(rec []byte, i int) int32 {
 	return Unbias(s.Get(rec, i), uint(s.fields[i].Bits))
-}
-
-func (s *Schema) offsetAfterResidual() int {
-	rb := 0
-	for _, f := range s.fields {
-		rb += int(f.Bits % 8)
-	}
-	return s.residual + (rb+7)/8
 }

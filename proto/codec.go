@@ -9,15 +9,20 @@ const (
 	CodecZstd   Codec = 2 // klauspost/compress zstd frame
 	CodecS2     Codec = 3 // klauspost/compress s2 block
 	CodecXORRLE Codec = 4 // deltacomp's XOR patches with run-length coding
-	codecEnd    Codec = 5
+	// CodecPredictedXORRLE is codec 4 whose patches may be XORed against
+	// a prediction from two baselines (deltacomp.Predictor); snapshot
+	// delta frames only.
+	CodecPredictedXORRLE Codec = 5
+	codecEnd             Codec = 6
 )
 
 var codecNames = [...]string{
-	CodecNone:   "none",
-	CodecLZ4:    "lz4",
-	CodecZstd:   "zstd",
-	CodecS2:     "s2",
-	CodecXORRLE: "xor+rle",
+	CodecNone:            "none",
+	CodecLZ4:             "lz4",
+	CodecZstd:            "zstd",
+	CodecS2:              "s2",
+	CodecXORRLE:          "xor+rle",
+	CodecPredictedXORRLE: "predicted xor+rle",
 }
 
 func (c Codec) String() string {
@@ -29,6 +34,12 @@ func (c Codec) String() string {
 
 // Valid reports whether c is a codec this version defines.
 func (c Codec) Valid() bool { return c < codecEnd }
+
+// Patches reports whether c is one of deltacomp's patch codecs (4 and 5),
+// which code state against what the receiver holds rather than compress
+// it: a state upload cannot use them, and a full snapshot only codec 4
+// (its records as patches against zeros).
+func (c Codec) Patches() bool { return c == CodecXORRLE || c == CodecPredictedXORRLE }
 
 // MaxSnapshotSize bounds the decoded size of a full snapshot, so a
 // malicious length cannot make a receiver allocate without limit.

@@ -156,7 +156,7 @@ func (f *FullSnapshotFrame) Append(b []byte) ([]byte, error) {
 	switch {
 	case f.Cause == 0 || f.Cause >= causeEnd:
 		return b, errFullCause
-	case !f.Codec.Valid():
+	case !f.Codec.Valid() || f.Codec == CodecPredictedXORRLE:
 		return b, errFullCodec
 	case f.RawLen > MaxSnapshotSize:
 		return b, errFullRaw
@@ -190,7 +190,7 @@ func ParseFullSnapshotFrame(b []byte) (FullSnapshotFrame, int, error) {
 	switch {
 	case f.Cause == 0 || f.Cause >= causeEnd:
 		return FullSnapshotFrame{}, 0, errFullCause
-	case !f.Codec.Valid():
+	case !f.Codec.Valid() || f.Codec == CodecPredictedXORRLE:
 		return FullSnapshotFrame{}, 0, errFullCodec
 	case f.RawLen > MaxSnapshotSize:
 		return FullSnapshotFrame{}, 0, errFullRaw

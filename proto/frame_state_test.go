@@ -32,6 +32,7 @@ func TestStateFramesRefuse(t *testing.T) {
 		{"sum upload of nothing", sum(StateSumFrame{Packed: 10})},
 		{"sum codec without upload", sum(StateSumFrame{Size: 10, Codec: CodecZstd})},
 		{"sum xor codec", sum(StateSumFrame{Size: 10, Codec: CodecXORRLE, Packed: 4})},
+		{"sum predicted xor codec", sum(StateSumFrame{Size: 10, Codec: CodecPredictedXORRLE, Packed: 4})},
 		{"sum short", sum(StateSumFrame{Size: 10})[:20]},
 		{"chunk empty", chunk(0, 0)},
 		{"chunk over chunk", chunk(0, MaxStateChunk+1)},

@@ -50,7 +50,7 @@ func (f *StateBeginFrame) check() error {
 		return errSbgReason
 	case f.Size > MaxStateSize || f.Packed > MaxStateSize || (f.Size == 0) != (f.Packed == 0):
 		return errSbgSize
-	case !f.Codec.Valid() || f.Codec == CodecXORRLE || f.Size == 0 && f.Codec != CodecNone:
+	case !f.Codec.Valid() || f.Codec.Patches() || f.Size == 0 && f.Codec != CodecNone:
 		return errSbgCodec
 	case len(f.Seqs) > MaxStatePlayers:
 		return errSbgPlayers

@@ -31,7 +31,7 @@ func (f *StateSumFrame) check() error {
 	switch {
 	case f.Size > MaxStateSize || f.Size == 0 && f.Sum != [StateSumSize]byte{}:
 		return errSsmSize
-	case !f.Codec.Valid() || f.Codec == CodecXORRLE || f.Packed == 0 && f.Codec != CodecNone:
+	case !f.Codec.Valid() || f.Codec.Patches() || f.Packed == 0 && f.Codec != CodecNone:
 		return errSsmCodec
 	case f.Packed > MaxStateSize || f.Size == 0 && f.Packed != 0:
 		return errSsmPacked

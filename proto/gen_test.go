@@ -93,7 +93,7 @@ func (g *gen) frame(t FrameType) frame {
 	case FrameFullSnapshot:
 		data := g.bytes(g.r.IntN(300))
 		return &FullSnapshotFrame{Cause: SnapshotCause(1 + g.r.IntN(int(causeEnd)-1)), Tick: g.r.Uint32(), Revision: g.r.Uint32(),
-			Codec: Codec(g.r.IntN(int(codecEnd))), RawLen: uint32(g.r.IntN(MaxSnapshotSize + 1)), Data: data}
+			Codec: Codec(g.r.IntN(int(CodecXORRLE) + 1)), RawLen: uint32(g.r.IntN(MaxSnapshotSize + 1)), Data: data}
 	case FrameResyncRequest:
 		return &ResyncRequestFrame{Reason: ResyncReason(1 + g.r.IntN(int(resyncReasonEnd)-1)), Tick: g.r.Uint32(), Revision: g.r.Uint32()}
 	case FrameChecksum:

@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,7 +87,25 @@ func (l *frameList) Next(f *scenario.Frame) bool {
 }
 
 type bandwidth struct {
-	raw, lz4, zstd, s2, zstdXOR, xorRLE float64 // kbit/s per client
+	raw, lz4, zstd, s2, zstdXOR float64  // kbit/s per client
+	xorRLE, predicted           deltaRun // codec 4; codec 5 with the scenario's predictor
+}
+
+// deltaRun is the outcome of replicating a scenario with delta frames.
+type deltaRun struct {
+	kbps float64 // per client
+	// bits per entity entry (a changed cube's header and patch), and
+	// entries a tick
+	bits, entries float64
+	checked       int // states the replica decoded, each equal to the scenario's
+}
+
+// scenarioPredictor is the predictor codec 5 replicates a scenario with.
+func scenarioPredictor(name string) *deltacomp.Predictor {
+	if name == "arena" {
+		return scenario.ArenaPredictor
+	}
+	return scenario.CubePredictor
 }
 
 var bwCache sync.Map
@@ -95,7 +114,8 @@ var bwCache sync.Map
 // after the warm-up, for full snapshots in each codec, zstd of the XOR
 // patch against the state 6 ticks earlier, and the XOR+RLE delta frames of
 // the real pipeline (ring, scheduler, encoder) with baselines 6 ticks old
-// and the budget lifted so that every change is sent.
+// and the budget lifted so that every change is sent, in codec 4 and in
+// codec 5 (predicted).
 func measureBandwidth(tb testing.TB, name string) bandwidth {
 	if v, ok := bwCache.Load(name); ok {
 		return v.(bandwidth)
@@ -142,17 +162,35 @@ func measureBandwidth(tb testing.TB, name string) bandwidth {
 	n := len(frames) - benchWarmup
 	bw.raw, bw.lz4, bw.zstd, bw.s2, bw.zstdXOR = kbps(raw, n), kbps(lz4, n), kbps(zst, n), kbps(s2, n), kbps(zxor, n)
 
-	h := newHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1)
 	_ = rs
+	bw.xorRLE = replicate(tb, frames, nil)
+	bw.predicted = replicate(tb, frames, scenarioPredictor(name))
+	bwCache.Store(name, bw)
+	return bw
+}
+
+// replicate runs frames through the harness (one client, baselines
+// benchRTT ticks old, the budget lifted) with delta frames in codec 4, or
+// 5 with pred, checking every state the client decodes against the
+// frames, and measures them after the warm-up.
+func replicate(tb testing.TB, frames []scenario.Frame, pred *deltacomp.Predictor) deltaRun {
+	h := newHarness(tb, &frameList{frames: frames}, netModel{RTT: benchRTT}, 1, 1, pred)
+	h.want = func(rev uint32) *deltacomp.Snapshot {
+		if rev == 0 || int(rev) > len(frames) {
+			return nil
+		}
+		return &frames[rev-1].Snap
+	}
 	for h.tick < benchWarmup {
 		h.step()
 	}
-	b0 := h.clients[0].bytes
+	c := h.clients[0]
+	b0, e0, eb0 := c.bytes, c.entries, c.entryBytes
 	for h.step() {
 	}
-	bw.xorRLE = kbps(h.clients[0].bytes-b0, n)
-	bwCache.Store(name, bw)
-	return bw
+	n := len(frames) - benchWarmup
+	return deltaRun{kbps: kbps(c.bytes-b0, n), bits: bitsPer(c.entryBytes-eb0, c.entries-e0),
+		entries: float64(c.entries-e0) / float64(n), checked: h.statesChecked}
 }
 
 var benchScenarios = []string{"cubes-ode", "cubes", "cubes-10k-agitated", "arena"}
@@ -160,7 +198,11 @@ var benchScenarios = []string{"cubes-ode", "cubes", "cubes-10k-agitated", "arena
 // BenchmarkBandwidth reports kbit/s per client at 60 Hz (metric
 // "kbit/s") for each encoding; ns/op is the server's cost of encoding one
 // tick that way (for xor-rle: ring push, scheduling and encoding for one
-// client).
+// client). xor-rle is codec 4, xor-rle-pred codec 5 with the scenario's
+// predictor (scenario.CubePredictor, ArenaPredictor); for both it also
+// reports the bits of an entity's entry (header and patch: a changed
+// cube's, in the cube scenes), the entries a tick and the states the
+// client decoded, each checked equal to the scenario's (measureBandwidth).
 func BenchmarkBandwidth(b *testing.B) {
 	for _, name := range benchScenarios {
 		b.Run(name, func(b *testing.B) {
@@ -216,17 +258,24 @@ func BenchmarkBandwidth(b *testing.B) {
 				}
 				b.ReportMetric(bw.zstdXOR, "kbit/s")
 			})
-			b.Run("xor-rle", func(b *testing.B) {
-				h := newHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1)
-				for h.tick < benchWarmup {
-					h.step()
+			delta := func(pred *deltacomp.Predictor, run deltaRun) func(b *testing.B) {
+				return func(b *testing.B) {
+					h := newHarness(b, &frameList{frames: frames, wrap: true}, netModel{RTT: benchRTT}, 1, 1, pred)
+					for h.tick < benchWarmup {
+						h.step()
+					}
+					b.ReportAllocs()
+					for b.Loop() {
+						h.step()
+					}
+					b.ReportMetric(run.kbps, "kbit/s")
+					b.ReportMetric(run.bits, "bits/entry")
+					b.ReportMetric(run.entries, "entries/tick")
+					b.ReportMetric(float64(run.checked), "states-equal")
 				}
-				b.ReportAllocs()
-				for b.Loop() {
-					h.step()
-				}
-				b.ReportMetric(bw.xorRLE, "kbit/s")
-			})
+			}
+			b.Run("xor-rle", delta(nil, bw.xorRLE))
+			b.Run("xor-rle-pred", delta(scenarioPredictor(name), bw.predicted))
 		})
 	}
 }
@@ -256,8 +305,8 @@ type benchClient struct {
 	acks [benchRTT][]uint16 // by tick % RTT: sequences to report delivered
 }
 
-func newServerTick(tb testing.TB, frames []scenario.Frame, clients int, radius float32) *serverTick {
-	st := &serverTick{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{}),
+func newServerTick(tb testing.TB, frames []scenario.Frame, clients int, radius float32, pred *deltacomp.Predictor) *serverTick {
+	st := &serverTick{frames: frames, ring: deltacomp.NewRing(deltacomp.RingConfig{Predictor: pred}),
 		world: interest.NewWorld(interest.WorldConfig{CellSize: 16, Kinds: []interest.Kind{scenario.KindPlayer: {Weight: 4}}}),
 		buf:   make([]byte, 0, 2048)}
 	for c := 0; c < clients; c++ {
@@ -328,16 +377,21 @@ func (st *serverTick) step(tb testing.TB) {
 // the shared part out. Target: under 30. The arena's
 // clients view from entities' positions with an 80 m radius; cube clients
 // see everything. 0 allocs/op: the steady state allocates nothing.
-// (Clients view from the 16 players' positions.)
+// (Clients view from the 16 players' positions.) The -pred variants
+// replicate with codec 5 and the scenario's predictor.
 func BenchmarkInterestDelta(b *testing.B) {
-	for _, name := range benchScenarios {
+	for _, name := range append(benchScenarios, "cubes-ode-pred", "arena-pred") {
 		b.Run(name, func(b *testing.B) {
+			var pred *deltacomp.Predictor
+			if base, ok := strings.CutSuffix(name, "-pred"); ok {
+				name, pred = base, scenarioPredictor(base)
+			}
 			frames, _ := scenarioFrames(b, name)
 			radius := float32(0)
 			if name == "arena" {
 				radius = 80
 			}
-			st := newServerTick(b, frames, benchClients, radius)
+			st := newServerTick(b, frames, benchClients, radius, pred)
 			for range 2 * len(frames) { // warm up, and let buffers reach full size
 				st.step(b)
 				if st.tick >= 600 {

@@ -41,6 +41,22 @@ var CubeSchema = mustSchema(
 // CubeRecordSize is CubeSchema.Size().
 var CubeRecordSize = CubeSchema.Size()
 
+// CubePredictor extrapolates a cube's position and the components of its
+// orientation from two of its records (deltacomp.Predictor: codec-5
+// delta frames). The largest component's index and the interacting flag
+// are predicted unchanged. A component is extrapolated even when the
+// largest index differs between the two records: rare, and cheaper than
+// a branch (it made no difference on the recording).
+var CubePredictor = mustPredictor(CubeSchema, "x", "y", "z", "a", "b", "c")
+
+func mustPredictor(s *deltacomp.Schema, linear ...string) *deltacomp.Predictor {
+	p, err := deltacomp.NewPredictor(s, linear...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func mustSchema(f ...deltacomp.Field) *deltacomp.Schema {
 	s, err := deltacomp.NewSchema(f...)
 	if err != nil {

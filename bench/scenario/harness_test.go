@@ -80,6 +80,8 @@ type client struct {
 	lost          []proto.NetworkID
 	bytes         int
 	frames        int
+	entries       int // entries (entities and removals) of its delta frames
+	entryBytes    int // their bytes: the frames' data without the default baseline's age
 	// sent[id] = last tick an entity was written (for starvation checks)
 	waitingSince map[proto.NetworkID]int
 	maxWait      int
@@ -101,6 +103,14 @@ type harness struct {
 	allowGaps bool // a replica may lose its state; it then asks for a resync
 	codecs    deltacomp.Codecs
 	resyncs   int
+	// want, when set, returns the scenario's state at revision r (its
+	// frame r−1): after every tick's arrivals each replica's state must
+	// equal the state of the revision it applied last; statesChecked
+	// counts them.
+	want          func(rev uint32) *deltacomp.Snapshot
+	statesChecked int
+	// onFrame, when set, sees every delta frame written, for client ci.
+	onFrame func(ci int, frame []byte)
 	// timing of the server's per-client work (Prepare, Schedule,
 	// AppendFrame, Delivered/Lost) when timeIt is set
 	timeIt     bool
@@ -108,13 +118,15 @@ type harness struct {
 	relevant   int // sum over ticks and clients of relevant entities
 }
 
-func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64) *harness {
+// newHarness is a server and clients replicating sc over links of nm,
+// with the predictor pred: codec 5 (nil: codec 4).
+func newHarness(tb testing.TB, sc scenario.Scenario, nm netModel, clients int, seed uint64, pred *deltacomp.Predictor) *harness {
 	h := &harness{tb: tb, seed: seed, sc: sc, net: nm, rng: rand.New(rand.NewPCG(seed, 7)),
-		ring:  deltacomp.NewRing(deltacomp.RingConfig{}),
+		ring:  deltacomp.NewRing(deltacomp.RingConfig{Predictor: pred}),
 		world: interest.NewWorld(interest.WorldConfig{CellSize: 16, Kinds: []interest.Kind{scenario.KindPlayer: {Weight: 4}}}),
 	}
 	for c := 0; c < clients; c++ {
-		rep, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: sc.RecordSize()})
+		rep, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: sc.RecordSize(), Predictor: pred})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -233,6 +245,10 @@ func (h *harness) step() bool {
 			}
 			c.bytes += len(b)
 			c.frames++
+			c.countEntries(b)
+			if h.onFrame != nil {
+				h.onFrame(ci, b)
+			}
 			h.send(c, c.down, packet{seq: c.seq}, b)
 			c.seq++
 			for _, i := range sel {
@@ -270,11 +286,16 @@ func (h *harness) step() bool {
 // for each ack and Lost for each delta whose ack is overdue.
 func (h *harness) deliver(ci int, c *client) {
 	now := h.now()
+	arrived := false
 	for _, link := range [...]*netem.Impairment{c.down, c.rel} {
 		for d, ok := link.Dequeue(now); ok; d, ok = link.Dequeue(now) {
 			h.receive(ci, c, d.Data[8:])
 			c.up.Enqueue(now, netem.Packet{Data: d.Data[:8]})
+			arrived = true
 		}
+	}
+	if arrived && h.want != nil {
+		h.checkState(ci, c)
 	}
 	var t0 time.Time
 	if h.timeIt {
@@ -367,6 +388,31 @@ func (h *harness) verify(ci int, c *client) {
 			h.tb.Fatalf("client %d tick %d: entity %d at rev %d: got %x want %x", ci, h.tick, id, rev, st.Record(i), want)
 		}
 	}
+}
+
+// checkState checks client ci's whole state against the scenario's frame
+// of the revision it applied last.
+func (h *harness) checkState(ci int, c *client) {
+	rev := c.rep.Revision()
+	st, want := c.rep.State(), h.want(rev)
+	if want == nil {
+		h.tb.Fatalf("client %d tick %d: replica at revision %d, which the scenario lacks", ci, h.tick, rev)
+	}
+	if !slices.Equal(st.IDs, want.IDs) || !bytes.Equal(st.Records, want.Records) {
+		h.tb.Fatalf("client %d tick %d: state at revision %d differs from the scenario's", ci, h.tick, rev)
+	}
+	h.statesChecked++
+}
+
+// countEntries adds a delta frame's entries and their bytes to c's.
+func (c *client) countEntries(frame []byte) {
+	f, _, err := proto.ParseSnapshotDeltaFrame(frame)
+	if err != nil {
+		return
+	}
+	_, n := binary.Uvarint(f.Data) // the default baseline's age
+	c.entries += int(f.Count)
+	c.entryBytes += len(f.Data) - n
 }
 
 // settle runs ticks without loss until nothing is in flight, then checks

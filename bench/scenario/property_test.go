@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tickwire/tickwire/bench/scenario"
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/interest"
 	"github.com/tickwire/tickwire/proto"
 )
@@ -23,6 +24,7 @@ type randomWorld struct {
 	churn    float64 // chance per tick of spawns/removals
 	change   float64 // chance per entity per tick of a change
 	frozen   bool    // no more changes (quiesce)
+	drift    bool    // a quarter of the entities move on steadily: their first bytes grow each tick
 	nextID   uint32
 	maxCount int
 }
@@ -73,6 +75,12 @@ func (w *randomWorld) Next(f *scenario.Frame) bool {
 			}
 		}
 		for _, id := range w.ids {
+			if w.drift && id%4 == 0 {
+				rec := w.recs[id]
+				for k := range min(3, len(rec)) {
+					rec[k] += byte(1 + int(id)%5 + k)
+				}
+			}
 			if w.rng.Float64() >= w.change {
 				continue
 			}
@@ -103,13 +111,35 @@ func (w *randomWorld) Next(f *scenario.Frame) bool {
 	return true
 }
 
+// bytePredictor extrapolates every byte of rs-byte records: a predictor
+// for records without a schema, as the random worlds' are.
+func bytePredictor(t testing.TB, rs int) *deltacomp.Predictor {
+	fields := make([]deltacomp.Field, rs)
+	names := make([]string, rs)
+	for i := range fields {
+		names[i] = fmt.Sprint("b", i)
+		fields[i] = deltacomp.Field{Name: names[i], Bits: 8}
+	}
+	s, err := deltacomp.NewSchema(fields...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := deltacomp.NewPredictor(s, names...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestReplicationProperties runs random snapshot sequences through ring,
 // scheduler, encoder, a lossy reordering network and the replica, with
 // random resyncs answered by full snapshots in every codec and replicas
 // that lose their state. At every arrival each entity the client holds must
 // equal the server's record at the revision it came from; after the world
 // stops changing and the network heals, every client must hold exactly the
-// server's state.
+// server's state. Odd seeds replicate with codec 5, a predictor
+// extrapolating every byte of the records, in worlds where a quarter of
+// the entities also move on steadily.
 func TestReplicationProperties(t *testing.T) {
 	type cfg struct {
 		loss   float64
@@ -137,7 +167,12 @@ func TestReplicationProperties(t *testing.T) {
 				if it%2 == 1 {
 					nm.Skip = 0.2 // clients skip ticks: realignment over several layout changes
 				}
-				h := newHarness(t, w, nm, 3, seed)
+				var pred *deltacomp.Predictor
+				if seed%2 == 1 {
+					pred = bytePredictor(t, rs)
+					w.drift = true
+				}
+				h := newHarness(t, w, nm, 3, seed, pred)
 				h.check = true
 				h.allowGaps = true
 				for h.tick < 300 {

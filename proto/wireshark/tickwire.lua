@@ -94,7 +94,7 @@ local disconnect_names = {
     [5] = "protocol error", [6] = "too slow", [7] = "host migration",
     [8] = "no committed state", [9] = "replaced by a rejoin",
 }
-local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle" }
+local codec_names = { [0] = "none", [1] = "lz4", [2] = "zstd", [3] = "s2", [4] = "xor+rle", [5] = "predicted xor+rle" }
 local cause_names = { [1] = "join", [2] = "resync", [3] = "host migration", [4] = "rejoin" }
 local resync_names = {
     [1] = "revision gap", [2] = "patch error", [3] = "checksum mismatch",
@@ -484,7 +484,7 @@ local function frame_delta(buf, off, tree)
     tree:add_le(f.d_rev, buf(off + 4, 4))
     tree:add_le(f.d_base, buf(off + 8, 4))
     local codec = buf(off + 12, 1):uint()
-    if codec > 4 then return bad(tree, "snapshot delta frame: unknown codec") end
+    if codec > 5 then return bad(tree, "snapshot delta frame: unknown codec") end
     tree:add(f.d_codec, buf(off + 12, 1))
     tree:add_le(f.d_count, buf(off + 13, 2))
     local n = buf(off + 15, 2):le_uint()
