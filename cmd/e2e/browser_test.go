@@ -208,10 +208,17 @@ func TestBrowserPlay(t *testing.T) {
 				chromedp.SetValue(`#max-players`, "2"),
 				chromedp.Click(`#create`),
 				chromedp.WaitVisible(`#players li[data-player="Alice"]`))
+			// The open games' list is redrawn on every lobby update: a
+			// click can land on a button the redraw just replaced, so
+			// click again (at most once a second) until Bob is in.
 			bob.Do("join it", chromedp.Navigate(lobby), live,
 				chromedp.SetValue(`#player`, "Bob"),
-				chromedp.Click(`#rooms li[data-name="Duel"] button.join`),
-				chromedp.WaitVisible(`#players li[data-player="Alice"]`))
+				chromedp.Poll[chromedp.Void](`(() => {
+					if (document.querySelector('#players li[data-player="Alice"]')) return true;
+					const b = document.querySelector('#rooms li[data-name="Duel"] button.join');
+					if (b && !(window.joinClickedAt > Date.now() - 1000)) { window.joinClickedAt = Date.now(); b.click(); }
+					return false;
+				})()`, chromedp.WithPollingTimeout(15*time.Second)))
 			alice.Do("ready", chromedp.WaitVisible(`#players li[data-player="Bob"]`), chromedp.Click(`#ready`),
 				chromedp.WaitVisible(`#players li.ready[data-player="Alice"]`))
 			bob.Do("ready", chromedp.WaitVisible(`#players li.ready[data-player="Alice"]`), chromedp.Click(`#ready`))
