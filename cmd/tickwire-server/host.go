@@ -24,12 +24,12 @@ type gameHost struct {
 	// recorded and admin: -record and -admin are set, so a game's
 	// timeline is served and the dashboard links it
 	recorded, admin bool
-	name             string
-	rate             int
-	log              *slog.Logger
-	tickHist         prometheus.Histogram
-	ticks            atomic.Uint64
-	member           *fleet.Member // nil outside a fleet; set before serving
+	name            string
+	rate            int
+	log             *slog.Logger
+	tickHist        prometheus.Histogram
+	ticks           atomic.Uint64
+	member          *fleet.Member // nil outside a fleet; set before serving
 	// describe names a client's address on the dashboard (the browser
 	// gateway's Describe); nil: the address as it is. Set before serving.
 	describe func(netip.AddrPort) string
