@@ -306,8 +306,9 @@ typedef struct tw_client_config {
 	 * server's own timeout, which it sends in its accept (10 s by
 	 * default). */
 	uint32_t timeout_ms;
-	/* Nonzero: protect reliable data on lossy links with Reed-Solomon
-	 * parity instead of copies (fewer bytes, a longer tail). */
+	/* No effect (kept for the layout): every connection protects new
+	 * reliable data on lossy links by the loss it measures, with
+	 * Reed-Solomon parity and, for small frames, copies. */
 	uint32_t reliable_fec;
 	/* Nonzero: when the session is lost without a leave (the server
 	 * went silent past the timeout, or timed the client out), come back

@@ -43,6 +43,9 @@ type GameStats struct {
 	Tick        uint64 // the game's current tick
 	Entities    int
 	Connections []ConnStats
+	// Timeline, if set, is the URL of the game's live timeline on the
+	// operator listener (the dashboard links it).
+	Timeline string
 }
 
 // ConnStats is one client connection to a game.
@@ -122,6 +125,7 @@ type gameStatsJSON struct {
 	Tick        uint64          `json:"tick"`
 	Entities    int             `json:"entities"`
 	Connections []connStatsJSON `json:"connections"`
+	Timeline    string          `json:"timeline,omitempty"`
 }
 
 type connStatsJSON struct {
@@ -177,7 +181,7 @@ func (l *Lobby) stats() statsJSON {
 	sj.Tick.LastMs, sj.Tick.MeanMs, sj.Tick.MaxMs = ms(ss.Tick.Last), ms(ss.Tick.Mean), ms(ss.Tick.Max)
 	for _, g := range ss.Games {
 		gj := gameStatsJSON{ID: g.ID, Type: g.Type, Tick: g.Tick, Entities: g.Entities,
-			Connections: make([]connStatsJSON, 0, len(g.Connections))}
+			Connections: make([]connStatsJSON, 0, len(g.Connections)), Timeline: g.Timeline}
 		for _, c := range g.Connections {
 			gj.Connections = append(gj.Connections, connStatsJSON{
 				ClientID: c.ClientID, Addr: c.Addr, Players: c.Players,

@@ -21,12 +21,15 @@ import (
 type gameHost struct {
 	tickwire.Handler // the game's handler
 	srv              *tickwire.Server
-	name             string
-	rate             int
-	log              *slog.Logger
-	tickHist         prometheus.Histogram
-	ticks            atomic.Uint64
-	member           *fleet.Member // nil outside a fleet; set before serving
+	// recorded and admin: -record and -admin are set, so a game's
+	// timeline is served and the dashboard links it
+	recorded, admin bool
+	name            string
+	rate            int
+	log             *slog.Logger
+	tickHist        prometheus.Histogram
+	ticks           atomic.Uint64
+	member          *fleet.Member // nil outside a fleet; set before serving
 	// describe names a client's address on the dashboard (the browser
 	// gateway's Describe); nil: the address as it is. Set before serving.
 	describe func(netip.AddrPort) string
@@ -158,6 +161,9 @@ func (g *gameHost) Stats() lobby.ServerStats {
 			gs := games[cs.GameID]
 			if gs == nil {
 				gs = &lobby.GameStats{ID: cs.GameID, Type: g.name, Tick: tick}
+				if g.recorded && g.admin {
+					gs.Timeline = timelineURL(cs.GameID)
+				}
 				games[cs.GameID] = gs
 				order = append(order, cs.GameID)
 			}

@@ -177,6 +177,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		mux.HandleFunc("GET /healthz", health)
+		if o.record != "" {
+			mux.HandleFunc("GET "+timelinePath, timelineHandler(o.record, o.game))
+		}
 		if o.pprof {
 			mux.HandleFunc("/debug/pprof/", pprof.Index)
 			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
@@ -339,6 +342,7 @@ func startGame(o *options, log *slog.Logger) (tickwire.Key, *tickwire.Server, *u
 	}
 	srv.Handle(game)
 	game.srv = srv
+	game.recorded, game.admin = o.record != "", o.admin != ""
 	info := conn.Info()
 	log.Info("serving game traffic", "udp", conn.LocalAddr(), "public", o.publicAddr, "game", o.game, "tick", o.tick,
 		"traffic_class", info.TrafficClass, "marked_v4", info.MarkedIPv4, "marked_v6", info.MarkedIPv6,

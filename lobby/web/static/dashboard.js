@@ -80,7 +80,16 @@
     games.replaceChildren(...srv.games.map((g) => {
       const tr = document.createElement('tr');
       tr.dataset.game = g.id;
-      tr.append(td('', g.type), td('n', g.id), td('n', String(g.tick)),
+      const type = td('', g.type);
+      if (g.timeline) {
+        // The game's live timeline (tickwire-server -record).
+        const a = document.createElement('a');
+        a.href = g.timeline;
+        a.textContent = 'timeline';
+        a.className = 'timeline';
+        type.append(' · ', a);
+      }
+      tr.append(type, td('n', g.id), td('n', String(g.tick)),
         td('n', String(g.connections.length)), td('n opt', String(g.entities)));
       return tr;
     }));
