@@ -423,6 +423,11 @@ func TestHostMigrationPlayerHiccup(t *testing.T) {
 	s := lone.summary(t)
 	var kinds []string
 	for _, e := range s.Peer.Events {
+		if e.Kind == "host lost" && strings.HasPrefix(e.Text, "handed over") {
+			// The game's end: the host's process ended first (the
+			// stopped one runs 5 s late) and handed the game over.
+			break
+		}
 		kinds = append(kinds, e.Kind)
 	}
 	t.Logf("%s's peer events: %v", lone.name, kinds)
