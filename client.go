@@ -881,7 +881,8 @@ func (c *Client) receiveDatagram(pkt []byte, at time.Time) {
 		if err != nil {
 			r = proto.DisconnectProtocol
 		}
-		if rejoinable(r, true) && c.canRejoin() {
+		if r == proto.DisconnectTimeout && c.canRejoin() {
+			// The server timed us out: a session lost without a leave.
 			c.lost = r // the loop rejoins, holding no lock
 			return
 		}

@@ -104,12 +104,6 @@ func (c *Client) takeRejoin(f *proto.SuccessorFrame) error {
 	return nil
 }
 
-// rejoinable reports whether a session that ended for r (remote: the
-// server said so or went silent) may be rejoined.
-func rejoinable(r proto.DisconnectReason, remote bool) bool {
-	return remote && r == proto.DisconnectTimeout
-}
-
 // canRejoin reports whether the client rejoins by itself (with c.mu
 // held).
 func (c *Client) canRejoin() bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -111,12 +110,22 @@ func newHiccupRig(t *testing.T, cfg Config) *hiccupRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.c.Close() })
-	// The credential comes on the reliable channel right after the
-	// accept.
-	for r.c.RejoinToken() == nil {
+	awaitRejoinToken(t, r.c)
+	return r
+}
+
+// awaitRejoinToken polls until c holds the rejoin credential, which
+// comes on the reliable channel right after the accept (in virtual time
+// inside a bubble, real time outside), failing after 10 s.
+func awaitRejoinToken(t *testing.T, c *Client) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for c.RejoinToken() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no rejoin credential 10 s after the accept")
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return r
 }
 
 func (r *hiccupRig) token(client uint64, players []uint16) *ConnectToken {
@@ -269,9 +278,7 @@ func TestRejoinCredentialBounds(t *testing.T) {
 		if e, _ := r.log.last("ended"); e.conn != first || e.reason != proto.DisconnectReplaced {
 			t.Fatalf("the old session ended %+v, want replaced", e)
 		}
-		for c2.RejoinToken() == nil {
-			time.Sleep(10 * time.Millisecond)
-		}
+		awaitRejoinToken(t, c2)
 		// The new session's path dies; past its grace the credential is
 		// refused.
 		next := c2.RejoinToken()
@@ -315,9 +322,7 @@ func TestClientGroupRejoins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for clients[i].RejoinToken() == nil {
-			runtime.Gosched()
-		}
+		awaitRejoinToken(t, clients[i])
 	}
 	cut.Cut.Store(true)
 	// Every client loses its session; the server times them out too.

@@ -710,21 +710,31 @@ func (s *Server) tick(now time.Time) {
 			s.disconnect(c, proto.DisconnectTimeout, now, true)
 			continue
 		}
-		if silent := c.sess.Silent(now) >= s.cfg.Interrupt; silent != c.interrupted {
-			c.interrupted = silent
-			if silent {
-				s.stats.Interrupted++
-				s.cfg.Logger.Info("client interrupted", "conn", c.id, "client", c.clientID, "silent", c.sess.Silent(now).Round(time.Millisecond))
-			} else {
-				s.cfg.Logger.Info("client back", "conn", c.id, "client", c.clientID)
-			}
-			if ih, ok := s.handler.(InterruptHandler); ok {
-				ih.Interrupted(c, silent)
-			}
-		}
+		s.noteSilence(c, now)
 	}
 	s.expireRejoins(now)
 	s.build(now)
+}
+
+// noteSilence marks c interrupted once it has been silent for
+// Config.Interrupt, and back once it is heard again, telling the handler
+// of each change.
+func (s *Server) noteSilence(c *Conn, now time.Time) {
+	silence := c.sess.Silent(now)
+	silent := silence >= s.cfg.Interrupt
+	if silent == c.interrupted {
+		return
+	}
+	c.interrupted = silent
+	if silent {
+		s.stats.Interrupted++
+		s.cfg.Logger.Info("client interrupted", "conn", c.id, "client", c.clientID, "silent", silence.Round(time.Millisecond))
+	} else {
+		s.cfg.Logger.Info("client back", "conn", c.id, "client", c.clientID)
+	}
+	if ih, ok := s.handler.(InterruptHandler); ok {
+		ih.Interrupted(c, silent)
+	}
 }
 
 // build runs the handler's tick and builds every connection's packets.
