@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/udp"
 )
 
@@ -94,10 +95,11 @@ func (p *pump) handle(msgs []udp.Message, now time.Time) {
 	p.fwd = p.fwd[:0]
 	heard := false
 	p.replies.reset()
+	var inBytes int
 	for j := range msgs {
 		m := &msgs[j]
 		b := m.Buf[:m.N]
-		st.in(m.N)
+		inBytes += m.N
 		if IsControl(b) {
 			if r, ok := p.bind(b, m.Addr, now); ok {
 				p.replies.add(r, m.Addr)
@@ -111,7 +113,7 @@ func (p *pump) handle(msgs []udp.Message, now time.Time) {
 		case m.Addr != bound:
 			st.drop(DropUnbound)
 			continue
-		case m.N > MaxDatagram:
+		case m.N > MaxDatagram || !isTickwire(b):
 			st.drop(DropMalformed)
 			continue
 		}
@@ -129,6 +131,8 @@ func (p *pump) handle(msgs []udp.Message, now time.Time) {
 			p.fwd = append(p.fwd, udp.Message{Buf: b, Addr: peer})
 		}
 	}
+	st.packetsIn.Add(uint64(len(msgs)))
+	st.bytesIn.Add(uint64(inBytes))
 	if heard || len(p.fwd) > 0 {
 		a.mu.Lock()
 		if heard && in.bound == bound {
@@ -146,6 +150,13 @@ func (p *pump) handle(msgs []udp.Message, now time.Time) {
 	p.replies.send(in.conn, &in.wmu, st)
 }
 
+// isTickwire reports whether b starts with tickwire's magic bytes, the
+// only datagrams the relay forwards (of any version: a relay need not
+// change with the protocol).
+func isTickwire(b []byte) bool {
+	return len(b) >= proto.PrefixSize && b[0] == proto.Magic0 && b[1] == proto.Magic1
+}
+
 // send writes p.fwd on out's port and counts it; it returns what went.
 func (p *pump) send(out *side) (sent, bytes int) {
 	st := &p.a.srv.st
@@ -154,10 +165,11 @@ func (p *pump) send(out *side) (sent, bytes int) {
 	out.wmu.Unlock()
 	for _, m := range p.fwd[:sent] {
 		bytes += len(m.Buf)
-		st.out(len(m.Buf))
 	}
-	for range p.fwd[sent:] {
-		st.drop(DropSend)
+	st.packetsOut.Add(uint64(sent))
+	st.bytesOut.Add(uint64(bytes))
+	if n := len(p.fwd) - sent; n > 0 {
+		st.dropped[DropSend].Add(uint64(n))
 	}
 	return sent, bytes
 }

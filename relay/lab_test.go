@@ -24,7 +24,7 @@ type lab struct {
 
 func newLab(t *testing.T, cfg Config) *lab {
 	t.Helper()
-	n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 5 * time.Millisecond}})
+	n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 5 * time.Millisecond, MTU: 9000}})
 	cfg.ListenPacket = func(ap netip.AddrPort) (udp.BatchConn, error) {
 		c, err := n.ListenAddrPort(ap)
 		if err != nil {

@@ -23,13 +23,13 @@ func TestForwardVirtual(t *testing.T) {
 		}
 		var sent int
 		for i := range 10 {
-			a := bytes.Repeat([]byte{'t', byte(i)}, 50+i)
+			a := twPacket(100 + i)
 			send(t, j, a, pj)
 			got, from := recv(t, h, time.Second)
 			if !bytes.Equal(got, a) || from != ph {
 				t.Fatalf("host got %x from %v, want %x from %v", got, from, a, ph)
 			}
-			b := bytes.Repeat([]byte{'t', 'h', byte(i)}, 30)
+			b := twPacket(90 - i)
 			send(t, h, b, ph)
 			if got, from = recv(t, j, time.Second); !bytes.Equal(got, b) || from != pj {
 				t.Fatalf("joiner got %x from %v, want %x from %v", got, from, b, pj)
@@ -197,7 +197,7 @@ func TestRateLimit(t *testing.T) {
 		const rate, burst, size = 20_000, 4_000, 1000
 		l := newLab(t, Config{Rate: rate, Burst: burst})
 		j, h, pj, _ := l.pair(1, 1<<30)
-		pkt := bytes.Repeat([]byte{'t'}, size)
+		pkt := twPacket(size)
 		for range 100 {
 			send(t, j, pkt, pj)
 		}
@@ -235,7 +235,7 @@ func TestBudget(t *testing.T) {
 		j, h := l.player(1), l.player(2)
 		pj := l.bind(j, gj)
 		l.bind(h, gh)
-		pkt := bytes.Repeat([]byte{'t'}, size)
+		pkt := twPacket(size)
 		for range 3 {
 			send(t, j, pkt, pj)
 		}
@@ -305,6 +305,32 @@ func TestIdleExpiry(t *testing.T) {
 			t.Fatalf("a datagram to a closed port: network stats %+v -> %+v", before, after)
 		}
 		if st := l.srv.Stats(); st.Bound != 0 || st.AllocationsExpired != 1 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// twPacket is a datagram of size bytes that starts like a tickwire
+// packet, as the relay forwards only those.
+func twPacket(size int) []byte {
+	b := bytes.Repeat([]byte{'.'}, size)
+	b[0], b[1] = 't', 'w'
+	return b
+}
+
+// TestForwardsTickwireOnly: a bound side's datagrams that do not start
+// with tickwire's magic bytes, or exceed MaxDatagram, are dropped.
+func TestForwardsTickwireOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t, Config{})
+		j, h, pj, _ := l.pair(1, 1<<20)
+		send(t, j, []byte("GET / HTTP/1.1"), pj)
+		send(t, j, twPacket(MaxDatagram+1), pj)
+		send(t, j, twPacket(MaxDatagram), pj)
+		if got := recvAll(t, h, time.Second); len(got) != 1 || len(got[0]) != MaxDatagram {
+			t.Fatalf("host got %d datagrams, want the one of %d bytes", len(got), MaxDatagram)
+		}
+		if st := l.srv.Stats(); st.Dropped[DropMalformed] != 2 {
 			t.Fatalf("stats %+v", st)
 		}
 	})

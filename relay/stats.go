@@ -7,8 +7,9 @@ type DropReason uint8
 
 const (
 	// DropMalformed: not a bind request where one is due (the control
-	// address), an undecodable control packet, or larger than
-	// MaxDatagram.
+	// address), an undecodable control packet, or a datagram from a bound
+	// side that is no tickwire packet (it does not start with tickwire's
+	// magic bytes) or is larger than MaxDatagram.
 	DropMalformed DropReason = iota
 	// DropBadGrant: the grant's MAC does not verify (not answered).
 	DropBadGrant
