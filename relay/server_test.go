@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -348,4 +349,47 @@ func TestForwardsTickwireOnly(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 	})
+}
+
+// TestPortRange: relayed ports come from Config.PortMin..PortMax; when
+// the range is used up a new allocation gets StatusFull, and the ports
+// of an allocation closed for idleness serve again.
+func TestPortRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lo, hi = 40000, 40003
+		l := newLab(t, Config{PortMin: lo, PortMax: hi, IdleTimeout: 10 * time.Second})
+		_, _, p1, p2 := l.pair(1, 1<<20)
+		_, _, p3, p4 := l.pair(3, 1<<20)
+		for _, p := range []netip.AddrPort{p1, p2, p3, p4} {
+			if p.Port() < lo || p.Port() > hi {
+				t.Fatalf("relayed port %d outside %d..%d", p.Port(), lo, hi)
+			}
+		}
+		g, _ := l.grants(time.Hour, 1<<20)
+		p := l.player(9)
+		if r := reply(t, p, g, l.ctrl); r.Status != StatusFull {
+			t.Fatalf("a third allocation on four ports: %v", r.Status)
+		}
+		time.Sleep(20 * time.Second) // both allocations idle out
+		if r := reply(t, p, g, l.ctrl); r.Status != StatusOK || r.Port < lo || r.Port > hi {
+			t.Fatalf("after the others closed: %+v", r)
+		}
+	})
+}
+
+// TestConfigRefused: a configuration the relay cannot run with is
+// refused, naming the field.
+func TestConfigRefused(t *testing.T) {
+	for _, c := range []Config{
+		{MaxAllocations: -1},
+		{PortMin: 40000},
+		{PortMin: 41000, PortMax: 40000},
+		{Rate: -1},
+		{Burst: 100},
+		{IdleTimeout: -time.Second},
+	} {
+		if _, err := NewServer(testKey, c); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
 }
