@@ -108,6 +108,11 @@ type Config struct {
 	// Zero means tickwire.DefaultTokenTTL.
 	TokenTTL time.Duration
 
+	// Relay, when set, is the relay that the players of peer-hosted
+	// games fall back to when no direct path joins them: RelayGrants
+	// mints its grants. Nil: no relay.
+	Relay *RelayConfig
+
 	// OriginPatterns are extra host patterns (path.Match syntax, e.g.
 	// "*.example.com") whose pages may open WebSockets to the lobby.
 	// Same-origin pages and non-browser clients are always allowed.
@@ -267,6 +272,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Relay != nil {
+		r, err := c.Relay.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Relay = &r
 	}
 
 	c.Servers = append([]GameServer(nil), c.Servers...)

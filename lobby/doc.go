@@ -83,7 +83,10 @@
 // NAT must keep the same mapping for the UDP port, which the lobby cannot
 // check); behind a reverse proxy the lobby sees the proxy's address
 // unless Config.TrustedProxies names the proxy (Lobby.ClientAddr).
-// Browsers cannot host.
+// Browsers cannot host. For players whom no direct path joins, a lobby
+// given a relay (Config.Relay) mints the grants of a relay allocation,
+// one for the joiner and one for the host (Lobby.RelayGrants;
+// docs/NAT.md, "The relay").
 //
 // # Pages
 //
