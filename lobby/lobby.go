@@ -41,6 +41,7 @@ type Lobby struct {
 	mu       sync.Mutex
 	rooms    map[string]*room
 	seats    map[string]*seat
+	tickets  map[[ticketSize]byte]*seat // seats by rendezvous ticket (nat.go)
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
 	closed   bool

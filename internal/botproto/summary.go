@@ -163,6 +163,13 @@ type PeerSummary struct {
 	ResumedMissing uint64      `json:"resumed_missing"`
 	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
 	Events         []PeerEvent `json:"events"`
+	// Path is how it first reached its host through NATs (-nat): "self"
+	// (it hosts), "local", "direct" (the host's public mapping) or
+	// "relay"; Via the address it connected to and ConnectMs how long
+	// from the assignment to the accept.
+	Path      string  `json:"path,omitempty"`
+	Via       string  `json:"via,omitempty"`
+	ConnectMs float64 `json:"connect_ms,omitempty"`
 }
 
 // PeerEvent is one tickwire.PeerEvent with its wall-clock time.
