@@ -71,6 +71,7 @@ type options struct {
 	natsServerToken, natsLobbyToken string
 	publicURL                       string // -public-url: where players reach this lobby
 	rendezvous                      string // -rendezvous: the reflector's UDP address
+	natRelay                        string // -nat-relay: the relay the lobby grants allocations on
 	name                            string // the server's name in the fleet
 
 	// The browser client (web.go).
@@ -202,6 +203,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
 	fs.StringVar(&o.rendezvous, "rendezvous", "", "UDP `address` of the rendezvous reflector, which learns the NAT mappings of peer-hosted games' players\n"+
 		"for the lobby, so that they connect through their NATs (docs/NAT.md; needs -http; empty: off)")
+	fs.StringVar(&o.natRelay, "nat-relay", "", "UDP `host:port` of a relay (a tickwire-server -relay sharing -key-file) on which the lobby grants each\n"+
+		"player of a peer-hosted game an allocation toward its host, for pairs no direct path joins (docs/NAT.md; needs -http)")
 	fs.BoolVar(&o.web, "web", true, "serve the browser client on -http: the page /play, the client built to WebAssembly, the WebSocket\nfallback /play/ws and WebTransport on -webtransport (needs -listen and -http)")
 	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
 	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
@@ -285,6 +288,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.rendezvous != "" && o.http == "" {
 		return nil, errors.New("-rendezvous learns mappings for the lobby: it needs -http")
+	}
+	if o.natRelay != "" {
+		if o.http == "" {
+			return nil, errors.New("-nat-relay is where the lobby grants relay allocations: it needs -http")
+		}
+		if _, err := netip.ParseAddrPort(o.natRelay); err != nil {
+			return nil, fmt.Errorf("-nat-relay %q: want an IP address and port: %v", o.natRelay, err)
+		}
 	}
 	if o.pprof && o.admin == "" {
 		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")

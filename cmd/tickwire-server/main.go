@@ -154,6 +154,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		if reflector != nil {
 			cfg.Rendezvous = reflector.addr
 		}
+		if o.natRelay != "" {
+			if cfg.RelayPair, err = relayGrants(o, key); err != nil {
+				return err
+			}
+		}
 		if lb, err = lobby.New(cfg); err != nil {
 			return err
 		}

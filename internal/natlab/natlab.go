@@ -183,7 +183,7 @@ func (l *Lab) AddHome(kind Kind, n int) *Home {
 		h.Hosts = append(h.Hosts, host)
 	}
 	l.run("ip", "netns", "exec", rt, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	l.nft(rt, routerRules(kind, wan))
+	l.nft(rt, routerRules(kind, wan, netip.PrefixFrom(lan, 24).Masked()))
 	return h
 }
 
@@ -194,10 +194,11 @@ func (l *Lab) AddHome(kind Kind, n int) *Home {
 // it, so that it cannot take a port a LAN host's mapping would use (a
 // punched path would see the mapping move). Symmetric maps each flow
 // to a random port; the others keep the host's port when free (an
-// endpoint-independent mapping). Full cone also lets in, to a mapped
+// endpoint-independent mapping). The LAN's hosts reach each other
+// directly. Full cone also lets in, to a mapped
 // port, a datagram from anyone: a dynamic map remembers which host
 // sent from each port.
-func routerRules(kind Kind, wan netip.Addr) string {
+func routerRules(kind Kind, wan netip.Addr, lan netip.Prefix) string {
 	var b strings.Builder
 	b.WriteString("table ip natlab {\n")
 	if kind == FullCone {
@@ -217,6 +218,9 @@ func routerRules(kind Kind, wan netip.Addr) string {
 	}
 	b.WriteString("\t}\n")
 	b.WriteString("\tchain forward {\n\t\ttype filter hook forward priority filter; policy drop;\n")
+	// Between the LAN's hosts (bridged, which br_netfilter may pass
+	// through this chain).
+	fmt.Fprintf(&b, "\t\tip saddr %s ip daddr %s accept\n", lan, lan)
 	if kind == FullCone {
 		b.WriteString("\t\tiifname \"lan\" oifname \"wan\" udp sport 1024-65535 update @cone { udp sport : ip saddr }\n")
 		b.WriteString("\t\tiifname \"wan\" ct status dnat accept\n")

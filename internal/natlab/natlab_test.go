@@ -22,7 +22,8 @@ import (
 //	port-restricted  yes                        no
 //	symmetric        no                         no
 //
-// It also checks that the lab has no way out: no namespace routes
+// Two hosts of one home reach each other by their own addresses. It
+// also checks that the lab has no way out: no namespace routes
 // beyond 198.18.0.0/15, and the public namespace cannot reach a home's
 // host directly.
 func TestKinds(t *testing.T) {
@@ -77,6 +78,15 @@ func TestKinds(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("lan", func(t *testing.T) {
+		home := lab.AddHome(PortRestricted, 2)
+		one, two := listen(home.Hosts[0], ":4002"), listen(home.Hosts[1], ":4002")
+		send(t, one, "neighbour", net.UDPAddrFromAddrPort(netip.AddrPortFrom(home.Hosts[1].Addr, 4002)))
+		if from := receive(t, two, "neighbour"); from.Addr() != home.Hosts[0].Addr {
+			t.Errorf("a LAN neighbour's datagram came from %v", from)
+		}
+	})
 
 	t.Run("closed", func(t *testing.T) {
 		for _, ns := range append([]string{lab.Public.NS}, lab.nsList...) {

@@ -1,0 +1,187 @@
+package e2e
+
+import (
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/internal/natlab"
+	"github.com/tickwire/tickwire/relay"
+	"github.com/tickwire/tickwire/udp"
+)
+
+// The public namespace's services in the NAT tests.
+const (
+	natLobby      = "198.18.0.1:8080"
+	natGame       = "198.18.0.1:7777"
+	natRendezvous = "198.18.0.1:3478"
+	natRelay      = "198.18.0.1:3479"
+)
+
+// natWorld is a lab with the lobby, its reflector, a game server and a
+// relay in its public namespace.
+type natWorld struct {
+	lab   *natlab.Lab
+	relay *relay.Server
+}
+
+// newNATWorld builds it: tickwire-server (lobby, -rendezvous,
+// -nat-relay) runs in the public namespace, the relay, sharing its key
+// file, beside it.
+func newNATWorld(t *testing.T) *natWorld {
+	t.Helper()
+	lab := natlab.New(t)
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	key, _, err := tickwire.LoadOrCreateKey(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startCmd(t, lab.Public.Command(filepath.Join(bin, "tickwire-server"), "-listen", natGame, "-http", natLobby,
+		"-admin", "127.0.0.1:0", "-key-file", keyFile, "-web=false", "-rendezvous", natRendezvous, "-nat-relay", natRelay))
+	srv.await(t, `msg="serving HTTP"`)
+	srv.await(t, `msg="serving rendezvous"`)
+
+	// The relay, in this process, its sockets in the public namespace.
+	rs, err := relay.NewServer(relay.Key(key), relay.Config{ListenPacket: func(a netip.AddrPort) (udp.BatchConn, error) {
+		c, err := lab.Public.ListenUDP(a.String())
+		if err != nil {
+			return nil, err
+		}
+		return udp.FromPacketConn(c), nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := lab.Public.ListenUDP(natRelay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go rs.Serve(udp.FromPacketConn(c))
+	t.Cleanup(func() { rs.Close() })
+	return &natWorld{lab: lab, relay: rs}
+}
+
+// natPeer starts a tickwire-bot -peer player on node in room.
+func natPeer(t *testing.T, node natlab.Node, room string, size, i int, duration time.Duration) *peerProc {
+	t.Helper()
+	name := fmt.Sprintf("p%d", i)
+	p := startCmd(t, node.Command(filepath.Join(bin, "tickwire-bot"), "-server", "http://"+natLobby, "-peer", room,
+		"-room-size", fmt.Sprint(size), "-duration", duration.String(), "-json", "-name", name, "-seed", fmt.Sprint(i),
+		"-log-level", "warn", "-host-bind", "0.0.0.0"))
+	return &peerProc{proc: p, name: name}
+}
+
+// natPair is one row of TestNATMatrix.
+type natPair struct {
+	name        string
+	host, join  natlab.Kind
+	lan         bool   // both in one home
+	path        string // the joiner's path expected
+	gotPath     string
+	connect     time.Duration
+	rtt50, rtt9 float64
+}
+
+// TestNATMatrix plays a peer-hosted arena game for 10 s for every pair
+// of NAT kinds (host × joiner), and for two players on one LAN behind
+// one port-restricted NAT, each player alone in a home of the lab
+// (natlab). The players learn their mappings from the lobby's
+// reflector, the host punches toward its joiner while the joiner dials
+// the host's candidates, then the relay.
+//
+// Checked for every pair: both play the game to its end (the joiner's
+// echoes come back, no desync), and the joiner's path is the one its
+// NATs allow: local on the LAN; direct when the host is behind a full
+// cone, or behind a port-restricted NAT and the joiner is not behind a
+// symmetric one; else the relay (symmetric × symmetric among them). It
+// prints the table: pair, path, time from the assignment to the accept,
+// RTT over the path.
+func TestNATMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("NAT matrix in -short mode")
+	}
+	w := newNATWorld(t)
+	var pairs []*natPair
+	for _, hk := range natlab.Kinds {
+		for _, jk := range natlab.Kinds {
+			path := "relay"
+			if hk == natlab.FullCone || (hk == natlab.PortRestricted && jk != natlab.Symmetric) {
+				path = "direct"
+			}
+			pairs = append(pairs, &natPair{name: hk.String() + " × " + jk.String(), host: hk, join: jk, path: path})
+		}
+	}
+	pairs = append(pairs, &natPair{name: "one LAN (port-restricted)", host: natlab.PortRestricted, join: natlab.PortRestricted, lan: true, path: "local"})
+
+	for i, p := range pairs {
+		t.Run(strings.ReplaceAll(p.name, " ", ""), func(t *testing.T) {
+			var hostNode, joinNode natlab.Node
+			if p.lan {
+				h := w.lab.AddHome(p.host, 2)
+				hostNode, joinNode = h.Hosts[0], h.Hosts[1]
+			} else {
+				hostNode, joinNode = w.lab.AddHome(p.host, 1).Hosts[0], w.lab.AddHome(p.join, 1).Hosts[0]
+			}
+			room := fmt.Sprintf("nat-%d", i)
+			host := natPeer(t, hostNode, room, 2, 1, 10*time.Second)
+			host.await(t, `seated in room`)
+			joiner := natPeer(t, joinNode, room, 2, 2, 10*time.Second)
+			for _, pp := range []*peerProc{host, joiner} {
+				pp.await(t, `tickwire-bot: playing`)
+			}
+			hs, js := host.summary(t), joiner.summary(t)
+			for _, s := range []struct {
+				p   *peerProc
+				rel uint64
+				ds  uint64
+				end string
+			}{{host, hs.ReliableReceived, hs.Desyncs, hs.Peer.Ended}, {joiner, js.ReliableReceived, js.Desyncs, js.Peer.Ended}} {
+				if s.rel == 0 || s.ds != 0 || s.end != "" {
+					t.Errorf("%s: %d echoes back, %d desyncs, ended %q", s.p.name, s.rel, s.ds, s.end)
+				}
+			}
+			if hs.Peer.Path != "self" {
+				t.Errorf("the host's path is %q", hs.Peer.Path)
+			}
+			p.gotPath, p.connect = js.Peer.Path, time.Duration(js.Peer.ConnectMs*float64(time.Millisecond))
+			p.rtt50, p.rtt9 = js.RTTms.P50, js.RTTms.P99
+			if p.gotPath != p.path {
+				t.Errorf("%s: the joiner connected by %q (via %s), want %q", p.name, p.gotPath, js.Peer.Via, p.path)
+			}
+		})
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-38s %-7s %12s %14s\n", "host × joiner", "path", "connect (ms)", "RTT p50 (ms)")
+	var direct, relayed []float64
+	for _, p := range pairs {
+		if p.gotPath == "" {
+			continue // not run, or failed before it connected
+		}
+		fmt.Fprintf(&b, "%-38s %-7s %12.0f %14.2f\n", p.name, p.gotPath, float64(p.connect)/float64(time.Millisecond), p.rtt50)
+		switch p.gotPath {
+		case "direct", "local":
+			direct = append(direct, p.rtt50)
+		case "relay":
+			relayed = append(relayed, p.rtt50)
+		}
+	}
+	t.Logf("NAT matrix:\n%s", b.String())
+	if len(direct) > 0 && len(relayed) > 0 {
+		t.Logf("RTT p50 median: %.2f ms direct, %.2f ms through the relay (the relay adds %.2f ms here)",
+			median(direct), median(relayed), median(relayed)-median(direct))
+	}
+	st := w.relay.Stats()
+	t.Logf("relay: %+v", st)
+}
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
+}
