@@ -82,10 +82,11 @@ func (l *Lobby) maybeAssign(r *room) {
 			if s != host {
 				return candidates(host, s, hostSocket, tickwire.MaxTokenAddrs)
 			}
-			if host.remote.IsLoopback() {
+			own := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), host.hostPort).String()
+			if own == hostAddr {
 				return []string{hostAddr}
 			}
-			return []string{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), host.hostPort).String(), hostAddr}
+			return []string{own, hostAddr}
 		}}
 	}
 	l.assign(r, randomID(), p)
