@@ -154,10 +154,10 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 				continue
 			}
 			hostView[i].ClientAddrs = candidates(s, host, clientSocket, tickwire.MaxTokenAddrs)
-			if l.cfg.RelayPair == nil {
+			if l.cfg.Relay == nil {
 				continue
 			}
-			pair, err := l.cfg.RelayPair()
+			pair, err := l.RelayGrants()
 			if err != nil {
 				l.cfg.Logger.Warn("lobby: no relay allocation", "room", r.id, "player", s.name, "err", err)
 				continue

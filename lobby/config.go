@@ -46,12 +46,6 @@ type Config struct {
 	// player's, to punch toward. Empty: the lobby names the address the
 	// host's HTTP request came from, as without NAT traversal.
 	Rendezvous string
-	// RelayPair, when set, makes a relay allocation for each player of a
-	// peer-hosted game other than its host, when the game is assigned:
-	// the player's assignment carries its side's grant, the host's the
-	// other side's, so that a pair no direct path joins plays through
-	// the relay (package relay, docs/NAT.md).
-	RelayPair func() (RelayPair, error)
 
 	// MaxRoomsPerType bounds the open rooms of one game type.
 	// Zero means 100.
@@ -125,6 +119,11 @@ type Config struct {
 	// TokenTTL is the validity of the connect tokens the lobby mints.
 	// Zero means tickwire.DefaultTokenTTL.
 	TokenTTL time.Duration
+
+	// Relay, when set, is the relay that the players of peer-hosted
+	// games fall back to when no direct path joins them: RelayGrants
+	// mints its grants. Nil: no relay.
+	Relay *RelayConfig
 
 	// OriginPatterns are extra host patterns (path.Match syntax, e.g.
 	// "*.example.com") whose pages may open WebSockets to the lobby.
@@ -285,6 +284,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Relay != nil {
+		r, err := c.Relay.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Relay = &r
 	}
 
 	c.Servers = append([]GameServer(nil), c.Servers...)

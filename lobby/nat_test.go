@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+
+	"github.com/tickwire/tickwire/relay"
 )
 
 // TestNATCandidates: with Config.Rendezvous, each seat of a peer-hosted
@@ -13,13 +15,9 @@ import (
 // gets the mapping only, one behind the host's own public address the
 // host's local address first; the host's assignment alone lists each
 // player's client candidates and the host sides of the relay
-// allocations, each player's its own side.
+// allocations (one per player), each player's its own side.
 func TestNATCandidates(t *testing.T) {
-	pairs := 0
-	lb, srv := newTestLobby(t, Config{Rendezvous: "198.18.0.1:3478", RelayPair: func() (RelayPair, error) {
-		pairs++
-		return RelayPair{Addr: "198.18.0.1:3479", Joiner: []byte{byte(pairs), 0}, Host: []byte{byte(pairs), 1}}, nil
-	}})
+	lb, srv := newTestLobby(t, Config{Rendezvous: "198.18.0.1:3478", Relay: &RelayConfig{Addr: "198.18.0.1:3479", Key: relay.Key{7}}})
 	ctx := testCtx(t)
 	c := &Client{BaseURL: srv.URL}
 	bob, err := c.Create(ctx, "demo", CreateRequest{Name: "nat", Player: "Bob", MaxPlayers: 3, Hosting: PeerHosted, HostPort: 40000})
@@ -91,9 +89,21 @@ func TestNATCandidates(t *testing.T) {
 			t.Errorf("Bob's view of %s: %+v", p.Name, p)
 		}
 	}
-	if ba.Relay != nil || aa.Relay == nil || ca.Relay == nil || aa.Relay.Grant[0] == ca.Relay.Grant[0] ||
-		aa.Relay.Grant[1] != 0 || ba.Players[1].Relay.Grant[0] != aa.Relay.Grant[0] || ba.Players[1].Relay.Grant[1] != 1 {
-		t.Errorf("relay grants: Bob %+v, Alice %+v, Carol %+v, Bob's view of Alice %+v", ba.Relay, aa.Relay, ca.Relay, ba.Players[1].Relay)
+	if ba.Relay != nil || aa.Relay == nil || ca.Relay == nil {
+		t.Fatalf("relay grants: Bob %+v, Alice %+v, Carol %+v", ba.Relay, aa.Relay, ca.Relay)
+	}
+	grant := func(g *RelayGrant) relay.Grant {
+		t.Helper()
+		r, err := relay.Open(relay.Key{7}, g.Grant)
+		if err != nil || g.Addr != "198.18.0.1:3479" {
+			t.Fatalf("grant at %s: %v", g.Addr, err)
+		}
+		return r
+	}
+	aj, ah, cj, ch := grant(aa.Relay), grant(ba.Players[1].Relay), grant(ca.Relay), grant(ba.Players[2].Relay)
+	if aj.Alloc != ah.Alloc || cj.Alloc != ch.Alloc || aj.Alloc == cj.Alloc || aj.Side != relay.SideJoiner || ah.Side != relay.SideHost ||
+		cj.Side != relay.SideJoiner || ch.Side != relay.SideHost {
+		t.Errorf("allocations: Alice %+v / host %+v, Carol %+v / host %+v", aj, ah, cj, ch)
 	}
 	// The tickets died with the room.
 	if lb.NoteMapping([16]byte(bob.Rendezvous.Ticket), true, ap("198.18.0.11:5000"), nil) {

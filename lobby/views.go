@@ -121,7 +121,7 @@ type Assignment struct {
 	// which the host's game server must open them with.
 	HostKey string           `json:"hostKey,omitempty"`
 	Players []AssignedPlayer `json:"players"`
-	// Relay, in a peer-hosted game with a relay (Config.RelayPair), is
+	// Relay, in a peer-hosted game with a relay (Config.Relay), is
 	// this player's side of its allocation toward the host (not set for
 	// the host: its sides are in Players).
 	Relay *RelayGrant `json:"relay,omitempty"`
@@ -132,12 +132,6 @@ type Assignment struct {
 type RelayGrant struct {
 	Addr  string `json:"addr"`
 	Grant []byte `json:"grant"`
-}
-
-// RelayPair is a new relay allocation's two grants (Config.RelayPair).
-type RelayPair struct {
-	Addr         string // the relay's control address
-	Joiner, Host []byte // the grants of the two sides
 }
 
 // RendezvousInfo tells a seated player of a peer-hosted room where to
@@ -168,7 +162,7 @@ type AssignedPlayer struct {
 	// the lobby learned the player's mapping (Config.Rendezvous): the
 	// candidates of the player's client socket, which the host punches
 	// toward, and the host's side of the player's relay allocation
-	// (Config.RelayPair).
+	// (Config.Relay).
 	ClientAddrs []string    `json:"clientAddrs,omitempty"`
 	Relay       *RelayGrant `json:"relay,omitempty"`
 }

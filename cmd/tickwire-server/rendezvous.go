@@ -5,12 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
-	"time"
-
-	"github.com/tickwire/tickwire"
 
 	"github.com/tickwire/tickwire/lobby"
-	"github.com/tickwire/tickwire/relay"
 	"github.com/tickwire/tickwire/rendezvous"
 	"github.com/tickwire/tickwire/udp"
 )
@@ -54,29 +50,4 @@ func (s *rendezvousServer) close() {
 		return
 	}
 	s.conn.Close()
-}
-
-// Relay allocations the lobby grants (-nat-relay): for the length of a
-// game's start and play, and a budget of bytes a 30 Hz game's pair
-// forwards in about an hour.
-const (
-	relayGrantTTL    = 10 * time.Minute
-	relayGrantBudget = 256 << 20
-)
-
-// relayGrants returns the lobby's Config.RelayPair for -nat-relay: pairs
-// of grants minted with the key the relay shares (-key-file; key, or
-// loaded from it when this process runs no game server).
-func relayGrants(o *options, key tickwire.Key) (func() (lobby.RelayPair, error), error) {
-	if key == (tickwire.Key{}) {
-		k, _, err := tickwire.LoadOrCreateKey(o.keyFile)
-		if err != nil {
-			return nil, err
-		}
-		key = k
-	}
-	return func() (lobby.RelayPair, error) {
-		joiner, host, err := relay.MintPair(relay.Key(key), time.Now().Add(relayGrantTTL), relayGrantBudget)
-		return lobby.RelayPair{Addr: o.natRelay, Joiner: joiner, Host: host}, err
-	}, nil
 }
