@@ -142,8 +142,10 @@ func TestNATMatrix(t *testing.T) {
 	}
 	t.Logf("NAT matrix:\n%s", b.String())
 	if len(direct) > 0 && len(relayed) > 0 {
-		t.Logf("RTT p50 median: %.2f ms direct, %.2f ms through the relay (the relay adds %.2f ms here)",
-			median(direct), median(relayed), median(relayed)-median(direct))
+		// Session estimates: they include the ends' ack delays and the
+		// scheduling of a loaded machine, which swamp the relay's own
+		// cost (package relay's BenchmarkRoundTrip measures that).
+		t.Logf("RTT p50, median over the pairs: %.2f ms direct, %.2f ms through the relay", median(direct), median(relayed))
 	}
 }
 
