@@ -19,19 +19,7 @@ import (
 func TestNATCandidates(t *testing.T) {
 	lb, srv := newTestLobby(t, Config{Rendezvous: "198.18.0.1:3478", Relay: &RelayConfig{Addr: "198.18.0.1:3479", Key: relay.Key{7}}})
 	ctx := testCtx(t)
-	c := &Client{BaseURL: srv.URL}
-	bob, err := c.Create(ctx, "demo", CreateRequest{Name: "nat", Player: "Bob", MaxPlayers: 3, Hosting: PeerHosted, HostPort: 40000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Alice", HostPort: 40001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	carol, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Carol"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bob, alice, carol := threeSeats(t, srv.URL)
 	ap := netip.MustParseAddrPort
 	note := func(s *Seat, host bool, public string, local ...netip.AddrPort) {
 		t.Helper()

@@ -98,6 +98,8 @@ type CommitsSummary struct {
 type MeshSummary struct {
 	Peers     int `json:"peers"`     // introduced
 	Reachable int `json:"reachable"` // reaching at the end
+	// Reached counts the peers each client reached at least once, summed.
+	Reached int `json:"reached"`
 	// Shortcut commands: sent to peers, received, useful (before the
 	// server's copy), late (after their tick was committed).
 	Sent     uint64 `json:"shortcuts_sent"`
