@@ -27,6 +27,9 @@ func TestWireRoundTrip(t *testing.T) {
 			t.Fatalf("reply %+v, %v; want %+v", got, err, rep)
 		}
 	}
+	if RequestSize != 58 || ReplySize != 34 || PunchSize != 8 {
+		t.Errorf("sizes %d, %d, %d: docs/PROTOCOL.md's tables say 58, 34, 8", RequestSize, ReplySize, PunchSize)
+	}
 	if p := AppendPunch(nil); !IsPunch(p) || len(p) != PunchSize || IsPunch(b) {
 		t.Fatal("punch not recognized, or a request taken for one")
 	}
