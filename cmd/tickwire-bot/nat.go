@@ -63,20 +63,24 @@ func learnMappings(ctx context.Context, rv *lobby.RendezvousInfo, hc *udp.Conn, 
 	return &natPeer{client: cc, stderr: stderr}, nil
 }
 
+// relayBindTime bounds binding a player's relay sides: a relay that
+// does not answer delays the start by no more.
+const relayBindTime = 2 * time.Second
+
 // bindRelays binds, before the game's reader starts on the socket, the
 // sides of the relay allocations the assignment names: the joiner's own
 // on its client socket, or, for the host, each player's host side on
-// the host socket. A relay that does not answer leaves that pair to a
-// direct path.
+// the host socket, all within relayBindTime. A relay that does not
+// answer leaves that pair to a direct path.
 func (n *natPeer) bindRelays(ctx context.Context, a *lobby.Assignment, hc *udp.Conn) {
 	n.assigned = time.Now()
+	bctx, cancel := context.WithTimeout(ctx, relayBindTime)
+	defer cancel()
 	bind := func(c *udp.Conn, g *lobby.RelayGrant) netip.AddrPort {
 		addr, err := netip.ParseAddrPort(g.Addr)
 		if err == nil {
-			bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			var relayed netip.AddrPort
 			relayed, err = relay.Bind(bctx, rendezvous.PacketConn(c), addr, g.Grant)
-			cancel()
 			if err == nil {
 				return relayed
 			}
