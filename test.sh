@@ -66,7 +66,7 @@ go test -count=1 -timeout 30m ./cmd/e2e
 # under it: go test -race . ./cmd/e2e by hand.
 step "go test -race (packages under the server)"
 if [ "$(go env CGO_ENABLED)" = 1 ] && command -v "$(go env CC)" >/dev/null; then
-	go test -race -count=1 ./deltacomp ./interest ./internal/... ./reliability ./sim ./udp/... ./proto ./migrate ./replay ./webgate ./lobby ./fleet/...
+	go test -race -count=1 ./deltacomp ./interest ./internal/... ./reliability ./sim ./udp/... ./proto ./migrate ./replay ./webgate ./lobby ./relay ./fleet/...
 else
 	echo "(skipped: -race needs cgo and a C compiler)"
 fi

@@ -95,7 +95,8 @@
 // port, which the lobby cannot check); behind a reverse proxy the lobby
 // sees the proxy's address unless Config.TrustedProxies names the proxy
 // (Lobby.ClientAddr).
-// Browsers cannot host.
+// Browsers cannot host. The relay's grants come from Lobby.RelayGrants
+// (docs/NAT.md, "The relay").
 //
 // # Pages
 //

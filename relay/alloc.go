@@ -72,13 +72,14 @@ func (a *allocation) serve(i int) {
 type pump struct {
 	a       *allocation
 	i       int
+	mac     *grantMAC
 	msgs    []udp.Message
 	fwd     []udp.Message
 	replies outbox
 }
 
 func newPump(a *allocation, i int) *pump {
-	p := &pump{a: a, i: i, msgs: make([]udp.Message, readBatch), fwd: make([]udp.Message, 0, readBatch)}
+	p := &pump{a: a, i: i, mac: newGrantMAC(a.srv.macKey), msgs: make([]udp.Message, readBatch), fwd: make([]udp.Message, 0, readBatch)}
 	for j := range p.msgs {
 		p.msgs[j].Buf = make([]byte, udp.BufferSize)
 	}
@@ -184,7 +185,7 @@ func (p *pump) bind(b []byte, from netip.AddrPort, now time.Time) (r BindReply, 
 		st.drop(DropMalformed)
 		return r, false
 	}
-	g, err := open(a.srv.macKey, token)
+	g, err := p.mac.open(token)
 	if err != nil {
 		st.drop(DropBadGrant)
 		return r, false

@@ -41,7 +41,10 @@ const (
 // other side's datagrams come from and where this side sends its own.
 //
 // Bind resends on a schedule until ctx ends, and returns a
-// *RefusedError if the relay refuses. It reads pc, setting its read
+// *RefusedError if the relay refuses. StatusInUse (another address holds
+// the side, as when this socket's NAT remapped it and the old mapping
+// was heard within Config.RebindQuiet) is not final: Bind goes on asking
+// until ctx ends, and returns it then. It reads pc, setting its read
 // deadline (cleared on return), and discards everything else that
 // arrives meanwhile: call it before another reader starts. Keep the
 // binding with a bind request (AppendBindRequest) to the relayed
@@ -70,6 +73,7 @@ func exchange(ctx context.Context, pc net.PacketConn, to netip.AddrPort, req []b
 	dst := net.UDPAddrFromAddrPort(to)
 	buf := make([]byte, 1500)
 	wait := bindResendFirst
+	var inUse *RefusedError // the side's address is live: ask again later
 	for {
 		if _, err := pc.WriteTo(req, dst); err != nil {
 			return BindReply{}, fmt.Errorf("relay: bind: %w", err)
@@ -94,12 +98,19 @@ func exchange(ctx context.Context, pc net.PacketConn, to netip.AddrPort, req []b
 			if err != nil || r.Alloc != g.Alloc || r.Side != g.Side {
 				continue
 			}
-			if r.Status != StatusOK {
-				return r, &RefusedError{Status: r.Status, At: to}
+			switch r.Status {
+			case StatusOK:
+				return r, nil
+			case StatusInUse:
+				inUse = &RefusedError{Status: r.Status, At: to}
+				continue
 			}
-			return r, nil
+			return r, &RefusedError{Status: r.Status, At: to}
 		}
 		if err := ctx.Err(); err != nil {
+			if inUse != nil {
+				return BindReply{}, inUse
+			}
 			return BindReply{}, fmt.Errorf("relay: bind at %v: no answer: %w", to, err)
 		}
 		wait = min(2*wait, bindResendMax)

@@ -101,19 +101,29 @@ func TestBindReplyRoundTrip(t *testing.T) {
 	}
 }
 
-// TestParseAllocatesNothing: parsing control packets (what a flood of
-// them costs before the MAC) allocates nothing, errors included.
+// TestParseAllocatesNothing: parsing control packets and checking their
+// grants' MACs (what a flood of them costs) allocate nothing, errors
+// included.
 func TestParseAllocatesNothing(t *testing.T) {
 	tok, _ := Mint(testKey, testGrant(SideHost))
 	req := AppendBindRequest(nil, tok)
+	bad := bytes.Clone(tok)
+	bad[0] ^= 1
 	rep := BindReply{Port: 9}.Append(nil)
 	junk := []byte("Rw\x01\x01short")
+	mac := newGrantMAC(testKey.macKey())
 	if n := testing.AllocsPerRun(100, func() {
 		ParseBindRequest(req)
 		ParseBindRequest(junk)
 		ParseBindReply(rep)
 		ParseBindReply(junk)
 		IsControl(req)
+		if _, err := mac.open(tok); err != nil {
+			panic(err)
+		}
+		if _, err := mac.open(bad); err == nil {
+			panic("a bad grant opened")
+		}
 	}); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}

@@ -44,7 +44,8 @@
 //     bound address's keep-alives go on being answered after the expiry.
 //   - A datagram on a relayed port from any other address than the
 //     side's bound one is dropped and counted (DropUnbound), never
-//     forwarded.
+//     forwarded; so is one from the bound address that does not start
+//     with tickwire's magic bytes or is larger than MaxDatagram.
 //   - An allocation forwards at most Config.Rate bytes a second (a token
 //     bucket) and its grant's budget in all; an allocation that forwarded
 //     nothing and heard no bind for Config.IdleTimeout is closed. Its
@@ -55,10 +56,12 @@
 // # Attack surface
 //
 // A datagram without a valid grant gets no answer: it is counted as
-// dropped. An authenticated bind request gets a reply of BindReplySize
-// bytes, smaller than the request, so the relay never sends an address
-// more than it received from it (reflection at most 1×). Forwarded
-// datagrams go only to an address that bound with a valid grant.
+// dropped, and checking it allocates nothing. An authenticated bind
+// request gets a reply of BindReplySize bytes, smaller than the request:
+// the relay never answers an address with more than it sent
+// (reflection at most 1×). Forwarded datagrams go only to an address
+// that bound with a valid grant, within the allocation's rate and
+// budget.
 //
 // # Control packets
 //

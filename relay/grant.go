@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"time"
 )
 
@@ -94,10 +95,54 @@ var (
 // can read but neither alter nor forge (HMAC-SHA-256, truncated to 16
 // bytes, under a key derived from key).
 func Mint(key Key, g Grant) ([]byte, error) {
-	return mint(key.macKey(), g)
+	return newGrantMAC(key.macKey()).mint(g)
 }
 
-func mint(macKey []byte, g Grant) ([]byte, error) {
+// MintPair mints the two grants of a new allocation with a random id:
+// the joiner's (side 0) and the host's (side 1).
+func MintPair(key Key, expires time.Time, budget uint64) (joiner, host []byte, err error) {
+	var id [8]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, nil, fmt.Errorf("relay: allocation id: %w", err)
+	}
+	m := newGrantMAC(key.macKey())
+	g := Grant{Alloc: binary.LittleEndian.Uint64(id[:]), Side: SideJoiner, Expires: expires, Budget: budget}
+	if joiner, err = m.mint(g); err != nil {
+		return nil, nil, err
+	}
+	g.Side = SideHost
+	if host, err = m.mint(g); err != nil {
+		return nil, nil, err
+	}
+	return joiner, host, nil
+}
+
+// Open checks a grant token's MAC under key and returns its grant. It
+// does not look at the expiry: the relay compares it with its clock.
+func Open(key Key, token []byte) (Grant, error) {
+	return newGrantMAC(key.macKey()).open(token)
+}
+
+// grantMAC computes grant MACs with one HMAC, reused, so that checking
+// a grant (a flood of bad ones included) allocates nothing. It is not
+// safe for concurrent use: each of the relay's loops has its own.
+type grantMAC struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+func newGrantMAC(macKey []byte) *grantMAC {
+	return &grantMAC{h: hmac.New(sha256.New, macKey)}
+}
+
+// of returns the MAC of fields, valid until the next call.
+func (m *grantMAC) of(fields []byte) []byte {
+	m.h.Reset()
+	m.h.Write(fields)
+	return m.h.Sum(m.sum[:0])[:grantMACSize]
+}
+
+func (m *grantMAC) mint(g Grant) ([]byte, error) {
 	switch {
 	case g.Side > SideHost:
 		return nil, errGrantSide
@@ -112,45 +157,14 @@ func mint(macKey []byte, g Grant) ([]byte, error) {
 	binary.LittleEndian.PutUint64(b[grantOffAlloc:], g.Alloc)
 	binary.LittleEndian.PutUint64(b[grantOffExpires:], uint64(g.Expires.Unix()))
 	binary.LittleEndian.PutUint64(b[grantOffBudget:], g.Budget)
-	return append(b, grantMAC(macKey, b)...), nil
+	return append(b, m.of(b)...), nil
 }
 
-// MintPair mints the two grants of a new allocation with a random id:
-// the joiner's (side 0) and the host's (side 1).
-func MintPair(key Key, expires time.Time, budget uint64) (joiner, host []byte, err error) {
-	var id [8]byte
-	if _, err := rand.Read(id[:]); err != nil {
-		return nil, nil, fmt.Errorf("relay: allocation id: %w", err)
-	}
-	mk := key.macKey()
-	g := Grant{Alloc: binary.LittleEndian.Uint64(id[:]), Side: SideJoiner, Expires: expires, Budget: budget}
-	if joiner, err = mint(mk, g); err != nil {
-		return nil, nil, err
-	}
-	g.Side = SideHost
-	if host, err = mint(mk, g); err != nil {
-		return nil, nil, err
-	}
-	return joiner, host, nil
-}
-
-func grantMAC(macKey, fields []byte) []byte {
-	m := hmac.New(sha256.New, macKey)
-	m.Write(fields)
-	return m.Sum(nil)[:grantMACSize]
-}
-
-// Open checks a grant token's MAC under key and returns its grant. It
-// does not look at the expiry: the relay compares it with its clock.
-func Open(key Key, token []byte) (Grant, error) {
-	return open(key.macKey(), token)
-}
-
-func open(macKey, token []byte) (Grant, error) {
+func (m *grantMAC) open(token []byte) (Grant, error) {
 	if len(token) != GrantSize {
 		return Grant{}, errGrantSize
 	}
-	if !hmac.Equal(grantMAC(macKey, token[:grantOffMAC]), token[grantOffMAC:]) {
+	if !hmac.Equal(m.of(token[:grantOffMAC]), token[grantOffMAC:]) {
 		return Grant{}, errGrantMAC
 	}
 	return ReadGrant(token)

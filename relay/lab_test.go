@@ -77,13 +77,18 @@ func (l *lab) grants(ttl time.Duration, budget uint64) (joiner, host []byte) {
 // bind binds c with grant and returns its relayed address.
 func (l *lab) bind(c *udptest.Conn, grant []byte) netip.AddrPort {
 	l.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	relayed, err := Bind(ctx, c, l.ctrl, grant)
+	relayed, err := l.bindErr(c, grant)
 	if err != nil {
 		l.t.Fatalf("bind %v: %v", c.AddrPort(), err)
 	}
 	return relayed
+}
+
+// bindErr is Bind with 10 s (virtual) to succeed.
+func (l *lab) bindErr(c *udptest.Conn, grant []byte) (netip.AddrPort, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return Bind(ctx, c, l.ctrl, grant)
 }
 
 // pair binds two new players as the joiner and the host of a new

@@ -97,6 +97,7 @@ func (s *Server) Serve(conn udp.BatchConn) error {
 		msgs[i].Buf = make([]byte, udp.BufferSize)
 	}
 	var replies outbox
+	mac := newGrantMAC(s.macKey)
 	for {
 		n, err := conn.ReadBatch(msgs)
 		if err != nil {
@@ -113,7 +114,7 @@ func (s *Server) Serve(conn udp.BatchConn) error {
 		for i := range msgs[:n] {
 			m := &msgs[i]
 			s.st.in(m.N)
-			if r, ok := s.bindControl(m.Buf[:m.N], now); ok {
+			if r, ok := s.bindControl(mac, m.Buf[:m.N], now); ok {
 				replies.add(r, m.Addr)
 			}
 		}
@@ -168,13 +169,13 @@ func (s *Server) isClosed() bool {
 // bindControl answers a bind request at the control address: it opens
 // the grant's allocation if need be and returns the reply naming the
 // side's relayed port. ok is false for a datagram that gets no answer.
-func (s *Server) bindControl(b []byte, now time.Time) (r BindReply, ok bool) {
+func (s *Server) bindControl(mac *grantMAC, b []byte, now time.Time) (r BindReply, ok bool) {
 	token, err := ParseBindRequest(b)
 	if err != nil {
 		s.st.drop(DropMalformed)
 		return r, false
 	}
-	g, err := open(s.macKey, token)
+	g, err := mac.open(token)
 	if err != nil {
 		s.st.drop(DropBadGrant)
 		return r, false

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -126,19 +127,33 @@ func TestSecondAddress(t *testing.T) {
 		if r := reply(t, thief, gj, pj); r.Status != StatusInUse {
 			t.Fatalf("second address while the first is live: %v", r.Status)
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		var refused *RefusedError
+		if _, err := Bind(ctx, thief, l.ctrl, gj); !errors.As(err, &refused) || refused.Status != StatusInUse || refused.At != pj {
+			t.Fatalf("Bind from a second address while the first is live: %v", err)
+		}
+		cancel()
+		send(t, j, []byte("tw live"), pj)
+		recv(t, h, time.Second)
 		send(t, thief, []byte("tw thief"), pj)
 		send(t, j, []byte("tw still"), pj)
 		if got := recvAll(t, h, time.Second); len(got) != 1 || string(got[0]) != "tw still" {
 			t.Fatalf("host got %q, want the bound joiner's datagram only", got)
 		}
 		st := l.srv.Stats()
-		if st.Dropped[DropInUse] != 1 || st.Dropped[DropUnbound] != 1 {
+		if st.Dropped[DropInUse] < 2 || st.Dropped[DropUnbound] != 1 {
 			t.Fatalf("stats %+v", st)
 		}
 
-		time.Sleep(quiet) // the joiner falls silent: its NAT remapped it
-		if r := reply(t, thief, gj, pj); r.Status != StatusOK || !r.PeerBound {
-			t.Fatalf("second address after %v of silence: %+v", quiet, r)
+		// The joiner falls silent (its NAT remapped it): Bind from the
+		// new address is refused until the old one has been quiet for
+		// RebindQuiet, and goes on asking until then.
+		start := time.Now()
+		if _, err := l.bindErr(thief, gj); err != nil {
+			t.Fatalf("Bind from the new address: %v", err)
+		}
+		if took := time.Since(start); took < quiet-time.Second || took > quiet+3*time.Second {
+			t.Fatalf("Bind from the new address took %v, want about %v", took, quiet)
 		}
 		send(t, j, []byte("tw old"), pj)
 		send(t, thief, []byte("tw new"), pj)
@@ -334,4 +349,47 @@ func TestForwardsTickwireOnly(t *testing.T) {
 			t.Fatalf("stats %+v", st)
 		}
 	})
+}
+
+// TestPortRange: relayed ports come from Config.PortMin..PortMax; when
+// the range is used up a new allocation gets StatusFull, and the ports
+// of an allocation closed for idleness serve again.
+func TestPortRange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lo, hi = 40000, 40003
+		l := newLab(t, Config{PortMin: lo, PortMax: hi, IdleTimeout: 10 * time.Second})
+		_, _, p1, p2 := l.pair(1, 1<<20)
+		_, _, p3, p4 := l.pair(3, 1<<20)
+		for _, p := range []netip.AddrPort{p1, p2, p3, p4} {
+			if p.Port() < lo || p.Port() > hi {
+				t.Fatalf("relayed port %d outside %d..%d", p.Port(), lo, hi)
+			}
+		}
+		g, _ := l.grants(time.Hour, 1<<20)
+		p := l.player(9)
+		if r := reply(t, p, g, l.ctrl); r.Status != StatusFull {
+			t.Fatalf("a third allocation on four ports: %v", r.Status)
+		}
+		time.Sleep(20 * time.Second) // both allocations idle out
+		if r := reply(t, p, g, l.ctrl); r.Status != StatusOK || r.Port < lo || r.Port > hi {
+			t.Fatalf("after the others closed: %+v", r)
+		}
+	})
+}
+
+// TestConfigRefused: a configuration the relay cannot run with is
+// refused, naming the field.
+func TestConfigRefused(t *testing.T) {
+	for _, c := range []Config{
+		{MaxAllocations: -1},
+		{PortMin: 40000},
+		{PortMin: 41000, PortMax: 40000},
+		{Rate: -1},
+		{Burst: 100},
+		{IdleTimeout: -time.Second},
+	} {
+		if _, err := NewServer(testKey, c); !errors.Is(err, ErrConfig) {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
 }
