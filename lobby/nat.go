@@ -38,6 +38,8 @@ func (l *Lobby) issueTicket(s *seat) {
 	}
 	var t [ticketSize]byte
 	rand.Read(t[:])
+	l.ticketMu.Lock()
+	defer l.ticketMu.Unlock()
 	if l.tickets == nil {
 		l.tickets = map[[ticketSize]byte]*seat{}
 	}
@@ -48,7 +50,9 @@ func (l *Lobby) issueTicket(s *seat) {
 // dropTicket forgets s's ticket; l.mu is held.
 func (l *Lobby) dropTicket(s *seat) {
 	if s.ticket != nil {
+		l.ticketMu.Lock()
 		delete(l.tickets, *s.ticket)
+		l.ticketMu.Unlock()
 		s.ticket = nil
 	}
 }
@@ -60,6 +64,13 @@ func (l *Lobby) dropTicket(s *seat) {
 // (the reflector answers only then), at most 32 times per seat. It is
 // what package rendezvous's ReflectorConfig.Note calls.
 func (l *Lobby) NoteMapping(ticket [16]byte, host bool, public netip.AddrPort, local []netip.AddrPort) bool {
+	// A flood of made-up tickets costs a read lock, not the lobby's.
+	l.ticketMu.RLock()
+	_, ok := l.tickets[ticket]
+	l.ticketMu.RUnlock()
+	if !ok {
+		return false
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.tickets[ticket]
