@@ -94,11 +94,11 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		hc.Close()
 		return nil, fmt.Errorf("waiting for the assignment: %w", err)
 	}
-	pcfg := peerhost.Config{}
+	var dialer func() tickwire.Dialer // nil: a new socket for each session
 	if nat != nil {
 		nat.bindRelays(ctx, a, hc)
 		if a.Role != lobby.RoleHost {
-			pcfg.Dialer = nat.dialer(tickwire.Config{Logger: log})
+			dialer = nat.dialer(tickwire.Config{Logger: log})
 		} else {
 			nat.client.Close() // the host joins its own game on loopback
 		}
@@ -130,7 +130,7 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		Handler:  &b.bot,
 		Logger:   log,
 		OnEvent:  b.event,
-		Dialer:   pcfg.Dialer,
+		Dialer:   dialer,
 	})
 	if err != nil {
 		hc.Close()
