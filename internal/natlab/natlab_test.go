@@ -1,8 +1,10 @@
 package natlab
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -166,5 +168,40 @@ func receiveUntil(t *testing.T, c *net.UDPConn, msg string) string {
 		if string(buf[:n]) == msg {
 			return strings.Join(got, ",")
 		}
+	}
+}
+
+// TestRemoveStale: a new lab deletes the namespaces of a lab whose
+// process has ended (killed before its cleanup ran), and leaves those of
+// a live process alone.
+func TestRemoveStale(t *testing.T) {
+	if err := Check(); err != nil {
+		New(t) // skips, or fails under RequireEnv
+	}
+	dead := 0
+	for pid := 4194303; pid > 1; pid-- {
+		if !alive(pid) {
+			dead = pid
+			break
+		}
+	}
+	stale := fmt.Sprintf("%s%d-test-pub", prefix, dead)
+	live := fmt.Sprintf("%s%d-test-pub", prefix, os.Getpid())
+	for _, ns := range []string{stale, live} {
+		if out, err := exec.Command("ip", "netns", "add", ns).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+	}
+	t.Cleanup(func() {
+		exec.Command("ip", "netns", "del", stale).Run()
+		exec.Command("ip", "netns", "del", live).Run()
+	})
+	New(t)
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), stale) || !strings.Contains(string(out), live) {
+		t.Errorf("after a new lab, the namespaces are:\n%s", out)
 	}
 }
