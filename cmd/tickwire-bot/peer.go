@@ -79,8 +79,8 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	var nat *natPeer
 	if seat.Rendezvous != nil {
 		if nat, err = learnMappings(ctx, seat.Rendezvous, hc, stderr); err != nil {
-			hc.Close()
-			return nil, err
+			// The lobby then names the address of our HTTP requests.
+			fmt.Fprintf(stderr, "tickwire-bot: no NAT traversal: %v\n", err)
 		}
 	}
 	if err := readyWhenFull(ctx, lc, seat, o.roomSize, uint16(offer)); err != nil {
