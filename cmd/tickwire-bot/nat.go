@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -35,10 +36,11 @@ type natPeer struct {
 // mapping requests to the lobby's reflector (the lobby hands them to
 // the peers at the assignment).
 func learnMappings(ctx context.Context, rv *lobby.RendezvousInfo, hc *udp.Conn, stderr io.Writer) (*natPeer, error) {
-	addr, err := netip.ParseAddrPort(rv.Addr)
+	ua, err := net.ResolveUDPAddr("udp4", rv.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("the lobby's rendezvous address %q: %w", rv.Addr, err)
 	}
+	addr := ua.AddrPort()
 	if len(rv.Ticket) != rendezvous.TicketSize {
 		return nil, fmt.Errorf("the lobby's rendezvous ticket has %d bytes", len(rv.Ticket))
 	}
