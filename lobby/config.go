@@ -35,6 +35,18 @@ type Config struct {
 	// dashboard shows the fleet.
 	Fleet *fleet.Directory
 
+	// Rendezvous, when set, is the UDP address ("host:port") of the
+	// reflector that learns the NAT mappings of the players of
+	// peer-hosted games (package rendezvous, docs/NAT.md): each seat of a
+	// peer-hosted room gets a ticket to send it from its game sockets,
+	// and whoever runs the reflector reports what it learns through
+	// Lobby.NoteMapping. The assignment then names the host's public
+	// mapping (and, to a player behind the same public address, its
+	// local addresses) as the host's candidates, and tells the host every
+	// player's, to punch toward. Empty: the lobby names the address the
+	// host's HTTP request came from, as without NAT traversal.
+	Rendezvous string
+
 	// MaxRoomsPerType bounds the open rooms of one game type.
 	// Zero means 100.
 	MaxRoomsPerType int

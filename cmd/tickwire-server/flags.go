@@ -70,6 +70,7 @@ type options struct {
 	// admits game servers and lobbies with.
 	natsServerToken, natsLobbyToken string
 	publicURL                       string // -public-url: where players reach this lobby
+	rendezvous                      string // -rendezvous: the reflector's UDP address
 	name                            string // the server's name in the fleet
 
 	// The browser client (web.go).
@@ -212,6 +213,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"is its fleet id, which an external NATS's permissions name (docs/FLEET.md); default: a fresh nkey per run")
 	fs.StringVar(&o.publicURL, "public-url", "", "the `URL` players reach this lobby at, announced to the fleet so that other lobbies send\n"+
 		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "UDP `address` of the rendezvous reflector, which learns the NAT mappings of peer-hosted games' players\n"+
+		"for the lobby, so that they connect through their NATs (docs/NAT.md; needs -http; empty: off)")
 	fs.BoolVar(&o.web, "web", true, "serve the browser client on -http: the page /play, the client built to WebAssembly, the WebSocket\nfallback /play/ws and WebTransport on -webtransport (needs -listen and -http)")
 	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
 	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
@@ -292,6 +295,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if err := o.validJoin(fs, *secretFile); err != nil {
 		return nil, err
+	}
+	if o.rendezvous != "" && o.http == "" {
+		return nil, errors.New("-rendezvous learns mappings for the lobby: it needs -http")
 	}
 	if o.pprof && o.admin == "" {
 		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")

@@ -146,6 +146,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
 	}
 	var lb *lobby.Lobby
+	var reflector *rendezvousServer
+	if o.rendezvous != "" {
+		if reflector, err = listenRendezvous(o.rendezvous, log); err != nil {
+			return err
+		}
+		defer reflector.close()
+	}
 	if o.http != "" {
 		cfg := lobby.Config{
 			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
@@ -163,11 +170,17 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		if game != nil {
 			cfg.Stats = game
 		}
+		if reflector != nil {
+			cfg.Rendezvous = reflector.addr
+		}
 		if cfg.Relay, err = lobbyRelay(o, rkey); err != nil {
 			return err
 		}
 		if lb, err = lobby.New(cfg); err != nil {
 			return err
+		}
+		if reflector != nil {
+			reflector.serve(lb)
 		}
 		defer lb.Close() // on the error paths
 		mux := http.NewServeMux()

@@ -98,6 +98,8 @@ type CommitsSummary struct {
 type MeshSummary struct {
 	Peers     int `json:"peers"`     // introduced
 	Reachable int `json:"reachable"` // reaching at the end
+	// Reached counts the peers each client reached at least once, summed.
+	Reached int `json:"reached"`
 	// Shortcut commands: sent to peers, received, useful (before the
 	// server's copy), late (after their tick was committed).
 	Sent     uint64 `json:"shortcuts_sent"`
@@ -163,6 +165,13 @@ type PeerSummary struct {
 	ResumedMissing uint64      `json:"resumed_missing"`
 	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
 	Events         []PeerEvent `json:"events"`
+	// Path is how it first reached its host through NATs (-nat): "self"
+	// (it hosts), "local", "direct" (the host's public mapping) or
+	// "relay"; Via the address it connected to and ConnectMs how long
+	// from the assignment to the accept.
+	Path      string  `json:"path,omitempty"`
+	Via       string  `json:"via,omitempty"`
+	ConnectMs float64 `json:"connect_ms,omitempty"`
 }
 
 // PeerEvent is one tickwire.PeerEvent with its wall-clock time.
