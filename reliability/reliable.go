@@ -135,6 +135,9 @@ type ReliableStats struct {
 	Coalesced        uint64 // retransmissions that replaced a copy still pending
 	PendingDropped   uint64 // segments dropped because the pending output overflowed
 	GapAcks          uint64 // acks of segments that arrived past a gap (Urgent)
+	// SamplesCapped counts acknowledgements whose RTT sample was cut to
+	// the SetSampleCap bound before KCP learnt from it.
+	SamplesCapped uint64
 	// QueuedSegments is the queue depth: segments waiting to be sent or
 	// not yet acknowledged.
 	QueuedSegments int
@@ -199,6 +202,11 @@ type Reliable struct {
 	urgent, inInput bool
 	// repairWait: see SetRepairWait; 0 without repair.
 	repairWait time.Duration
+	// sampleCap: see SetSampleCap; 0 without a bound. capped holds a
+	// frame whose last acknowledgement's timestamp was rewritten to it
+	// (the caller's frame is left as it was).
+	sampleCap time.Duration
+	capped    []byte
 
 	stats ReliableStats
 }
@@ -346,7 +354,7 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 		r.stats.FramesRejected++
 		return errSegEmpty
 	}
-	segs := 0
+	segs, off, lastAck := 0, 0, 0
 	acks := false
 	var latest, maxAck uint32
 	for b := data; len(b) > 0; {
@@ -368,10 +376,20 @@ func (r *Reliable) Input(now time.Time, data []byte) error {
 			if !acks || snBefore(maxAck, s.SN) {
 				maxAck = s.SN
 			}
-			latest, acks = s.TS, true
+			latest, acks, lastAck = s.TS, true, off
 		}
 		b = b[n:]
+		off += n
 		segs++
+	}
+	if acks && r.sampleCap > 0 {
+		// KCP samples the RTT from the last acknowledgement's timestamp.
+		if ts, cut := r.timer.capSample(now, latest, r.sampleCap); cut {
+			r.capped = append(r.capped[:0], data...)
+			le.PutUint32(r.capped[lastAck+segOffTS:], ts)
+			data, latest = r.capped, ts
+			r.stats.SamplesCapped++
+		}
 	}
 	if acks {
 		r.timer.ackedThrough(now, latest, maxAck)
@@ -420,6 +438,18 @@ func (r *Reliable) SetRepairWait(d time.Duration) {
 	r.repairWait = d
 	r.timer.interval = kcpInterval(max(r.cfg.Interval, d))
 }
+
+// SetSampleCap bounds the RTT samples KCP takes from acknowledgements to
+// d (0: no bound). KCP times each acknowledgement from the send time its
+// segment carried, so a sample also holds the time the peer's process
+// was not running (a stall of seconds on a busy machine): one such
+// sample raised KCP's retransmission timeout to seconds, which then
+// backed off further on each loss, and with few segments in flight no
+// fresh sample brought it down — a stream's last messages waited minutes.
+// A connection bounds the samples by its packet RTT estimate, which
+// learns from every packet and so forgets such a stall within a few
+// dozen packets.
+func (r *Reliable) SetSampleCap(d time.Duration) { r.sampleCap = d }
 
 // kcpInterval is d as KCP's NoDelay takes an interval: whole
 // milliseconds in [10, 5000].

@@ -2,6 +2,7 @@ package reliability
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -108,6 +109,9 @@ type relPair struct {
 	got    [][]byte
 	gotAt  []time.Time
 	room   int
+	// stallB stops b's side: what reaches it waits unread, it sends
+	// nothing (its process not running).
+	stallB bool
 }
 
 func newRelPair(t *testing.T, spec string) *relPair {
@@ -121,9 +125,17 @@ func newRelPair(t *testing.T, spec string) *relPair {
 		room: proto.DefaultMaxPacketSize - proto.HeaderSize - proto.SealOverhead}
 }
 
+// dequeueB is the next packet that reached b, none while b is stalled.
+func (p *relPair) dequeueB(now time.Time) (netem.Packet, bool) {
+	if p.stallB {
+		return netem.Packet{}, false
+	}
+	return p.ab.Dequeue(now)
+}
+
 func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 	now := time.Now()
-	for pkt, ok := p.ab.Dequeue(now); ok; pkt, ok = p.ab.Dequeue(now) {
+	for pkt, ok := p.dequeueB(now); ok; pkt, ok = p.dequeueB(now) {
 		f, _, err := proto.ParseReliableFrame(pkt.Data)
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +150,7 @@ func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 			t.Fatal(err)
 		}
 	}
-	for {
+	for !p.stallB {
 		msg, ok := p.b.Receive(nil)
 		if !ok {
 			break
@@ -147,13 +159,18 @@ func (p *relPair) tick(t *testing.T, dropAB func(n int) bool, sentAB *int) {
 		p.gotAt = append(p.gotAt, now)
 	}
 	p.a.Update(now)
-	p.b.Update(now)
+	if !p.stallB {
+		p.b.Update(now)
+	}
 	// Each frame is a fresh slice: the link owns what it is given.
 	if pkt, n := p.a.AppendFrame(nil, p.room); n > 0 {
 		*sentAB++
 		if dropAB == nil || !dropAB(*sentAB) {
 			p.ab.Enqueue(now, netem.Packet{Data: pkt})
 		}
+	}
+	if p.stallB {
+		return
 	}
 	if pkt, n := p.b.AppendFrame(nil, p.room); n > 0 {
 		p.ba.Enqueue(now, netem.Packet{Data: pkt})
@@ -466,5 +483,87 @@ func TestFlushDue(t *testing.T) {
 	r.Update(time.Now())
 	if _, held := r.FlushDue(); held || r.Pending() <= before {
 		t.Fatalf("at the due time the message was not flushed (pending %d, was %d)", r.Pending(), before)
+	}
+}
+
+// TestReliableStallSample: the receiver's process stops for 5 s while
+// the sender streams a message a tick over a 50 ms path (what reaches
+// the receiver waits unread); when it runs again it acknowledges the
+// backlog, and those acks time the segments' round trip at up to 5 s.
+// KCP's retransmission timeout learnt from them grew to 9.3 s and was
+// still 4.2 s once the backlog was in; a message sent then whose first
+// copy is lost (nothing behind it shows the gap) waited 4 s for it. With
+// the samples capped (SetSampleCap, as a connection sets it from its
+// packet RTT estimate), the timeout stays under a second (0.8 s at most),
+// and so does that message's wait (0.6 s). Every message arrives, in
+// order.
+func TestReliableStallSample(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		cap            time.Duration
+		rtoLo, rtoHi   time.Duration
+		waitLo, waitHi time.Duration
+	}{
+		{"uncapped", 0, 3 * time.Second, time.Minute, 2 * time.Second, time.Minute},
+		{"capped", 100*time.Millisecond + 250*time.Millisecond, 0, time.Second, 0, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := newRelPair(t, "delay 50ms")
+				p.a.SetSampleCap(tc.cap)
+				sent, drop, msgs := 0, -1, 0
+				dropAB := func(n int) bool { return n == drop }
+				var maxRTO time.Duration
+				step := func(send bool) {
+					if send {
+						if err := p.a.Send(binary.LittleEndian.AppendUint32(nil, uint32(msgs))); err != nil {
+							t.Fatal(err)
+						}
+						msgs++
+					}
+					p.tick(t, dropAB, &sent)
+					maxRTO = max(maxRTO, p.a.timer.rto)
+					time.Sleep(10 * time.Millisecond)
+				}
+				until := func(cond func() bool) {
+					for end := time.Now().Add(2 * time.Minute); !cond() && time.Now().Before(end); {
+						step(false)
+					}
+				}
+				for range 100 { // 1 s
+					step(true)
+				}
+				before := maxRTO
+				p.stallB = true
+				for range 500 { // 5 s
+					step(true)
+				}
+				p.stallB = false
+				until(func() bool { return len(p.got) == msgs })
+				after := p.a.timer.rto
+				drop = sent + 1
+				start := time.Now()
+				step(true)
+				until(func() bool { return len(p.got) == msgs })
+				wait := time.Since(start)
+				if len(p.got) != msgs {
+					t.Fatalf("%d of %d messages arrived", len(p.got), msgs)
+				}
+				for i, m := range p.got {
+					if binary.LittleEndian.Uint32(m) != uint32(i) {
+						t.Fatalf("message %d is %x", i, m)
+					}
+				}
+				st := p.a.Stats()
+				t.Logf("%s: timeout %v before the stall, up to %v after, %v once the backlog was in; the message whose first copy was lost arrived after %v; %d samples capped",
+					tc.name, before, maxRTO, after, wait, st.SamplesCapped)
+				if maxRTO < tc.rtoLo || maxRTO > tc.rtoHi || wait < tc.waitLo || wait > tc.waitHi {
+					t.Errorf("timeout up to %v (want [%v, %v]), the message waited %v (want [%v, %v])", maxRTO, tc.rtoLo, tc.rtoHi, wait, tc.waitLo, tc.waitHi)
+				}
+				if (tc.cap > 0) != (st.SamplesCapped > 0) {
+					t.Errorf("%d samples capped with a cap of %v", st.SamplesCapped, tc.cap)
+				}
+			})
+		})
 	}
 }

@@ -7,6 +7,7 @@ import "time"
 const (
 	kcpMinRTO     = 30
 	kcpInitialRTO = 200
+	kcpMaxRTO     = 60000
 	// timerSlack makes the timer err early: its RTT samples read KCP's
 	// millisecond clock through an offset that may be off by one.
 	timerSlack = 2 * time.Millisecond
@@ -130,6 +131,21 @@ func (t *flushTimer) ackedThrough(now time.Time, latestTS, maxAck uint32) {
 	t.sample(rtt)
 }
 
+// capSample returns the timestamp an acknowledgement carrying ts should
+// carry for KCP to sample an RTT of at most limit at now, and whether
+// that differs from ts. Before the timer knows KCP's clock it leaves ts.
+func (t *flushTimer) capSample(now time.Time, ts uint32, limit time.Duration) (uint32, bool) {
+	if !t.offsetSet {
+		return ts, false
+	}
+	kcpNow := uint32(int64(now.Sub(t.epoch)/time.Millisecond) - t.offset)
+	ms := int32(min(limit/time.Millisecond, kcpMaxRTO))
+	if int32(kcpNow-ts) > ms {
+		return kcpNow - uint32(ms), true
+	}
+	return ts, false
+}
+
 // sample is kcp-go's update_ack.
 func (t *flushTimer) sample(rtt int32) {
 	if t.srtt == 0 {
@@ -148,7 +164,7 @@ func (t *flushTimer) sample(rtt int32) {
 		}
 	}
 	rto := t.srtt + max(t.interval, t.rttvar<<2)
-	t.rto = time.Duration(min(max(rto, kcpMinRTO), 60000)) * time.Millisecond
+	t.rto = time.Duration(min(max(rto, kcpMinRTO), kcpMaxRTO)) * time.Millisecond
 }
 
 // due reports whether a flush now would retransmit something: an early

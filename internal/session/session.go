@@ -359,6 +359,15 @@ func (s *Session) Open(pkt []byte, h *proto.Header) (pn uint64, payload []byte, 
 // received since): when it is false, drop it as a replay.
 func (s *Session) Fresh(pn uint64) bool { return s.acks.Fresh(pn) }
 
+// reliableSampleSlack is how far above the packet RTT estimate the
+// reliable channel's RTT samples may go (reliability.SetSampleCap): the
+// peer's ack waits for its next packet (a tick at 4 Hz and up), and a
+// path's jitter. A sample beyond holds time the peer's process was not
+// running: the packet estimate, sampled on every packet, forgets it
+// within a few dozen packets, but KCP, sampled only by the acks of
+// reliable segments, kept it for as long as few were in flight.
+const reliableSampleSlack = 250 * time.Millisecond
+
 // Receive processes an opened packet of size bytes (a data packet's
 // frames, or a keep-alive's empty payload): acks, reliable segments,
 // messages and the handler's frames. It returns an error, having
@@ -376,6 +385,7 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 	s.info = PacketInfo{Header: *h, Number: pn, Time: now, RTT: s.acks.RTT(), RTTVar: s.acks.RTTVar(), Loss: s.acks.Loss()}
 	var ackDelay time.Duration
 	var relData []byte // the packet's last reliable frame, for parity
+	s.rel.SetSampleCap(s.acks.RTT() + reliableSampleSlack)
 	r = proto.FrameReader{Payload: payload}
 	for r.Next() {
 		if r.Type() != proto.FrameAckOnly {
