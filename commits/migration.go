@@ -35,7 +35,9 @@ type Hooks interface {
 	// warm standbys, and returns it with held, the newest committed
 	// tick every one of them holds (ok false: one holds none yet). The
 	// standbys are told of every commit as it is decided; the others
-	// only of commits up to held. No standby: nothing is held back.
+	// only of commits up to held. No standby and ok: nothing is held
+	// back; no standby and not ok: nobody is told of a new commit (the
+	// standbys are not known yet).
 	Standbys(gameID uint64, dst []*tickwire.Conn) (out []*tickwire.Conn, held uint32, ok bool)
 	// Frame receives each frame of c's packets that the server does not
 	// handle itself; an error counts it as bad (HostStats.BadFrames).
@@ -69,7 +71,7 @@ func (h *commitServer) decide(g *commitGame) {
 	}
 	for _, cc := range g.conns {
 		d.sent, d.recv = cc.sent, cc.recv
-		if len(standbys) == 0 || slices.Contains(standbys, cc.c) {
+		if ok && len(standbys) == 0 || slices.Contains(standbys, cc.c) {
 			cc.decided = cc.decided[:0]
 			cc.announced = d
 			continue

@@ -278,9 +278,12 @@ func (h *commitServer) connected(c *tickwire.Conn) {
 	h.cfg.Handler.Connected(c)
 }
 
-// schedule is the tick an event decided now runs at: a lead ahead.
+// schedule is the tick an event decided now runs at: a lead ahead,
+// within the buffer (the clock of a game adopted after a host migration
+// may run far ahead of its committed tick: the old relay's silence).
 func (h *commitServer) schedule(g *commitGame) uint32 {
-	return max(h.clock(g)+uint32(g.lead), g.ls.CommittedTick()+1)
+	c := g.ls.CommittedTick()
+	return max(min(h.clock(g)+uint32(g.lead), c+uint32(h.cfg.Capacity)), c+1)
 }
 
 // system buffers a join or leave and relays it to every connection but

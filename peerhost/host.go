@@ -666,8 +666,14 @@ var (
 
 // Standbys names the relay's warm standbys and the newest committed
 // tick all of them acknowledged holding (commits.Hooks): the other
-// players hear only of commits up to there.
+// players hear only of commits up to there. Until the first roster
+// names them (the relay's own player is not back yet: a relay just
+// promoted), nobody hears of a commit if another player could host: a
+// successor must hold whatever a player was told.
 func (m *hostMigration) Standbys(_ uint64, dst []*tickwire.Conn) ([]*tickwire.Conn, uint32, bool) {
+	if m.roster.Epoch == 0 && len(m.cfg.Candidates) > 1 {
+		return dst, 0, false
+	}
 	for _, w := range m.standbys {
 		dst = append(dst, w.c)
 	}

@@ -944,8 +944,14 @@ func TestPeerCommitsMigration(t *testing.T) {
 		time.Sleep(2 * time.Second) // the last commands commit
 		r.checkRecords([]int{2, 3})
 		for _, i := range []int{2, 3} {
-			if st := r.clients[i].Stats(); st.Resyncs != 0 || st.Desyncs != 0 {
+			st := r.clients[i].Stats()
+			if st.Resyncs != 0 || st.Desyncs != 0 {
 				t.Errorf("player %d: %d resyncs, %d desyncs", i+1, st.Resyncs, st.Desyncs)
+			}
+			// Commits flow to the end: the committed world is where the
+			// live one is (no command is issued any more).
+			if st.CommitLag > 6 {
+				t.Errorf("player %d: committed tick %d, %d ticks behind its live world", i+1, st.Committed, st.CommitLag)
 			}
 		}
 		var hs commits.RelayStats

@@ -97,7 +97,9 @@ func testPlayerHiccup(t *testing.T, slot uint16, hiccup time.Duration) {
 		t.Fatalf("the others got %d echoes while slot %d was cut", n, slot)
 	}
 	r.waitFor("back with the host", hiccup+5*time.Second, func() bool {
-		return r.peers[cutOff].Stats().Rejoins == 1
+		// The rejoin counts as the session is accepted; its event
+		// follows once the player's stream went out on it.
+		return r.peers[cutOff].Stats().Rejoins == 1 && slices.ContainsFunc(r.eventsOf(cutOff), func(e Event) bool { return e.Kind == EventRejoined })
 	})
 	back := eventAt(t, r.eventsOf(cutOff), EventRejoined)
 	t.Logf("slot %d back with the host %v after its path was mended (%v after the cut); its events: %v",
