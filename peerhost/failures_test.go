@@ -77,30 +77,16 @@ func TestPeerHostAndSuccessorDie(t *testing.T) {
 // list, and every command they issued ran exactly once.
 func TestPeerCommitsRelayAndSuccessorDie(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newCommitsPeerRig(t, 4)
-		defer r.close()
-		stop := make(chan struct{})
-		wait := r.play(stop)
-		time.Sleep(5 * time.Second)
+		r, end := playing(t, 4, 5*time.Second)
 		killed := time.Now()
 		r.kills[0].dead.Store(true)
 		time.Sleep(50 * time.Millisecond)
 		r.kills[1].dead.Store(true)
-		back := r.backAfter(killed, []int{2, 3}, 5*time.Second)
-		for _, i := range []int{2, 3} {
-			t.Logf("player %d commits again %v after the first kill", i+1, back[i])
-			if back[i] > 4*time.Second {
-				t.Errorf("player %d committed again %v after the first kill, want within 4 s", i+1, back[i])
-			}
-		}
+		r.within("the relay and its successor killed", r.backAfter(killed, []int{2, 3}, 5*time.Second), []int{2, 3}, 4*time.Second)
 		if st := r.peers[2].Stats(); !st.Hosting || st.Epoch != 3 {
 			t.Errorf("slot 3: hosting %v, epoch %d; want the relay of epoch 3", st.Hosting, st.Epoch)
 		}
 		time.Sleep(3 * time.Second)
-		close(stop)
-		wait()
-		time.Sleep(2 * time.Second) // the last commands commit
-		r.checkRecords([]int{2, 3})
-		r.checkFlowing([]int{2, 3})
+		end([]int{2, 3})
 	})
 }

@@ -890,6 +890,38 @@ func (r *commitsPeerRig) checkRecords(survivors []int) {
 	r.t.Logf("%d commands issued, the survivors' records agree through tick %d (%d commands)", issued, end, len(ref))
 }
 
+// playing starts a rig of n peers (closed when the test ends) that
+// play, for d before it returns, and until the end function it returns,
+// which stops the orders, lets the last ones commit and checks the
+// survivors' records (checkRecords) and that they commit on
+// (checkFlowing).
+func playing(t *testing.T, n int, d time.Duration) (*commitsPeerRig, func(survivors []int)) {
+	r := newCommitsPeerRig(t, n)
+	t.Cleanup(r.close)
+	stop := make(chan struct{})
+	wait := r.play(stop)
+	time.Sleep(d)
+	return r, func(survivors []int) {
+		close(stop)
+		wait()
+		time.Sleep(2 * time.Second) // the last commands commit
+		r.checkRecords(survivors)
+		r.checkFlowing(survivors)
+	}
+}
+
+// within checks that each survivor was back (backAfter's) within limit
+// after what happened.
+func (r *commitsPeerRig) within(what string, back []time.Duration, survivors []int, limit time.Duration) {
+	r.t.Helper()
+	for _, i := range survivors {
+		r.t.Logf("%s: player %d commits again %v after", what, i+1, back[i])
+		if back[i] > limit {
+			r.t.Errorf("%s: player %d committed again %v after, want within %v", what, i+1, back[i], limit)
+		}
+	}
+}
+
 // checkFlowing: the survivors neither resynchronised nor desynchronised,
 // and commits flowed to the end: each committed world is where its live
 // one is (no command is issued any more).
@@ -918,21 +950,11 @@ func (r *commitsPeerRig) checkFlowing(survivors []int) {
 // once (those issued while the relay was gone included).
 func TestPeerCommitsMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newCommitsPeerRig(t, 4)
-		defer r.close()
-		stop := make(chan struct{})
-		wait := r.play(stop)
-		time.Sleep(5 * time.Second)
+		r, end := playing(t, 4, 5*time.Second)
 
 		killed := time.Now()
 		r.kills[0].dead.Store(true)
-		back := r.backAfter(killed, []int{1, 2, 3}, 3*time.Second)
-		for _, i := range []int{1, 2, 3} {
-			t.Logf("relay killed: player %d commits again %v after", i+1, back[i])
-			if back[i] > 2*time.Second {
-				t.Errorf("player %d committed again %v after the relay was killed, want within 2 s", i+1, back[i])
-			}
-		}
+		r.within("relay killed", r.backAfter(killed, []int{1, 2, 3}, 3*time.Second), []int{1, 2, 3}, 2*time.Second)
 		if st := r.peers[1].Stats(); !st.Hosting || st.Epoch != 2 {
 			t.Fatalf("slot 2: hosting %v, epoch %d; want the relay of epoch 2", st.Hosting, st.Epoch)
 		}
@@ -941,13 +963,7 @@ func TestPeerCommitsMigration(t *testing.T) {
 		quit := time.Now()
 		r.kills[1].quit.Store(true)
 		r.peers[1].Close()
-		back = r.backAfter(quit, []int{2, 3}, 2*time.Second)
-		for _, i := range []int{2, 3} {
-			t.Logf("relay quit: player %d commits again %v after", i+1, back[i])
-			if back[i] > 200*time.Millisecond {
-				t.Errorf("player %d committed again %v after the relay quit, want within 200 ms", i+1, back[i])
-			}
-		}
+		r.within("relay quit", r.backAfter(quit, []int{2, 3}, 2*time.Second), []int{2, 3}, 200*time.Millisecond)
 		if st := r.peers[2].Stats(); !st.Hosting || st.Epoch != 3 {
 			t.Errorf("slot 3: hosting %v, epoch %d; want the relay of epoch 3", st.Hosting, st.Epoch)
 		}
@@ -957,11 +973,7 @@ func TestPeerCommitsMigration(t *testing.T) {
 			}
 		}
 		time.Sleep(3 * time.Second)
-		close(stop)
-		wait()
-		time.Sleep(2 * time.Second) // the last commands commit
-		r.checkRecords([]int{2, 3})
-		r.checkFlowing([]int{2, 3})
+		end([]int{2, 3})
 		var hs commits.RelayStats
 		if st := r.peers[2].Stats(); st.Hosting {
 			hs = st.HostRelay
