@@ -704,7 +704,8 @@ func TestForgedMigrationControls(t *testing.T) {
 
 // commitsPeerRig is a peer-hosted commits game (swarm) on the in-memory
 // network: every player can host; slot i's host socket is
-// 10.0.0.i:7000, and it plays from 10.0.1.i.
+// 10.0.0.i:7000, and it plays from 10.0.1.i, in the mesh at
+// 10.0.1.i:6000.
 type commitsPeerRig struct {
 	t       *testing.T
 	net     *udptest.Network
@@ -743,7 +744,13 @@ func newCommitsPeerRig(t *testing.T, n int) *commitsPeerRig {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:6000", i))
+		if err != nil {
+			t.Fatal(err)
+		}
 		cc, err := commits.NewClient(w, commits.ClientConfig{
+			Mesh:     true,
+			MeshConn: udp.FromPacketConn(killableConn{mc, k}),
 			Committed: func(c *sim.Command) {
 				rec := swarmRec{kind: c.Kind, tick: c.Tick, player: c.Player}
 				if c.Kind == sim.CommandInput {
@@ -947,7 +954,8 @@ func (r *commitsPeerRig) checkFlowing(survivors []int) {
 // the game over to slot 3, and the last two commit again on it within
 // 200 ms of the Close. Through both, the survivors' committed records
 // are the same list, and every command a survivor issued ran exactly
-// once (those issued while the relay was gone included).
+// once (those issued while the relay was gone included); the last two
+// are in each other's mesh, which the last relay introduced.
 func TestPeerCommitsMigration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, end := playing(t, 4, 5*time.Second)
@@ -974,6 +982,12 @@ func TestPeerCommitsMigration(t *testing.T) {
 		}
 		time.Sleep(3 * time.Second)
 		end([]int{2, 3})
+		for _, i := range []int{2, 3} {
+			// The last relay introduced the two to each other.
+			if m := r.clients[i].Stats().Mesh; m.Reachable != 1 || m.ShortcutsUseful == 0 {
+				t.Errorf("player %d's mesh: %+v", i+1, m)
+			}
+		}
 		var hs commits.RelayStats
 		if st := r.peers[2].Stats(); st.Hosting {
 			hs = st.HostRelay
