@@ -114,6 +114,7 @@ type ClientStats struct {
 	Desyncs   uint64 // resyncs the server sent because the checksums differed
 	SumsSent  uint64 // committed ticks whose checksum was sent
 	Rejoins   uint64 // new connections after the server dropped this client
+	Resent    uint64 // commands sent again to a relay that took the game over (Resume)
 	// StateRequests counts the relay's requests for this client's
 	// committed state, StatesUploaded the uploads it sent.
 	StateRequests, StatesUploaded uint64
@@ -181,9 +182,19 @@ type Client struct {
 	// for tests: a griefer, which reports reportLive's tick in its commit
 	// items instead of its live tick (kicks: the kicks so far)
 	reportLive func(live uint32, kicks uint64) uint32
-	closed     bool
-	done       chan struct{}
-	err        error
+	// resume: the next attach goes on with the worlds held (a host
+	// migration, resume.go); resuming: attached so, until the first
+	// commit on the session; keep, window, seen, sysSeq: the committed
+	// commands of the last keep ticks and the last seqs seen, for
+	// RelayState
+	resume, resuming bool
+	keep             int
+	window           []sim.Command
+	seen             map[uint16]uint32
+	sysSeq           uint32
+	closed           bool
+	done             chan struct{}
+	err              error
 }
 
 type cmdName struct {
@@ -204,6 +215,9 @@ type ownCommand struct {
 	// parked: out of the buffer, its tick committed before the server
 	// had it; the server's move puts it back
 	parked bool
+	// confirmed: the server's copy came back (a relay that took the game
+	// over had it from its standby before ours came)
+	confirmed bool
 }
 
 // NewClient returns a client for game, a blank world of the game
@@ -232,6 +246,17 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 		return nil, errors.New("commits: Client closed")
 	}
 	cc.period = time.Second / time.Duration(c.TickRate())
+	if cc.resume && cc.have {
+		cc.c = c
+		cc.sendFrame = a.SendFrame
+		cc.queued = a.ReliableQueued
+		cc.relayed.reset()
+		cc.recv, cc.sent = 0, 0
+		cc.stats.Connection = c.ConnID()
+		cc.resumeAttach()
+		return (*commitFrames)(cc), nil
+	}
+	cc.resume = false
 	if cc.ls == nil {
 		capacity := cc.cfg.Capacity
 		if capacity == 0 {
@@ -273,6 +298,7 @@ func (cc *Client) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Fram
 }
 
 func (cc *Client) committed(c *sim.Command) {
+	cc.keepCommitted(c)
 	if cc.recorder != nil {
 		cc.recorder.Command(c)
 	}
@@ -530,11 +556,17 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 		if err != nil {
 			return err
 		}
+		if ctl.Code == proto.ControlHostMigration {
+			cc.migrated(ctl.Tick)
+		}
 		if ctl.Code != proto.ControlCommit {
 			return nil
 		}
 		cc.sample(p.Header.Tick, p.RTT, p.Time)
 		at, rx, lead := proto.SplitCommitArg(ctl.Arg)
+		if cc.resuming && at > 0 && int32(cc.recv-at) >= 0 {
+			cc.resuming = false // every command the relay had is here
+		}
 		cc.lead = int(lead)
 		if int32(ctl.Tick-cc.commitC) > 0 || int32(at-cc.commitAt) > 0 {
 			cc.commitC, cc.commitAt, cc.commitRx = ctl.Tick, at, rx
@@ -547,8 +579,8 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 		if err != nil {
 			return err
 		}
-		if !cc.have {
-			return nil
+		if !cc.have || cc.resuming && int32(f.Tick-cc.ls.CommittedTick()) <= 0 {
+			return nil // (resuming: the relay's catch-up, run already)
 		}
 		cmd := sim.Command{Kind: sim.CommandKind(f.Kind), Player: f.Player, Tick: f.Tick, Seq: f.Seq, Data: f.Data}
 		if a, ok := cc.shortcuts[cmdName{f.Player, f.Seq}]; ok && f.Kind == proto.CommandInput {
@@ -740,7 +772,7 @@ func (cc *Client) shortcut(f *proto.CommandFrame, from uint32, at time.Time) {
 func (cc *Client) moved(player uint16, seq, tick uint32) {
 	for i := range cc.own {
 		if o := &cc.own[i]; o.player == player && o.seq == seq {
-			o.tick, o.parked = tick, false
+			o.tick, o.parked, o.confirmed = tick, false, true
 		}
 	}
 }
@@ -861,7 +893,7 @@ func (cc *Client) applyCommit(now time.Time) {
 	// commit cannot run at a committed tick: it will move them.
 	for i := range cc.own {
 		o := &cc.own[i]
-		if !o.parked && int32(o.tick-cc.commitC) <= 0 && int16(uint16(o.idx)-cc.commitRx) > 0 {
+		if !o.parked && !o.confirmed && int32(o.tick-cc.commitC) <= 0 && int16(uint16(o.idx)-cc.commitRx) > 0 {
 			cc.ls.Remove(sim.CommandInput, o.player, o.seq)
 			o.parked = true
 		}
@@ -1011,6 +1043,10 @@ func (f *commitFrames) Ticks() tickwire.Ticks {
 func (f *commitFrames) Ended(now time.Time, r proto.DisconnectReason) {
 	cc := (*Client)(f)
 	cc.mu.Lock()
+	if cc.resume {
+		cc.mu.Unlock()
+		return // the game goes on on another session (Resume)
+	}
 	closed := cc.closed
 	rejoin := cc.cfg.Rejoin
 	if r == proto.DisconnectTooSlow {

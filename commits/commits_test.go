@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,6 +49,30 @@ type commitRig struct {
 	world func() sim.CommitGame
 	// record, if set, gives client id's ClientConfig.Record
 	record func(id uint64) *replay.Writer
+	// cut, once set, makes the server deaf and mute (a process killed)
+	cut atomic.Bool
+}
+
+// cutConn is the server's socket, deaf and mute once cut is set.
+type cutConn struct {
+	net.PacketConn
+	cut *atomic.Bool
+}
+
+func (c cutConn) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if c.cut.Load() {
+		return len(b), nil
+	}
+	return c.PacketConn.WriteTo(b, addr)
+}
+
+func (c cutConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.cut.Load() {
+			return n, addr, err
+		}
+	}
 }
 
 var commitServerAddr = netip.MustParseAddrPort("10.0.0.1:7777")
@@ -79,7 +104,7 @@ func newRig(t *testing.T, handler func(*tickwire.Server, *commitRig) (tickwire.H
 		t.Fatal(err)
 	}
 	r.srv.Handle(h)
-	go func() { r.done <- r.srv.Serve(udp.FromPacketConn(pc)) }()
+	go func() { r.done <- r.srv.Serve(udp.FromPacketConn(cutConn{pc, &r.cut})) }()
 	return r
 }
 

@@ -57,6 +57,11 @@ type Config struct {
 	// ends. An error leaves the game unrecorded (logged). A Relay,
 	// which runs no game, records nothing.
 	Record func(gameID uint64) (*replay.Writer, error)
+	// Hooks, if set, is called at the points of the server's life where
+	// a layer above acts on its games: host migration (package
+	// peerhost) hangs a peer-hosted relay's roster, warm standbys and
+	// hand-over there (docs/MIGRATION.md).
+	Hooks Hooks
 }
 
 // HostStats count what a Host (or a Relay) did.
@@ -78,6 +83,9 @@ type HostStats struct {
 	// (mesh), MeshRemovals the pairs taken apart (a client left or
 	// was kicked).
 	Introductions, MeshRemovals uint64
+	// Duplicates counts commands a client sent again after a host
+	// migration that the game had already.
+	Duplicates uint64
 	// MeshChecks counts mesh addresses checked (a hello), MeshValidated
 	// those whose challenge came back, MeshCheckFailed those that never
 	// answered, MeshBadProofs proofs that matched no challenge.

@@ -398,7 +398,9 @@ func (m relayMode) left(cc *commitConn) {
 func (m relayMode) tick(g *commitGame, now time.Time) {
 	r := m.r
 	rg := g.relayed
-	rg.trim(g.ls.CommittedTick(), r.cfg.Capacity)
+	if g.adopted == nil {
+		rg.trim(g.ls.CommittedTick(), r.cfg.Capacity) // kept for the players resuming
+	}
 	waiting := 0
 	for _, cc := range g.conns {
 		if cc.waiting && !cc.c.Closed() {

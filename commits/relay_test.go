@@ -1,13 +1,17 @@
 package commits
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/netip"
 	"regexp"
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,6 +20,8 @@ import (
 	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
+	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/udptest"
 )
 
 // newRelayRig is the commit rig with a Relay instead of a Host: the
@@ -580,4 +586,200 @@ func TestRelayJoinWaitBigState(t *testing.T) {
 		t.Logf("1 MiB state, 8 clients at 20 ms: a joiner waited p50 %v, p99 %v (max %v) for its state; relay footprint for the game %d KiB steady, %d KiB at most during a transfer",
 			p(0.5), p(0.99), waits[len(waits)-1], steady>>10, peak>>10)
 	})
+}
+
+// standbyHooks make client 1's connection the relay's warm standby,
+// holding what its committed world holds.
+type standbyHooks struct {
+	mu   sync.Mutex
+	conn *tickwire.Conn
+	cc   *Client
+}
+
+func (h *standbyHooks) Tick(time.Time) bool { return true }
+func (h *standbyHooks) Joined(c *tickwire.Conn, _ bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c.ClientID() == 1 {
+		h.conn = c
+	}
+}
+func (h *standbyHooks) Left(*tickwire.Conn, proto.DisconnectReason) {}
+func (h *standbyHooks) Frame(_ *tickwire.Conn, t proto.FrameType, _ []byte) error {
+	return errFrameKind(t)
+}
+func (h *standbyHooks) Standbys(_ uint64, dst []*tickwire.Conn) ([]*tickwire.Conn, uint32, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil || h.cc == nil {
+		return dst, 0, false
+	}
+	return append(dst, h.conn), h.cc.Stats().Committed, true
+}
+
+// TestRelayMigration: four clients play swarm through a relay whose
+// warm standby is client 1, which hears nothing of the relay's last
+// 400 ms (all 20 ms away); the relay goes deaf and mute (killed); 1.5 s
+// later (a peer's host timeout) a second relay adopts the game from
+// client 1's worlds (Client.RelayState, Relay.Adopt) and every client
+// resumes on it (Client.Resume) and plays on. Every client's committed
+// record is the same list through the end; every command issued, those
+// issued while the relay was gone included, ran exactly once; every
+// client commits again within 2 s of the relay's loss.
+func TestRelayMigration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hooks := &standbyHooks{}
+		r := newRelayRig(t, RelayConfig{Config: Config{Hooks: hooks}})
+		t.Cleanup(r.close)
+		var deaf atomic.Bool
+		r.sessWrap = func(id uint64, pc *udptest.Conn) net.PacketConn {
+			if id == 1 {
+				return deafConn{pc, &deaf}
+			}
+			return pc
+		}
+		ps := r.dialN(4, 20*time.Millisecond)
+		ps[0].cc.KeepCommitted(2 * commitRate)
+		hooks.mu.Lock()
+		hooks.cc = ps[0].cc
+		hooks.mu.Unlock()
+		stop := playAll(t, ps)
+		time.Sleep(5 * time.Second)
+
+		// The standby hears nothing for the relay's last 400 ms: without
+		// the commit held for it, the others would commit commands it
+		// does not have.
+		deaf.Store(true)
+		time.Sleep(400 * time.Millisecond)
+		cutAt := time.Now()
+		r.cut.Store(true)
+		deaf.Store(false)
+		before := make([]uint32, len(ps))
+		for i, p := range ps {
+			before[i] = p.cc.Stats().Committed
+		}
+		time.Sleep(1500 * time.Millisecond)
+
+		// Client 1 takes over: its own relay adopts the game.
+		addrB := netip.MustParseAddrPort("10.0.0.2:7777")
+		keyB, _ := tickwire.GenerateKey()
+		srvB, err := tickwire.NewServer(keyB, tickwire.Config{TickRate: commitRate, Logger: r.srv.Config().Logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		relayB, err := NewRelay(srvB, RelayConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srvB.Handle(relayB)
+		pcB, err := r.net.ListenAddrPort(addrB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doneB := make(chan error, 1)
+		go func() { doneB <- srvB.Serve(udp.FromPacketConn(pcB)) }()
+		defer func() { srvB.Close(); <-doneB }()
+		st, ok := ps[0].cc.RelayState(time.Now())
+		if !ok {
+			t.Fatal("the standby holds no state")
+		}
+		srvB.Do(func() {
+			err = relayB.Adopt(rigGame, st, Migration{Epoch: 2, Host: 1, Addr: addrB.String(), Grace: 3 * time.Second})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range ps {
+			a := netip.MustParseAddr(fmt.Sprintf("10.0.1.%d", p.id))
+			r.net.SetLink(a, addrB.Addr(), udptest.Link{Latency: 20 * time.Millisecond})
+			r.net.SetLink(addrB.Addr(), a, udptest.Link{Latency: 20 * time.Millisecond})
+			pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:%d", p.id, 5001))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := tickwire.MintToken(keyB, tickwire.TokenParams{GameID: rigGame, ClientID: p.id, Players: []uint16{p.slot},
+				ServerAddrs: []string{addrB.String()}}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.cc.Resume()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err = (&tickwire.Dialer{Game: p.cc, Conn: udp.FromPacketConn(pc)}).Dial(ctx, tok)
+			cancel()
+			if err != nil {
+				t.Fatalf("client %d: %v", i+1, err)
+			}
+		}
+		back := make([]time.Duration, len(ps))
+		for range 300 {
+			time.Sleep(10 * time.Millisecond)
+			for i, p := range ps {
+				if back[i] == 0 && int32(p.cc.Stats().Committed-before[i]) > 0 && p.cc.Stats().Connection != 0 {
+					if st := p.cc.Stats(); st.Committed > before[i] {
+						back[i] = time.Since(cutAt)
+					}
+				}
+			}
+		}
+		time.Sleep(5 * time.Second)
+		stop()
+		time.Sleep(2 * time.Second)
+
+		end := checkRecords(t, ps)
+		ref := ps[0]
+		ref.mu.Lock()
+		ran := map[commitKey]int{}
+		for _, rec := range ref.committed {
+			ran[commitKey{rec.player, rec.tag}]++
+		}
+		ref.mu.Unlock()
+		issued := 0
+		for _, p := range ps {
+			p.mu.Lock()
+			for _, k := range p.issued {
+				issued++
+				if ran[k] != 1 {
+					t.Errorf("command %+v of client %d ran %d times", k, p.id, ran[k])
+				}
+			}
+			p.mu.Unlock()
+		}
+		var stB RelayStats
+		srvB.Do(func() { stB = relayB.Stats() })
+		for i, p := range ps {
+			cs := p.cc.Stats()
+			t.Logf("client %d: committed %d → %d, back in %v, resent %d, resyncs %d, desyncs %d", p.id, before[i], cs.Committed,
+				back[i], cs.Resent, cs.Resyncs, cs.Desyncs)
+			if back[i] == 0 || back[i] > 2*time.Second {
+				t.Errorf("client %d committed again %v after the relay's loss, want within 2 s", p.id, back[i])
+			}
+			if cs.Resyncs != 0 || cs.Desyncs != 0 {
+				t.Errorf("client %d: %d resyncs, %d desyncs", p.id, cs.Resyncs, cs.Desyncs)
+			}
+		}
+		t.Logf("%d commands issued, records agree through tick %d; successor: %d duplicates dropped, %d late, %d desyncs",
+			issued, end, stB.Duplicates, stB.Late, stB.Desyncs)
+		if testing.Verbose() {
+			t.Log(r.log())
+		}
+		if stB.Desyncs != 0 {
+			t.Errorf("the successor found %d desyncs", stB.Desyncs)
+		}
+	})
+}
+
+// deafConn is a client's socket that drops what arrives while deaf is
+// set.
+type deafConn struct {
+	net.PacketConn
+	deaf *atomic.Bool
+}
+
+func (c deafConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(b)
+		if err != nil || !c.deaf.Load() {
+			return n, addr, err
+		}
+	}
 }

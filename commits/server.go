@@ -36,6 +36,8 @@ type commitServer struct {
 	// dropping: connections to close after the games' loop (kicked too
 	// often)
 	dropping []*tickwire.Conn
+	// standbyBuf is decide's (Hooks.Standbys)
+	standbyBuf []*tickwire.Conn
 }
 
 // serverMode is what Host and Relay do differently.
@@ -82,7 +84,16 @@ type commitGame struct {
 	// until the end of their rejoin grace: still in the game (no leave
 	// is scheduled), out of the commit, back with a rejoining connection
 	awaiting map[uint16]time.Time
+	// offset is the game's clock less the server's tick (an adopted
+	// game goes on with the clock of the relay it took over from);
+	// adopted is set while the game awaits the players of that relay
+	// (migration.go)
+	offset  uint32
+	adopted *adoption
 }
+
+// clock is g's tick now.
+func (h *commitServer) clock(g *commitGame) uint32 { return h.srv.Tick() + g.offset }
 
 // commitConn is one connection of a game.
 type commitConn struct {
@@ -90,8 +101,6 @@ type commitConn struct {
 	g      *commitGame
 	c      *tickwire.Conn
 	sent   uint32 // reliable commit-mode frames sent
-	atSent uint32 // sent when the last commit was decided
-	atRecv uint32 // recv then
 	recv   uint32 // command frames received
 	live   uint32 // the client's live tick, counted (see item)
 	active bool   // holds the committed state and plays (kicked: not)
@@ -126,7 +135,23 @@ type commitConn struct {
 	meshRTT  map[uint32]time.Duration
 	report   proto.MeshReportFrame
 	relayed  relayConn // the Relay's part of the connection
+	// decided are the commits decided since the last one announced to
+	// the client, and announced the one its commit frames name: a
+	// peer-hosted relay tells a player only of commits its warm
+	// standbys hold (migration.go); otherwise the newest decided
+	decided   []commitDecision
+	announced commitDecision
+	// resumed: back after a host migration (migration.go), it sends its
+	// unconfirmed commands again (those the game has are dropped);
+	// anySeq are its players whose last command seq the game does not
+	// know (their next is taken as it comes)
+	resumed bool
+	anySeq  map[uint16]bool
 }
+
+// commitDecision is a commit as decided: the committed tick, the
+// reliable frames sent to the client and its commands received then.
+type commitDecision struct{ tick, sent, recv uint32 }
 
 // newCommitServer checks cfg, fills in its defaults and returns the
 // shared part of a Host or Relay.
@@ -217,11 +242,12 @@ func (h *commitServer) connected(c *tickwire.Conn) {
 		c.Refuse(0, err.Error())
 		return
 	}
-	cc := &commitConn{h: h, g: g, c: c, lastSeq: map[uint16]uint32{}, stamp: map[uint16]uint32{}, tick: h.srv.Tick()}
+	cc := &commitConn{h: h, g: g, c: c, lastSeq: map[uint16]uint32{}, stamp: map[uint16]uint32{}, tick: h.clock(g)}
 	h.conns[c] = cc
 	c.SetFrameHandler(cc)
 	g.conns = append(g.conns, cc)
-	if h.rejoins(g, c) {
+	resumed := g.resumes(c)
+	if !resumed && h.rejoins(g, c) {
 		h.stats.Rejoins++
 		h.log.Info("players rejoined", "game", g.id, "players", c.Players(), "conn", c.ID())
 	}
@@ -230,7 +256,7 @@ func (h *commitServer) connected(c *tickwire.Conn) {
 		// so a rejoining player's never collide with its old ones.
 		cc.lastSeq[p] = g.seqs[p]
 		if _, ok := g.joined[p]; ok {
-			if !c.Rejoined() {
+			if !c.Rejoined() && !resumed {
 				h.log.Warn("player slot already in the game", "game", g.id, "player", p)
 			}
 			continue
@@ -241,13 +267,23 @@ func (h *commitServer) connected(c *tickwire.Conn) {
 		h.stats.Joins++
 		h.log.Info("player joins", "game", g.id, "player", p, "tick", at, "conn", c.ID())
 	}
-	h.mode.sendState(cc, 0)
+	if resumed {
+		h.resume(cc)
+	} else {
+		h.mode.sendState(cc, 0)
+	}
+	if h.cfg.Hooks != nil {
+		h.cfg.Hooks.Joined(c, resumed)
+	}
 	h.cfg.Handler.Connected(c)
 }
 
-// schedule is the tick an event decided now runs at: a lead ahead.
+// schedule is the tick an event decided now runs at: a lead ahead,
+// within the buffer (the clock of a game adopted after a host migration
+// may run far ahead of its committed tick: the old relay's silence).
 func (h *commitServer) schedule(g *commitGame) uint32 {
-	return max(h.srv.Tick()+uint32(g.lead), g.ls.CommittedTick()+1)
+	c := g.ls.CommittedTick()
+	return max(min(h.clock(g)+uint32(g.lead), c+uint32(h.cfg.Capacity)), c+1)
 }
 
 // system buffers a join or leave and relays it to every connection but
@@ -348,6 +384,9 @@ func (h *commitServer) disconnected(c *tickwire.Conn, reason proto.DisconnectRea
 	}
 	h.mode.left(cc)
 	h.endIfEmpty(g)
+	if h.cfg.Hooks != nil {
+		h.cfg.Hooks.Left(c, reason)
+	}
 	h.cfg.Handler.Disconnected(c, reason)
 }
 
@@ -452,12 +491,17 @@ func (h *commitServer) leaving(cc *commitConn) {
 
 // tickGames commits what every counted client has reached, kicks the
 // clients that hold the commit back too long, and updates the lead.
-func (h *commitServer) tickGames(now time.Time, tick uint32) {
+func (h *commitServer) tickGames(now time.Time, srvTick uint32) {
 	if t, ok := h.cfg.Handler.(tickwire.Ticker); ok {
-		t.Tick(now, tick)
+		t.Tick(now, srvTick)
+	}
+	if h.cfg.Hooks != nil && !h.cfg.Hooks.Tick(now) {
+		return // replaced by a successor, or handed over
 	}
 	maxLag := uint32(h.cfg.MaxBuffer / h.period)
 	for _, g := range h.games {
+		tick := srvTick + g.offset
+		h.expireAdoption(g, now)
 		h.expireRejoins(g, now)
 		for _, cc := range g.conns {
 			st := cc.c.Stats()
@@ -508,6 +552,9 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 		if !any {
 			commit = playing
 		}
+		if g.holds(now) {
+			commit = g.ls.CommittedTick()
+		}
 		h.updateLead(g, now)
 		limit := g.ls.CommittedTick() + uint32(h.cfg.Capacity)
 		if int32(commit-limit) > 0 {
@@ -523,9 +570,7 @@ func (h *commitServer) tickGames(now time.Time, tick uint32) {
 		// The mode's work (states sent, with the commands after them)
 		// before the stream position the commit names.
 		h.mode.tick(g, now)
-		for _, cc := range g.conns {
-			cc.atSent, cc.atRecv = cc.sent, cc.recv
-		}
+		h.decide(g)
 	}
 	for _, c := range h.dropping {
 		c.Close(proto.DisconnectKicked)
@@ -745,7 +790,7 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		// Count the live tick only once every command sent before it has
 		// arrived; never beyond the server's own clock.
 		if item.Commands <= cc.recv && int32(item.Live-cc.live) > 0 {
-			cc.live = min(item.Live, h.srv.Tick())
+			cc.live = min(item.Live, h.clock(cc.g))
 		}
 		return nil
 	case proto.FrameCommitSums:
@@ -806,7 +851,12 @@ func (cc *commitConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo)
 		h.mode.sendState(cc, req.Reason)
 		return nil
 	}
-	if err := h.mode.frame(cc, t, f); err != nil {
+	err := h.mode.frame(cc, t, f)
+	var other errFrameKind
+	if errors.As(err, &other) && h.cfg.Hooks != nil {
+		err = h.cfg.Hooks.Frame(cc.c, t, f)
+	}
+	if err != nil {
 		return cc.bad(err)
 	}
 	return nil
@@ -844,7 +894,14 @@ func (cc *commitConn) command(f *proto.CommandFrame) error {
 	if !slices.Contains(cc.c.Players(), f.Player) {
 		return cc.bad(errCommandPlayer)
 	}
-	if f.Seq != cc.lastSeq[f.Player]+1 {
+	switch {
+	case cc.resumed && int32(f.Seq-cc.lastSeq[f.Player]) <= 0:
+		// Sent again after a host migration, and the game has it.
+		h.stats.Duplicates++
+		return nil
+	case cc.anySeq[f.Player] && int32(f.Seq-cc.lastSeq[f.Player]) > 0:
+		delete(cc.anySeq, f.Player) // the first the game knows of
+	case f.Seq != cc.lastSeq[f.Player]+1:
 		return cc.bad(errCommandSeq)
 	}
 	if err := h.mode.admit(g, f); err != nil {
@@ -880,8 +937,9 @@ func (cc *commitConn) AppendFrames(b []byte, room int, p *tickwire.PacketInfo) [
 	if cc.waiting {
 		return b
 	}
-	f := proto.ControlFrame{Code: proto.ControlCommit, Tick: cc.g.ls.CommittedTick(),
-		Arg: proto.CommitArg(cc.atSent, uint16(cc.atRecv), uint16(cc.g.lead))}
+	a := cc.announced
+	f := proto.ControlFrame{Code: proto.ControlCommit, Tick: a.tick,
+		Arg: proto.CommitArg(a.sent, uint16(a.recv), uint16(cc.g.lead))}
 	if f.Len() > room {
 		return b
 	}

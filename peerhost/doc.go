@@ -14,6 +14,14 @@
 //	          host (game.Host.Adopt); alongside, rejoin the host, which
 //	          is alive if the player's own path was cut (rejoin.go)
 //
-// It wires migrate's pure logic to the game package and the root's
-// connections; game never imports it.
+// A commits game (Config.Commits) migrates the same way: the host runs
+// a commits.Relay, which holds no game code, so hosting is relaying;
+// its warm standbys are players whose commits.Client keeps what a relay
+// needs, and the relay tells the others of a commit only once every
+// standby holds it. Elected, a standby's own relay adopts the game from
+// its worlds (commits.Relay.Adopt), and every player resumes on it with
+// its own worlds (commits.Client.Resume).
+//
+// It wires migrate's pure logic to the game and commits packages and
+// the root's connections; neither mode imports it.
 package peerhost

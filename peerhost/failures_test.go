@@ -66,3 +66,27 @@ func TestPeerHostAndSuccessorDie(t *testing.T) {
 		}
 	})
 }
+
+// TestPeerCommitsRelayAndSuccessorDie: in virtual time, four peers play
+// swarm in commits mode on the first one's relay (15 ms links); after
+// 5 s the relay is cut off, and 50 ms later its first successor (slot
+// 2) too. The two left elect slot 2, strike it off after the promote
+// timeout and elect slot 3, the relay's second warm standby, whose
+// relay adopts the game from its worlds: both commit again within 4 s
+// of the first kill under epoch 3, their committed records are the same
+// list, and every command they issued ran exactly once.
+func TestPeerCommitsRelayAndSuccessorDie(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, end := playing(t, 4, 5*time.Second)
+		killed := time.Now()
+		r.kills[0].dead.Store(true)
+		time.Sleep(50 * time.Millisecond)
+		r.kills[1].dead.Store(true)
+		r.within("the relay and its successor killed", r.backAfter(killed, []int{2, 3}, 5*time.Second), []int{2, 3}, 4*time.Second)
+		if st := r.peers[2].Stats(); !st.Hosting || st.Epoch != 3 {
+			t.Errorf("slot 3: hosting %v, epoch %d; want the relay of epoch 3", st.Hosting, st.Epoch)
+		}
+		time.Sleep(3 * time.Second)
+		end([]int{2, 3})
+	})
+}

@@ -45,7 +45,10 @@ var errHandOver = errors.New("peerhost: hand-over of another epoch, or naming an
 // server's loop.
 func (m *hostMigration) startHandOver(now time.Time) (done <-chan struct{}, ok bool) {
 	w := m.primary()
-	if m.down || m.handing != nil || w == nil || !w.acked || m.h.Engine(m.cfg.Game) == nil {
+	if m.down || m.handing != nil || w == nil || !w.acked {
+		return nil, false
+	}
+	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return nil, false
 	}
 	ps := w.c.Players()

@@ -3,12 +3,12 @@ package peerhost
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/migrate"
 	"github.com/tickwire/tickwire/proto"
@@ -89,11 +89,13 @@ type HostStats struct {
 	Stream StreamStats
 }
 
-// hostMigration is a game.Host's side of host migration: its Hooks.
+// hostMigration is a host's side of host migration: the Hooks of a
+// game.Host, or of a commits.Relay (a relay's standbys are fed by the
+// commands it relays, and hold back the commits: Standbys).
 type hostMigration struct {
-	h       *game.Host
+	h       hosted
 	log     *slog.Logger
-	handler tickwire.Handler // the game's (game.Config.Handler)
+	handler tickwire.Handler // the game's (game.Config.Handler, commits.Config.Handler)
 	cfg     HostConfig
 	roster  migrate.Roster
 	// the warm standbys, first in the succession first (standbys.go);
@@ -122,13 +124,34 @@ type hostMigration struct {
 	silent, silentNext []*tickwire.Conn
 }
 
-// newHostMigration returns the hooks of a game host of gcfg that runs
-// host migration by cfg; it learns the host with attach.
-func newHostMigration(cfg HostConfig, gcfg *game.Config, log *slog.Logger) (*hostMigration, error) {
-	codec, ok := gcfg.FullCodec.Codec()
-	if !ok {
-		return nil, fmt.Errorf("peerhost: game.Config.FullCodec %d is not a codec", gcfg.FullCodec)
+// hosted is the host a hostMigration runs for.
+type hosted interface {
+	// Conns appends the connections playing game gameID.
+	Conns(gameID uint64, dst []*tickwire.Conn) []*tickwire.Conn
+	// running is the game's tick (committed, in commits mode); ok false
+	// before it runs.
+	running(gameID uint64) (tick uint32, ok bool)
+}
+
+// gameHosted is a game.Host as a hostMigration's host.
+type gameHosted struct{ *game.Host }
+
+func (h gameHosted) running(gameID uint64) (uint32, bool) {
+	if eng := h.Engine(gameID); eng != nil {
+		return eng.Tick(), true
 	}
+	return 0, false
+}
+
+// relayHosted is a commits.Relay as a hostMigration's host.
+type relayHosted struct{ *commits.Relay }
+
+func (h relayHosted) running(gameID uint64) (uint32, bool) { return h.CommittedTick(gameID) }
+
+// newHostMigration returns the hooks of a host that runs host migration
+// by cfg; its mode (mode.serve) sets the host, the handler of the
+// players' stream messages and the codec of its standbys' states.
+func newHostMigration(cfg HostConfig, log *slog.Logger) *hostMigration {
 	if cfg.TokenTTL <= 0 {
 		cfg.TokenTTL = tickwire.DefaultTokenTTL
 	}
@@ -141,13 +164,20 @@ func newHostMigration(cfg HostConfig, gcfg *game.Config, log *slog.Logger) (*hos
 	if cfg.Standbys <= 0 {
 		cfg.Standbys = DefaultStandbys
 	}
-	m := &hostMigration{log: log, handler: gcfg.Handler, cfg: cfg, streams: map[uint16]*playerStream{}}
+	m := &hostMigration{log: log, handler: noHandler{}, cfg: cfg, streams: map[uint16]*playerStream{}}
 	for p, st := range cfg.streams {
 		m.streams[p] = st
 	}
-	m.feedCfg = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch), Codec: codec}
-	return m, nil
+	m.feedCfg = StandbyFeed{Game: cfg.Game, Epoch: migrate.Epoch(cfg.Epoch)}
+	return m
 }
+
+// noHandler drops the players' messages of a host given no handler.
+type noHandler struct{}
+
+func (noHandler) Connected(*tickwire.Conn)                            {}
+func (noHandler) Message(*tickwire.Conn, *tickwire.Message)           {}
+func (noHandler) Disconnected(*tickwire.Conn, proto.DisconnectReason) {}
 
 // conns are the connections playing the game, in the order they joined.
 func (m *hostMigration) conns() []*tickwire.Conn {
@@ -157,10 +187,8 @@ func (m *hostMigration) conns() []*tickwire.Conn {
 
 // tick is the game's engine tick (0 before it runs).
 func (m *hostMigration) tick() uint32 {
-	if eng := m.h.Engine(m.cfg.Game); eng != nil {
-		return eng.Tick()
-	}
-	return 0
+	tick, _ := m.h.running(m.cfg.Game)
+	return tick
 }
 
 // carries reports whether c carries player slot p.
@@ -259,7 +287,7 @@ func (m *hostMigration) Tick(now time.Time) bool {
 		return false
 	}
 	m.lastRun = now
-	if m.h.Engine(m.cfg.Game) == nil {
+	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return true
 	}
 	if m.silenceChanged() || m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
@@ -614,6 +642,11 @@ func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) err
 		}
 		return nil
 	case proto.FrameStandbyAck:
+		if _, relay := m.h.(relayHosted); relay && m.standbyOf(c) < 0 {
+			// A commits player acknowledges while it finds itself in
+			// line for a standby: a roster change may cross it.
+			return nil
+		}
 	default:
 		return errUnexpectedFrame
 	}
@@ -630,3 +663,20 @@ var (
 	errForeignPlayer   = errors.New("peerhost: frame for a player the connection does not carry")
 	errUnexpectedFrame = errors.New("peerhost: unexpected frame type")
 )
+
+// Standbys names the relay's warm standbys and the newest committed
+// tick all of them acknowledged holding (commits.Hooks): the other
+// players hear only of commits up to there. Until the first roster
+// names them (the relay's own player is not back yet: a relay just
+// promoted), nobody hears of a commit if another player could host: a
+// successor must hold whatever a player was told.
+func (m *hostMigration) Standbys(_ uint64, dst []*tickwire.Conn) ([]*tickwire.Conn, uint32, bool) {
+	if m.roster.Epoch == 0 && len(m.cfg.Candidates) > 1 {
+		return dst, 0, false
+	}
+	for _, w := range m.standbys {
+		dst = append(dst, w.c)
+	}
+	ok := m.ackedTick()
+	return dst, m.stats.StandbyTick, ok
+}

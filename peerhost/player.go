@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/migrate"
@@ -21,15 +22,23 @@ import (
 
 // Config configures a Player.
 type Config struct {
-	// Game is the player's game client; it stays the same across hosts.
+	// Game is the player's game client of a state-sync game; it stays
+	// the same across hosts.
 	Game *game.Client
 	// Factory makes the world of the game when this peer hosts it (as
-	// the lobby's host, or promoted). Required with HostConn.
+	// the lobby's host, or promoted). Required with Game and HostConn.
 	Factory game.Factory
-	// Host configures the game host when this peer hosts (its Migration
-	// is filled in by the Player), Server its server.
+	// Host configures the game host when this peer hosts (its Hooks
+	// are the Player's), Server its server.
 	Host   game.Config
 	Server tickwire.Config
+	// Commits, instead of Game, is the player's client of a commits
+	// game: the peer that hosts runs a commits.Relay configured by
+	// Relay (its Hooks are the Player's), which holds no game code, and
+	// a warm standby is this client itself (docs/MIGRATION.md, "Commits
+	// games").
+	Commits *commits.Client
+	Relay   commits.RelayConfig
 	// HostConn is this player's host socket, bound for the whole game
 	// (nil: the player cannot host); HostAddr is where the other players
 	// reach it (what the lobby named as its "hostAddr").
@@ -128,9 +137,10 @@ type Stats struct {
 	// host's messages).
 	Stream      StreamStats
 	Hosting     bool
-	SteppedDown bool           // this peer's host was replaced and stopped
-	Host        HostStats      // when hosting
-	HostGame    game.HostStats // when hosting
+	SteppedDown bool               // this peer's host was replaced and stopped
+	Host        HostStats          // when hosting
+	HostGame    game.HostStats     // when hosting a state-sync game
+	HostRelay   commits.RelayStats // when hosting a commits game
 }
 
 // Player is a player of a peer-hosted game that survives the loss of its
@@ -158,8 +168,8 @@ type Player struct {
 	keys     []tickwire.Key        // successor keys received, newest last (at most 2)
 	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
 	ackSent  uint32
+	mode     mode // state sync or commits
 	srv      *tickwire.Server
-	host     *game.Host
 	mig      *hostMigration // host's hooks
 	stats    Stats
 	err      error
@@ -208,17 +218,24 @@ type tokenHeld struct {
 
 // NewPlayer returns a peer for cfg; nothing runs before Host or Join.
 func NewPlayer(cfg Config) (*Player, error) {
-	if cfg.Game == nil {
-		return nil, errors.New("peerhost: Config.Game is required")
-	}
-	if cfg.HostConn != nil && (cfg.Factory == nil || cfg.HostAddr == "") {
-		return nil, errors.New("peerhost: a Config with a HostConn needs a Factory and its HostAddr")
+	switch {
+	case (cfg.Game == nil) == (cfg.Commits == nil):
+		return nil, errors.New("peerhost: a Config needs either a Game or a Commits client")
+	case cfg.HostConn != nil && cfg.HostAddr == "":
+		return nil, errors.New("peerhost: a Config with a HostConn needs its HostAddr")
+	case cfg.HostConn != nil && cfg.Game != nil && cfg.Factory == nil:
+		return nil, errors.New("peerhost: a Config with a Game and a HostConn needs a Factory")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.Commits != nil {
+		p.mode = &commitsGame{p: p}
+	} else {
+		p.mode = &stateSync{p: p}
+	}
 	p.follower.Monitor.Timeout = cfg.Timeout
 	p.follower.PromoteTimeout = cfg.PromoteTimeout
 	return p, nil
@@ -234,12 +251,12 @@ func (p *Player) Host(gameID uint64, key tickwire.Key, self uint16, candidates m
 		return errors.New("peerhost: Player.Host without a host socket")
 	}
 	p.game = gameID
-	_, err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData, Standbys: p.cfg.Standbys})
+	err := p.startHost(key, nil, HostConfig{Game: gameID, Epoch: 1, Self: self, Candidates: candidates, UserData: userData, Standbys: p.cfg.Standbys})
 	return err
 }
 
-// startHost runs a server with a game.Host of mc on the host socket.
-func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostConfig) (*game.Host, error) {
+// startHost runs a server with the mode's host of mc on the host socket.
+func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostConfig) error {
 	scfg := p.cfg.Server
 	scfg.PreviousKeys = append(append([]tickwire.Key(nil), scfg.PreviousKeys...), previous...)
 	if scfg.Logger == nil {
@@ -247,30 +264,22 @@ func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostCon
 	}
 	srv, err := tickwire.NewServer(key, scfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	mc.StepDown = func(why string) { go p.stepDown(srv, why) }
-	gcfg := p.cfg.Host
-	mig, err := newHostMigration(mc, &gcfg, scfg.Logger)
-	if err != nil {
-		return nil, err
+	mig := newHostMigration(mc, scfg.Logger)
+	if err := p.mode.serve(srv, mig); err != nil {
+		return err
 	}
-	gcfg.Hooks = mig
-	host, err := game.NewHost(srv, p.cfg.Factory, gcfg)
-	if err != nil {
-		return nil, err
-	}
-	mig.h = host
-	srv.Handle(host)
 	go func() {
 		if err := srv.Serve(p.cfg.HostConn); err != nil {
 			p.log.Warn("peer host stopped", "err", err)
 		}
 	}()
 	p.mu.Lock()
-	p.srv, p.host, p.mig, p.stats.Hosting = srv, host, mig, true
+	p.srv, p.mig, p.stats.Hosting = srv, mig, true
 	p.mu.Unlock()
-	return host, nil
+	return nil
 }
 
 // stepDown closes this peer's host, replaced by a successor: every
@@ -289,7 +298,7 @@ func (p *Player) stopHost(srv *tickwire.Server, kind EventKind, why string) {
 		p.mu.Lock()
 		mig := p.mig
 		if p.srv == srv {
-			p.srv, p.host, p.mig = nil, nil, nil
+			p.srv, p.mig = nil, nil
 			p.stats.Hosting = false
 			p.stats.SteppedDown = p.stats.SteppedDown || kind == EventSteppedDown
 		} else {
@@ -383,10 +392,13 @@ func (p *Player) Stats() Stats {
 	st.Stream = p.stream
 	st.Epoch = uint32(p.follower.Following().Epoch)
 	st.StaleRosters = p.follower.StaleRosters()
-	host, mig, srv := p.host, p.mig, p.srv
+	mig, srv := p.mig, p.srv
 	p.mu.Unlock()
-	if host != nil {
-		srv.Do(func() { st.Host, st.HostGame = mig.Stats(), host.Stats() })
+	if mig != nil {
+		srv.Do(func() {
+			st.Host = mig.Stats()
+			p.mode.hostStats(&st)
+		})
 		st.Epoch = max(st.Epoch, st.Host.Epoch)
 	}
 	return st
@@ -608,7 +620,7 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 		srv.Close()
 	}
 	// A game between hosts heard no end of its session: tell it now.
-	p.cfg.Game.ResumeFailed(r)
+	p.mode.resumeFailed(r)
 	if p.cfg.Handler != nil {
 		p.cfg.Handler.Disconnected(c, r)
 	}
@@ -629,7 +641,7 @@ func (p *Player) leaveSession() {
 // drop closes session c for reason r, the game ready to resume on
 // another session: c's end is not the game's.
 func (p *Player) drop(c *tickwire.Client, r proto.DisconnectReason) {
-	p.cfg.Game.Resume()
+	p.mode.resume()
 	c.CloseWith(r)
 	p.mu.Lock()
 	if p.client == c {
@@ -701,12 +713,11 @@ func (p *Player) promote(act migrate.Action) {
 		}
 	}
 	keys := append([]tickwire.Key(nil), p.keys...)
-	at, _ := p.standby.Ready()
+	at, adopt, err := p.mode.takeOver(now)
 	if t := p.loss.handOverTick; t != 0 && at != t {
 		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", t)
 	}
 	p.stats.PromotedAt = at
-	eng, err := p.standby.Promote(now)
 	streams := make(map[uint16]*playerStream, len(p.streams))
 	for pl, st := range p.streams {
 		streams[pl] = st.clone()
@@ -720,7 +731,7 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	key := keys[len(keys)-1]
 	var srv *tickwire.Server
-	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
+	err = p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
 		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams,
 		followed: func() { p.hold(srv, nil) }})
 	if err == nil {
@@ -728,8 +739,7 @@ func (p *Player) promote(act migrate.Action) {
 		srv = p.srv
 		p.mu.Unlock()
 		srv.Do(func() {
-			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
-				Grace: 2 * p.timeout(), Gone: []uint16{lost}})
+			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), lost: lost})
 		})
 	}
 	if err != nil {
@@ -815,7 +825,7 @@ func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 		// promotion nobody followed: the game leaves that for the host.
 		p.drop(own, proto.DisconnectClosed)
 	}
-	fh, err := p.cfg.Game.Attach(c, a)
+	fh, err := p.mode.attach(c, a)
 	if err != nil {
 		p.mu.Lock()
 		if p.client == c {
@@ -852,7 +862,7 @@ func (f *peerFrames) Tick(now time.Time, tick uint32) {
 // sees no disconnect.
 func (f *peerFrames) Ended(now time.Time, r proto.DisconnectReason) {
 	if r == proto.DisconnectTimeout || r == proto.DisconnectHostMigrate {
-		f.p.cfg.Game.Resume()
+		f.p.mode.resume()
 	}
 	if e, ok := f.inner.(tickwire.Ender); ok {
 		e.Ended(now, r)
@@ -865,9 +875,8 @@ func (f *peerFrames) AppendFrames(b []byte, room int, pi *tickwire.PacketInfo) [
 	b = f.inner.AppendFrames(b, room, pi)
 	p := f.p
 	p.mu.Lock()
-	tick, ok := p.standby.Ready()
+	tick, epoch, ok := p.mode.standbyTick()
 	due := ok && tick != p.ackSent
-	epoch := p.standby.Epoch()
 	// This player's stream ack: when it moved, and now and then while
 	// anything was received (it is cumulative; a lost one is repeated).
 	p.ackPackets++
@@ -992,41 +1001,9 @@ func (p *Player) successor(c *tickwire.Client, b []byte) error {
 
 // standbyFrame loads a standby state or replays a standby step.
 func (p *Player) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
-	if p.cfg.Factory == nil {
-		return errUnexpectedFrame
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var err error
-	if t == proto.FrameStandbyState {
-		var f proto.StandbyStateFrame
-		if f, _, err = proto.ParseStandbyStateFrame(b); err == nil {
-			var world game.Game
-			if world, err = p.cfg.Factory(p.game); err == nil {
-				cfg := p.cfg.Host.Sim
-				cfg.TickRate = tickRate
-				err = migrate.LoadStateFrame(&p.standby, &f, world, cfg, &p.codecs)
-			}
-		}
-		if err == nil {
-			p.stats.StandbyState++
-		}
-	} else {
-		var f proto.StandbyStepFrame
-		if f, _, err = proto.ParseStandbyStepFrame(b); err == nil {
-			var e migrate.Epoch
-			if e, err = migrate.StepRecordFromFrame(&p.rec, &f); err == nil {
-				err = p.standby.Step(e, &p.rec)
-			}
-		}
-		if err == nil {
-			p.stats.StandbySteps++
-		}
-	}
-	if err != nil {
-		p.stats.StandbyErrs++
-	}
-	return nil // counted here; the host's stream goes on
+	return p.mode.standbyFrame(t, b, tickRate)
 }
 
 // peerMessage takes a stream message from the host: one to this player

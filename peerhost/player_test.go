@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"sync"
@@ -15,7 +16,9 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/commits"
 	"github.com/tickwire/tickwire/examples/arena"
+	"github.com/tickwire/tickwire/examples/swarm"
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/migrate"
 	"github.com/tickwire/tickwire/proto"
@@ -195,7 +198,6 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		}
 		r.gameEvents[i-1] = map[uint16]*[game.NumEventKinds]int{}
 		gc.Handle(gameEventCounter{r, i - 1})
-		port := 5000
 		var rec sim.StepRecord
 		slot := uint16(i)
 		self := new(*Player)
@@ -228,14 +230,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 					}
 				}
 			}},
-			Dialer: func() tickwire.Dialer {
-				port++
-				pc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:%d", slot, port))
-				if err != nil {
-					t.Error(err)
-				}
-				return tickwire.Dialer{Conn: udp.FromPacketConn(killableConn{pc, k})}
-			},
+			Dialer: peerDialer(t, r.net, slot, k),
 			OnEvent: func(e Event) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -248,11 +243,33 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		*self = p
 		r.peers, r.games, r.kills = append(r.peers, p), append(r.games, gc), append(r.kills, k)
 	}
-	if err := r.peers[0].Host(peerGame, r.key, 1, candidates, [proto.UserDataSize]byte{}); err != nil {
+	hostAndJoin(t, r.key, r.peers, candidates)
+	return r
+}
+
+// peerDialer is the Dialer of slot's sessions: each from a port of its
+// own at 10.0.1.slot, cut off with k.
+func peerDialer(t *testing.T, n *udptest.Network, slot uint16, k *killSwitch) func() tickwire.Dialer {
+	port := 5000
+	return func() tickwire.Dialer {
+		port++
+		pc, err := n.Listen(fmt.Sprintf("10.0.1.%d:%d", slot, port))
+		if err != nil {
+			t.Error(err)
+		}
+		return tickwire.Dialer{Conn: udp.FromPacketConn(killableConn{pc, k})}
+	}
+}
+
+// hostAndJoin starts the game on the first peer's host socket and joins
+// every peer to it: slot i (1..), client id 11×i.
+func hostAndJoin(t *testing.T, key tickwire.Key, peers []*Player, candidates map[uint16]string) {
+	t.Helper()
+	if err := peers[0].Host(peerGame, key, 1, candidates, [proto.UserDataSize]byte{}); err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range r.peers {
-		tok, err := tickwire.MintToken(r.key, tickwire.TokenParams{GameID: peerGame, ClientID: uint64(i+1) * 11, Players: []uint16{uint16(i + 1)},
+	for i, p := range peers {
+		tok, err := tickwire.MintToken(key, tickwire.TokenParams{GameID: peerGame, ClientID: uint64(i+1) * 11, Players: []uint16{uint16(i + 1)},
 			ServerAddrs: []string{candidates[1]}}, time.Now())
 		if err != nil {
 			t.Fatal(err)
@@ -263,7 +280,6 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 		}
 		cancel()
 	}
-	return r
 }
 
 // echoRecorder records the numbered echoes a peer receives.
@@ -474,7 +490,7 @@ func (r *peerRig) checkNoneMissing(i int) {
 	missing := maps2str(r.missing)
 	r.mu.Unlock()
 	var hst game.HostStats
-	r.peers[i].srv.Do(func() { hst = r.peers[i].host.Stats() })
+	r.peers[i].srv.Do(func() { hst = r.peers[i].hostGame().Stats() })
 	if missing != "" || hst.ResumedMissing != 0 {
 		r.t.Fatalf("the new host ran without the inputs of %s (counted %d)", missing, hst.ResumedMissing)
 	}
@@ -601,7 +617,7 @@ func TestPeerStreamRefusesForgeries(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		c := r.peers[2].Client()
 		var before game.HostStats
-		host, mig := r.peers[0].host, r.peers[0].mig
+		host, mig := r.peers[0].hostGame(), r.peers[0].mig
 		r.peers[0].srv.Do(func() { before = host.Stats() })
 		for _, f := range [][]byte{
 			appendPeerMessage(nil, proto.PeerMessageFrame{Player: 2, Seq: 1, Data: []byte("as player 2")}),
@@ -640,7 +656,7 @@ func TestForgedMigrationControls(t *testing.T) {
 		defer r.close()
 		time.Sleep(2 * time.Second)
 		c := r.peers[3].Client() // slot 4; slots 2 and 3 are the standbys
-		host, mig := r.peers[0].host, r.peers[0].mig
+		host, mig := r.peers[0].hostGame(), r.peers[0].mig
 		var before game.HostStats
 		var msBefore HostStats
 		r.peers[0].srv.Do(func() { before, msBefore = host.Stats(), mig.Stats() })
@@ -682,6 +698,303 @@ func TestForgedMigrationControls(t *testing.T) {
 			if st := p.Stats(); st.Epoch != 1 || st.Promotions != 0 {
 				t.Fatalf("player %d after the forgeries: %+v", i+1, st)
 			}
+		}
+	})
+}
+
+// commitsPeerRig is a peer-hosted commits game (swarm) on the in-memory
+// network: every player can host; slot i's host socket is
+// 10.0.0.i:7000, and it plays from 10.0.1.i, in the mesh at
+// 10.0.1.i:6000.
+type commitsPeerRig struct {
+	t       *testing.T
+	net     *udptest.Network
+	peers   []*Player
+	clients []*commits.Client
+	kills   []*killSwitch
+
+	mu        sync.Mutex
+	committed [][]swarmRec // per player, what its committed world ran
+	issued    [][]uint16   // per player, the tags of the commands it issued
+	warnings  warnCounter
+}
+
+type swarmRec struct {
+	kind   sim.CommandKind
+	tick   uint32
+	player uint16
+	tag    uint16
+}
+
+func newCommitsPeerRig(t *testing.T, n int) *commitsPeerRig {
+	r := &commitsPeerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
+		committed: make([][]swarmRec, n), issued: make([][]uint16, n)}
+	key, _ := tickwire.GenerateKey()
+	candidates := map[uint16]string{}
+	for i := 1; i <= n; i++ {
+		candidates[uint16(i)] = fmt.Sprintf("10.0.0.%d:7000", i)
+	}
+	for i := 1; i <= n; i++ {
+		k := &killSwitch{}
+		hc, err := r.net.Listen(candidates[uint16(i)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := swarm.NewGame(1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mc, err := r.net.Listen(fmt.Sprintf("10.0.1.%d:6000", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := commits.NewClient(w, commits.ClientConfig{
+			Mesh:     true,
+			MeshConn: udp.FromPacketConn(killableConn{mc, k}),
+			Committed: func(c *sim.Command) {
+				rec := swarmRec{kind: c.Kind, tick: c.Tick, player: c.Player}
+				if c.Kind == sim.CommandInput {
+					rec.tag = swarm.ParseCommand(c.Data).Tag
+				}
+				r.mu.Lock()
+				r.committed[i-1] = append(r.committed[i-1], rec)
+				r.mu.Unlock()
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot := uint16(i)
+		p, err := NewPlayer(Config{
+			Logger:   slog.New(&r.warnings),
+			Commits:  cc,
+			HostConn: udp.FromPacketConn(killableConn{hc, k}),
+			HostAddr: candidates[slot],
+			Dialer:   peerDialer(t, r.net, slot, k),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.peers, r.clients, r.kills = append(r.peers, p), append(r.clients, cc), append(r.kills, k)
+	}
+	hostAndJoin(t, key, r.peers, candidates)
+	return r
+}
+
+func (r *commitsPeerRig) close() {
+	for i, p := range r.peers {
+		p.Close()
+		r.clients[i].Close()
+	}
+}
+
+// play issues a swarm order from every player still in the game every
+// 150..450 ms until stop is closed.
+func (r *commitsPeerRig) play(stop chan struct{}) (wait func()) {
+	var wg sync.WaitGroup
+	for i, cc := range r.clients {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(i), 3))
+			for n := uint16(1); ; n++ {
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Duration(150+rnd.IntN(300)) * time.Millisecond):
+				}
+				if r.kills[i].out() {
+					return
+				}
+				tag := uint16(i+1)<<12 | n
+				cmd := swarm.AppendCommand(nil, swarm.Command{Op: swarm.OpMove, Group: uint8(rnd.IntN(swarm.Groups)),
+					X: uint16(rnd.IntN(swarm.WorldSize)), Y: uint16(rnd.IntN(swarm.WorldSize)), Tag: tag})
+				if _, err := cc.Issue(uint16(i+1), cmd); err != nil {
+					continue // between sessions
+				}
+				r.mu.Lock()
+				r.issued[i] = append(r.issued[i], tag)
+				r.mu.Unlock()
+			}
+		})
+	}
+	return wg.Wait
+}
+
+// backAfter waits until every player in survivors commits, on a
+// session other than the one it had at from, past the newest tick any of
+// them had committed then (the game commits on: not only a trailing
+// player catching up), and returns how long after from each did.
+func (r *commitsPeerRig) backAfter(from time.Time, survivors []int, limit time.Duration) []time.Duration {
+	r.t.Helper()
+	conn := make([]uint32, len(r.clients))
+	newest := uint32(0)
+	for _, i := range survivors {
+		st := r.clients[i].Stats()
+		conn[i] = st.Connection
+		newest = max(newest, st.Committed)
+	}
+	back := make([]time.Duration, len(r.clients))
+	for time.Since(from) < limit {
+		all := true
+		for _, i := range survivors {
+			if back[i] != 0 {
+				continue
+			}
+			if st := r.clients[i].Stats(); st.Connection != conn[i] && int32(st.Committed-newest) > 0 {
+				back[i] = time.Since(from)
+			} else {
+				all = false
+			}
+		}
+		if all {
+			return back
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.t.Fatalf("players %v not all back within %v: %v", survivors, limit, back)
+	return nil
+}
+
+// checkRecords: the survivors' committed records are the same list
+// through the tick all of them reached; every command a survivor
+// issued ran exactly once (it acknowledged none it did not run), and
+// the gone player's commands at most once.
+func (r *commitsPeerRig) checkRecords(survivors []int) {
+	r.t.Helper()
+	end := uint32(1<<32 - 1)
+	for _, i := range survivors {
+		end = min(end, r.clients[i].Stats().Committed)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	upTo := func(i int) []swarmRec {
+		return slices.DeleteFunc(slices.Clone(r.committed[i]), func(c swarmRec) bool { return int32(c.tick-end) > 0 })
+	}
+	ref := upTo(survivors[0])
+	for _, i := range survivors[1:] {
+		if got := upTo(i); !slices.Equal(got, ref) {
+			r.t.Fatalf("player %d's committed record differs from player %d's (%d and %d commands through tick %d)",
+				i+1, survivors[0]+1, len(got), len(ref), end)
+		}
+	}
+	ran := map[uint16]int{}
+	for _, c := range ref {
+		if c.kind == sim.CommandInput {
+			ran[c.tag]++
+		}
+	}
+	issued := 0
+	for i := range r.clients {
+		for _, tag := range r.issued[i] {
+			issued++
+			switch n := ran[tag]; {
+			case n > 1:
+				r.t.Errorf("player %d's command %#x ran %d times", i+1, tag, n)
+			case n == 0 && slices.Contains(survivors, i):
+				r.t.Errorf("player %d's command %#x never ran", i+1, tag)
+			}
+		}
+	}
+	r.t.Logf("%d commands issued, the survivors' records agree through tick %d (%d commands)", issued, end, len(ref))
+}
+
+// playing starts a rig of n peers (closed when the test ends) that
+// play, for d before it returns, and until the end function it returns,
+// which stops the orders, lets the last ones commit and checks the
+// survivors' records (checkRecords) and that they commit on
+// (checkFlowing).
+func playing(t *testing.T, n int, d time.Duration) (*commitsPeerRig, func(survivors []int)) {
+	r := newCommitsPeerRig(t, n)
+	t.Cleanup(r.close)
+	stop := make(chan struct{})
+	wait := r.play(stop)
+	time.Sleep(d)
+	return r, func(survivors []int) {
+		close(stop)
+		wait()
+		time.Sleep(2 * time.Second) // the last commands commit
+		r.checkRecords(survivors)
+		r.checkFlowing(survivors)
+	}
+}
+
+// within checks that each survivor was back (backAfter's) within limit
+// after what happened.
+func (r *commitsPeerRig) within(what string, back []time.Duration, survivors []int, limit time.Duration) {
+	r.t.Helper()
+	for _, i := range survivors {
+		r.t.Logf("%s: player %d commits again %v after", what, i+1, back[i])
+		if back[i] > limit {
+			r.t.Errorf("%s: player %d committed again %v after, want within %v", what, i+1, back[i], limit)
+		}
+	}
+}
+
+// checkFlowing: the survivors neither resynchronised nor desynchronised,
+// and commits flowed to the end: each committed world is where its live
+// one is (no command is issued any more).
+func (r *commitsPeerRig) checkFlowing(survivors []int) {
+	r.t.Helper()
+	for _, i := range survivors {
+		st := r.clients[i].Stats()
+		if st.Resyncs != 0 || st.Desyncs != 0 {
+			r.t.Errorf("player %d: %d resyncs, %d desyncs", i+1, st.Resyncs, st.Desyncs)
+		}
+		if st.CommitLag > 6 {
+			r.t.Errorf("player %d: committed tick %d, %d ticks behind its live world", i+1, st.Committed, st.CommitLag)
+		}
+	}
+}
+
+// TestPeerCommitsMigration: in virtual time, four peers play swarm in
+// commits mode on the first one's relay (15 ms links), each issuing an
+// order every 150..450 ms. Killed (cut off without a word) after 5 s,
+// the relay is replaced by the first successor (slot 2), which adopts
+// the game from its own worlds; every survivor commits again on it
+// within 2 s of the kill. Then slot 2's player quits: its relay hands
+// the game over to slot 3, and the last two commit again on it within
+// 200 ms of the Close. Through both, the survivors' committed records
+// are the same list, and every command a survivor issued ran exactly
+// once (those issued while the relay was gone included); the last two
+// are in each other's mesh, which the last relay introduced.
+func TestPeerCommitsMigration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, end := playing(t, 4, 5*time.Second)
+
+		killed := time.Now()
+		r.kills[0].dead.Store(true)
+		r.within("relay killed", r.backAfter(killed, []int{1, 2, 3}, 3*time.Second), []int{1, 2, 3}, 2*time.Second)
+		if st := r.peers[1].Stats(); !st.Hosting || st.Epoch != 2 {
+			t.Fatalf("slot 2: hosting %v, epoch %d; want the relay of epoch 2", st.Hosting, st.Epoch)
+		}
+		time.Sleep(3 * time.Second)
+
+		quit := time.Now()
+		r.kills[1].quit.Store(true)
+		r.peers[1].Close()
+		r.within("relay quit", r.backAfter(quit, []int{2, 3}, 2*time.Second), []int{2, 3}, 200*time.Millisecond)
+		if st := r.peers[2].Stats(); !st.Hosting || st.Epoch != 3 {
+			t.Errorf("slot 3: hosting %v, epoch %d; want the relay of epoch 3", st.Hosting, st.Epoch)
+		}
+		for _, i := range []int{2, 3} {
+			if st := r.peers[i].Stats(); st.HandOvers != 1 {
+				t.Errorf("slot %d heard %d hand-overs, want 1", i+1, st.HandOvers)
+			}
+		}
+		time.Sleep(3 * time.Second)
+		end([]int{2, 3})
+		for _, i := range []int{2, 3} {
+			// The last relay introduced the two to each other.
+			if m := r.clients[i].Stats().Mesh; m.Reachable != 1 || m.ShortcutsUseful == 0 {
+				t.Errorf("player %d's mesh: %+v", i+1, m)
+			}
+		}
+		var hs commits.RelayStats
+		if st := r.peers[2].Stats(); st.Hosting {
+			hs = st.HostRelay
+		}
+		t.Logf("the last relay: %d duplicates dropped, %d late, %d desyncs", hs.Duplicates, hs.Late, hs.Desyncs)
+		if hs.Desyncs != 0 {
+			t.Errorf("the last relay found %d desyncs", hs.Desyncs)
 		}
 	})
 }

@@ -111,7 +111,7 @@ func (p *Player) leaveHost(now time.Time, loss *hostLoss, c *tickwire.Client, ac
 		p.stats.HandOverTick, p.handOverTick = p.handOverTick, 0
 	}
 	p.mu.Unlock()
-	p.cfg.Game.Resume()
+	p.mode.resume()
 	p.event(Event{Kind: EventHostLost, Time: now, Slot: lost, Epoch: uint32(act.Epoch), Text: why})
 	if c == nil {
 		return

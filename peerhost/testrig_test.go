@@ -108,3 +108,12 @@ func (r *gameRig) hostStats() game.HostStats {
 func checksummed(n uint64) func(int, game.ClientStats) bool {
 	return func(_ int, st game.ClientStats) bool { return st.ChecksumsOK >= n }
 }
+
+// hostGame is the game.Host this player of a state-sync game runs (nil:
+// none).
+func (p *Player) hostGame() *game.Host {
+	if m, ok := p.mode.(*stateSync); ok {
+		return m.host
+	}
+	return nil
+}

@@ -121,6 +121,31 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 	if err != nil {
 		return err
 	}
+	if o.recordReplay != "" {
+		if b.replay, err = createReplay(o, b.id, 0, tok.GameID); err != nil {
+			return err
+		}
+	}
+	if err := b.newClient(o, token, log); err != nil {
+		return err
+	}
+	d := tickwire.Dialer{Game: b.cc}
+	if o.rejoin {
+		d.Rejoin = &tickwire.Rejoin{}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := d.Dial(dctx, tok); err != nil {
+		b.cc = nil
+		return err
+	}
+	return nil
+}
+
+// newClient makes the bot's swarm client, whose callbacks fill its
+// record; rejoin (nil: none) gets it a new token when the server drops
+// it.
+func (b *commitBot) newClient(o *options, rejoin func(context.Context) (*tickwire.ConnectToken, error), log *slog.Logger) error {
 	w, err := swarm.NewGame(o.units)
 	if err != nil {
 		return err
@@ -128,11 +153,6 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 	var meshConn udp.BatchConn
 	if o.mesh && o.meshNetem != "" {
 		if meshConn, err = impairedMesh(o.meshNetem, uint64(b.id)+o.seed); err != nil {
-			return err
-		}
-	}
-	if o.recordReplay != "" {
-		if b.replay, err = createReplay(o, b.id, 0, tok.GameID); err != nil {
 			return err
 		}
 	}
@@ -164,23 +184,10 @@ func (b *commitBot) connect(ctx context.Context, o *options, delay time.Duration
 			b.rec.Shown = append(b.rec.Shown, botproto.CommitShown{Tag: swarm.ParseCommand(c.Data).Tag, UnixUs: at.UnixMicro()})
 			b.mu.Unlock()
 		},
-		Rejoin: token,
+		Rejoin: rejoin,
 		Logger: log.With("bot", b.id),
 	})
-	if err != nil {
-		return err
-	}
-	d := tickwire.Dialer{Game: b.cc}
-	if o.rejoin {
-		d.Rejoin = &tickwire.Rejoin{}
-	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := d.Dial(dctx, tok); err != nil {
-		b.cc = nil
-		return err
-	}
-	return nil
+	return err
 }
 
 // play gives a random order to one of the team's groups every 200..600

@@ -33,6 +33,15 @@
 //	for p in a b c d; do tickwire-bot -peer room1 -room-size 4 -name $p -duration 60s & sleep 0.5; done
 //	pkill -TERM -f 'tickwire-bot.*-name a'    # the host (the first to sit down) quits: it hands the game over
 //	pkill -KILL -f 'tickwire-bot.*-name a'    # or it crashes: the others find it silent
+//
+// With -game swarm as well, the room plays swarm in commits mode: the
+// host runs a relay (no game code: hosting is relaying), every player
+// holds the worlds, and a relay lost or quitting is taken over the same
+// way (docs/MIGRATION.md, "Commits games"); -record writes the player's
+// record of what its committed world ran:
+//
+//	tickwire-server -game swarm -tick 30 -http 127.0.0.1:8080 &
+//	for p in a b c d; do tickwire-bot -peer room2 -game swarm -room-size 4 -name $p -duration 60s & sleep 0.5; done
 package main
 
 import (
@@ -146,12 +155,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.progress, "progress", 5*time.Second, "interval of progress lines on stderr (0: none)")
 	fs.StringVar(&o.peer, "peer", "", "play ONE player of the peer-hosted `room` of this name through the lobby's JSON API at -server\n"+
 		"(created when absent), offering this process's UDP port to host: it hosts when the lobby picks it and takes\n"+
-		"the game over when the host is lost (host migration); -n, -players, -via and -headless do not apply")
+		"the game over when the host is lost (host migration); with -game swarm the host is a commits relay, taken over\n"+
+		"the same way; -n, -players, -via and -headless do not apply")
 	fs.IntVar(&o.roomSize, "room-size", 2, "-peer: players the room waits for before they ready up (2..64)")
 	fs.IntVar(&o.hostPort, "host-port", 0, "-peer: UDP `port` this player hosts on (0: any free port)")
 	fs.IntVar(&o.hostOffer, "host-offer", 0, "-peer: UDP `port` offered to the lobby, when a proxy (tickwire-netem) fronts -host-port (default: -host-port)")
 	fs.StringVar(&o.peerBind, "host-bind", "127.0.0.1", "-peer: `address` the host socket binds")
-	fs.StringVar(&o.gameType, "type", "arena", "-peer: the lobby's game `type`")
+	fs.StringVar(&o.gameType, "type", "", "-peer, -lobby: the lobby's game `type` (default: -game)")
 	fs.StringVar(&o.playerName, "name", "", "-peer: the player's `name` in the room (default bot-<pid>)")
 	fs.IntVar(&o.npcs, "npcs", 30, "-peer: NPCs in the arena this player hosts (0..4000)")
 	fs.BoolVar(&o.lobby, "lobby", false, "get tokens the way players do: every -room-size clients form a server-hosted room of -type in the lobby\n"+
@@ -220,6 +230,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if !o.mesh || o.game != "swarm" {
 			return nil, errors.New("-mesh-netem needs -game swarm and the mesh")
 		}
+	}
+	if o.gameType == "" {
+		o.gameType = o.game
 	}
 	if o.record != "" && o.game != "swarm" {
 		return nil, errors.New("-record needs -game swarm")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -28,8 +29,13 @@ import (
 // its successor when this player quits while hosting.
 type peerBot struct {
 	bot
+	peerEvents
 	peer *peerhost.Player
+}
 
+// peerEvents records a -peer player's migration events and prints a
+// line for each.
+type peerEvents struct {
 	evMu   sync.Mutex
 	events []botproto.PeerEvent
 	out    io.Writer // progress lines
@@ -58,8 +64,24 @@ func (h echoHost) Message(c *tickwire.Conn, m *tickwire.Message) {
 	}
 }
 
-// playPeer runs the -peer mode and summarises it.
-func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
+// peerSeat is a -peer player's seat in a peer-hosted game: its host
+// socket, the lobby's assignment, the players who can host (by slot:
+// where the others reach them) and this player's own address.
+type peerSeat struct {
+	hc         udp.BatchConn
+	a          *lobby.Assignment
+	candidates map[uint16]string
+	self       string
+	// With the lobby's rendezvous: how this player traverses NATs, and
+	// the sockets its sessions dial from (nil: a new one each).
+	nat    *natPeer
+	dialer func() tickwire.Dialer
+}
+
+// seatPeer opens the host socket, takes a seat in the room (learning
+// the socket's public mappings when the lobby runs a rendezvous),
+// readies when it is full and waits for the assignment.
+func seatPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*peerSeat, error) {
 	bind := net.JoinHostPort(o.peerBind, strconv.Itoa(o.hostPort))
 	hc, err := udp.Listen("udp", bind, udp.Config{})
 	if err != nil {
@@ -94,59 +116,43 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		hc.Close()
 		return nil, fmt.Errorf("waiting for the assignment: %w", err)
 	}
-	var dialer func() tickwire.Dialer // nil: a new socket for each session
+	ps := &peerSeat{hc: hc, a: a, candidates: map[uint16]string{}, nat: nat}
 	if nat != nil {
 		nat.bindRelays(ctx, a, hc)
 		if a.Role != lobby.RoleHost {
-			dialer = nat.dialer(tickwire.Config{Logger: log})
+			ps.dialer = nat.dialer(tickwire.Config{Logger: log})
 		} else {
 			nat.client.Close() // the host joins its own game on loopback
 		}
 	}
-	b := &peerBot{bot: bot{id: int(a.Slot)}, out: stderr}
-	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag, o.inputInterval)
-	var self string
-	candidates := map[uint16]string{}
 	for _, p := range a.Players {
 		if p.HostAddr != "" {
-			candidates[p.Slot] = p.HostAddr
+			ps.candidates[p.Slot] = p.HostAddr
 		}
 		if p.Slot == a.Slot {
-			self = p.HostAddr
+			ps.self = p.HostAddr
 		}
 	}
-	if self == "" {
-		self = net.JoinHostPort("127.0.0.1", strconv.Itoa(offer))
+	if ps.self == "" {
+		ps.self = net.JoinHostPort("127.0.0.1", strconv.Itoa(offer))
 	}
-	host := &echoHost{log: log}
-	npcs := o.npcs
-	peer, err := peerhost.NewPlayer(peerhost.Config{
-		Game:     b.game.gc,
-		Factory:  func(uint64) (game.Game, error) { return arena.NewGame(npcs), nil },
-		Host:     game.Config{Handler: host},
-		Server:   tickwire.Config{Logger: log},
-		HostConn: hc,
-		HostAddr: self,
-		Handler:  &b.bot,
-		Logger:   log,
-		OnEvent:  b.event,
-		Dialer:   dialer,
-	})
-	if err != nil {
-		hc.Close()
-		return nil, err
-	}
-	host.peer = peer
-	b.peer = peer
+	return ps, nil
+}
+
+// start hosts the game on peer when the lobby picked this player
+// (punching toward the others' candidates through NATs), and joins it,
+// noting in ev how it reached the host.
+func (ps *peerSeat) start(ctx context.Context, peer *peerhost.Player, ev *peerEvents, stderr io.Writer) error {
+	a, nat := ps.a, ps.nat
 	// The client id places the player in the succession (ascending).
 	fmt.Fprintf(stderr, "tickwire-bot: game %#x, slot %d, client %#x, role %s\n", a.GameID, a.Slot, a.ClientID, a.Role)
 	if a.Role == "host" {
 		key, err := tickwire.ParseKey(a.HostKey)
 		if err != nil {
-			return nil, fmt.Errorf("the lobby's host key: %w", err)
+			return fmt.Errorf("the lobby's host key: %w", err)
 		}
-		if err := peer.Host(a.GameID, key, a.Slot, candidates, a.Token.UserData); err != nil {
-			return nil, err
+		if err := peer.Host(a.GameID, key, a.Slot, ps.candidates, a.Token.UserData); err != nil {
+			return err
 		}
 		if nat != nil {
 			nat.punch(ctx, a, peer)
@@ -157,18 +163,56 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		tok = nat.token(tok)
 	}
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	err = peer.Join(dctx, tok)
+	err := peer.Join(dctx, tok)
 	cancel()
 	if err != nil {
 		peer.Close()
-		return nil, fmt.Errorf("joining the game: %w", err)
+		return fmt.Errorf("joining the game: %w", err)
 	}
 	if nat != nil {
 		via := peer.Client().Server()
-		b.path, b.via, b.connect = nat.path(a, via), via.String(), time.Since(nat.assigned)
-		fmt.Fprintf(stderr, "tickwire-bot: connected path=%s via=%v in %.0f ms\n", b.path, via, float64(b.connect)/float64(time.Millisecond))
+		ev.path, ev.via, ev.connect = nat.path(a, via), via.String(), time.Since(nat.assigned)
+		fmt.Fprintf(stderr, "tickwire-bot: connected path=%s via=%v in %.0f ms\n", ev.path, via, float64(ev.connect)/float64(time.Millisecond))
 	}
 	fmt.Fprintf(stderr, "tickwire-bot: playing\n")
+	return nil
+}
+
+// playPeer runs the -peer mode and summarises it.
+func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Writer) (*botproto.Summary, error) {
+	ps, err := seatPeer(ctx, o, log, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if o.game == "swarm" {
+		return playPeerCommits(ctx, o, ps, log, stderr)
+	}
+	a := ps.a
+	b := &peerBot{bot: bot{id: int(a.Slot)}, peerEvents: peerEvents{out: stderr}}
+	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag, o.inputInterval)
+	host := &echoHost{log: log}
+	npcs := o.npcs
+	peer, err := peerhost.NewPlayer(peerhost.Config{
+		Game:     b.game.gc,
+		Factory:  func(uint64) (game.Game, error) { return arena.NewGame(npcs), nil },
+		Host:     game.Config{Handler: host},
+		Server:   tickwire.Config{Logger: log},
+		HostConn: ps.hc,
+		HostAddr: ps.self,
+		Handler:  &b.bot,
+		Logger:   log,
+		OnEvent:  b.event,
+		Dialer:   ps.dialer,
+	})
+	if err != nil {
+		ps.hc.Close()
+		return nil, err
+	}
+	host.peer = peer
+	b.peer = peer
+	if err := ps.start(ctx, peer, &b.peerEvents, stderr); err != nil {
+		return nil, err
+	}
 	return b.play(ctx, o, stderr)
 }
 
@@ -213,7 +257,7 @@ func readyWhenFull(ctx context.Context, lc *lobby.Client, seat *lobby.Seat, size
 	}
 }
 
-func (b *peerBot) event(e peerhost.Event) {
+func (b *peerEvents) event(e peerhost.Event) {
 	b.evMu.Lock()
 	defer b.evMu.Unlock()
 	b.events = append(b.events, botproto.PeerEvent{Kind: e.Kind.String(), UnixMs: e.Time.UnixMilli(),
@@ -283,17 +327,24 @@ loop:
 	b.peer.Close()
 	sum := &botproto.Summary{Clients: 1, Connected: 1}
 	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, rtts)
-	b.evMu.Lock()
-	sum.Peer = &botproto.PeerSummary{Slot: uint16(b.id), Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
-		Hosting: st.Hosting, SteppedDown: st.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
-		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events,
-		Path: b.path, Via: b.via, ConnectMs: float64(b.connect) / float64(time.Millisecond)}
-	b.evMu.Unlock()
+	sum.Peer = b.summary(uint16(b.id), st, ended)
 	if st.Hosting {
 		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing
 	}
-	if ended != nil && !errors.Is(ended, peerhost.ErrClosed) {
-		sum.Peer.Ended = ended.Error()
-	}
 	return sum, nil
+}
+
+// summary is the peer's part of the summary: slot's counts st, its
+// events, and why it ended early (ended; nil: it did not).
+func (b *peerEvents) summary(slot uint16, st peerhost.Stats, ended error) *botproto.PeerSummary {
+	b.evMu.Lock()
+	defer b.evMu.Unlock()
+	s := &botproto.PeerSummary{Slot: slot, Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
+		Hosting: st.Hosting, SteppedDown: st.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
+		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: slices.Clone(b.events),
+		Path: b.path, Via: b.via, ConnectMs: float64(b.connect) / float64(time.Millisecond)}
+	if ended != nil && !errors.Is(ended, peerhost.ErrClosed) {
+		s.Ended = ended.Error()
+	}
+	return s
 }
