@@ -65,17 +65,22 @@ type HostConfig struct {
 
 // HostStats count what the host side of host migration did.
 type HostStats struct {
-	Epoch        uint32 // the host's
-	Rosters      uint64 // roster frames sent
-	Credentials  uint64 // credential rounds minted
-	StandbyAcks  uint64
-	StandbyTick  uint32           // the newest tick every standby holds
-	StandbyLag   uint32           // ticks between the host's and StandbyTick, at the last ack
-	Standbys     int              // warm standbys now
-	Feed         StandbyFeedStats // of every standby's feed
-	SteppedDown  bool
-	StepDownWhy  string
-	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	Epoch       uint32 // the host's
+	Rosters     uint64 // roster frames sent
+	Credentials uint64 // credential rounds minted
+	// CredentialErrors counts credential frames a connection refused
+	// (its reliable queue full): a round whose key did not reach its
+	// successor hands out no token, and a round with any refusal is
+	// minted again after CredentialRetry.
+	CredentialErrors uint64
+	StandbyAcks      uint64
+	StandbyTick      uint32           // the newest tick every standby holds
+	StandbyLag       uint32           // ticks between the host's and StandbyTick, at the last ack
+	Standbys         int              // warm standbys now
+	Feed             StandbyFeedStats // of every standby's feed
+	SteppedDown      bool
+	StepDownWhy      string
+	MigrateLeave     uint64 // players that left for a successor (proto.DisconnectHostMigrate)
 	// HandOverTick is the last tick of a host that quit and handed the
 	// game over (0: it did not); HandOverUnacked the players that had
 	// not left it for the successor by HandOverTimeout.
@@ -102,15 +107,18 @@ type hostMigration struct {
 	standbys []*warmStandby
 	feedCfg  StandbyFeed
 	feedDone StandbyFeedStats
-	dirty    bool // the roster changed: send it, with fresh credentials
-	minted   time.Time
-	lastRun  time.Time
-	left     int // players that left with proto.DisconnectHostMigrate
-	down     bool
-	handing  *handOver // the host quits (handover.go)
-	stats    HostStats
-	buf      []byte
-	succ     []migrate.Member
+	dirty    bool // the roster changed: send it
+	// credsDue: the roster changed since the last round of credentials
+	// (minted then), or a frame of that round was refused (credsRetry)
+	credsDue, credsRetry bool
+	minted               time.Time
+	lastRun              time.Time
+	left                 int // players that left with proto.DisconnectHostMigrate
+	down                 bool
+	handing              *handOver // the host quits (handover.go)
+	stats                HostStats
+	buf                  []byte
+	succ                 []migrate.Member
 	// the players' peer message streams (stream.go), by first slot
 	streams map[uint16]*playerStream
 	scratch []*tickwire.Conn // conns
@@ -262,11 +270,35 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if m.h.Engine(m.cfg.Game) == nil {
 		return true
 	}
-	if m.silenceChanged() || m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
+	if m.silenceChanged() || m.dirty {
 		m.dirty = false
 		m.publish(now)
 	}
+	if m.credentialsDue(now) {
+		m.mintRound(now)
+	}
 	return true
+}
+
+// CredentialSpacing is the least time between two rounds of successor
+// credentials for roster changes, and CredentialRetry the time before
+// a round some frame of which a connection refused goes out again. A
+// burst of joins (every player back after a migration) costs a round or
+// two, not one per tick it spans.
+const (
+	CredentialSpacing = 250 * time.Millisecond
+	CredentialRetry   = 100 * time.Millisecond
+)
+
+// credentialsDue reports whether a round of credentials is due at now:
+// the first, a roster change's, a retry, or the refresh of the tokens.
+func (m *hostMigration) credentialsDue(now time.Time) bool {
+	if len(m.roster.Members) == 0 {
+		return false // no valid roster yet
+	}
+	since := now.Sub(m.minted)
+	return m.minted.IsZero() || since >= m.cfg.TokenTTL/3 ||
+		m.credsRetry && since >= CredentialRetry || m.credsDue && since >= CredentialSpacing
 }
 
 // publish sends the roster of g's players to all of them, makes the
@@ -327,9 +359,17 @@ func (m *hostMigration) publish(now time.Time) {
 	if !slices.Equal(next, m.standbyConns()) {
 		m.setStandbys(next)
 	}
-	m.minted = now
+	m.credsDue = true
+}
+
+// mintRound hands out a round of credentials for the first
+// MaxSuccessors successors of the roster.
+func (m *hostMigration) mintRound(now time.Time) {
+	m.minted, m.credsDue, m.credsRetry = now, false, false
 	for _, s := range m.succ[:min(len(m.succ), MaxSuccessors)] {
-		m.credentials(s, now)
+		if !m.credentials(s, now) {
+			m.credsRetry = true
+		}
 	}
 }
 
@@ -382,8 +422,13 @@ func (m *hostMigration) standbyConns() []*tickwire.Conn {
 const MaxSuccessors = 8
 
 // credentials mints a round of credentials for successor s and sends
-// them: the key to s, a token for s's address to every player.
-func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
+// them: the key to s, then a token for s's address to every player. A
+// token sealed with a key its successor never got is useless (the
+// successor denies it: unknown key), so when s's connection refuses the
+// key nobody gets a token of the round, and the players keep those of
+// the last (the successor keeps several keys). It reports false when a
+// connection refused a frame.
+func (m *hostMigration) credentials(s migrate.Member, now time.Time) bool {
 	players := make([]SuccessorPlayer, 0, len(m.conns()))
 	for _, c := range m.conns() {
 		if ps := c.Players(); len(ps) > 0 {
@@ -393,29 +438,38 @@ func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
 	sc, err := MintSuccessorCredentials(m.cfg.Game, s.Addr, players, m.cfg.TokenTTL, m.cfg.UserData, now)
 	if err != nil {
 		m.log.Warn("host migration: credentials", "game", m.cfg.Game, "err", err)
-		return
+		return true
 	}
 	m.stats.Credentials++
 	epoch := m.cfg.Epoch
+	kf := sc.KeyFrame(epoch, s.Slot)
+	if !m.sendCredential(m.connOf(s.Slot), &kf) {
+		return false
+	}
+	ok := true
 	for _, c := range m.conns() {
-		ps := c.Players()
-		if len(ps) == 0 {
-			continue
-		}
-		if ps[0] == s.Slot {
-			kf := sc.KeyFrame(epoch, s.Slot)
-			if b, err := kf.Append(m.buf[:0]); err == nil {
-				m.buf = b
-				c.SendFrame(b)
-			}
-		}
-		if tf, ok := sc.TokenFrame(epoch, s.Slot, ps[0]); ok {
-			if b, err := tf.Append(m.buf[:0]); err == nil {
-				m.buf = b
-				c.SendFrame(b)
+		if ps := c.Players(); len(ps) > 0 {
+			if tf, has := sc.TokenFrame(epoch, s.Slot, ps[0]); has && !m.sendCredential(c, &tf) {
+				ok = false
 			}
 		}
 	}
+	return ok
+}
+
+// sendCredential sends f to c, reporting false (and counting it) when
+// c refused it.
+func (m *hostMigration) sendCredential(c *tickwire.Conn, f *proto.SuccessorFrame) bool {
+	b, err := f.Append(m.buf[:0])
+	if err != nil || c == nil {
+		return true // cannot happen: the frames are bounded; s is a member
+	}
+	m.buf = b
+	if c.SendFrame(b) != nil {
+		m.stats.CredentialErrors++
+		return false
+	}
+	return true
 }
 
 // maxStreamBacklog and maxStreamBytes bound the messages a stream keeps

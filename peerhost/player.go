@@ -155,16 +155,21 @@ type Player struct {
 	standby  migrate.Standby
 	rec      sim.StepRecord
 	codecs   deltacomp.Codecs
-	keys     []tickwire.Key        // successor keys received, newest last (at most 2)
+	keys     []tickwire.Key        // successor keys received, newest last (at most keptKeys)
 	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
-	ackSent  uint32
-	srv      *tickwire.Server
-	host     *game.Host
-	mig      *hostMigration // host's hooks
-	stats    Stats
-	err      error
-	players  []uint16
-	clientID uint64
+	// hostAddrs are the host addresses of the candidates, by slot, as
+	// the rosters followed named them: a candidate a roster left out
+	// for a while (silent) is one again under the host this peer may
+	// promote to.
+	hostAddrs map[uint16]string
+	ackSent   uint32
+	srv       *tickwire.Server
+	host      *game.Host
+	mig       *hostMigration // host's hooks
+	stats     Stats
+	err       error
+	players   []uint16
+	clientID  uint64
 
 	// The peer message stream (stream.go): this player's own —
 	// messages sent and not yet confirmed, the newest number received and
@@ -217,7 +222,7 @@ func NewPlayer(cfg Config) (*Player, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
+	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, hostAddrs: map[uint16]string{}, streams: map[uint16]*playerStream{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	p.follower.Monitor.Timeout = cfg.Timeout
 	p.follower.PromoteTimeout = cfg.PromoteTimeout
@@ -676,9 +681,9 @@ func (p *Player) promote(act migrate.Action) {
 	old := p.follower.Following()
 	lost := old.Host
 	candidates := map[uint16]string{}
-	for _, m := range old.Members {
-		if m.Candidate && m.Slot != lost {
-			candidates[m.Slot] = m.Addr
+	for slot, addr := range p.hostAddrs {
+		if slot != lost {
+			candidates[slot] = addr
 		}
 	}
 	keys := append([]tickwire.Key(nil), p.keys...)
@@ -926,11 +931,23 @@ func (p *Player) roster(c *tickwire.Client, b []byte) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.provisional(c) {
-		p.follower.Roster(&r)
+	if !p.provisional(c) && p.follower.Roster(&r) {
+		for _, m := range r.Members {
+			if m.Candidate {
+				p.hostAddrs[m.Slot] = m.Addr
+			}
+		}
 	}
 	return nil
 }
+
+// keptKeys is how many successor keys a candidate keeps, the newest:
+// its server opens tokens sealed with any of them. A player's newest
+// token may be of an earlier round than its successor's newest key (the
+// rounds reach each player on its own reliable channel, and a round
+// whose key a queue refused hands out no token), by a few rounds at
+// CredentialSpacing during a burst of joins.
+const keptKeys = 4
 
 // successor keeps a successor key or token from the host of session c.
 func (p *Player) successor(c *tickwire.Client, b []byte) error {
@@ -956,8 +973,8 @@ func (p *Player) successor(c *tickwire.Client, b []byte) error {
 			return err
 		}
 		p.keys = append(p.keys, k)
-		if len(p.keys) > 2 {
-			p.keys = p.keys[len(p.keys)-2:]
+		if len(p.keys) > keptKeys {
+			p.keys = p.keys[len(p.keys)-keptKeys:]
 		}
 		p.stats.Keys++
 	default:

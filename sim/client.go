@@ -507,6 +507,18 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 	return late
 }
 
+// Acked is the newest input of player the server acknowledged
+// (InputAck; before any ack, the tick before the first input sampled);
+// ok is false for a player this client does not play. After Resume it
+// is at most the new server's tick.
+func (c *Client) Acked(player uint16) (tick uint32, ok bool) {
+	p := c.playerIndex(player)
+	if p < 0 {
+		return 0, false
+	}
+	return c.acked[p], true
+}
+
 // Authoritative takes the newest confirmed state: the server's snapshot
 // for tick (for a client of an interest-managed server, the replica's
 // state after applying the update for tick). States older than one
