@@ -567,6 +567,9 @@ func (p *Player) sessionEnded(c *tickwire.Client) bool {
 		p.hostEnded = c // its rejoin credential, if it timed out
 	}
 	p.follower.HostGone(now)
+	// A successor that accepted us and ended the session before it
+	// announced itself is struck off.
+	p.follower.Unanswered(now)
 	p.mu.Unlock()
 	return false
 }
@@ -655,6 +658,11 @@ func (p *Player) follow(act migrate.Action) {
 		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
 		return
 	}
+	// Its announcement comes on c, however late: it is not struck off
+	// meanwhile (a first connect waits as long for its accept).
+	p.mu.Lock()
+	p.follower.Answered(act.Member.Slot, act.Epoch)
+	p.mu.Unlock()
 	p.resend(c)
 	p.event(Event{Kind: EventFollowing, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: act.Member.Slot})
 }
