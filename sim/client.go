@@ -272,8 +272,7 @@ func (c *Client) Resume(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.hasHist = false
 	c.render.cur, c.render.prev = c.render.cur[:0], c.render.prev[:0]
 	c.lastFrame = now
-	c.interp.reset(c.period)
-	c.interp.packet(now, serverTick)
+	c.interp.resumeAt(serverTick)
 	c.stats.Resumes++
 }
 
