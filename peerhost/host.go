@@ -55,6 +55,9 @@ type HostConfig struct {
 	// a player other than the host's own comes back to a game it adopted.
 	streams  map[uint16]*playerStream
 	followed func()
+	// cold: the game was adopted without a warm standby, and streams
+	// holds no copies: the players' numbering is learnt as they return
+	cold bool
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
@@ -511,6 +514,9 @@ func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error
 	st.outSeq++
 	msg := streamMsg{seq: st.outSeq, channel: channel, data: slices.Clone(data), release: m.tick() + 1}
 	st.out = append(st.out, msg)
+	if st.outUnknown {
+		return nil // numbered, copied and sent once the player's ack came
+	}
 	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Copy: true, Seq: msg.seq, Channel: channel, Data: data})
 	m.toStandby(m.buf)
 	m.release()
@@ -567,7 +573,7 @@ func (m *hostMigration) release() {
 	}
 	for _, c := range m.conns() {
 		player, st := m.streamOf(c)
-		if st == nil {
+		if st == nil || st.outUnknown {
 			continue
 		}
 		for i := range st.out {
@@ -586,8 +592,18 @@ func (m *hostMigration) release() {
 }
 
 // resumed sends a player back from a migration its stream: every
-// message it has not acknowledged, and how far its own ran.
-func (m *hostMigration) resumed(c *tickwire.Conn) { m.resendStream(c, true) }
+// message it has not acknowledged, and how far its own ran. A host
+// that took over cold learns the stream's numbering from the player
+// (playerStream.inUnknown, outUnknown).
+func (m *hostMigration) resumed(c *tickwire.Conn) {
+	if ps := c.Players(); m.cfg.cold && len(ps) > 0 && m.streams[ps[0]] == nil {
+		st := newPlayerStream()
+		st.inUnknown, st.outUnknown = true, true
+		m.streams[ps[0]] = st
+		return
+	}
+	m.resendStream(c, true)
+}
 
 // rejoined sends a player back in its slots on a new session what the
 // reliable channel of its old one may have lost: the messages released
@@ -625,6 +641,11 @@ func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame)
 		return nil
 	}
 	st := m.stream(f.Player)
+	if st.inUnknown {
+		// Taken over cold: the player's oldest unconfirmed message
+		// comes first (it may have run on the old host: nobody knows).
+		st.inNext, st.durable, st.acked, st.inUnknown = f.Seq, f.Seq-1, f.Seq-1, false
+	}
 	switch d := int32(f.Seq - st.inNext); {
 	case d < 0:
 		m.stats.Stream.Duplicates++
@@ -661,7 +682,12 @@ func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) err
 		if a.Kind != proto.PeerAckToPlayer || len(c.Players()) == 0 || a.Player != c.Players()[0] {
 			return errForeignPlayer
 		}
-		if st := m.streams[a.Player]; st != nil && int32(a.Through-st.outSeq) <= 0 {
+		if st := m.streams[a.Player]; st != nil && st.outUnknown {
+			// Taken over cold: the player received through a.Through.
+			st.based(a.Through)
+			m.copyStream(a.Player, st)
+			m.release()
+		} else if st != nil && int32(a.Through-st.outSeq) <= 0 {
 			st.received(a.Through)
 			m.buf = appendPeerAck(m.buf[:0], a.Player, proto.PeerAckStandbyReceived, a.Through)
 			m.toStandby(m.buf)

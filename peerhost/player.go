@@ -124,6 +124,9 @@ type Stats struct {
 	HandOvers    uint64
 	HandOverTick uint32
 	PromotedAt   uint32
+	// ColdPromotions counts promotions without a warm standby: from
+	// this player's own confirmed state (docs/MIGRATION.md).
+	ColdPromotions uint64
 	// Stream counts this player's peer message stream (Send and the
 	// host's messages).
 	Stream      StreamStats
@@ -162,6 +165,7 @@ type Player struct {
 	// for a while (silent) is one again under the host this peer may
 	// promote to.
 	hostAddrs map[uint16]string
+	tickRate  int // the host's, for an engine of this peer's own
 	ackSent   uint32
 	srv       *tickwire.Server
 	host      *game.Host
@@ -180,6 +184,7 @@ type Player struct {
 	outBytes   int
 	inRecv     uint32
 	ackedRecv  uint32
+	ackDue     bool // a new host must hear how far this player got, even if nowhere
 	ackPackets int
 	streams    map[uint16]*playerStream
 	stream     StreamStats
@@ -434,7 +439,7 @@ func (p *Player) resend(c *tickwire.Client) {
 	p.mu.Lock()
 	out := slices.Clone(p.out) // the data is never modified
 	self := p.players[0]
-	p.ackedRecv = 0 // tell the new host how far we got
+	p.ackedRecv, p.ackDue, p.ackPackets = 0, true, 10 // tell the new host how far we got
 	p.mu.Unlock()
 	var b []byte
 	resent := uint64(0)
@@ -706,7 +711,35 @@ func (p *Player) promote(act migrate.Action) {
 		streams[pl] = st.clone()
 	}
 	clear(p.streams)
+	// The players the election passed over are gone: the game does not
+	// hold its tick for them.
+	gone := []uint16{lost}
+	for _, m := range old.Succession(nil) {
+		if m.Slot == p.players[0] {
+			break
+		}
+		gone = append(gone, m.Slot)
+	}
+	members := make([]uint16, 0, len(old.Members))
+	for _, m := range old.Members {
+		members = append(members, m.Slot)
+	}
+	tickRate := p.tickRate
 	p.mu.Unlock()
+	cold := false
+	if errors.Is(err, migrate.ErrNotLoaded) && p.cfg.HostConn != nil && len(keys) > 0 {
+		// Not warm (every warm standby is gone): host from this
+		// player's own confirmed state (docs/MIGRATION.md says what
+		// that loses).
+		if eng, at, err = p.coldEngine(now, members, tickRate); err == nil {
+			cold = true
+			p.mu.Lock()
+			p.stats.PromotedAt = at
+			p.stats.ColdPromotions++
+			p.mu.Unlock()
+			p.log.Warn("promoted without a warm standby: from its player's confirmed state", "epoch", act.Epoch, "tick", at)
+		}
+	}
 	p.leaveSession()
 	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
 		p.log.Warn("elected but cannot host", "epoch", act.Epoch, "err", err, "keys", len(keys))
@@ -715,7 +748,7 @@ func (p *Player) promote(act migrate.Action) {
 	key := keys[len(keys)-1]
 	var srv *tickwire.Server
 	host, err := p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams,
+		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams, cold: cold,
 		followed: func() { p.hold(srv, nil) }})
 	if err == nil {
 		p.mu.Lock()
@@ -723,7 +756,7 @@ func (p *Player) promote(act migrate.Action) {
 		p.mu.Unlock()
 		srv.Do(func() {
 			err = host.Adopt(p.game, eng, game.Migration{Epoch: uint32(act.Epoch), Host: p.players[0], Addr: p.cfg.HostAddr,
-				Grace: 2 * p.timeout(), Gone: []uint16{lost}})
+				Grace: 2 * p.timeout(), Gone: gone})
 		})
 	}
 	if err != nil {
@@ -772,6 +805,47 @@ func (p *Player) promote(act migrate.Action) {
 	p.ownDialled(pr, c)
 }
 
+// coldEngine is the engine of a game this peer takes over without a
+// warm standby: the world of its own player's confirmed state (the
+// newest state the host sent it), with members as its players, running
+// from that state's tick at now. It has none of what only a standby
+// holds: the host's steps after that tick, the inputs it held for later
+// ticks, the message streams' copies, the lag-compensation history.
+func (p *Player) coldEngine(now time.Time, members []uint16, tickRate int) (*sim.Server, uint32, error) {
+	if p.cfg.Factory == nil || tickRate == 0 {
+		return nil, 0, migrate.ErrNotLoaded
+	}
+	world, err := p.cfg.Factory(p.game)
+	if err != nil {
+		return nil, 0, err
+	}
+	st := sim.ServerState{Players: slices.Sorted(slices.Values(members))}
+	err = migrate.ErrNotLoaded
+	p.cfg.Game.State(func(s *deltacomp.Snapshot) {
+		if s.Tick == 0 || len(s.IDs) == 0 {
+			return
+		}
+		st.Tick, err = s.Tick, world.ReadSnapshot(s)
+		for _, id := range s.IDs {
+			if id.Spawner() == 0 {
+				// The server's spawn counter: past every id it spawned.
+				st.ServerSpawn = max(st.ServerSpawn, id.Index())
+			}
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg := p.cfg.Host.Sim
+	cfg.TickRate = tickRate
+	eng, err := sim.RestoreServer(world, cfg, st)
+	if err != nil {
+		return nil, 0, err
+	}
+	eng.Resume(now)
+	return eng, st.Tick, nil
+}
+
 // event reports e to OnEvent.
 func (p *Player) event(e Event) {
 	if e.Time.IsZero() {
@@ -818,6 +892,9 @@ func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 		p.mu.Unlock()
 		return nil, err
 	}
+	p.mu.Lock()
+	p.tickRate = c.TickRate()
+	p.mu.Unlock()
 	return &peerFrames{p: p, c: c, inner: fh, tickRate: c.TickRate()}, nil
 }
 
@@ -865,7 +942,11 @@ func (f *peerFrames) AppendFrames(b []byte, room int, pi *tickwire.PacketInfo) [
 	// This player's stream ack: when it moved, and now and then while
 	// anything was received (it is cumulative; a lost one is repeated).
 	p.ackPackets++
-	if p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30) && len(p.players) > 0 {
+	// After a migration it goes out every 10 packets until the new host's
+	// first message, even having received nothing: a host that took over
+	// cold numbers its messages from it.
+	resumedAck := p.ackDue && (p.ackPackets >= 10 || p.ackedRecv != p.inRecv)
+	if (resumedAck || p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30)) && len(p.players) > 0 {
 		if nb := appendPeerAck(b, p.players[0], proto.PeerAckToPlayer, p.inRecv); len(nb)-start <= room {
 			b, p.ackedRecv, p.ackPackets = nb, p.inRecv, 0
 		}
@@ -1058,6 +1139,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 		p.mu.Unlock()
 		return errForeignPlayer
 	}
+	p.ackDue = false // the host numbers its messages
 	switch d := int32(f.Seq - p.inRecv - 1); {
 	case d < 0:
 		p.stream.Duplicates++
