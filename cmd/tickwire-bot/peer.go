@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -134,7 +135,7 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		peer.Close()
 		return nil, fmt.Errorf("joining the game: %w", err)
 	}
-	fmt.Fprintf(stderr, "tickwire-bot: playing\n")
+	fmt.Fprintf(stderr, "tickwire-bot: playing goroutines=%d\n", runtime.NumGoroutine())
 	return b.play(ctx, o, stderr)
 }
 
@@ -242,13 +243,14 @@ loop:
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	goroutines := runtime.NumGoroutine()
 	b.peer.Close()
 	sum := &botproto.Summary{Clients: 1, Connected: 1}
 	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, nil)
 	b.evMu.Lock()
 	sum.Peer = &botproto.PeerSummary{Slot: uint16(b.id), Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
 		Hosting: st.Hosting, SteppedDown: st.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
-		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events}
+		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events, Goroutines: goroutines}
 	b.evMu.Unlock()
 	if st.Hosting {
 		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing

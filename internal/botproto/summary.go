@@ -160,9 +160,12 @@ type PeerSummary struct {
 	StandbyBytes  uint64 `json:"standby_bytes"`
 	// ResumedMissing: as a promoted host, the inputs of the players back
 	// from the migration its engine ran without (tickwire.GameHostStats).
-	ResumedMissing uint64      `json:"resumed_missing"`
-	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
-	Events         []PeerEvent `json:"events"`
+	ResumedMissing uint64 `json:"resumed_missing"`
+	Ended          string `json:"ended,omitempty"` // why the peer ended before the run did
+	// Goroutines is how many goroutines the process ran at the end of
+	// its play (its "playing" line says how many at the start).
+	Goroutines int         `json:"goroutines"`
+	Events     []PeerEvent `json:"events"`
 }
 
 // PeerEvent is one tickwire.PeerEvent with its wall-clock time.
