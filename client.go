@@ -78,8 +78,10 @@ type Dialer struct {
 	// Client.Receive.
 	Handler ClientHandler
 	// Conn, if set, is the socket to use (an impaired or in-memory one in
-	// tests); it is closed with the client. Its address family must reach
-	// the server addresses.
+	// tests, or one whose NAT mapping was learned and punched: package
+	// rendezvous); it is closed with the client, or when the Dial fails.
+	// Every server address is tried on it in turn. Its address family
+	// must reach the server addresses.
 	Conn udp.BatchConn
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -202,6 +204,9 @@ func (d *Dialer) Dial(ctx context.Context, token *ConnectToken) (*Client, error)
 	if resolve == nil {
 		resolve = resolveUDP
 	}
+	if d.Conn != nil && d.Group == nil {
+		return d.dialOn(ctx, cfg, token, resolve)
+	}
 	for _, a := range token.ServerAddrs {
 		addr, err := resolve(ctx, a)
 		if err != nil {
@@ -213,9 +218,47 @@ func (d *Dialer) Dial(ctx context.Context, token *ConnectToken) (*Client, error)
 			return c, nil
 		}
 		errs = append(errs, err)
-		if ctx.Err() != nil || d.Conn != nil {
+		if ctx.Err() != nil {
 			break
 		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+// dialOn runs the handshake with each of the token's server addresses
+// in turn on the caller's socket (Dialer.Conn), one reader for all the
+// attempts, and closes the socket if none accepts.
+func (d *Dialer) dialOn(ctx context.Context, cfg Config, token *ConnectToken, resolve func(context.Context, string) (netip.AddrPort, error)) (*Client, error) {
+	var c *Client
+	var errs []error
+	for _, a := range token.ServerAddrs {
+		addr, err := resolve(ctx, a)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if c == nil {
+			if c, err = d.newClient(cfg, token, d.Conn, addr); err != nil {
+				return nil, err
+			}
+			c.in = udp.NewReadLoop(c.conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: c.now})
+			go c.in.Run()
+		}
+		c.server = addr
+		c.peer = peerOutput{q: &c.out, addr: addr}
+		err = c.handshakeWith(ctx, token)
+		if err == nil {
+			go c.loop()
+			return c, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil || c.sess != nil || errors.Is(err, net.ErrClosed) {
+			break
+		}
+	}
+	d.Conn.Close()
+	if c != nil {
+		c.in.Drain()
 	}
 	return nil, errors.Join(errs...)
 }
@@ -258,6 +301,26 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		}
 		conn = uc
 	}
+	c, err := d.newClient(cfg, token, conn, addr)
+	if err != nil {
+		return nil, err
+	}
+	if d.Group != nil {
+		return d.Group.dial(ctx, c)
+	}
+	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: c.now})
+	go c.in.Run()
+	if err := c.handshakeWith(ctx, token); err != nil {
+		conn.Close()
+		c.in.Drain()
+		return nil, err
+	}
+	go c.loop()
+	return c, nil
+}
+
+// newClient makes the client of a Dial of token to addr on conn.
+func (d *Dialer) newClient(cfg Config, token *ConnectToken, conn udp.BatchConn, addr netip.AddrPort) (*Client, error) {
 	now := d.Now
 	if now == nil {
 		now = time.Now
@@ -288,17 +351,6 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 		}
 		c.rejoinPolicy = &p
 	}
-	if d.Group != nil {
-		return d.Group.dial(ctx, c)
-	}
-	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: now})
-	go c.in.Run()
-	if err := c.handshakeWith(ctx, token); err != nil {
-		conn.Close()
-		c.in.Drain()
-		return nil, err
-	}
-	go c.loop()
 	return c, nil
 }
 

@@ -381,24 +381,8 @@ func TestShuttingDownDenialNoAmplification(t *testing.T) {
 func TestSpoofedAddressChangeBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}})
-		spc, err := n.Listen("10.0.0.1:7777")
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := testKey(t)
-		srv, err := NewServer(key, Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Handle(streamHandler{})
-		served := make(chan error, 1)
-		go func() { served <- srv.Serve(udp.FromPacketConn(spc)) }()
-		defer func() {
-			srv.Close()
-			if err := <-served; err != nil {
-				t.Error(err)
-			}
-		}()
+		srv, key := serveStreams(t, n, "10.0.0.1:7777")
+		defer srv.Close()
 		cpc, err := n.Listen("10.0.1.1:5000")
 		if err != nil {
 			t.Fatal(err)
@@ -532,4 +516,76 @@ func TestReplayedResponseCreatesNothing(t *testing.T) {
 		t.Fatalf("after the replay: %+v", st)
 	}
 	wantDenied(t, dialErr(t, tok), proto.DenyTokenUsed)
+}
+
+// TestDialConnTriesEachAddress dials, on the caller's socket
+// (Dialer.Conn), a token whose first address is silent: the attempt
+// there ends at the client's HandshakeTimeout and the second address
+// accepts on the same socket, so the mapping a NAT made for it stays
+// the one the session uses. With every address silent, the Dial fails
+// and closes the socket.
+func TestDialConnTriesEachAddress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 10 * time.Millisecond}})
+		srv, key := serveStreams(t, n, "10.0.0.1:7777")
+		defer srv.Close()
+		cpc, err := n.Listen("10.0.1.1:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := MintToken(key, TokenParams{GameID: 1, ClientID: 1, Players: []uint16{1},
+			ServerAddrs: []string{"10.0.9.9:7777", "10.0.0.1:7777"}}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		d := Dialer{Conn: udp.FromPacketConn(cpc), Config: Config{HandshakeTimeout: time.Second}}
+		c, err := d.Dial(context.Background(), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		if c.Server() != netip.MustParseAddrPort("10.0.0.1:7777") || took < time.Second || took > 1100*time.Millisecond {
+			t.Errorf("connected to %v after %v; want 10.0.0.1:7777 after the first address's 1 s", c.Server(), took)
+		}
+		c.Close()
+
+		silent, err := n.Listen("10.0.1.2:5000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.ServerAddrs = []string{"10.0.9.9:7777", "10.0.9.8:7777"}
+		d = Dialer{Conn: udp.FromPacketConn(silent), Config: Config{HandshakeTimeout: time.Second}}
+		if _, err := d.Dial(context.Background(), tok); !errors.Is(err, ErrHandshakeTimeout) {
+			t.Errorf("dial of two silent addresses: %v", err)
+		}
+		if _, err := silent.WriteTo([]byte{1}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort("10.0.0.1:7777"))); err == nil {
+			t.Error("the failed dial left the socket open")
+		}
+	})
+}
+
+// serveStreams serves streamHandler on addr of n until the test ends
+// (or the caller closes it), and returns the server with its key.
+func serveStreams(t *testing.T, n *udptest.Network, addr string) (*Server, Key) {
+	t.Helper()
+	spc, err := n.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t)
+	srv, err := NewServer(key, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Handle(streamHandler{})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(udp.FromPacketConn(spc)) }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	})
+	return srv, key
 }

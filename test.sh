@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every tickwire test on a Debian/Ubuntu machine with Go installed:
-# installs the tools the tests drive (tshark, chromium, tc) with apt-get when
+# installs the tools the tests drive (tshark, chromium, tc, nft) with apt-get when
 # they are missing and Zig from its npm package, then runs gofmt, go vet,
 # staticcheck, go test, the race detector over the packages under the server
 # and a short run of every fuzz target.
@@ -17,7 +17,8 @@ STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 step() { printf '\n== %s\n' "$*"; }
 
 # Tools the tests drive. Package name for apt-get : command to look for.
-tools=(tshark:tshark chromium:chromium iproute2:tc)
+# nftables builds the NATs of the NAT traversal tests (internal/natlab).
+tools=(tshark:tshark chromium:chromium iproute2:tc nftables:nft)
 missing=()
 for t in "${tools[@]}"; do
 	command -v "${t#*:}" >/dev/null 2>&1 || missing+=("${t%%:*}")
@@ -65,7 +66,7 @@ go test -count=1 -timeout 30m ./cmd/e2e
 # under it: go test -race . ./cmd/e2e by hand.
 step "go test -race (packages under the server)"
 if [ "$(go env CGO_ENABLED)" = 1 ] && command -v "$(go env CC)" >/dev/null; then
-	go test -race -count=1 ./deltacomp ./interest ./internal/... ./reliability ./sim ./udp/... ./proto ./migrate ./replay ./webgate ./lobby ./fleet/...
+	go test -race -count=1 ./deltacomp ./interest ./internal/... ./reliability ./sim ./udp/... ./proto ./migrate ./replay ./webgate ./lobby ./relay ./fleet/...
 else
 	echo "(skipped: -race needs cgo and a C compiler)"
 fi

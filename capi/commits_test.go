@@ -173,6 +173,7 @@ func TestCommitsRelay(t *testing.T) {
 	issued := 0
 	var value uint64 = 1000
 	start, n := a.tick, 0
+	var last uint32 // the latest tick a command was scheduled for
 	run(func() bool {
 		if n++; n%4 != 0 {
 			return false
@@ -181,14 +182,17 @@ func TestCommitsRelay(t *testing.T) {
 			value++
 			var cmd [8]byte
 			binary.LittleEndian.PutUint64(cmd[:], value)
-			if _, r := g.k.issue(cmd[:]); r == resOK {
+			if at, r := g.k.issue(cmd[:]); r == resOK {
 				issued++
+				last = max(last, at)
 			}
 		}
 		return a.tick > start+200 // past the relay's genesis (half its 4 s buffer): a joiner needs a state
 	})
 	c := join(3)
-	run(func() bool { return c.loaded > 0 && len(c.sums) > 40 })
+	run(func() bool {
+		return c.loaded > 0 && len(c.sums) > 40 && a.k.cc.Stats().Committed > last && b.k.cc.Stats().Committed > last
+	})
 	if c.loadLen == 0 || a.asked+b.asked == 0 {
 		t.Fatalf("the joiner loaded %d bytes; states asked of the others: %d", c.loadLen, a.asked+b.asked)
 	}
@@ -208,10 +212,17 @@ func TestCommitsRelay(t *testing.T) {
 			t.Fatalf("command %d ran at tick %d and %d", v, at, b.ran[v])
 		}
 	}
-	if len(a.ran) < issued*3/4 || checked < 10 {
-		t.Fatalf("%d commands issued, %d ran; %d checksums compared", issued, len(a.ran), checked)
+	// Every command's tick is committed by now. A client the relay took
+	// out of the commit for being slow (a starved process on a busy
+	// machine) loses the commands it had not yet had committed: most
+	// issued commands run only when neither was.
+	as, bs := a.k.cc.Stats(), b.k.cc.Stats()
+	kicks := as.Kicks + bs.Kicks + as.Rejoins + bs.Rejoins
+	if checked < 10 || len(a.ran) == 0 || kicks == 0 && len(a.ran) < issued*3/4 {
+		t.Fatalf("%d commands issued, %d ran; %d checksums compared; %d kicks and rejoins", issued, len(a.ran), checked, kicks)
 	}
 	st := a.k.stats()
+	t.Logf("%d kicks and rejoins of the two players", kicks)
 	t.Logf("%d commands issued, %d ran; the joiner loaded %d bytes at tick %d; %d checksums compared; a: %d sums sent, %d states uploaded",
 		issued, len(a.ran), c.loadLen, c.k.cc.Stats().Committed, checked, st.SumsSent, st.StatesUploaded+b.k.stats().StatesUploaded)
 }

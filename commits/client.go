@@ -13,6 +13,7 @@ import (
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/rendezvous"
 	"github.com/tickwire/tickwire/replay"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
@@ -652,8 +653,13 @@ func (cc *Client) startMesh() {
 }
 
 // sayHello tells the server where our mesh listens: the server checks
-// that address (meshcheck.go) before it introduces it.
+// that address (meshcheck.go) before it introduces it. A punch from the
+// mesh socket to the server goes first: behind a NAT that keeps the
+// socket's port for every destination (full cone, port-restricted), it
+// opens the way for the check; behind one that does not (symmetric),
+// the check fails and the server's path serves this client alone.
 func (cc *Client) sayHello(now time.Time) {
+	cc.mesh.openToward(cc.c.Server(), meshOpener)
 	hello := proto.MeshIntroFrame{Op: proto.MeshHello, Port: cc.mesh.conn.LocalAddr().Port()}
 	var err error
 	cc.frame, err = hello.Append(cc.frame[:0])
@@ -662,6 +668,10 @@ func (cc *Client) sayHello(now time.Time) {
 		cc.helloAt = now
 	}
 }
+
+// meshOpener is what the mesh socket sends the server before a hello:
+// a rendezvous punch, which the server drops.
+var meshOpener = rendezvous.AppendPunch(nil)
 
 // helloAgain says hello again when the server's check of our address
 // did not reach us in time (its challenges lost), as often as the

@@ -39,6 +39,9 @@ const (
 type MeshStats struct {
 	Links     int // introduced
 	Reachable int // answering now
+	// Reached counts the peers that answered at least once: the
+	// shortcuts that opened (through NATs, too).
+	Reached int
 	// ShortcutsSent counts command copies sent to peers, ShortcutsReceived
 	// those received, ShortcutsUseful those that arrived before the
 	// server's copy, ShortcutsLate those that arrived after the tick was
@@ -71,6 +74,7 @@ type meshPeer struct {
 	moving    moveCheck
 	since     time.Time
 	reachable bool
+	reached   bool // answered at least once (MeshStats.Reached)
 	lastRecv  time.Time
 	probe     [proto.PathDataSize]byte
 	probeAt   time.Time
@@ -216,6 +220,16 @@ func (m *clientMesh) remove(peer uint32) {
 func (m *clientMesh) sendLocked(p *meshPeer, tick uint32, payload []byte) {
 	m.out = p.link.Append(m.out[:0], tick, payload)
 	m.send[0] = udp.Message{Buf: m.out, Addr: p.addr}
+	m.conn.WriteBatch(m.send[:])
+}
+
+// openToward sends b from the mesh socket to addr: a datagram toward
+// the server opens the socket's NAT toward it, so that the server's
+// check of the mesh's address comes through (docs/NAT.md).
+func (m *clientMesh) openToward(addr netip.AddrPort, b []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.send[0] = udp.Message{Buf: b, Addr: addr}
 	m.conn.WriteBatch(m.send[:])
 }
 
@@ -390,6 +404,10 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 					p.rtt += (sample - p.rtt) / 8
 				}
 				p.reachable = true
+				if !p.reached {
+					p.reached = true
+					m.stats.Reached++
+				}
 				p.probeAt = at // answered: the next probe waits its turn
 			}
 		case proto.FrameCommand:

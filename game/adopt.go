@@ -49,7 +49,7 @@ func (h *Host) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 	g := &hostedGame{
 		id:       gameID,
 		eng:      eng,
-		ring:     deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring}),
+		ring:     deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring, Predictor: eng.World().Schema().Predictor}),
 		world:    interest.NewWorld(h.cfg.Interest),
 		awaited:  map[uint16]bool{},
 		awaitEnd: h.srv.Now().Add(m.Grace),

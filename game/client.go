@@ -161,7 +161,7 @@ func NewClient(game Game, input InputFunc, cfg sim.ClientConfig) (*Client, error
 	if _, err := sim.NewClient(game, trial); err != nil {
 		return nil, err
 	}
-	r, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: game.Schema().RecordSize})
+	r, err := deltacomp.NewReplica(deltacomp.ReplicaConfig{RecordSize: game.Schema().RecordSize, Predictor: game.Schema().Predictor})
 	if err != nil {
 		return nil, err
 	}

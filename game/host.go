@@ -387,7 +387,7 @@ func (h *Host) game(id uint64, now time.Time) (*hostedGame, error) {
 	g := &hostedGame{
 		id:    id,
 		eng:   eng,
-		ring:  deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring}),
+		ring:  deltacomp.NewRing(deltacomp.RingConfig{Size: h.cfg.Ring, Predictor: world.Schema().Predictor}),
 		world: interest.NewWorld(h.cfg.Interest),
 	}
 	h.games[id] = g

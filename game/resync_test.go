@@ -50,6 +50,17 @@ type gameRig struct {
 	inputInterval int
 	// npcs, if set, is how many NPCs the arena holds (default 8).
 	npcs int
+	// arena, if set, makes the arena's games (the server's with npcs
+	// NPCs, the clients' with none) instead of arena.NewGame.
+	arena func(npcs int) Game
+}
+
+// newArena is the rig's arena with npcs NPCs.
+func (r *gameRig) newArena(npcs int) Game {
+	if r.arena != nil {
+		return r.arena(npcs)
+	}
+	return arena.NewGame(npcs)
 }
 
 type stateCopy = testrig.State
@@ -80,9 +91,9 @@ func newGameRigLink(t *testing.T, cfg Config, latency time.Duration, wrap func(p
 			return nil, r.factoryErr
 		}
 		if r.npcs > 0 {
-			return arena.NewGame(r.npcs), nil
+			return r.newArena(r.npcs), nil
 		}
-		return arena.NewGame(8), nil
+		return r.newArena(8), nil
 	}
 	if r.host, err = NewHost(r.srv, factory, cfg); err != nil {
 		t.Fatal(err)
@@ -110,7 +121,7 @@ func (r *gameRig) dial(clientID uint64, slot uint16, filter func(proto.FrameType
 	if r.inputs != nil {
 		inputs = r.inputs
 	}
-	gc, err := NewClient(arena.NewGame(0), inputs(clientID), sim.ClientConfig{})
+	gc, err := NewClient(r.newArena(0), inputs(clientID), sim.ClientConfig{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

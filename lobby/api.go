@@ -96,7 +96,11 @@ func (l *Lobby) apiRoom(w http.ResponseWriter, r *http.Request) {
 
 // seatReply answers a create or join; l.mu is held.
 func (l *Lobby) seatReply(w http.ResponseWriter, status int, s *seat) {
-	l.writeJSON(w, status, SeatInfo{Seat: s.id, Player: s.name, Room: l.roomInfo(s.room)})
+	si := SeatInfo{Seat: s.id, Player: s.name, Room: l.roomInfo(s.room)}
+	if s.ticket != nil {
+		si.Rendezvous = &RendezvousInfo{Addr: completeAddrs([]string{l.cfg.Rendezvous}, s.reqHost)[0], Ticket: s.ticket[:]}
+	}
+	l.writeJSON(w, status, si)
 }
 
 func (l *Lobby) apiCreate(w http.ResponseWriter, r *http.Request) {

@@ -213,19 +213,7 @@ func TestPeerHosted(t *testing.T) {
 func TestPeerHostedCandidates(t *testing.T) {
 	_, srv := newTestLobby(t, Config{})
 	ctx := testCtx(t)
-	c := &Client{BaseURL: srv.URL}
-	bob, err := c.Create(ctx, "demo", CreateRequest{Name: "three", Player: "Bob", MaxPlayers: 3, Hosting: PeerHosted, HostPort: 40000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	alice, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Alice", HostPort: 40001})
-	if err != nil {
-		t.Fatal(err)
-	}
-	carol, err := c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Carol"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bob, alice, carol := threeSeats(t, srv.URL)
 	for _, s := range []*Seat{bob, alice, carol} {
 		if err := s.Ready(ctx); err != nil {
 			t.Fatal(err)
@@ -244,6 +232,26 @@ func TestPeerHostedCandidates(t *testing.T) {
 	if !ca.Players[0].Host || ca.Players[1].Host {
 		t.Fatalf("players %+v", ca.Players)
 	}
+}
+
+// threeSeats seats Bob (who creates a peer-hosted room for three and
+// offers UDP port 40000), Alice (port 40001) and Carol (no port) in the
+// lobby at base.
+func threeSeats(t *testing.T, base string) (bob, alice, carol *Seat) {
+	t.Helper()
+	ctx := testCtx(t)
+	c := &Client{BaseURL: base}
+	bob, err := c.Create(ctx, "demo", CreateRequest{Name: "three", Player: "Bob", MaxPlayers: 3, Hosting: PeerHosted, HostPort: 40000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alice, err = c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Alice", HostPort: 40001}); err != nil {
+		t.Fatal(err)
+	}
+	if carol, err = c.Join(ctx, bob.Room.ID, JoinRequest{Player: "Carol"}); err != nil {
+		t.Fatal(err)
+	}
+	return bob, alice, carol
 }
 
 // apiCall posts body to path and returns the status and error code.

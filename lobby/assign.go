@@ -62,7 +62,7 @@ func (l *Lobby) maybeAssign(r *room) {
 	case r.hosting == PeerHosted:
 		var host *seat
 		for _, s := range r.players {
-			if s.hostPort != 0 && s.remote.IsValid() {
+			if s.hostPort != 0 && hostAddrOf(s).IsValid() {
 				host = s
 				break
 			}
@@ -77,12 +77,16 @@ func (l *Lobby) maybeAssign(r *room) {
 			l.roomNotice(r, errorf(CodeAssignFailed, "cannot make a game key: %v", err))
 			return
 		}
-		hostAddr := netip.AddrPortFrom(host.remote, host.hostPort).String()
+		hostAddr := hostAddrOf(host).String()
 		p = placement{key: key, host: host, keyText: key.String(), addrsOf: func(s *seat) []string {
-			if s != host || host.remote.IsLoopback() {
+			if s != host {
+				return candidates(host, s, hostSocket, tickwire.MaxTokenAddrs)
+			}
+			own := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), host.hostPort).String()
+			if own == hostAddr {
 				return []string{hostAddr}
 			}
-			return []string{netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), host.hostPort).String(), hostAddr}
+			return []string{own, hostAddr}
 		}}
 	}
 	l.assign(r, randomID(), p)
@@ -134,8 +138,32 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 	players := make([]AssignedPlayer, len(r.players))
 	for i, s := range r.players {
 		players[i] = AssignedPlayer{Name: s.name, Slot: uint16(i + 1), ClientID: randomID(), Host: s == host}
-		if r.hosting == PeerHosted && s.hostPort != 0 && s.remote.IsValid() {
-			players[i].HostAddr = netip.AddrPortFrom(s.remote, s.hostPort).String()
+		if a := hostAddrOf(s); r.hosting == PeerHosted && s.hostPort != 0 && a.IsValid() {
+			players[i].HostAddr = a.String()
+		}
+	}
+	// The host's view of the players: where each one's client socket is
+	// reached, and the host's side of each one's relay allocation.
+	hostView := players
+	var relays []*RelayGrant
+	if host != nil {
+		hostView = slices.Clone(players)
+		relays = make([]*RelayGrant, len(r.players))
+		for i, s := range r.players {
+			if s == host {
+				continue
+			}
+			hostView[i].ClientAddrs = candidates(s, host, clientSocket, tickwire.MaxTokenAddrs)
+			if l.cfg.Relay == nil {
+				continue
+			}
+			pair, err := l.RelayGrants()
+			if err != nil {
+				l.cfg.Logger.Warn("lobby: no relay allocation", "room", r.id, "player", s.name, "err", err)
+				continue
+			}
+			relays[i] = &RelayGrant{Addr: pair.Addr, Grant: pair.Joiner}
+			hostView[i].Relay = &RelayGrant{Addr: pair.Addr, Grant: pair.Host}
 		}
 	}
 	as := make([]*Assignment, len(r.players))
@@ -156,7 +184,9 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 		}
 		a.Host, a.Port = splitAddr(addrs[0])
 		if s == host {
-			a.Role, a.HostKey = RoleHost, p.keyText
+			a.Role, a.HostKey, a.Players = RoleHost, p.keyText, hostView
+		} else if relays != nil {
+			a.Relay = relays[i]
 		}
 		as[i] = a
 	}
@@ -182,6 +212,7 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 			s.sock.closeAfterSend(websocket.StatusNormalClosure, "assigned")
 			s.sock.seat = nil
 			delete(l.seats, s.id)
+			l.dropTicket(s)
 			l.schedule(s) // no deadline left: stops the idle timer
 		} else {
 			// Keep the seat so its player can still fetch the assignment.
@@ -196,7 +227,7 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 		ga := GameAssigned{GameID: gameID, Type: r.typ.Name, Hosting: r.hosting, Server: p.server,
 			Addrs: as[len(as)-1].Addrs, Players: players}
 		if host != nil {
-			ga.Addrs = []string{netip.AddrPortFrom(host.remote, host.hostPort).String()}
+			ga.Addrs = []string{hostAddrOf(host).String()}
 		}
 		l.after = append(l.after, func() { hook(ga) })
 	}

@@ -34,7 +34,10 @@ type Seat struct {
 	ID     string // secret: authenticates this player's calls
 	Player string
 	Room   RoomInfo // the room as it was when the seat was taken
-	c      *Client
+	// Rendezvous is where and with which ticket the player's sockets
+	// learn their NAT mappings (nil: the lobby does not learn them).
+	Rendezvous *RendezvousInfo
+	c          *Client
 }
 
 // do sends a JSON request and decodes a JSON answer into out (nil: none).
@@ -104,7 +107,7 @@ func (c *Client) Room(ctx context.Context, roomID string) (RoomInfo, error) {
 }
 
 func (c *Client) seat(si SeatInfo) *Seat {
-	return &Seat{ID: si.Seat, Player: si.Player, Room: si.Room, c: c}
+	return &Seat{ID: si.Seat, Player: si.Player, Room: si.Room, Rendezvous: si.Rendezvous, c: c}
 }
 
 // Create opens a room of gameType and seats its creator in it.

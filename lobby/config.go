@@ -35,6 +35,18 @@ type Config struct {
 	// dashboard shows the fleet.
 	Fleet *fleet.Directory
 
+	// Rendezvous, when set, is the UDP address ("host:port") of the
+	// reflector that learns the NAT mappings of the players of
+	// peer-hosted games (package rendezvous, docs/NAT.md): each seat of a
+	// peer-hosted room gets a ticket to send it from its game sockets,
+	// and whoever runs the reflector reports what it learns through
+	// Lobby.NoteMapping. The assignment then names the host's public
+	// mapping (and, to a player behind the same public address, its
+	// local addresses) as the host's candidates, and tells the host every
+	// player's, to punch toward. Empty: the lobby names the address the
+	// host's HTTP request came from, as without NAT traversal.
+	Rendezvous string
+
 	// MaxRoomsPerType bounds the open rooms of one game type.
 	// Zero means 100.
 	MaxRoomsPerType int
@@ -107,6 +119,11 @@ type Config struct {
 	// TokenTTL is the validity of the connect tokens the lobby mints.
 	// Zero means tickwire.DefaultTokenTTL.
 	TokenTTL time.Duration
+
+	// Relay, when set, is the relay that the players of peer-hosted
+	// games fall back to when no direct path joins them: RelayGrants
+	// mints its grants. Nil: no relay.
+	Relay *RelayConfig
 
 	// OriginPatterns are extra host patterns (path.Match syntax, e.g.
 	// "*.example.com") whose pages may open WebSockets to the lobby.
@@ -267,6 +284,13 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Relay != nil {
+		r, err := c.Relay.withDefaults()
+		if err != nil {
+			return c, err
+		}
+		c.Relay = &r
 	}
 
 	c.Servers = append([]GameServer(nil), c.Servers...)

@@ -78,12 +78,25 @@
 // if its host is lost (host migration, docs/MIGRATION.md), so the other
 // players of the game learn their addresses.
 //
-// NAT caveat: the lobby sees the host's public address only if the host
-// reaches it directly. Behind NAT, the port must be forwarded (or the
-// NAT must keep the same mapping for the UDP port, which the lobby cannot
-// check); behind a reverse proxy the lobby sees the proxy's address
-// unless Config.TrustedProxies names the proxy (Lobby.ClientAddr).
-// Browsers cannot host.
+// Behind NATs: with Config.Rendezvous, each seat of a peer-hosted room
+// gets a ticket (SeatInfo.Rendezvous) with which the player's program
+// asks the reflector beside the lobby (package rendezvous) for the
+// public mappings of its host and client sockets; the reflector reports
+// them with NoteMapping. The assignment then names the host's mapping
+// instead of host-IP:hostPort (and, to a player seen at the host's own
+// public address, the host's local addresses first), and the host's
+// assignment lists each player's client candidates (ClientAddrs), to
+// punch toward. With Config.Relay, each player but the host gets its
+// side of a relay allocation toward the host (Assignment.Relay), and
+// the host the other sides (AssignedPlayer.Relay). docs/NAT.md has the
+// whole flow. Without a reflector the lobby sees the host's public
+// address only if the host reaches it directly: behind NAT, the port
+// must be forwarded (or the NAT must keep the same mapping for the UDP
+// port, which the lobby cannot check); behind a reverse proxy the lobby
+// sees the proxy's address unless Config.TrustedProxies names the proxy
+// (Lobby.ClientAddr).
+// Browsers cannot host. The relay's grants come from Lobby.RelayGrants
+// (docs/NAT.md, "The relay").
 //
 // # Pages
 //

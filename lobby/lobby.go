@@ -38,9 +38,14 @@ type Lobby struct {
 	roomsByAddr                    addrlimit.Counts   // open rooms each address created
 	socketsByAddr                  addrlimit.Counts   // sockets each address holds or is being accepted
 
-	mu       sync.Mutex
-	rooms    map[string]*room
-	seats    map[string]*seat
+	mu    sync.Mutex
+	rooms map[string]*room
+	seats map[string]*seat
+	// tickets holds the seats by rendezvous ticket (nat.go); written with
+	// mu and ticketMu held, read with either: NoteMapping rejects an
+	// unknown ticket without taking mu.
+	tickets  map[[ticketSize]byte]*seat
+	ticketMu sync.RWMutex
 	sockets  map[*socket]struct{}
 	nsockets int // sockets accepted or being accepted
 	closed   bool

@@ -72,6 +72,12 @@ type seat struct {
 	reqHost  string     // the host name the player reached the lobby with
 	sock     *socket    // nil for API seats
 
+	// ticket authenticates the seat's mapping requests (nil: none);
+	// mapped holds what the reflector learned of its host and client
+	// sockets (nat.go).
+	ticket *[ticketSize]byte
+	mapped [2]mapping
+
 	done       chan struct{} // closed when the seat leaves its room
 	assignment *Assignment   // set when the room was assigned
 	polls      int           // long-polls waiting on done
@@ -315,6 +321,7 @@ func (l *Lobby) seat(r *room, name string, hostPort uint16, o origin) *seat {
 	}
 	r.players = append(r.players, s)
 	l.seats[s.id] = s
+	l.issueTicket(s)
 	if o.sock != nil {
 		o.sock.seat = s
 		delete(r.typ.watchers, o.sock)
@@ -416,6 +423,7 @@ func (l *Lobby) remove(s *seat, why string) {
 	s.room = nil
 	close(s.done)
 	delete(l.seats, s.id)
+	l.dropTicket(s)
 	if s.expiry != nil {
 		s.expiry.Stop()
 	}
@@ -458,6 +466,7 @@ func (l *Lobby) expire(s *seat) {
 	case s.sock == nil && s.polls == 0 && !now.Before(s.deadline):
 		if s.assignment != nil {
 			delete(l.seats, s.id)
+			l.dropTicket(s)
 		} else {
 			l.remove(s, "timed out")
 		}

@@ -91,6 +91,9 @@ type SeatInfo struct {
 	Seat   string   `json:"seat"`
 	Player string   `json:"player"`
 	Room   RoomInfo `json:"room"`
+	// Rendezvous is set in a peer-hosted room when the lobby learns
+	// players' NAT mappings (Config.Rendezvous).
+	Rendezvous *RendezvousInfo `json:"rendezvous,omitempty"`
 }
 
 // Assignment is what each player of a started room receives: where to
@@ -118,6 +121,25 @@ type Assignment struct {
 	// which the host's game server must open them with.
 	HostKey string           `json:"hostKey,omitempty"`
 	Players []AssignedPlayer `json:"players"`
+	// Relay, in a peer-hosted game with a relay (Config.Relay), is
+	// this player's side of its allocation toward the host (not set for
+	// the host: its sides are in Players).
+	Relay *RelayGrant `json:"relay,omitempty"`
+}
+
+// RelayGrant is one side of a relay allocation: the relay's control
+// address and the grant that binds the side (package relay).
+type RelayGrant struct {
+	Addr  string `json:"addr"`
+	Grant []byte `json:"grant"`
+}
+
+// RendezvousInfo tells a seated player of a peer-hosted room where to
+// send its game sockets' mapping requests and with which ticket
+// (package rendezvous): a secret, like the seat id.
+type RendezvousInfo struct {
+	Addr   string `json:"addr"`
+	Ticket []byte `json:"ticket"`
 }
 
 // Roles in an Assignment.
@@ -136,6 +158,13 @@ type AssignedPlayer struct {
 	// server is reached when it offered a UDP port (it can take over the
 	// game: host migration, docs/MIGRATION.md); empty otherwise.
 	HostAddr string `json:"hostAddr,omitempty"`
+	// ClientAddrs and Relay are set in the host's assignment only, when
+	// the lobby learned the player's mapping (Config.Rendezvous): the
+	// candidates of the player's client socket, which the host punches
+	// toward, and the host's side of the player's relay allocation
+	// (Config.Relay).
+	ClientAddrs []string    `json:"clientAddrs,omitempty"`
+	Relay       *RelayGrant `json:"relay,omitempty"`
 }
 
 // AssignmentStatus answers GET /api/rooms/{room}/assignment: Status is

@@ -39,7 +39,7 @@ func TestPeerHostAndSuccessorDie(t *testing.T) {
 		r.kill(1)
 		r.waitFor("slots 3 and 4 on slot 3's host", 5*time.Second, func() bool {
 			ev := r.eventsOf(3)
-			return r.peers[2].Stats().Promotions == 1 && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+			return r.peers[2].Stats().Promotions == 1 && hasEvent(r.eventsOf(2), EventPromoted) && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
 		})
 		promoted := eventAt(t, r.eventsOf(2), EventPromoted).Sub(killed)
 		resumed := eventAt(t, r.eventsOf(3), EventResumed).Sub(killed)

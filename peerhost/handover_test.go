@@ -59,7 +59,7 @@ func TestPeerHostQuits(t *testing.T) {
 		<-burst
 		r.waitFor("slot 3 resumed on slot 2", time.Second, func() bool {
 			ev := r.eventsOf(2)
-			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed && hasEvent(r.eventsOf(1), EventPromoted)
 		})
 		promoted := eventAt(t, r.eventsOf(1), EventPromoted).Sub(quit)
 		resumed := eventAt(t, r.eventsOf(2), EventResumed).Sub(quit)
@@ -113,6 +113,13 @@ func TestPeerHostQuits(t *testing.T) {
 }
 
 // eventAt is the time of the first event of kind in ev.
+// hasEvent reports whether ev holds an event of kind. A player counts
+// in its Stats before its event reaches the rig: wait for the event
+// before reading its time.
+func hasEvent(ev []Event, kind EventKind) bool {
+	return slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == kind })
+}
+
 func eventAt(t *testing.T, ev []Event, kind EventKind) time.Time {
 	t.Helper()
 	for _, e := range ev {

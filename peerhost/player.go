@@ -370,6 +370,22 @@ func (p *Player) Client() *tickwire.Client {
 	return p.client
 }
 
+// HostDatagram sends b from this peer's host socket to addr, on its
+// server's loop, while it hosts (ErrNotHosting otherwise): NAT
+// traversal's punches (package rendezvous). The caller bounds what it
+// sends to an address that never answered (tickwire.Server.SendDatagram).
+func (p *Player) HostDatagram(b []byte, addr netip.AddrPort) error {
+	p.mu.Lock()
+	srv := p.srv
+	p.mu.Unlock()
+	if srv == nil {
+		return ErrNotHosting
+	}
+	b = slices.Clone(b)
+	srv.Do(func() { srv.SendDatagram(b, addr) })
+	return nil
+}
+
 // Stats returns the counters.
 func (p *Player) Stats() Stats {
 	p.mu.Lock()
@@ -388,6 +404,9 @@ func (p *Player) Stats() Stats {
 
 // ErrClosed is the Player's Err after Close.
 var ErrClosed = errors.New("peerhost: peer closed")
+
+// ErrNotHosting: the peer runs no host now.
+var ErrNotHosting = errors.New("peerhost: not hosting")
 
 // Send sends a reliable message to the game's host on channel, on this
 // player's peer message stream: it reaches whichever peer hosts the game

@@ -97,7 +97,7 @@ func testPlayerHiccup(t *testing.T, slot uint16, hiccup time.Duration) {
 		t.Fatalf("the others got %d echoes while slot %d was cut", n, slot)
 	}
 	r.waitFor("back with the host", hiccup+5*time.Second, func() bool {
-		return r.peers[cutOff].Stats().Rejoins == 1
+		return r.peers[cutOff].Stats().Rejoins == 1 && hasEvent(r.eventsOf(cutOff), EventRejoined)
 	})
 	back := eventAt(t, r.eventsOf(cutOff), EventRejoined)
 	t.Logf("slot %d back with the host %v after its path was mended (%v after the cut); its events: %v",

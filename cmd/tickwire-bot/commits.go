@@ -261,13 +261,14 @@ func commitSummary(bots []*commitBot) *botproto.CommitsSummary {
 		s.Desyncs += st.Desyncs
 		s.Rejoins += st.Rejoins
 		s.StallMaxMs = max(s.StallMaxMs, float64(st.StallMax.Microseconds())/1000)
-		if m := st.Mesh; m.Links > 0 {
+		if m := st.Mesh; m.Links > 0 || m.Reached > 0 {
 			if s.Mesh == nil {
 				s.Mesh = &botproto.MeshSummary{}
 			}
 			sm := s.Mesh
 			sm.Peers += m.Links
 			sm.Reachable += m.Reachable
+			sm.Reached += m.Reached
 			sm.Sent += m.ShortcutsSent
 			sm.Received += m.ShortcutsReceived
 			sm.Useful += m.ShortcutsUseful

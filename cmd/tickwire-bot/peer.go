@@ -34,6 +34,11 @@ type peerBot struct {
 	evMu   sync.Mutex
 	events []botproto.PeerEvent
 	out    io.Writer // progress lines
+
+	// How it reached its first host through NATs (-peer with the
+	// lobby's rendezvous): natPeer.path, the address, the time taken.
+	path, via string
+	connect   time.Duration
 }
 
 // echoHost is the game host's handler in a peer-hosted game: it sends
@@ -72,6 +77,13 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		return nil, err
 	}
 	fmt.Fprintf(stderr, "tickwire-bot: seated in room %s as %s, hosting on %v (offered port %d)\n", seat.Room.ID, seat.Player, hc.LocalAddr(), offer)
+	var nat *natPeer
+	if seat.Rendezvous != nil {
+		if nat, err = learnMappings(ctx, seat.Rendezvous, hc, stderr); err != nil {
+			// The lobby then names the address of our HTTP requests.
+			fmt.Fprintf(stderr, "tickwire-bot: no NAT traversal: %v\n", err)
+		}
+	}
 	if err := readyWhenFull(ctx, lc, seat, o.roomSize, uint16(offer)); err != nil {
 		hc.Close()
 		return nil, err
@@ -82,6 +94,15 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	if err != nil {
 		hc.Close()
 		return nil, fmt.Errorf("waiting for the assignment: %w", err)
+	}
+	var dialer func() tickwire.Dialer // nil: a new socket for each session
+	if nat != nil {
+		nat.bindRelays(ctx, a, hc)
+		if a.Role != lobby.RoleHost {
+			dialer = nat.dialer(tickwire.Config{Logger: log})
+		} else {
+			nat.client.Close() // the host joins its own game on loopback
+		}
 	}
 	b := &peerBot{bot: bot{id: int(a.Slot)}, out: stderr}
 	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag, o.inputInterval)
@@ -110,6 +131,7 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		Handler:  &b.bot,
 		Logger:   log,
 		OnEvent:  b.event,
+		Dialer:   dialer,
 	})
 	if err != nil {
 		hc.Close()
@@ -127,13 +149,25 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		if err := peer.Host(a.GameID, key, a.Slot, candidates, a.Token.UserData); err != nil {
 			return nil, err
 		}
+		if nat != nil {
+			nat.punch(ctx, a, peer)
+		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err = peer.Join(dctx, a.Token)
+	tok := a.Token
+	if nat != nil {
+		tok = nat.token(tok)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	err = peer.Join(dctx, tok)
 	cancel()
 	if err != nil {
 		peer.Close()
 		return nil, fmt.Errorf("joining the game: %w", err)
+	}
+	if nat != nil {
+		via := peer.Client().Server()
+		b.path, b.via, b.connect = nat.path(a, via), via.String(), time.Since(nat.assigned)
+		fmt.Fprintf(stderr, "tickwire-bot: connected path=%s via=%v in %.0f ms\n", b.path, via, float64(b.connect)/float64(time.Millisecond))
 	}
 	fmt.Fprintf(stderr, "tickwire-bot: playing goroutines=%d\n", runtime.NumGoroutine())
 	return b.play(ctx, o, stderr)
@@ -205,6 +239,7 @@ func (b *peerBot) play(ctx context.Context, o *options, stderr io.Writer) (*botp
 	status := time.NewTicker(time.Second)
 	defer status.Stop()
 	var ended error
+	var rtts []time.Duration
 loop:
 	for {
 		select {
@@ -218,6 +253,9 @@ loop:
 		case <-echo.C:
 			b.sendEcho()
 		case <-status.C:
+			if c := b.peer.Client(); c != nil {
+				rtts = append(rtts, c.Stats().RTT)
+			}
 			if st := b.peer.Stats(); st.Hosting {
 				fmt.Fprintf(stderr, "tickwire-bot: hosting epoch=%d joins=%d resumed_missing=%d standby_lag=%d stream_received=%d stream_duplicates=%d\n",
 					st.Epoch, st.HostGame.Joins, st.HostGame.ResumedMissing, st.Host.StandbyLag, st.Host.Stream.Received, st.Host.Stream.Duplicates)
@@ -246,11 +284,12 @@ loop:
 	goroutines := runtime.NumGoroutine()
 	b.peer.Close()
 	sum := &botproto.Summary{Clients: 1, Connected: 1}
-	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, nil)
+	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, rtts)
 	b.evMu.Lock()
 	sum.Peer = &botproto.PeerSummary{Slot: uint16(b.id), Epoch: st.Epoch, Migrations: st.Migrations, Promotions: st.Promotions,
 		Hosting: st.Hosting, SteppedDown: st.SteppedDown, StandbyStates: st.StandbyState, StandbySteps: st.StandbySteps,
-		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events, Goroutines: goroutines}
+		StandbyBytes: st.Host.Feed.StateBytes + st.Host.Feed.StepBytes, Events: b.events, Goroutines: goroutines,
+		Path: b.path, Via: b.via, ConnectMs: float64(b.connect) / float64(time.Millisecond)}
 	b.evMu.Unlock()
 	if st.Hosting {
 		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing

@@ -70,6 +70,7 @@ type options struct {
 	// admits game servers and lobbies with.
 	natsServerToken, natsLobbyToken string
 	publicURL                       string // -public-url: where players reach this lobby
+	rendezvous                      string // -rendezvous: the reflector's UDP address
 	name                            string // the server's name in the fleet
 
 	// The browser client (web.go).
@@ -88,6 +89,13 @@ type options struct {
 	joinRate   float64
 	joinBurst  int
 
+	// The relay for players no direct path joins (relay.go); not the
+	// commits relay of -game relay.
+	natRelay        string    // -relay: its control address; empty: none
+	natRelayKeyFile string    // -relay-key-file
+	natRelayPublic  string    // -relay-public-addr: where players reach it; empty: no relay known
+	natRelayPorts   [2]uint16 // -relay-ports: its relayed ports' range; zero: any
+
 	// Not flags; tests change them.
 	httpLimits httpLimits
 	now        func() time.Time // the clock of the rate limits
@@ -97,7 +105,7 @@ type options struct {
 func (o *options) validRelay(fs *flag.FlagSet) error {
 	var set []string
 	fs.Visit(func(f *flag.Flag) {
-		if strings.HasPrefix(f.Name, "relay-") {
+		if strings.HasPrefix(f.Name, "relay-") && !contains(natRelayFlags, f.Name) {
 			set = append(set, "-"+f.Name)
 		}
 	})
@@ -185,6 +193,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"resynchronised client; a game whose state is larger refuses them")
 	fs.DurationVar(&o.relayStateTimeout, "relay-state-timeout", commits.DefaultStateTimeout, "relay: how long a client may take to answer a request for its committed state, and to move its\n"+
 		"upload on, before another client is asked (100ms..1m)")
+	fs.StringVar(&o.natRelay, "relay", "", "UDP `address` of a relay for the players of peer-hosted games whom no direct path joins (docs/NAT.md);\n"+
+		"the lobby (-http) mints its grants. Not the commits relay of -game relay (empty: none)")
+	fs.StringVar(&o.natRelayKeyFile, "relay-key-file", "relay.key", "the -relay's key `file`, which its lobbies share; generated (mode 0600) when absent, refused when group or\nother users may read it")
+	fs.StringVar(&o.natRelayPublic, "relay-public-addr", "", "`host:port` the lobby hands players for the relay: -relay's (default: its address, with 127.0.0.1 for an\n"+
+		"empty host), or, without -relay, a relay another process runs with the same -relay-key-file")
+	natRelayPorts := fs.String("relay-ports", "", "`range` of UDP ports the -relay relays on, two per pair of players, like 40000-40999 (default: any)")
 	fs.StringVar(&o.natsURL, "nats", "", "join the fleet on this external NATS `URL` (nats://host:4222; comma-separated for a cluster);\n"+
 		"default: a lobby (-http) embeds a NATS server, and a server without -http runs alone")
 	fs.StringVar(&o.natsListen, "nats-listen", "", "TCP `address` on which the embedded NATS accepts other processes of the fleet (needs -nats-server-token-file;\n"+
@@ -199,6 +213,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		"is its fleet id, which an external NATS's permissions name (docs/FLEET.md); default: a fresh nkey per run")
 	fs.StringVar(&o.publicURL, "public-url", "", "the `URL` players reach this lobby at, announced to the fleet so that other lobbies send\n"+
 		"players of this lobby's rooms here (default: http://<-http address>, 127.0.0.1 for every interface)")
+	fs.StringVar(&o.rendezvous, "rendezvous", "", "UDP `address` of the rendezvous reflector, which learns the NAT mappings of peer-hosted games' players\n"+
+		"for the lobby, so that they connect through their NATs (docs/NAT.md; needs -http; empty: off)")
 	fs.BoolVar(&o.web, "web", true, "serve the browser client on -http: the page /play, the client built to WebAssembly, the WebSocket\nfallback /play/ws and WebTransport on -webtransport (needs -listen and -http)")
 	fs.StringVar(&o.webTransport, "webtransport", ":0", "UDP `address` of the WebTransport (QUIC) server of -web; port 0 picks one, which the page learns\n(empty: WebSocket only)")
 	fs.StringVar(&o.webTransportAddr, "webtransport-addr", "", "`host:port` the page opens WebTransport sessions at, when not -webtransport's port on the page's\nhost (a proxy or tickwire-netem in front)")
@@ -229,8 +245,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q (all options are flags; see -h)", fs.Arg(0))
 	}
-	if o.listen == "" && o.http == "" {
-		return nil, errors.New("-listen and -http are both empty: nothing to serve")
+	if o.listen == "" && o.http == "" && o.natRelay == "" {
+		return nil, errors.New("-listen and -http are both empty, and no -relay: nothing to serve")
 	}
 	if o.listen != "" {
 		if err := validAddr("-listen", o.listen); err != nil {
@@ -280,6 +296,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.validJoin(fs, *secretFile); err != nil {
 		return nil, err
 	}
+	if o.rendezvous != "" && o.http == "" {
+		return nil, errors.New("-rendezvous learns mappings for the lobby: it needs -http")
+	}
 	if o.pprof && o.admin == "" {
 		return nil, errors.New("-pprof serves on the -admin address, which is off: give -admin too")
 	}
@@ -313,6 +332,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.validRelay(fs); err != nil {
 		return nil, err
 	}
+	if err := o.validNATRelay(*natRelayPorts); err != nil {
+		return nil, err
+	}
 	if o.record != "" && o.game == "relay" {
 		return nil, errors.New("-record records the game the server runs: -game relay runs none (record the clients: tickwire-bot -record-replay)")
 	}
@@ -332,11 +354,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return o, nil
 	}
 	if o.publicAddr == "" {
-		host, port, _ := net.SplitHostPort(o.listen)
-		if host == "" || host == "0.0.0.0" || host == "::" {
-			host = "127.0.0.1"
-		}
-		o.publicAddr = net.JoinHostPort(host, port)
+		o.publicAddr = publicAddr(o.listen, 0)
 	} else if err := validAddr("-public-addr", o.publicAddr); err != nil {
 		return nil, err
 	}

@@ -3,7 +3,9 @@
 // the development switch -dev-join, a token endpoint for tools and bots
 // (POST /api/join); on its operator address (-admin, loopback by
 // default) the dashboard, Prometheus /metrics, the detailed stats and,
-// with -pprof, net/http/pprof. Run with -h for its flags.
+// with -pprof, net/http/pprof; with -relay, a relay (package relay) for
+// the players of peer-hosted games whom no direct path joins, whose
+// grants the lobby mints. Run with -h for its flags.
 //
 // SIGINT or SIGTERM tells every client the server is shutting down, stops
 // the tick loop and the HTTP server, and exits 0.
@@ -29,6 +31,7 @@ import (
 
 	"github.com/tickwire/tickwire"
 	"github.com/tickwire/tickwire/lobby"
+	"github.com/tickwire/tickwire/relay"
 	"github.com/tickwire/tickwire/udp"
 )
 
@@ -61,7 +64,8 @@ type addrs struct {
 	udp   net.Addr // nil without a game server
 	http  net.Addr
 	admin net.Addr
-	nats  string // the embedded NATS's URL with -nats-listen
+	nats  string   // the embedded NATS's URL with -nats-listen
+	relay net.Addr // the relay's control address with -relay
 }
 
 func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs) error {
@@ -74,6 +78,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		game  *gameHost
 		web   *webServer // the browser client's transports, with -web
 		sites []*site
+		// The relay of -relay.
+		rsrv  *relay.Server
+		rconn *udp.Conn
+		rkey  *relay.Key
 	)
 	// Until they serve, the game socket and the listeners are closed on
 	// the way out.
@@ -84,6 +92,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		if conn != nil {
 			conn.Close()
+		}
+		if rconn != nil {
+			rconn.Close()
 		}
 		for _, s := range sites {
 			if s.ln != nil {
@@ -109,8 +120,16 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 				web.demo = newDemo(o, key, log)
 			}
 		}
-	} else {
+	} else if o.http != "" {
 		log.Info("no game server in this process (-listen is empty): the lobby only")
+	}
+	if o.natRelay != "" {
+		k, s, c, err := startRelay(o, log)
+		if err != nil {
+			return err
+		}
+		rsrv, rconn, rkey = s, c, &k
+		reg.MustRegister(newRelayCollector(rsrv))
 	}
 	fl, err := joinFleet(ctx, o, log, key, game)
 	if err != nil {
@@ -127,6 +146,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		fmt.Fprintf(w, "ok tick=%d connections=%d\n", game.ticks.Load(), srv.Stats().Connections)
 	}
 	var lb *lobby.Lobby
+	var reflector *rendezvousServer
+	if o.rendezvous != "" {
+		if reflector, err = listenRendezvous(o.rendezvous, log); err != nil {
+			return err
+		}
+		defer reflector.close()
+	}
 	if o.http != "" {
 		cfg := lobby.Config{
 			Types:          []lobby.GameType{{Name: o.game, Title: gameTitle(o.game), MinPlayers: 1, MaxPlayers: min(o.maxPlayers, 64)}},
@@ -144,8 +170,17 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		if game != nil {
 			cfg.Stats = game
 		}
+		if reflector != nil {
+			cfg.Rendezvous = reflector.addr
+		}
+		if cfg.Relay, err = lobbyRelay(o, rkey); err != nil {
+			return err
+		}
 		if lb, err = lobby.New(cfg); err != nil {
 			return err
+		}
+		if reflector != nil {
+			reflector.serve(lb)
 		}
 		defer lb.Close() // on the error paths
 		mux := http.NewServeMux()
@@ -211,7 +246,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	served := make(chan error, 1+len(sites))
+	served := make(chan error, 2+len(sites))
 	serving = true
 	if srv != nil {
 		var bc udp.BatchConn = conn
@@ -230,6 +265,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 			web.demo.run(dctx)
 		}
 	}
+	if rsrv != nil {
+		go func() {
+			if err := rsrv.Serve(rconn); !errors.Is(err, relay.ErrClosed) {
+				served <- fmt.Errorf("relay: %w", err)
+			}
+		}()
+	}
 	for _, s := range sites {
 		go func() {
 			if err := s.serve(); err != nil {
@@ -244,6 +286,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 		}
 		if fl.embedded != nil {
 			a.nats = fl.embedded.URL()
+		}
+		if rconn != nil {
+			a.relay = net.UDPAddrFromAddrPort(rconn.LocalAddr())
 		}
 		for _, s := range sites {
 			if s.name == "admin" {
@@ -273,6 +318,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, ready chan<- addrs
 	}
 	for _, s := range sites {
 		s.srv.Shutdown(ctx)
+	}
+	if rsrv != nil {
+		rsrv.Close()
+		st := rsrv.Stats()
+		log.Info("relay stopped", "allocations", st.AllocationsCreated, "forwarded", st.Forwarded, "forwarded_bytes", st.ForwardedBytes)
 	}
 	if srv == nil {
 		log.Info("stopped")

@@ -98,6 +98,8 @@ type CommitsSummary struct {
 type MeshSummary struct {
 	Peers     int `json:"peers"`     // introduced
 	Reachable int `json:"reachable"` // reaching at the end
+	// Reached counts the peers each client reached at least once, summed.
+	Reached int `json:"reached"`
 	// Shortcut commands: sent to peers, received, useful (before the
 	// server's copy), late (after their tick was committed).
 	Sent     uint64 `json:"shortcuts_sent"`
@@ -160,12 +162,19 @@ type PeerSummary struct {
 	StandbyBytes  uint64 `json:"standby_bytes"`
 	// ResumedMissing: as a promoted host, the inputs of the players back
 	// from the migration its engine ran without (tickwire.GameHostStats).
-	ResumedMissing uint64 `json:"resumed_missing"`
-	Ended          string `json:"ended,omitempty"` // why the peer ended before the run did
+	ResumedMissing uint64      `json:"resumed_missing"`
+	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
+	Events         []PeerEvent `json:"events"`
 	// Goroutines is how many goroutines the process ran at the end of
 	// its play (its "playing" line says how many at the start).
-	Goroutines int         `json:"goroutines"`
-	Events     []PeerEvent `json:"events"`
+	Goroutines int `json:"goroutines"`
+	// Path is how it first reached its host through NATs (-nat): "self"
+	// (it hosts), "local", "direct" (the host's public mapping) or
+	// "relay"; Via the address it connected to and ConnectMs how long
+	// from the assignment to the accept.
+	Path      string  `json:"path,omitempty"`
+	Via       string  `json:"via,omitempty"`
+	ConnectMs float64 `json:"connect_ms,omitempty"`
 }
 
 // PeerEvent is one tickwire.PeerEvent with its wall-clock time.

@@ -9,6 +9,9 @@
 --
 -- Registered on UDP port 7777 and as a heuristic dissector on every UDP port
 -- (it claims datagrams that start with 't' 'w', version 3 and a known type).
+-- A second protocol, tickwire_relay, dissects the relay's control packets
+-- ('R' 'w', version 1: docs/PROTOCOL.md, "Relay control packets"), claimed
+-- by a heuristic of its own.
 -- Malformed packets get expert info "tickwire.malformed"; sealed (encrypted)
 -- payloads are shown as bytes, the header always dissects.
 --
@@ -1557,3 +1560,89 @@ end
 
 DissectorTable.get("udp.port"):add(7777, p)
 p:register_heuristic("udp", heuristic)
+
+-- The relay's control packets: a protocol of their own (docs/PROTOCOL.md,
+-- "Relay control packets"), on whatever ports a relay uses.
+local RELAY_VERSION = 1
+local RELAY_REQUEST_SIZE = 46
+local RELAY_REPLY_SIZE = 17
+local rp = Proto("tickwire_relay", "tickwire relay control")
+local relay_types = { [1] = "Bind request", [2] = "Bind reply" }
+local relay_sides = { [0] = "joiner", [1] = "host" }
+local relay_status = {
+    [0] = "ok", [1] = "grant expired", [2] = "side in use by another address",
+    [3] = "relay full", [4] = "byte budget spent",
+}
+local rf = rp.fields
+rf.magic         = ProtoField.bytes("tickwire_relay.magic", "Magic")
+rf.version       = ProtoField.uint8("tickwire_relay.version", "Version")
+rf.type          = ProtoField.uint8("tickwire_relay.type", "Type", base.DEC, relay_types)
+rf.grant_format  = ProtoField.uint8("tickwire_relay.grant.format", "Grant format")
+rf.grant_side    = ProtoField.uint8("tickwire_relay.grant.side", "Side", base.DEC, relay_sides)
+rf.grant_alloc   = ProtoField.uint64("tickwire_relay.grant.allocation", "Allocation")
+rf.grant_expires = ProtoField.uint64("tickwire_relay.grant.expires", "Grant expires (unix s)")
+rf.grant_budget  = ProtoField.uint64("tickwire_relay.grant.budget", "Budget (bytes)")
+rf.grant_mac     = ProtoField.bytes("tickwire_relay.grant.mac", "MAC")
+rf.status        = ProtoField.uint8("tickwire_relay.reply.status", "Status", base.DEC, relay_status)
+rf.peer_bound    = ProtoField.bool("tickwire_relay.reply.peer_bound", "Peer bound", 8, nil, 0x01)
+rf.reply_side    = ProtoField.uint8("tickwire_relay.reply.side", "Side", base.DEC, relay_sides)
+rf.reply_alloc   = ProtoField.uint64("tickwire_relay.reply.allocation", "Allocation")
+rf.reply_port    = ProtoField.uint16("tickwire_relay.reply.port", "Relayed port")
+local ef_relay_malformed = ProtoExpert.new("tickwire_relay.malformed", "Malformed relay control packet",
+    expert.group.MALFORMED, expert.severity.ERROR)
+rp.experts = { ef_relay_malformed }
+
+local function bad_relay(tree, what)
+    tree:add_proto_expert_info(ef_relay_malformed, what)
+    return nil
+end
+
+function rp.dissector(buf, pinfo, tree)
+    pinfo.cols.protocol = "TICKWIRE-RELAY"
+    local root = tree:add(rp, buf(), "tickwire relay control")
+    if buf:len() < PREFIX_SIZE then return bad_relay(root, "shorter than the prefix") end
+    root:add(rf.magic, buf(0, 2))
+    root:add(rf.version, buf(2, 1))
+    root:add(rf.type, buf(3, 1))
+    local t = buf(3, 1):uint()
+    pinfo.cols.info = relay_types[t] or "Unknown"
+    if buf(2, 1):uint() ~= RELAY_VERSION then return bad_relay(root, "unknown version") end
+    if t == 1 then
+        if buf:len() ~= RELAY_REQUEST_SIZE then return bad_relay(root, "bind request not 46 bytes") end
+        root:add(rf.grant_format, buf(4, 1))
+        root:add(rf.grant_side, buf(5, 1))
+        root:add_le(rf.grant_alloc, buf(6, 8))
+        root:add_le(rf.grant_expires, buf(14, 8))
+        root:add_le(rf.grant_budget, buf(22, 8))
+        root:add(rf.grant_mac, buf(30, 16))
+        if buf(4, 1):uint() ~= 1 then return bad_relay(root, "unknown grant format") end
+        if buf(5, 1):uint() > 1 then return bad_relay(root, "side neither 0 nor 1") end
+        pinfo.cols.info:append(", " .. relay_sides[buf(5, 1):uint()])
+    elseif t == 2 then
+        if buf:len() ~= RELAY_REPLY_SIZE then return bad_relay(root, "bind reply not 17 bytes") end
+        root:add(rf.status, buf(4, 1))
+        root:add(rf.peer_bound, buf(5, 1))
+        root:add(rf.reply_side, buf(6, 1))
+        root:add_le(rf.reply_alloc, buf(7, 8))
+        root:add_le(rf.reply_port, buf(15, 2))
+        local st = buf(4, 1):uint()
+        if not relay_status[st] then return bad_relay(root, "unknown status") end
+        if band(buf(5, 1):uint(), 0xfe) ~= 0 then return bad_relay(root, "unknown flags") end
+        if buf(6, 1):uint() > 1 then return bad_relay(root, "side neither 0 nor 1") end
+        pinfo.cols.info:append(": " .. relay_status[st])
+    else
+        return bad_relay(root, "unknown type")
+    end
+end
+
+-- Heuristic: 'R' 'w', version 1, type 1 or 2.
+local function relay_heuristic(buf, pinfo, tree)
+    if buf:len() < PREFIX_SIZE then return false end
+    if buf(0, 1):uint() ~= 0x52 or buf(1, 1):uint() ~= 0x77 then return false end
+    if buf(2, 1):uint() ~= RELAY_VERSION then return false end
+    if not relay_types[buf(3, 1):uint()] then return false end
+    rp.dissector(buf, pinfo, tree)
+    return true
+end
+
+rp:register_heuristic("udp", relay_heuristic)

@@ -51,7 +51,7 @@ import (
 type options struct {
 	duration, killEvery, stall time.Duration
 	rooms, size, doubleEvery   int
-	spec, bin                  string
+	spec, bin, logs            string
 	seed                       uint64
 }
 
@@ -68,6 +68,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.spec, "spec", "delay 40ms 10ms loss 2%", "netem `spec` of every path to a host, both ways")
 	fs.StringVar(&o.bin, "bin", "", "`directory` holding tickwire-server, tickwire-bot and tickwire-netem (default: build them)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the kills' choices")
+	fs.StringVar(&o.logs, "logs", "", "write every process's output to `directory` (created) at the end")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -211,6 +212,7 @@ func mem(p *proc) (rssKiB, threads int) {
 
 // room is one peer-hosted game: its players (bots) and their proxies.
 type room struct {
+	done    bool // used up: fewer than two players left
 	name    string
 	bots    []*proc
 	proxies []*proc
@@ -246,7 +248,9 @@ func hostEpoch(p *proc) int {
 		switch m[1] {
 		case "promoted":
 			epoch = e
-		case "stepped down", "abandoned", "handed over", "resumed", "following":
+		case "stepped down", "abandoned", "handed over":
+			epoch = 0 // these name no epoch
+		case "resumed", "following":
 			if e > epoch {
 				epoch = 0
 			}
@@ -405,9 +409,10 @@ loop:
 					live++
 				}
 			}
-			if live >= 2 {
+			if live >= 2 || r.done {
 				continue
 			}
+			r.done = true
 			ended = append(ended, r)
 			usedUp++
 			if time.Until(end) > time.Minute {
@@ -477,8 +482,13 @@ loop:
 	if endMem == nil {
 		endMem = snapshotMem(all, &allMu)
 	}
+	for _, r := range rooms {
+		if !slices.Contains(ended, r) {
+			ended = append(ended, r)
+		}
+	}
 	// The bots end by themselves at the end of their -duration.
-	for _, r := range append(rooms, ended...) {
+	for _, r := range ended {
 		for _, b := range r.bots {
 			select {
 			case <-b.done:
@@ -488,7 +498,19 @@ loop:
 			}
 		}
 	}
-	report(os.Stdout, o, append(rooms, ended...), kills, usedUp, startMem, endMem)
+	report(os.Stdout, o, ended, kills, usedUp, startMem, endMem)
+	if o.logs != "" {
+		if err := os.MkdirAll(o.logs, 0o755); err != nil {
+			return err
+		}
+		allMu.Lock()
+		defer allMu.Unlock()
+		for _, p := range all {
+			if err := os.WriteFile(filepath.Join(o.logs, strings.ReplaceAll(p.name, " ", "-")+".log"), []byte(p.output()), 0o644); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
 }
 
