@@ -180,6 +180,17 @@ func (f *Follower) Promoted(epoch Epoch) {
 	f.gate.Admit(epoch)
 }
 
+// Demoted records at now that the host this player promoted to (after
+// ActPromote, Promoted) stepped down: a successor replaced it (its loop
+// stalled past the players' timeout, or they followed another). The
+// player follows the roster again — its own host's last — and counts
+// that host lost: the next Advance elects as the other players did.
+func (f *Follower) Demoted(now time.Time) {
+	f.electing, f.over, f.retry, f.gone = false, false, false, false
+	f.last = Action{}
+	f.HostGone(now)
+}
+
 // Retry starts the election over at the next Advance, after it found
 // nobody to take over (ActNoHost) while its owner may have been cut off
 // itself: the successors it struck off for their silence may have been

@@ -1,6 +1,7 @@
 package peerhost
 
 import (
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -139,5 +140,40 @@ func TestPeerHostAndStandbysDie(t *testing.T) {
 		if after := r.games[4].Stats(); after.Desyncs != 0 || r.games[3].Stats().Desyncs != 0 {
 			t.Fatalf("slot 5 across the triple failure: %+v (before %+v)", after, before)
 		}
+	})
+}
+
+// TestPeerPromotedHostStalls: in virtual time, four peers play the arena
+// and exchange numbered echoes; the host is cut off after 4 s and slot 2
+// promotes; 3 s later slot 2's loop stops for 3 s (a SIGSTOP). Slots 3
+// and 4 elect slot 3; slot 2 steps down when it runs again, and its own
+// player — a promoted host's, which had stopped following any roster —
+// follows slot 3 like everyone else: the three play on under epoch 3 and
+// every echo came back exactly once, in order. (Under tickwire-bot, in
+// bench/cmd/chaos, a promoted host stopped this way left its player
+// behind: its echoes never came back.)
+func TestPeerPromotedHostStalls(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 4)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(4 * time.Second)
+		r.kill(0)
+		r.waitFor("slot 2 promoted", 4*time.Second, func() bool { return r.peers[1].Stats().Migrations == 1 })
+		time.Sleep(3 * time.Second)
+		r.kills[1].stall.Store(int64(3 * time.Second))
+		// Its events only: its Stats would wait for its stopped loop.
+		r.waitFor("slot 2's player on slot 3's host", 8*time.Second, func() bool {
+			ev := r.eventsOf(1)
+			return slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == EventSteppedDown }) &&
+				ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Epoch == 3
+		})
+		for _, i := range []int{1, 2, 3} {
+			if st := r.peers[i].Stats(); st.Epoch != 3 {
+				t.Fatalf("slot %d ends under epoch %d, want 3", i+1, st.Epoch)
+			}
+		}
+		close(stop)
+		r.checkEchoes()
 	})
 }

@@ -302,6 +302,11 @@ func (p *Player) stopHost(srv *tickwire.Server, kind EventKind, why string) {
 			p.srv, p.host, p.mig = nil, nil, nil
 			p.stats.Hosting = false
 			p.stats.SteppedDown = p.stats.SteppedDown || kind == EventSteppedDown
+			if kind == EventSteppedDown && p.promo == nil {
+				// A host this peer promoted to, replaced: its own
+				// player follows the successor like everyone else.
+				p.follower.Demoted(time.Now())
+			}
 		} else {
 			mig = nil
 		}
