@@ -149,7 +149,8 @@ func TestPeerHostAndStandbysDie(t *testing.T) {
 // and 4 elect slot 3; slot 2 steps down when it runs again, and its own
 // player — a promoted host's, which had stopped following any roster —
 // follows slot 3 like everyone else: the three play on under epoch 3 and
-// every echo came back exactly once, in order. (Under tickwire-bot, in
+// every echo came back exactly once, in order, and slot 2 is a
+// candidate again under slot 3. (Under tickwire-bot, in
 // bench/cmd/chaos, a promoted host stopped this way left its player
 // behind: its echoes never came back.)
 func TestPeerPromotedHostStalls(t *testing.T) {
@@ -173,6 +174,16 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 				t.Fatalf("slot %d ends under epoch %d, want 3", i+1, st.Epoch)
 			}
 		}
+		// Back as a player, slot 2 may host again.
+		r.waitFor("slot 2 a candidate under slot 3", 2*time.Second, func() bool {
+			cand := false
+			r.peers[2].srv.Do(func() {
+				for _, m := range r.peers[2].mig.roster.Members {
+					cand = cand || m.Slot == 2 && m.Candidate
+				}
+			})
+			return cand
+		})
 		close(stop)
 		r.checkEchoes()
 	})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -717,12 +718,10 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	old := p.follower.Following()
 	lost := old.Host
-	candidates := map[uint16]string{}
-	for slot, addr := range p.hostAddrs {
-		if slot != lost {
-			candidates[slot] = addr
-		}
-	}
+	// Every candidate, the lost host's too: a host that stepped down (a
+	// SIGSTOP) follows its successor and may host again; a dead one
+	// never reconnects, so no roster names it.
+	candidates := maps.Clone(p.hostAddrs)
 	keys := append([]tickwire.Key(nil), p.keys...)
 	at, _ := p.standby.Ready()
 	if t := p.loss.handOverTick; t != 0 && at != t {
