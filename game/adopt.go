@@ -59,12 +59,16 @@ func (h *Host) Adopt(gameID uint64, eng *sim.Server, m Migration) error {
 		m.Hold = time.Second
 	}
 	g.holdEnd = h.srv.Now().Add(m.Hold)
+	g.returning = map[uint16]*returning{}
 	if len(m.Addr) > proto.MaxControlText {
 		return errors.New("game: Adopt: the new host's address is longer than a control frame's text")
 	}
 	g.migration = proto.ControlFrame{Code: proto.ControlHostMigration, Player: m.Host, Arg: uint64(m.Epoch), Text: []byte(m.Addr)}
 	for _, p := range eng.Players(nil) {
 		g.awaited[p] = true
+		if !slices.Contains(m.Gone, p) {
+			g.returning[p] = &returning{}
+		}
 	}
 	h.games[gameID] = g
 	g.publish()
@@ -113,29 +117,73 @@ func (g *hostedGame) holds(now time.Time) bool {
 		for _, gc := range g.conns {
 			gc.holding = false
 		}
-		g.checkUntil = g.eng.Tick() + uint32(time.Second/g.eng.Period())
 	}
 	return wait
 }
 
-// checkResumed counts, for the first second after an adopted game's
-// hold ended, the inputs of players back from the migration that its
-// engine had to run without (HostStats.ResumedMissing): each was an
-// input of the old host's the successor did not get in time.
+// returning is a player an adopted game resumed, on its way back: until
+// its first input frame on this host arrives (back), the ticks that
+// ran without its input (missing); then the newest tick that frame
+// carried, the end of the inputs it brought back.
+type returning struct {
+	back    bool
+	newest  uint32
+	missing []uint32
+}
+
+// checkResumed counts, after a step of an adopted game, the inputs the
+// returning players brought back that the step ran without
+// (HostStats.ResumedMissing): each was an input the old host may have
+// acknowledged that the successor did not run. For a player not back
+// yet the tick is noted, and counted if its inputs cover it (brought).
+// Once every returning player is back, or gone, and the game ran past
+// the inputs they brought, there is nothing more to check.
 func (h *Host) checkResumed(g *hostedGame) {
-	if g.checkUntil == 0 {
-		return
-	}
-	if int32(g.eng.Tick()-g.checkUntil) > 0 {
-		g.checkUntil = 0
+	if g.returning == nil {
 		return
 	}
 	g.eng.Record(&g.rec)
+	open := false
 	for _, in := range g.rec.Inputs {
-		if in.Missing && !g.awaited[in.Player] && !slices.Contains(g.gone, in.Player) {
+		r := g.returning[in.Player]
+		switch {
+		case r == nil:
+		case !r.back:
+			open = true
+			if in.Missing && len(r.missing) < maxUnbrought {
+				r.missing = append(r.missing, g.rec.Tick)
+			}
+		case int32(r.newest-g.rec.Tick) >= 0:
+			open = true
+			if in.Missing {
+				h.stats.ResumedMissing++
+			}
+		}
+	}
+	if !open {
+		g.returning = nil // every player back and past, or gone
+	}
+}
+
+// maxUnbrought bounds the ticks noted for a returning player not back
+// yet: its grace (Migration.Grace) at a high tick rate.
+const maxUnbrought = 1024
+
+// brought takes a returning player's first input frame on this host,
+// whose newest input is for tick newest: the ticks that ran without
+// its input meanwhile and that the frame covers are counted.
+func (h *Host) brought(g *hostedGame, player uint16, newest uint32) {
+	r := g.returning[player]
+	if r == nil || r.back {
+		return
+	}
+	r.back, r.newest = true, newest
+	for _, t := range r.missing {
+		if int32(newest-t) >= 0 {
 			h.stats.ResumedMissing++
 		}
 	}
+	r.missing = nil
 }
 
 // expireAwaited makes the awaited players leave once the grace is over.

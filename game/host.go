@@ -150,10 +150,14 @@ type HostStats struct {
 	// the ring keeps (deltacomp.Encoder.Stale): it got no packet for as
 	// many ticks with entities coming and going.
 	StaleResyncs uint64
-	// ResumedMissing counts, in the first second of a game adopted after
-	// a host migration (Adopt), the inputs of the players who came back
-	// that its engine ran without: inputs the old host may have run
-	// (and acknowledged) that did not reach the successor in time.
+	// ResumedMissing counts, in a game adopted after a host migration
+	// (Adopt), the inputs the players brought back that its engine ran
+	// without: the ticks up to the newest of a returning player's first
+	// input frames on this host (which carry every input the old host
+	// may have acknowledged), from the tick the game resumed at, that
+	// ran before those frames arrived or without their input. Inputs
+	// sampled later, late like any on a lossy path, are
+	// InputsMissing's only.
 	ResumedMissing uint64
 	// Effects counts the effects Config.SendEffects networked.
 	Effects uint64
@@ -236,11 +240,11 @@ type hostedGame struct {
 	// (zero: not holding), except for the gone
 	holdEnd time.Time
 	gone    []uint16
-	// then, until checkUntil, the inputs of resumed players run missing
-	// are counted (checkResumed)
-	checkUntil uint32
-	rec        sim.StepRecord
-	recorder   *replay.ServerRecorder // Config.Record's (nil: not recorded)
+	// the players an adopted game resumed, until each brought its inputs
+	// back and the game ran past them (checkResumed)
+	returning map[uint16]*returning
+	rec       sim.StepRecord
+	recorder  *replay.ServerRecorder // Config.Record's (nil: not recorded)
 	// players whose session ended without a leave, in their rejoin
 	// grace (rejoin.go)
 	rejoining map[uint16]rejoinWait
@@ -812,6 +816,7 @@ func (gc *gameConn) Frame(t proto.FrameType, f []byte, p *tickwire.PacketInfo) e
 		}
 		if err == nil {
 			gc.holding = false
+			gc.host.brought(gc.game, in.Player, in.Tick)
 		}
 		if err != nil {
 			h.stats.BadFrames++

@@ -12,7 +12,9 @@ var ErrNoHost = errors.New("migrate: the host is gone and no other player can ho
 // Election is a player's side of a migration, from the moment its
 // HostMonitor declares the host lost until a successor announces itself:
 // it names the successor to dial (Winner), strikes it off after
-// PromoteTimeout without an announcement and elects the next, and ends
+// PromoteTimeout without an announcement — unless its server accepted
+// this player (Answered): its announcement is then on its way — and
+// elects the next, and ends
 // with ErrNoHost when the succession is exhausted. Every player starts
 // from the same roster, so every player walks the same succession.
 type Election struct {
@@ -27,6 +29,9 @@ type Election struct {
 	since  time.Time
 	done   bool
 	err    error
+	// answered: the winner's server accepted this player's session,
+	// which carries its announcement
+	answered bool
 }
 
 // Start begins an election at now over roster (copied). A player that
@@ -53,7 +58,7 @@ func (e *Election) elect(now time.Time) {
 		e.winner, e.epoch, e.err = Member{}, 0, ErrNoHost
 		return
 	}
-	e.winner, e.epoch, e.since = w, ep, now
+	e.winner, e.epoch, e.since, e.answered = w, ep, now, false
 }
 
 func (e *Election) promoteTimeout() time.Duration {
@@ -87,12 +92,35 @@ func (e *Election) Deadline() time.Time { return e.since.Add(e.promoteTimeout())
 // next; it reports whether the winner changed. Once the election is
 // decided (Announced) or exhausted it does nothing.
 func (e *Election) Advance(now time.Time) (changed bool) {
-	for !e.done && e.err == nil && !now.Before(e.Deadline()) {
+	for !e.done && e.err == nil && !e.answered && !now.Before(e.Deadline()) {
 		e.struck = append(e.struck, e.winner.Slot)
 		e.elect(e.Deadline())
 		changed = true
 	}
 	return changed
+}
+
+// Answered records that the server of slot, elected for epoch, accepted
+// this player's session: the successor runs, and its announcement comes
+// on that session's reliable channel, however late a lossy path makes
+// it, so it is not struck off for lateness while the session lives (its
+// end is Unanswered). A first connect waits for its accept as long; a
+// successor that never answers is still struck off after PromoteTimeout.
+// It reports false when slot and epoch are not the winner's.
+func (e *Election) Answered(slot uint16, epoch Epoch) bool {
+	if e.done || e.err != nil || slot != e.winner.Slot || epoch != e.epoch {
+		return false
+	}
+	e.answered = true
+	return true
+}
+
+// Unanswered records at now that the session the winner accepted ended
+// before its announcement: it is struck off at once.
+func (e *Election) Unanswered(now time.Time) {
+	if e.answered && !e.done && e.err == nil {
+		e.StrikeOff(now, e.winner.Slot)
+	}
 }
 
 // Announced reports whether a host_migration naming slot and epoch ends

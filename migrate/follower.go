@@ -55,6 +55,7 @@ type Follower struct {
 	gone     bool // HostGone: the host counts as lost whatever is heard
 	over     bool
 	retry    bool // Retry: the next Advance starts the election over
+	changed  bool // Unanswered moved the election on: the next Advance says so
 	last     Action
 }
 
@@ -100,9 +101,10 @@ func (f *Follower) Advance(now time.Time) Action {
 		f.electing, f.gone = true, false
 		f.election.PromoteTimeout = f.PromoteTimeout
 		f.election.Start(now, &f.roster)
-	case !f.election.Advance(now):
+	case !f.election.Advance(now) && !f.changed:
 		return Action{}
 	}
+	f.changed = false
 	return f.decide()
 }
 
@@ -151,6 +153,24 @@ func (f *Follower) Announced(now time.Time, slot uint16, epoch Epoch) bool {
 	return true
 }
 
+// Answered records that the successor slot, elected for epoch, accepted
+// this player's session (Election.Answered): it is not struck off for
+// a late announcement while that session lives. It reports whether slot
+// and epoch are the election's winner.
+func (f *Follower) Answered(slot uint16, epoch Epoch) bool {
+	return f.electing && !f.over && f.election.Answered(slot, epoch)
+}
+
+// Unanswered records at now that the session the elected successor
+// accepted ended before its announcement: the successor is struck off
+// and the next one elected (at the next Advance).
+func (f *Follower) Unanswered(now time.Time) {
+	if f.electing && !f.over {
+		f.election.Unanswered(now)
+		f.changed = true
+	}
+}
+
 // Promoted records that this player became the host of epoch (after
 // ActPromote): it stops watching a host. A player that promoted while
 // cut off itself, and finds the host alive after all, is back with it
@@ -158,6 +178,17 @@ func (f *Follower) Announced(now time.Time, slot uint16, epoch Epoch) bool {
 func (f *Follower) Promoted(epoch Epoch) {
 	f.electing, f.over = false, true
 	f.gate.Admit(epoch)
+}
+
+// Demoted records at now that the host this player promoted to (after
+// ActPromote, Promoted) stepped down: a successor replaced it (its loop
+// stalled past the players' timeout, or they followed another). The
+// player follows the roster again — its own host's last — and counts
+// that host lost: the next Advance elects as the other players did.
+func (f *Follower) Demoted(now time.Time) {
+	f.electing, f.over, f.retry, f.gone = false, false, false, false
+	f.last = Action{}
+	f.HostGone(now)
 }
 
 // Retry starts the election over at the next Advance, after it found

@@ -336,3 +336,50 @@ func TestFollowerRetryAlone(t *testing.T) {
 		t.Fatalf("alone: %+v, and Retry found somebody", a)
 	}
 }
+
+// TestFollowerAnswered: a successor whose server accepted the follower
+// is not struck off when its announcement is late (a lossy path
+// repeating the control frame), and the follower that hears it then
+// follows it; a successor that accepted and ended the session before
+// announcing itself is struck off at once, and the next one elected.
+// One that never answers is struck off after the promote timeout, as
+// before.
+func TestFollowerAnswered(t *testing.T) {
+	r := roster4()
+	lost := func() *Follower {
+		f := &Follower{Self: 3}
+		f.Roster(&r)
+		f.Heard(t0)
+		return f
+	}
+	f := lost()
+	at := t0.Add(DefaultTimeout)
+	act := f.Advance(at)
+	if act.Kind != ActDial || act.Member.Slot != 4 {
+		t.Fatalf("election: %+v, want to dial slot 4", act)
+	}
+	if !f.Answered(4, act.Epoch) || f.Answered(2, act.Epoch) {
+		t.Fatal("Answered refused the winner, or accepted another")
+	}
+	late := at.Add(3 * DefaultPromoteTimeout)
+	if a := f.Advance(late); a.Kind != ActNone {
+		t.Fatalf("an answered successor late to announce itself: %+v, want no new action", a)
+	}
+	if !f.Announced(late, 4, act.Epoch) || f.Electing() {
+		t.Fatal("the answered successor's late announcement was refused")
+	}
+
+	f = lost()
+	act = f.Advance(at)
+	f.Answered(4, act.Epoch)
+	f.Unanswered(at.Add(100 * time.Millisecond))
+	if a := f.Advance(at.Add(120 * time.Millisecond)); a.Kind != ActDial || a.Member.Slot != 2 || a.Epoch != act.Epoch+1 {
+		t.Fatalf("after the answered successor's session ended: %+v, want to dial slot 2", a)
+	}
+
+	f = lost()
+	f.Advance(at)
+	if a := f.Advance(at.Add(DefaultPromoteTimeout)); a.Kind != ActDial || a.Member.Slot != 2 {
+		t.Fatalf("a successor that never answered, after the promote timeout: %+v, want to dial slot 2", a)
+	}
+}

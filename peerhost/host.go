@@ -55,6 +55,9 @@ type HostConfig struct {
 	// a player other than the host's own comes back to a game it adopted.
 	streams  map[uint16]*playerStream
 	followed func()
+	// cold: the game was adopted without a warm standby, and streams
+	// holds no copies: the players' numbering is learnt as they return
+	cold bool
 	// StepDown, if set, runs (on the server's loop) when the host learns
 	// it was replaced: its standby or half its players left it with
 	// proto.DisconnectHostMigrate, or its loop stalled past StallTimeout.
@@ -65,17 +68,22 @@ type HostConfig struct {
 
 // HostStats count what the host side of host migration did.
 type HostStats struct {
-	Epoch        uint32 // the host's
-	Rosters      uint64 // roster frames sent
-	Credentials  uint64 // credential rounds minted
-	StandbyAcks  uint64
-	StandbyTick  uint32           // the newest tick every standby holds
-	StandbyLag   uint32           // ticks between the host's and StandbyTick, at the last ack
-	Standbys     int              // warm standbys now
-	Feed         StandbyFeedStats // of every standby's feed
-	SteppedDown  bool
-	StepDownWhy  string
-	MigrateLeave uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	Epoch       uint32 // the host's
+	Rosters     uint64 // roster frames sent
+	Credentials uint64 // credential rounds minted
+	// CredentialErrors counts credential frames a connection refused
+	// (its reliable queue full): a round whose key did not reach its
+	// successor hands out no token, and a round with any refusal is
+	// minted again after CredentialRetry.
+	CredentialErrors uint64
+	StandbyAcks      uint64
+	StandbyTick      uint32           // the newest tick every standby holds
+	StandbyLag       uint32           // ticks between the host's and StandbyTick, at the last ack
+	Standbys         int              // warm standbys now
+	Feed             StandbyFeedStats // of every standby's feed
+	SteppedDown      bool
+	StepDownWhy      string
+	MigrateLeave     uint64 // players that left for a successor (proto.DisconnectHostMigrate)
 	// HandOverTick is the last tick of a host that quit and handed the
 	// game over (0: it did not); HandOverUnacked the players that had
 	// not left it for the successor by HandOverTimeout.
@@ -104,15 +112,18 @@ type hostMigration struct {
 	standbys []*warmStandby
 	feedCfg  StandbyFeed
 	feedDone StandbyFeedStats
-	dirty    bool // the roster changed: send it, with fresh credentials
-	minted   time.Time
-	lastRun  time.Time
-	left     int // players that left with proto.DisconnectHostMigrate
-	down     bool
-	handing  *handOver // the host quits (handover.go)
-	stats    HostStats
-	buf      []byte
-	succ     []migrate.Member
+	dirty    bool // the roster changed: send it
+	// credsDue: the roster changed since the last round of credentials
+	// (minted then), or a frame of that round was refused (credsRetry)
+	credsDue, credsRetry bool
+	minted               time.Time
+	lastRun              time.Time
+	left                 int // players that left with proto.DisconnectHostMigrate
+	down                 bool
+	handing              *handOver // the host quits (handover.go)
+	stats                HostStats
+	buf                  []byte
+	succ                 []migrate.Member
 	// the players' peer message streams (stream.go), by first slot
 	streams map[uint16]*playerStream
 	scratch []*tickwire.Conn // conns
@@ -290,11 +301,35 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return true
 	}
-	if m.silenceChanged() || m.dirty || now.Sub(m.minted) >= m.cfg.TokenTTL/3 {
+	if m.silenceChanged() || m.dirty {
 		m.dirty = false
 		m.publish(now)
 	}
+	if m.credentialsDue(now) {
+		m.mintRound(now)
+	}
 	return true
+}
+
+// CredentialSpacing is the least time between two rounds of successor
+// credentials for roster changes, and CredentialRetry the time before
+// a round some frame of which a connection refused goes out again. A
+// burst of joins (every player back after a migration) costs a round or
+// two, not one per tick it spans.
+const (
+	CredentialSpacing = 250 * time.Millisecond
+	CredentialRetry   = 100 * time.Millisecond
+)
+
+// credentialsDue reports whether a round of credentials is due at now:
+// the first, a roster change's, a retry, or the refresh of the tokens.
+func (m *hostMigration) credentialsDue(now time.Time) bool {
+	if len(m.roster.Members) == 0 {
+		return false // no valid roster yet
+	}
+	since := now.Sub(m.minted)
+	return m.minted.IsZero() || since >= m.cfg.TokenTTL/3 ||
+		m.credsRetry && since >= CredentialRetry || m.credsDue && since >= CredentialSpacing
 }
 
 // publish sends the roster of g's players to all of them, makes the
@@ -355,9 +390,17 @@ func (m *hostMigration) publish(now time.Time) {
 	if !slices.Equal(next, m.standbyConns()) {
 		m.setStandbys(next)
 	}
-	m.minted = now
+	m.credsDue = true
+}
+
+// mintRound hands out a round of credentials for the first
+// MaxSuccessors successors of the roster.
+func (m *hostMigration) mintRound(now time.Time) {
+	m.minted, m.credsDue, m.credsRetry = now, false, false
 	for _, s := range m.succ[:min(len(m.succ), MaxSuccessors)] {
-		m.credentials(s, now)
+		if !m.credentials(s, now) {
+			m.credsRetry = true
+		}
 	}
 }
 
@@ -410,8 +453,13 @@ func (m *hostMigration) standbyConns() []*tickwire.Conn {
 const MaxSuccessors = 8
 
 // credentials mints a round of credentials for successor s and sends
-// them: the key to s, a token for s's address to every player.
-func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
+// them: the key to s, then a token for s's address to every player. A
+// token sealed with a key its successor never got is useless (the
+// successor denies it: unknown key), so when s's connection refuses the
+// key nobody gets a token of the round, and the players keep those of
+// the last (the successor keeps several keys). It reports false when a
+// connection refused a frame.
+func (m *hostMigration) credentials(s migrate.Member, now time.Time) bool {
 	players := make([]SuccessorPlayer, 0, len(m.conns()))
 	for _, c := range m.conns() {
 		if ps := c.Players(); len(ps) > 0 {
@@ -421,29 +469,38 @@ func (m *hostMigration) credentials(s migrate.Member, now time.Time) {
 	sc, err := MintSuccessorCredentials(m.cfg.Game, s.Addr, players, m.cfg.TokenTTL, m.cfg.UserData, now)
 	if err != nil {
 		m.log.Warn("host migration: credentials", "game", m.cfg.Game, "err", err)
-		return
+		return true
 	}
 	m.stats.Credentials++
 	epoch := m.cfg.Epoch
+	kf := sc.KeyFrame(epoch, s.Slot)
+	if !m.sendCredential(m.connOf(s.Slot), &kf) {
+		return false
+	}
+	ok := true
 	for _, c := range m.conns() {
-		ps := c.Players()
-		if len(ps) == 0 {
-			continue
-		}
-		if ps[0] == s.Slot {
-			kf := sc.KeyFrame(epoch, s.Slot)
-			if b, err := kf.Append(m.buf[:0]); err == nil {
-				m.buf = b
-				c.SendFrame(b)
-			}
-		}
-		if tf, ok := sc.TokenFrame(epoch, s.Slot, ps[0]); ok {
-			if b, err := tf.Append(m.buf[:0]); err == nil {
-				m.buf = b
-				c.SendFrame(b)
+		if ps := c.Players(); len(ps) > 0 {
+			if tf, has := sc.TokenFrame(epoch, s.Slot, ps[0]); has && !m.sendCredential(c, &tf) {
+				ok = false
 			}
 		}
 	}
+	return ok
+}
+
+// sendCredential sends f to c, reporting false (and counting it) when
+// c refused it.
+func (m *hostMigration) sendCredential(c *tickwire.Conn, f *proto.SuccessorFrame) bool {
+	b, err := f.Append(m.buf[:0])
+	if err != nil || c == nil {
+		return true // cannot happen: the frames are bounded; s is a member
+	}
+	m.buf = b
+	if c.SendFrame(b) != nil {
+		m.stats.CredentialErrors++
+		return false
+	}
+	return true
 }
 
 // maxStreamBacklog and maxStreamBytes bound the messages a stream keeps
@@ -485,6 +542,9 @@ func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error
 	st.outSeq++
 	msg := streamMsg{seq: st.outSeq, channel: channel, data: slices.Clone(data), release: m.tick() + 1}
 	st.out = append(st.out, msg)
+	if st.outUnknown {
+		return nil // numbered, copied and sent once the player's ack came
+	}
 	m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: ps[0], Copy: true, Seq: msg.seq, Channel: channel, Data: data})
 	m.toStandby(m.buf)
 	m.release()
@@ -541,7 +601,7 @@ func (m *hostMigration) release() {
 	}
 	for _, c := range m.conns() {
 		player, st := m.streamOf(c)
-		if st == nil {
+		if st == nil || st.outUnknown {
 			continue
 		}
 		for i := range st.out {
@@ -560,8 +620,18 @@ func (m *hostMigration) release() {
 }
 
 // resumed sends a player back from a migration its stream: every
-// message it has not acknowledged, and how far its own ran.
-func (m *hostMigration) resumed(c *tickwire.Conn) { m.resendStream(c, true) }
+// message it has not acknowledged, and how far its own ran. A host
+// that took over cold learns the stream's numbering from the player
+// (playerStream.inUnknown, outUnknown).
+func (m *hostMigration) resumed(c *tickwire.Conn) {
+	if ps := c.Players(); m.cfg.cold && len(ps) > 0 && m.streams[ps[0]] == nil {
+		st := newPlayerStream()
+		st.inUnknown, st.outUnknown = true, true
+		m.streams[ps[0]] = st
+		return
+	}
+	m.resendStream(c, true)
+}
 
 // rejoined sends a player back in its slots on a new session what the
 // reliable channel of its old one may have lost: the messages released
@@ -599,6 +669,11 @@ func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame)
 		return nil
 	}
 	st := m.stream(f.Player)
+	if st.inUnknown {
+		// Taken over cold: the player's oldest unconfirmed message
+		// comes first (it may have run on the old host: nobody knows).
+		st.inNext, st.durable, st.acked, st.inUnknown = f.Seq, f.Seq-1, f.Seq-1, false
+	}
 	switch d := int32(f.Seq - st.inNext); {
 	case d < 0:
 		m.stats.Stream.Duplicates++
@@ -635,7 +710,12 @@ func (m *hostMigration) Frame(c *tickwire.Conn, t proto.FrameType, f []byte) err
 		if a.Kind != proto.PeerAckToPlayer || len(c.Players()) == 0 || a.Player != c.Players()[0] {
 			return errForeignPlayer
 		}
-		if st := m.streams[a.Player]; st != nil && int32(a.Through-st.outSeq) <= 0 {
+		if st := m.streams[a.Player]; st != nil && st.outUnknown {
+			// Taken over cold: the player received through a.Through.
+			st.based(a.Through)
+			m.copyStream(a.Player, st)
+			m.release()
+		} else if st != nil && int32(a.Through-st.outSeq) <= 0 {
 			st.received(a.Through)
 			m.buf = appendPeerAck(m.buf[:0], a.Player, proto.PeerAckStandbyReceived, a.Through)
 			m.toStandby(m.buf)

@@ -42,7 +42,14 @@ type adoption struct {
 	self  uint16
 	addr  string
 	grace time.Duration
-	lost  uint16
+	// lost is the lost host; gone holds it and the candidates the
+	// election passed over, for whom a state-sync game does not hold
+	// its tick. A commits relay awaits the passed-over candidates like
+	// any player (commands of theirs may still come from the others'
+	// buffers): without that hold two players' records differed in
+	// TestPeerCommitsRelayAndSuccessorDie.
+	lost uint16
+	gone []uint16
 }
 
 // orNoHandler is h, or a handler that drops everything.

@@ -8,6 +8,7 @@ import (
 	"github.com/tickwire/tickwire/game"
 	"github.com/tickwire/tickwire/migrate"
 	"github.com/tickwire/tickwire/proto"
+	"github.com/tickwire/tickwire/sim"
 )
 
 // stateSync is the mode of a state-sync game (Config.Game).
@@ -49,9 +50,14 @@ func (m *stateSync) takeOver(now time.Time) (uint32, func(adoption) error, error
 	if err != nil {
 		return at, nil, err
 	}
-	return at, func(a adoption) error {
-		return m.host.Adopt(p.game, eng, game.Migration{Epoch: a.epoch, Host: a.self, Addr: a.addr, Grace: a.grace, Gone: []uint16{a.lost}})
-	}, nil
+	return at, m.adopter(eng), nil
+}
+
+// adopter adopts the game on this peer's host with engine eng.
+func (m *stateSync) adopter(eng *sim.Server) func(adoption) error {
+	return func(a adoption) error {
+		return m.host.Adopt(m.p.game, eng, game.Migration{Epoch: a.epoch, Host: a.self, Addr: a.addr, Grace: a.grace, Gone: a.gone})
+	}
 }
 
 func (m *stateSync) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {

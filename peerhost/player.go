@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -133,6 +134,9 @@ type Stats struct {
 	HandOvers    uint64
 	HandOverTick uint32
 	PromotedAt   uint32
+	// ColdPromotions counts promotions without a warm standby: from
+	// this player's own confirmed state (docs/MIGRATION.md).
+	ColdPromotions uint64
 	// Stream counts this player's peer message stream (Send and the
 	// host's messages).
 	Stream      StreamStats
@@ -165,16 +169,22 @@ type Player struct {
 	standby  migrate.Standby
 	rec      sim.StepRecord
 	codecs   deltacomp.Codecs
-	keys     []tickwire.Key        // successor keys received, newest last (at most 2)
+	keys     []tickwire.Key        // successor keys received, newest last (at most keptKeys)
 	tokens   map[uint16]*tokenHeld // per successor slot, the newest token
-	ackSent  uint32
-	mode     mode // state sync or commits
-	srv      *tickwire.Server
-	mig      *hostMigration // host's hooks
-	stats    Stats
-	err      error
-	players  []uint16
-	clientID uint64
+	// hostAddrs are the host addresses of the candidates, by slot, as
+	// the rosters followed named them: a candidate a roster left out
+	// for a while (silent) is one again under the host this peer may
+	// promote to.
+	hostAddrs map[uint16]string
+	tickRate  int // the host's, for an engine of this peer's own
+	ackSent   uint32
+	mode      mode // state sync or commits
+	srv       *tickwire.Server
+	mig       *hostMigration // host's hooks
+	stats     Stats
+	err       error
+	players   []uint16
+	clientID  uint64
 
 	// The peer message stream (stream.go): this player's own —
 	// messages sent and not yet confirmed, the newest number received and
@@ -185,6 +195,7 @@ type Player struct {
 	outBytes   int
 	inRecv     uint32
 	ackedRecv  uint32
+	ackDue     bool // a new host must hear how far this player got, even if nowhere
 	ackPackets int
 	streams    map[uint16]*playerStream
 	stream     StreamStats
@@ -229,7 +240,7 @@ func NewPlayer(cfg Config) (*Player, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, streams: map[uint16]*playerStream{},
+	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, hostAddrs: map[uint16]string{}, streams: map[uint16]*playerStream{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Commits != nil {
 		p.mode = &commitsGame{p: p}
@@ -301,6 +312,11 @@ func (p *Player) stopHost(srv *tickwire.Server, kind EventKind, why string) {
 			p.srv, p.mig = nil, nil
 			p.stats.Hosting = false
 			p.stats.SteppedDown = p.stats.SteppedDown || kind == EventSteppedDown
+			if kind == EventSteppedDown && p.promo == nil {
+				// A host this peer promoted to, replaced: its own
+				// player follows the successor like everyone else.
+				p.follower.Demoted(time.Now())
+			}
 		} else {
 			mig = nil
 		}
@@ -460,7 +476,7 @@ func (p *Player) resend(c *tickwire.Client) {
 	p.mu.Lock()
 	out := slices.Clone(p.out) // the data is never modified
 	self := p.players[0]
-	p.ackedRecv = 0 // tell the new host how far we got
+	p.ackedRecv, p.ackDue, p.ackPackets = 0, true, 10 // tell the new host how far we got
 	p.mu.Unlock()
 	var b []byte
 	resent := uint64(0)
@@ -593,6 +609,9 @@ func (p *Player) sessionEnded(c *tickwire.Client) bool {
 		p.hostEnded = c // its rejoin credential, if it timed out
 	}
 	p.follower.HostGone(now)
+	// A successor that accepted us and ended the session before it
+	// announced itself is struck off.
+	p.follower.Unanswered(now)
 	p.mu.Unlock()
 	return false
 }
@@ -681,6 +700,11 @@ func (p *Player) follow(act migrate.Action) {
 		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
 		return
 	}
+	// Its announcement comes on c, however late: it is not struck off
+	// meanwhile (a first connect waits as long for its accept).
+	p.mu.Lock()
+	p.follower.Answered(act.Member.Slot, act.Epoch)
+	p.mu.Unlock()
 	p.resend(c)
 	p.event(Event{Kind: EventFollowing, Time: time.Now(), Epoch: uint32(act.Epoch), Slot: act.Member.Slot})
 }
@@ -706,12 +730,10 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	old := p.follower.Following()
 	lost := old.Host
-	candidates := map[uint16]string{}
-	for _, m := range old.Members {
-		if m.Candidate && m.Slot != lost {
-			candidates[m.Slot] = m.Addr
-		}
-	}
+	// Every candidate, the lost host's too: a host that stepped down (a
+	// SIGSTOP) follows its successor and may host again; a dead one
+	// never reconnects, so no roster names it.
+	candidates := maps.Clone(p.hostAddrs)
 	keys := append([]tickwire.Key(nil), p.keys...)
 	at, adopt, err := p.mode.takeOver(now)
 	if t := p.loss.handOverTick; t != 0 && at != t {
@@ -723,7 +745,37 @@ func (p *Player) promote(act migrate.Action) {
 		streams[pl] = st.clone()
 	}
 	clear(p.streams)
+	// The players the election passed over are gone: the game does not
+	// hold its tick for them.
+	gone := []uint16{lost}
+	for _, m := range old.Succession(nil) {
+		if m.Slot == p.players[0] {
+			break
+		}
+		gone = append(gone, m.Slot)
+	}
+	members := make([]uint16, 0, len(old.Members))
+	for _, m := range old.Members {
+		members = append(members, m.Slot)
+	}
+	tickRate := p.tickRate
 	p.mu.Unlock()
+	cold := false
+	if ss, ok := p.mode.(*stateSync); ok && errors.Is(err, migrate.ErrNotLoaded) && p.cfg.HostConn != nil && len(keys) > 0 {
+		// Not warm (every warm standby is gone): host from this
+		// player's own confirmed state (docs/MIGRATION.md says what
+		// that loses).
+		var eng *sim.Server
+		if eng, at, err = p.coldEngine(now, members, tickRate); err == nil {
+			adopt = ss.adopter(eng)
+			cold = true
+			p.mu.Lock()
+			p.stats.PromotedAt = at
+			p.stats.ColdPromotions++
+			p.mu.Unlock()
+			p.log.Warn("promoted without a warm standby: from its player's confirmed state", "epoch", act.Epoch, "tick", at)
+		}
+	}
 	p.leaveSession()
 	if err != nil || len(keys) == 0 || p.cfg.HostConn == nil {
 		p.log.Warn("elected but cannot host", "epoch", act.Epoch, "err", err, "keys", len(keys))
@@ -732,14 +784,14 @@ func (p *Player) promote(act migrate.Action) {
 	key := keys[len(keys)-1]
 	var srv *tickwire.Server
 	err = p.startHost(key, keys[:len(keys)-1], HostConfig{Game: p.game, Epoch: uint32(act.Epoch),
-		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams,
+		Self: p.players[0], Candidates: candidates, Standbys: p.cfg.Standbys, streams: streams, cold: cold,
 		followed: func() { p.hold(srv, nil) }})
 	if err == nil {
 		p.mu.Lock()
 		srv = p.srv
 		p.mu.Unlock()
 		srv.Do(func() {
-			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), lost: lost})
+			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), lost: lost, gone: gone})
 		})
 	}
 	if err != nil {
@@ -788,6 +840,47 @@ func (p *Player) promote(act migrate.Action) {
 	p.ownDialled(pr, c)
 }
 
+// coldEngine is the engine of a game this peer takes over without a
+// warm standby: the world of its own player's confirmed state (the
+// newest state the host sent it), with members as its players, running
+// from that state's tick at now. It has none of what only a standby
+// holds: the host's steps after that tick, the inputs it held for later
+// ticks, the message streams' copies, the lag-compensation history.
+func (p *Player) coldEngine(now time.Time, members []uint16, tickRate int) (*sim.Server, uint32, error) {
+	if p.cfg.Factory == nil || tickRate == 0 {
+		return nil, 0, migrate.ErrNotLoaded
+	}
+	world, err := p.cfg.Factory(p.game)
+	if err != nil {
+		return nil, 0, err
+	}
+	st := sim.ServerState{Players: slices.Sorted(slices.Values(members))}
+	err = migrate.ErrNotLoaded
+	p.cfg.Game.State(func(s *deltacomp.Snapshot) {
+		if s.Tick == 0 || len(s.IDs) == 0 {
+			return
+		}
+		st.Tick, err = s.Tick, world.ReadSnapshot(s)
+		for _, id := range s.IDs {
+			if id.Spawner() == 0 {
+				// The server's spawn counter: past every id it spawned.
+				st.ServerSpawn = max(st.ServerSpawn, id.Index())
+			}
+		}
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	cfg := p.cfg.Host.Sim
+	cfg.TickRate = tickRate
+	eng, err := sim.RestoreServer(world, cfg, st)
+	if err != nil {
+		return nil, 0, err
+	}
+	eng.Resume(now)
+	return eng, st.Tick, nil
+}
+
 // event reports e to OnEvent.
 func (p *Player) event(e Event) {
 	if e.Time.IsZero() {
@@ -834,6 +927,9 @@ func (p *Player) Attach(c *tickwire.Client, a tickwire.Accepted) (tickwire.Frame
 		p.mu.Unlock()
 		return nil, err
 	}
+	p.mu.Lock()
+	p.tickRate = c.TickRate()
+	p.mu.Unlock()
 	return &peerFrames{p: p, c: c, inner: fh, tickRate: c.TickRate()}, nil
 }
 
@@ -880,7 +976,11 @@ func (f *peerFrames) AppendFrames(b []byte, room int, pi *tickwire.PacketInfo) [
 	// This player's stream ack: when it moved, and now and then while
 	// anything was received (it is cumulative; a lost one is repeated).
 	p.ackPackets++
-	if p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30) && len(p.players) > 0 {
+	// After a migration it goes out every 10 packets until the new host's
+	// first message, even having received nothing: a host that took over
+	// cold numbers its messages from it.
+	resumedAck := p.ackDue && (p.ackPackets >= 10 || p.ackedRecv != p.inRecv)
+	if (resumedAck || p.inRecv != 0 && (p.inRecv != p.ackedRecv || p.ackPackets >= 30)) && len(p.players) > 0 {
 		if nb := appendPeerAck(b, p.players[0], proto.PeerAckToPlayer, p.inRecv); len(nb)-start <= room {
 			b, p.ackedRecv, p.ackPackets = nb, p.inRecv, 0
 		}
@@ -954,11 +1054,23 @@ func (p *Player) roster(c *tickwire.Client, b []byte) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.provisional(c) {
-		p.follower.Roster(&r)
+	if !p.provisional(c) && p.follower.Roster(&r) {
+		for _, m := range r.Members {
+			if m.Candidate {
+				p.hostAddrs[m.Slot] = m.Addr
+			}
+		}
 	}
 	return nil
 }
+
+// keptKeys is how many successor keys a candidate keeps, the newest:
+// its server opens tokens sealed with any of them. A player's newest
+// token may be of an earlier round than its successor's newest key (the
+// rounds reach each player on its own reliable channel, and a round
+// whose key a queue refused hands out no token), by a few rounds at
+// CredentialSpacing during a burst of joins.
+const keptKeys = 4
 
 // successor keeps a successor key or token from the host of session c.
 func (p *Player) successor(c *tickwire.Client, b []byte) error {
@@ -984,8 +1096,8 @@ func (p *Player) successor(c *tickwire.Client, b []byte) error {
 			return err
 		}
 		p.keys = append(p.keys, k)
-		if len(p.keys) > 2 {
-			p.keys = p.keys[len(p.keys)-2:]
+		if len(p.keys) > keptKeys {
+			p.keys = p.keys[len(p.keys)-keptKeys:]
 		}
 		p.stats.Keys++
 	default:
@@ -1029,6 +1141,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 		p.mu.Unlock()
 		return errForeignPlayer
 	}
+	p.ackDue = false // the host numbers its messages
 	switch d := int32(f.Seq - p.inRecv - 1); {
 	case d < 0:
 		p.stream.Duplicates++

@@ -24,6 +24,7 @@ import (
 	"github.com/tickwire/tickwire/proto"
 	"github.com/tickwire/tickwire/sim"
 	"github.com/tickwire/tickwire/udp"
+	"github.com/tickwire/tickwire/udp/netem"
 	"github.com/tickwire/tickwire/udp/udptest"
 )
 
@@ -84,6 +85,15 @@ func (c killableConn) ReadFrom(b []byte) (int, net.Addr, error) {
 	}
 }
 
+// impaired wraps pc in a netem impairment of its egress by spec, unless
+// spec is zero.
+func impaired(pc net.PacketConn, spec netem.Spec, seed uint64) net.PacketConn {
+	if spec.IsZero() {
+		return pc
+	}
+	return netem.Wrap(pc, netem.Config{Egress: spec, Seed: seed})
+}
+
 // peerRig is a peer-hosted arena game on the in-memory network: player
 // slot i runs its host socket at 10.0.0.i:7000 and plays from 10.0.1.i.
 type peerRig struct {
@@ -103,6 +113,9 @@ type peerRig struct {
 	// warnings counts the players' log records at Warn and above, by
 	// message.
 	warnings warnCounter
+	// onStep, if set, hears every step of every host (slot: the host's),
+	// under mu.
+	onStep func(slot uint16, eng *sim.Server)
 	// disconnects counts each player's game's EventDisconnected;
 	// gameEvents every kind of event each player's game heard, by the
 	// player it names (0: none).
@@ -175,7 +188,13 @@ func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) 
 // newPeerRigHosts is newPeerRig where only the first hosts players offer
 // to host.
 func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
-	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: 15 * time.Millisecond}}),
+	return newPeerRigLinks(t, n, hosts, 15*time.Millisecond, netem.Spec{})
+}
+
+// newPeerRigLinks is newPeerRigHosts on links of latency, every socket's
+// egress impaired by spec (seeded by its address).
+func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec netem.Spec) *peerRig {
+	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: latency}}),
 		events: make([][]Event, n), disconnects: make([]atomic.Int32, n), gameEvents: make([]map[uint16]*[game.NumEventKinds]int, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = tickwire.GenerateKey()
 	candidates := map[uint16]string{}
@@ -190,7 +209,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 			if err != nil {
 				t.Fatal(err)
 			}
-			hostConn = udp.FromPacketConn(killableConn{hc, k})
+			hostConn = udp.FromPacketConn(impaired(killableConn{hc, k}, spec, uint64(i)))
 		}
 		gc, err := game.NewClient(arena.NewGame(0), randomInputs(uint64(i)), sim.ClientConfig{})
 		if err != nil {
@@ -213,6 +232,9 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 				// it had to run without, for the first second.
 				r.mu.Lock()
 				defer r.mu.Unlock()
+				if r.onStep != nil && !r.kills[slot-1].out() {
+					r.onStep(slot, eng)
+				}
 				if r.resumed == nil || r.kills[slot-1].out() {
 					return
 				}
@@ -230,7 +252,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 					}
 				}
 			}},
-			Dialer: peerDialer(t, r.net, slot, k),
+			Dialer: peerDialer(t, r.net, slot, k, spec),
 			OnEvent: func(e Event) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -249,7 +271,7 @@ func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
 
 // peerDialer is the Dialer of slot's sessions: each from a port of its
 // own at 10.0.1.slot, cut off with k.
-func peerDialer(t *testing.T, n *udptest.Network, slot uint16, k *killSwitch) func() tickwire.Dialer {
+func peerDialer(t *testing.T, n *udptest.Network, slot uint16, k *killSwitch, spec netem.Spec) func() tickwire.Dialer {
 	port := 5000
 	return func() tickwire.Dialer {
 		port++
@@ -257,7 +279,7 @@ func peerDialer(t *testing.T, n *udptest.Network, slot uint16, k *killSwitch) fu
 		if err != nil {
 			t.Error(err)
 		}
-		return tickwire.Dialer{Conn: udp.FromPacketConn(killableConn{pc, k})}
+		return tickwire.Dialer{Conn: udp.FromPacketConn(impaired(killableConn{pc, k}, spec, uint64(slot)<<16|uint64(port)))}
 	}
 }
 
@@ -770,7 +792,7 @@ func newCommitsPeerRig(t *testing.T, n int) *commitsPeerRig {
 			Commits:  cc,
 			HostConn: udp.FromPacketConn(killableConn{hc, k}),
 			HostAddr: candidates[slot],
-			Dialer:   peerDialer(t, r.net, slot, k),
+			Dialer:   peerDialer(t, r.net, slot, k, netem.Spec{}),
 		})
 		if err != nil {
 			t.Fatal(err)

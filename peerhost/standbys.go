@@ -71,6 +71,9 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 func (m *hostMigration) copyStreams(c *tickwire.Conn) {
 	due := m.tick() + 1
 	for p, st := range m.streams {
+		if st.outUnknown || st.inUnknown {
+			continue // copied once its numbering is known (copyStream)
+		}
 		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
 		for i := range st.out {
 			o := &st.out[i]
@@ -90,6 +93,19 @@ func (m *hostMigration) copyStreams(c *tickwire.Conn) {
 		for i := range st.pending {
 			st.pending[i].tick = due
 		}
+	}
+}
+
+// copyStream sends every standby the messages of player's stream st,
+// whose numbering the host just learnt (a cold take-over); they go out
+// once the standbys acknowledged the next tick.
+func (m *hostMigration) copyStream(player uint16, st *playerStream) {
+	due := m.tick() + 1
+	for i := range st.out {
+		o := &st.out[i]
+		m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: player, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+		m.toStandby(m.buf)
+		o.release = due
 	}
 }
 

@@ -44,6 +44,12 @@ type playerStream struct {
 	outSeq   uint32      // the last number given to a message to the player
 	out      []streamMsg // to the player, not yet acknowledged by it
 	outBytes int         // their data
+	// A host that took the game over without a copy of the stream (a
+	// cold promotion) knows neither number: it takes the player's next
+	// from the first message it gets (inUnknown), and its own from the
+	// player's first ack (outUnknown: its messages wait, numbered from
+	// 1, and are renumbered past what the player received).
+	inUnknown, outUnknown bool
 }
 
 func newPlayerStream() *playerStream { return &playerStream{inNext: 1} }
@@ -57,6 +63,16 @@ func (s *playerStream) clone() *playerStream {
 		c.out = append(c.out, m)
 	}
 	return c
+}
+
+// based numbers the messages of a stream whose numbering was unknown
+// (outUnknown) past through, the last the player received.
+func (s *playerStream) based(through uint32) {
+	for i := range s.out {
+		s.out[i].seq += through
+	}
+	s.outSeq += through
+	s.outUnknown = false
 }
 
 // received trims the messages the player has received through seq.

@@ -272,8 +272,7 @@ func (c *Client) Resume(now time.Time, serverTick uint32, rtt time.Duration) {
 	c.hasHist = false
 	c.render.cur, c.render.prev = c.render.cur[:0], c.render.prev[:0]
 	c.lastFrame = now
-	c.interp.reset(c.period)
-	c.interp.packet(now, serverTick)
+	c.interp.resumeAt(serverTick)
 	c.stats.Resumes++
 }
 
@@ -505,6 +504,18 @@ func (c *Client) InputAck(now time.Time, a proto.InputAckFrame, serverTick uint3
 		c.stats.ClockJumps++
 	}
 	return late
+}
+
+// Acked is the newest input of player the server acknowledged
+// (InputAck; before any ack, the tick before the first input sampled);
+// ok is false for a player this client does not play. After Resume it
+// is at most the new server's tick.
+func (c *Client) Acked(player uint16) (tick uint32, ok bool) {
+	p := c.playerIndex(player)
+	if p < 0 {
+		return 0, false
+	}
+	return c.acked[p], true
 }
 
 // Authoritative takes the newest confirmed state: the server's snapshot

@@ -32,6 +32,7 @@ type interpClock struct {
 	started   bool
 	newest    uint32 // newest server tick in a packet
 	hasNewest bool
+	resumed   bool      // resumeAt: not started before a tick after newest
 	arrival   time.Time // when newest arrived
 	interval  float64   // smoothed time between packets with newer ticks (s)
 	jitter    float64   // smoothed |interval sample - interval| (s)
@@ -97,6 +98,17 @@ func (k *interpClock) reset(p time.Duration) {
 // with 60 ms, in none.
 const initialJitter = 60 * time.Millisecond
 
+// resumeAt resets the clock for a game resumed at tick by a new host
+// (Client.Resume): it starts with the first packet of a later tick. The
+// new host holds the game at tick until its players are back (a second
+// or so at most), and a clock started by the resume would run through
+// the hold past the newest state: every frame of the hold a stall,
+// then a snap once the game ran again.
+func (k *interpClock) resumeAt(tick uint32) {
+	k.reset(k.period)
+	k.newest, k.hasNewest, k.resumed = tick, true, true
+}
+
 // advance moves the clock to now.
 func (k *interpClock) advance(now time.Time) {
 	dt := now.Sub(k.last)
@@ -112,6 +124,10 @@ func (k *interpClock) advance(now time.Time) {
 func (k *interpClock) packet(now time.Time, tick uint32) {
 	if k.hasNewest && int32(tick-k.newest) <= 0 {
 		return // not newer: says nothing about the interval
+	}
+	if k.resumed {
+		// The resumed game runs: start here (the hold is no interval).
+		k.resumed, k.hasNewest = false, false
 	}
 	p := k.period.Seconds()
 	if k.hasNewest {

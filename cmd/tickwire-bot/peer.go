@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -174,7 +175,7 @@ func (ps *peerSeat) start(ctx context.Context, peer *peerhost.Player, ev *peerEv
 		ev.path, ev.via, ev.connect = nat.path(a, via), via.String(), time.Since(nat.assigned)
 		fmt.Fprintf(stderr, "tickwire-bot: connected path=%s via=%v in %.0f ms\n", ev.path, via, float64(ev.connect)/float64(time.Millisecond))
 	}
-	fmt.Fprintf(stderr, "tickwire-bot: playing\n")
+	fmt.Fprintf(stderr, "tickwire-bot: playing goroutines=%d\n", runtime.NumGoroutine())
 	return nil
 }
 
@@ -324,10 +325,12 @@ loop:
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	goroutines := runtime.NumGoroutine()
 	b.peer.Close()
 	sum := &botproto.Summary{Clients: 1, Connected: 1}
 	fill(sum, []*bot{&b.bot}, counts{}, counts{}, elapsed, rtts)
 	sum.Peer = b.summary(uint16(b.id), st, ended)
+	sum.Peer.Goroutines = goroutines
 	if st.Hosting {
 		sum.Peer.ResumedMissing = st.HostGame.ResumedMissing
 	}

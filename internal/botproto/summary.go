@@ -165,6 +165,9 @@ type PeerSummary struct {
 	ResumedMissing uint64      `json:"resumed_missing"`
 	Ended          string      `json:"ended,omitempty"` // why the peer ended before the run did
 	Events         []PeerEvent `json:"events"`
+	// Goroutines is how many goroutines the process ran at the end of
+	// its play (its "playing" line says how many at the start).
+	Goroutines int `json:"goroutines"`
 	// Path is how it first reached its host through NATs (-nat): "self"
 	// (it hosts), "local", "direct" (the host's public mapping) or
 	// "relay"; Via the address it connected to and ConnectMs how long
