@@ -17,12 +17,12 @@ import (
 // fieldArena is the arena with its records laid out by a
 // deltacomp.Schema (fieldArenaSchema) instead of its own byte layout, so
 // that a Predictor can extrapolate the position: its snapshots convert
-// each record between the two layouts (a bijection). With predict, its
-// Schema carries the predictor of x and y.
+// each record between the two layouts (a bijection). Its Schema carries
+// pred (nil: none).
 type fieldArena struct {
 	*arena.Game
-	predict bool
-	tmp     deltacomp.Snapshot
+	pred *deltacomp.Predictor
+	tmp  deltacomp.Snapshot
 }
 
 // fieldArenaSchema holds the arena's 16-byte record: the position's two
@@ -50,14 +50,12 @@ var fieldArenaPredictor = func() *deltacomp.Predictor {
 
 func (g *fieldArena) Schema() sim.Schema {
 	s := g.Game.Schema()
-	if g.predict {
-		s.Predictor = fieldArenaPredictor
-	}
+	s.Predictor = g.pred
 	return s
 }
 
 func (g *fieldArena) Clone() sim.Game {
-	return &fieldArena{Game: g.Game.Clone().(*arena.Game), predict: g.predict}
+	return &fieldArena{Game: g.Game.Clone().(*arena.Game), pred: g.pred}
 }
 
 func (g *fieldArena) CopyFrom(src sim.Game) { g.Game.CopyFrom(src.(*fieldArena).Game) }
@@ -158,44 +156,28 @@ func TestSchemaPredictor(t *testing.T) {
 		})
 		return sent.Load()
 	}
-	fields := func(predict bool) func(int) Game {
-		return func(npcs int) Game { return &fieldArena{Game: arena.NewGame(npcs), predict: predict} }
+	fields := func(pred *deltacomp.Predictor) func(int) Game {
+		return func(npcs int) Game { return &fieldArena{Game: arena.NewGame(npcs), pred: pred} }
 	}
 	own := bytes("the arena's layout", nil)
-	plain, predicted := bytes("fields", fields(false)), bytes("fields, predicted", fields(true))
+	plain, predicted := bytes("fields", fields(nil)), bytes("fields, predicted", fields(fieldArenaPredictor))
 	t.Logf("server bytes in 10 s: %d in the arena's own layout, %d in fields, %d in fields with the predictor (%.1f %%)",
 		own, plain, predicted, 100*(float64(predicted)/float64(plain)-1))
 	if predicted >= plain {
 		t.Errorf("the predictor sent %d bytes, no fewer than %d without it", predicted, plain)
 	}
 
-	bad, err := deltacomp.NewPredictor(mustFieldSchema(t), "x")
+	short, err := deltacomp.NewSchema(deltacomp.Field{Name: "x", Bits: 16})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &wrongPredictor{Game: arena.NewGame(0), p: bad}
-	if _, err := NewClient(g, randomInputs(1), sim.ClientConfig{}); err == nil {
+	bad, err := deltacomp.NewPredictor(short, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewClient(&fieldArena{Game: arena.NewGame(0), pred: bad}, randomInputs(1), sim.ClientConfig{}); err == nil {
 		t.Error("a client took a predictor of another record size")
 	}
-}
-
-type wrongPredictor struct {
-	*arena.Game
-	p *deltacomp.Predictor
-}
-
-func (g *wrongPredictor) Schema() sim.Schema {
-	s := g.Game.Schema()
-	s.Predictor = g.p
-	return s
-}
-
-func mustFieldSchema(t *testing.T) *deltacomp.Schema {
-	s, err := deltacomp.NewSchema(deltacomp.Field{Name: "x", Bits: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 // countingConn counts the bytes written through it.
