@@ -1,7 +1,6 @@
 package peerhost
 
 import (
-	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -190,7 +189,7 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 		// Its events only: its Stats would wait for its stopped loop.
 		r.waitFor("slot 2's player on slot 3's host", 8*time.Second, func() bool {
 			ev := r.eventsOf(1)
-			return slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == EventSteppedDown }) &&
+			return hasEvent(ev, EventSteppedDown) &&
 				ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Epoch == 3
 		})
 		for _, i := range []int{1, 2, 3} {

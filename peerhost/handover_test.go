@@ -164,7 +164,7 @@ func TestPeerHandOverChecked(t *testing.T) {
 		}
 		for i, p := range r.peers {
 			st := p.Stats()
-			if st.Epoch != 1 || st.HandOvers != 0 || slices.ContainsFunc(r.eventsOf(i), func(e Event) bool { return e.Kind == EventHostLost }) {
+			if st.Epoch != 1 || st.HandOvers != 0 || hasEvent(r.eventsOf(i), EventHostLost) {
 				t.Fatalf("player %d after the bad hand-overs: %+v", i+1, st)
 			}
 		}

@@ -559,7 +559,7 @@ func TestPeerStalledHostStepsDown(t *testing.T) {
 			t.Fatalf("old host: %+v", st)
 		}
 		t.Logf("old host stepped down: %s", st.StepDownWhy)
-		if ev := r.eventsOf(0); len(ev) == 0 || !slices.ContainsFunc(ev, func(e Event) bool { return e.Kind == EventSteppedDown }) {
+		if ev := r.eventsOf(0); len(ev) == 0 || !hasEvent(ev, EventSteppedDown) {
 			t.Fatalf("old host's events: %+v", ev)
 		}
 		r.waitFor("all three players on slot 2's host", 3*time.Second, func() bool {
