@@ -241,11 +241,9 @@ func (d *Dialer) dialOn(ctx context.Context, cfg Config, token *ConnectToken, re
 			if c, err = d.newClient(cfg, token, d.Conn, addr); err != nil {
 				return nil, err
 			}
-			c.in = udp.NewReadLoop(c.conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: c.now})
-			go c.in.Run()
+			c.startReading()
 		}
-		c.server = addr
-		c.peer = peerOutput{q: &c.out, addr: addr}
+		c.target(addr)
 		err = c.handshakeWith(ctx, token)
 		if err == nil {
 			go c.loop()
@@ -308,8 +306,7 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	if d.Group != nil {
 		return d.Group.dial(ctx, c)
 	}
-	c.in = udp.NewReadLoop(conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: c.now})
-	go c.in.Run()
+	c.startReading()
 	if err := c.handshakeWith(ctx, token); err != nil {
 		conn.Close()
 		c.in.Drain()
@@ -317,6 +314,19 @@ func (d *Dialer) dialAddr(ctx context.Context, cfg Config, token *ConnectToken, 
 	}
 	go c.loop()
 	return c, nil
+}
+
+// target points the client's handshake and packets at the server
+// address addr.
+func (c *Client) target(addr netip.AddrPort) {
+	c.server = addr
+	c.peer = peerOutput{q: &c.out, addr: addr}
+}
+
+// startReading starts the reader of the client's socket.
+func (c *Client) startReading() {
+	c.in = udp.NewReadLoop(c.conn, udp.ReadLoopConfig{BufSize: proto.MaxPacketSizeLimit + 1, Now: c.now})
+	go c.in.Run()
 }
 
 // newClient makes the client of a Dial of token to addr on conn.
@@ -330,7 +340,6 @@ func (d *Dialer) newClient(cfg Config, token *ConnectToken, conn udp.BatchConn, 
 		handler:  d.Handler,
 		conn:     conn,
 		now:      now,
-		server:   addr,
 		token:    token,
 		done:     make(chan struct{}),
 		queued:   make(chan struct{}, 1),
@@ -341,7 +350,7 @@ func (d *Dialer) newClient(cfg Config, token *ConnectToken, conn udp.BatchConn, 
 
 		ownTimeout: d.Config.Timeout,
 	}
-	c.peer = peerOutput{q: &c.out, addr: addr}
+	c.target(addr)
 	c.sh.message = c.message
 	c.sh.rejoin = c.takeRejoin
 	if d.Rejoin != nil {
