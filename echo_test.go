@@ -258,8 +258,9 @@ func (h *messageCounter) Message(*Conn, *Message) { h.n.Add(1) }
 // so it moves about as many messages a second as the session sends
 // packets (at most 16 a tick, 960 a second at 60 Hz, less KCP's
 // retransmissions of segments that waited in the send queue past their
-// timeout): at least 800, in the last 8 s, where copies of every
-// segment would halve it.
+// timeout): at least 700 in the last 8 s, where copies of every segment
+// would halve it. (Goroutine order varies between runs even in virtual
+// time: eleven runs gave 797–960, most 831–847.)
 func TestUploadCleanVirtual(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		listen := virtualListen(t, "delay 25ms")
@@ -282,8 +283,8 @@ func TestUploadCleanVirtual(t *testing.T) {
 		rate := float64(h.n.Load()-at2s) / 8
 		st := c.Stats()
 		t.Logf("%.0f messages a second; client: %d packets, %d copies, loss %.3f", rate, st.PacketsOut, st.ReliableRepeats, st.Loss)
-		if st.ReliableRepeats != 0 || rate < 800 {
-			t.Errorf("%.0f messages a second and %d copies, want at least 800 and none", rate, st.ReliableRepeats)
+		if st.ReliableRepeats != 0 || rate < 700 {
+			t.Errorf("%.0f messages a second and %d copies, want at least 700 and none", rate, st.ReliableRepeats)
 		}
 	})
 }
