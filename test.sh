@@ -14,7 +14,10 @@ cd "$(dirname "$0")"
 FUZZTIME=${FUZZTIME:-5s}
 STATICCHECK=honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step's heading gives the seconds since the start, so a slow step
+# shows in any log.
+start=$SECONDS
+step() { printf '\n== %s (at %ds)\n' "$*" $((SECONDS - start)); }
 
 # Tools the tests drive. Package name for apt-get : command to look for.
 # nftables builds the NATs of the NAT traversal tests (internal/natlab).

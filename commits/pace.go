@@ -21,6 +21,11 @@ const (
 	// committed state, nor the others wait for it, without end.
 	kickLimit  = 3
 	kickWindow = 30 * time.Second
+	// kickGrace is how long a client must lag the game's most advanced
+	// client past the kick limit before it is kicked: when every client
+	// lagged at once (their machine starved), their reports come back a
+	// tick or two apart, and none of them held the others back.
+	kickGrace = 250 * time.Millisecond
 	// leadStep is the shortest time between two moves of the lead, each
 	// by one tick.
 	leadStep = 100 * time.Millisecond

@@ -109,6 +109,7 @@ type commitConn struct {
 	counted   bool
 	paceSince time.Time
 	kicks     []time.Time // within kickWindow
+	behind    time.Time   // since when it has lagged the game's front past the kick limit
 	since     uint32      // the tick of the last state sent: active once live reaches it
 	lastSeq   map[uint16]uint32
 	stamp     map[uint16]uint32 // last tick a command of the player was put at
@@ -511,6 +512,7 @@ func (h *commitServer) tickGames(now time.Time, srvTick uint32) {
 		// The commit waits for the clients that count; if none does (all
 		// off pace: the server's own hiccup), for every playing one.
 		commit, playing, any := tick, tick, false
+		front := g.front(tick)
 		for _, cc := range g.conns {
 			cc.tick = tick
 			lag := int32(tick - cc.live)
@@ -533,11 +535,25 @@ func (h *commitServer) tickGames(now time.Time, srvTick uint32) {
 			}
 			// Kick a client whose live world lags so far that the others'
 			// commit would wait more than MaxBuffer: the lag the commit
-			// sees is its reported tick plus the path up.
+			// sees is its reported tick plus the path up. Only a client
+			// that holds others back is kicked: when every client lags
+			// alike (a starved machine, not one slow player), kicking
+			// them all would help nobody.
 			up := uint32(cc.up / h.period)
-			if lag > int32(maxLag-min(maxLag/2, up+2)) {
-				h.kick(cc, now)
-				continue
+			limit := int32(maxLag - min(maxLag/2, up+2))
+			if lag > limit && int32(front-cc.live) > limit {
+				// Lagging the others for kickGrace: clients that all
+				// lagged come back a tick or two apart.
+				if cc.behind.IsZero() {
+					cc.behind = now
+				}
+				if now.Sub(cc.behind) >= kickGrace {
+					cc.behind = time.Time{}
+					h.kick(cc, now)
+					continue
+				}
+			} else {
+				cc.behind = time.Time{}
 			}
 			if int32(cc.live-playing) < 0 {
 				playing = cc.live
@@ -577,6 +593,25 @@ func (h *commitServer) tickGames(now time.Time, srvTick uint32) {
 	}
 	clear(h.dropping)
 	h.dropping = h.dropping[:0]
+}
+
+// front is the newest live tick an active client of g reports (at most
+// tick, the server's clock for g; tick itself if no client is active):
+// how far the game could commit but for its slowest clients.
+func (g *commitGame) front(tick uint32) uint32 {
+	front, any := tick, false
+	for _, cc := range g.conns {
+		if !cc.active || cc.waiting || cc.left {
+			continue
+		}
+		if !any || int32(cc.live-front) > 0 {
+			front, any = cc.live, true
+		}
+	}
+	if !any || int32(front-tick) > 0 {
+		return tick
+	}
+	return front
 }
 
 // kick takes a lagging client out of the commit and sends it a fresh
