@@ -21,6 +21,13 @@ import (
 	"github.com/tickwire/tickwire/internal/botproto"
 )
 
+// swarmUnits is the swarm games' size in the commits tests with eight
+// or more bots in one process: 1,000 units (not the game's 5,000), so
+// that the bots keep up on a loaded machine (a step of 5,000 units is
+// about 0.3 ms, and eight clients each step a live and a committed world
+// and replay their rollbacks: a third of a core before load).
+const swarmUnits = "1000"
+
 // TestCommitsSwarm plays swarm in commits mode with real processes:
 // tickwire-server -game swarm, eight bots (one process) and one more bot
 // (its own process) through tickwire-netem at "delay 50ms 10ms loss 4%".
@@ -39,12 +46,12 @@ func TestCommitsSwarm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("commits end to end in -short mode")
 	}
-	srv, a := server(t, "-game", "swarm", "-tick", "30")
+	srv, a := server(t, "-game", "swarm", "-tick", "30", "-units", swarmUnits)
 	proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", a.udp, "-spec", "delay 50ms 10ms loss 4%", "-seed", "11", "-stats-interval", "0")
 	via := proxy.await(t, `listening on (\S+),`)
 	dir := t.TempDir()
 	mainRec, slowRec := filepath.Join(dir, "main.jsonl"), filepath.Join(dir, "slow.jsonl")
-	common := []string{"-server", "http://" + a.http, "-game", "swarm", "-via", via, "-json", "-progress", "0"}
+	common := []string{"-server", "http://" + a.http, "-game", "swarm", "-units", swarmUnits, "-via", via, "-json", "-progress", "0"}
 
 	slow := start(t, "tickwire-bot", append(slices.Clone(common), "-n", "1", "-seed", "9", "-duration", "16s", "-record", slowRec)...)
 	done := make(chan botproto.Summary, 1)

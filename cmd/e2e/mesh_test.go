@@ -28,13 +28,13 @@ func TestMeshSwarm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("mesh end to end in -short mode")
 	}
-	_, a := server(t, "-game", "swarm", "-tick", "30")
+	_, a := server(t, "-game", "swarm", "-tick", "30", "-units", swarmUnits)
 	proxy := start(t, "tickwire-netem", "-listen", "127.0.0.1:0", "-upstream", a.udp, "-spec", "delay 60ms 10ms loss 5%", "-seed", "13", "-stats-interval", "0")
 	via := proxy.await(t, `listening on (\S+),`)
 	dir := t.TempDir()
 	run := func(name string, mesh bool) (botproto.Summary, []botproto.CommitRecord) {
 		rec := filepath.Join(dir, name+".jsonl")
-		args := []string{"-server", "http://" + a.http, "-game", "swarm", "-via", via, "-n", "4", "-duration", "12s", "-record", rec}
+		args := []string{"-server", "http://" + a.http, "-game", "swarm", "-units", swarmUnits, "-via", via, "-n", "4", "-duration", "12s", "-record", rec}
 		if mesh {
 			args = append(args, "-mesh-netem", "delay 10ms 2ms loss 5%")
 		} else {

@@ -14,7 +14,7 @@ import (
 // commits mode with no game code on the server, with real processes:
 // eight bots (one process) for 30 s, and a ninth (its own process) that
 // joins 8 s later through tickwire-netem at "delay 30ms 5ms loss 2%" and
-// gets its committed state (5,000 units) from the others: the relay
+// gets its committed state (1,000 units: swarmUnits) from the others: the relay
 // asks them for the digest of their state, one for its bytes, and sends
 // the joiner only bytes whose SHA-256 the majority reported.
 //
@@ -36,7 +36,7 @@ func TestCommitsRelaySwarm(t *testing.T) {
 	via := proxy.await(t, `listening on (\S+),`)
 	dir := t.TempDir()
 	mainRec, joinRec := filepath.Join(dir, "main.jsonl"), filepath.Join(dir, "join.jsonl")
-	common := []string{"-server", "http://" + a.http, "-game", "swarm", "-json", "-progress", "0"}
+	common := []string{"-server", "http://" + a.http, "-game", "swarm", "-units", swarmUnits, "-json", "-progress", "0"}
 
 	done := make(chan botproto.Summary, 1)
 	go func() {

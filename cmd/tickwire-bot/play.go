@@ -149,6 +149,22 @@ type joinResponse struct {
 	Error   string   `json:"error"`
 }
 
+// joinConns bounds the HTTP connections the bots of one process hold to
+// the server's POST /api/join at once: a server admits a few dozen from
+// one address (tickwire-server -max-http-conns-per-addr, 64 by default)
+// and closes the others, and hundreds of bots start together.
+const joinConns = 16
+
+// joinClient is the bots' HTTP client for POST /api/join: requests past
+// joinConns wait for a connection instead of opening one the server
+// would close.
+var joinClient = &http.Client{Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxConnsPerHost = joinConns
+	t.MaxIdleConnsPerHost = joinConns
+	return t
+}()}
+
 // fetchToken asks the server's POST /api/join for a token, waiting and
 // asking again while it answers 429 (its per-address rate limit).
 func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error) {
@@ -162,7 +178,7 @@ func fetchToken(ctx context.Context, o *options) (*tickwire.ConnectToken, error)
 		if o.secret != "" {
 			req.Header.Set("Authorization", "Bearer "+o.secret)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := joinClient.Do(req)
 		if err != nil {
 			var op *net.OpError
 			if errors.As(err, &op) && op.Op == "dial" {
