@@ -28,7 +28,7 @@ import (
 // each client's bytes per second on the wire (UDP payload), each way.
 const (
 	swarmPlayers  = 8
-	swarmSeconds  = 20
+	swarmSeconds  = 8
 	swarmTickRate = 30
 )
 
