@@ -62,7 +62,7 @@ go test -count=1 $(go list ./... | grep -v /cmd/e2e)
 # take the cores their timing needs; for several minutes, more than go
 # test's default 10-minute limit on a busy machine.
 step "go test (end to end)"
-go test -count=1 -timeout 30m ./cmd/e2e
+go test -count=1 -parallel 3 -timeout 30m ./cmd/e2e
 
 # The race detector over the packages under the server (about 2 minutes
 # on 2 cores); the root package and the end-to-end tests take longer

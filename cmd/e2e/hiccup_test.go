@@ -72,6 +72,7 @@ func loneSummary(t *testing.T, lone *proc) botproto.Summary {
 // hears it leave or join; no reliable message of any bot is lost or
 // duplicated.
 func TestHiccupRejoin(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}
@@ -120,6 +121,7 @@ func TestHiccupRejoin(t *testing.T) {
 // with the reason, its rejoin is refused, and the bot joins again as a
 // new player, saying so in its summary.
 func TestHiccupPastGrace(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}
@@ -147,6 +149,7 @@ func TestHiccupPastGrace(t *testing.T) {
 // and back, never leave or join, and the bot's summary counts one
 // session lost and one rejoin.
 func TestHiccupRejoinAfterTimeout(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("hiccups end to end in -short mode")
 	}

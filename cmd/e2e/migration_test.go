@@ -213,6 +213,7 @@ func checkSurvivor(t *testing.T, p *peerProc, epoch int) {
 // returning players' ticks without their inputs. The same again with
 // every path to a host through tickwire-netem at delay 50ms 10ms loss 5%.
 func TestHostMigration(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("host migration in -short mode")
 	}
@@ -263,6 +264,7 @@ func TestHostMigration(t *testing.T) {
 // ends under the successor with no desync and every message echoed
 // exactly once.
 func TestHostMigrationStalledHost(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	peers := playingPeers(t, "stalled", 3, 20*time.Second, 8*time.Second)
 	old := peers[0]
 	old.cmd.Process.Signal(syscall.SIGSTOP)
@@ -300,6 +302,7 @@ var handedOverLine = regexp.MustCompile(`peer event "host lost" epoch=2 slot=1 u
 // gap is logged only: its bound (300 ms) is TestPeerHostQuits', in
 // virtual time.
 func TestHostMigrationGraceful(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	peers := playingPeers(t, "graceful", 4, 20*time.Second, 8*time.Second)
 	old := peers[0]
 	old.cmd.Process.Signal(syscall.SIGTERM)
@@ -356,6 +359,7 @@ func successor(t *testing.T, live []*peerProc) *peerProc {
 // of their ticks without their inputs. The time it takes is logged only:
 // its bound (4 s) is TestPeerHostAndSuccessorDie's, in virtual time.
 func TestHostMigrationDouble(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	peers := playingPeers(t, "double", 4, 24*time.Second, 8*time.Second)
 	next := successor(t, peers[1:])
 	peers[0].cmd.Process.Signal(syscall.SIGKILL)
@@ -395,6 +399,7 @@ func TestHostMigrationDouble(t *testing.T) {
 // order. (A path cut rather than a process stopped is
 // TestPeerPlayerHiccup's, in virtual time.)
 func TestHostMigrationPlayerHiccup(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("host migration in -short mode")
 	}
@@ -470,6 +475,7 @@ func (p *peerProc) committingAgain(t time.Time) time.Time {
 // command a survivor issued up to 8 s after the kill ran (none it was
 // told committed or acknowledged was lost); no survivor desynced.
 func TestCommitsHostMigration(t *testing.T) {
+	t.Parallel() // a few processes that wait on real time: side by side (doc.go)
 	if testing.Short() {
 		t.Skip("host migration in -short mode")
 	}
