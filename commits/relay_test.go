@@ -526,9 +526,13 @@ func (r *Relay) footprint(g *commitGame) int {
 	return n
 }
 
+// bigJoins is how many clients join, one after the other, in
+// TestRelayJoinWaitBigState.
+const bigJoins = 6
+
 // TestRelayJoinWaitBigState measures, in virtual time, how long a
 // joiner waits for a 1 MiB state (incompressible) with eight clients
-// playing at 20 ms one-way: sixteen joins one after the other, each by
+// playing at 20 ms one-way: six joins one after the other, each by
 // a client that then leaves. It logs the wait's p50 and p99 and the
 // relay's footprint for the game, steady and during a transfer; every
 // joiner agrees with the others.
@@ -551,7 +555,7 @@ func TestRelayJoinWaitBigState(t *testing.T) {
 			}
 		})
 		var waits []time.Duration
-		for k := range 16 {
+		for k := range bigJoins {
 			start := time.Now()
 			j := r.dial(uint64(20+k), uint16(20+k), 20*time.Millisecond, "")
 			for {
@@ -580,7 +584,7 @@ func TestRelayJoinWaitBigState(t *testing.T) {
 		sort.Slice(waits, func(a, b int) bool { return waits[a] < waits[b] })
 		p := func(q float64) time.Duration { return waits[int(q*float64(len(waits)-1)+0.5)] }
 		st := r.relayStats()
-		if st.Verified != 16 || st.Refused != 0 || st.NoState != 0 {
+		if st.Verified != bigJoins || st.Refused != 0 || st.NoState != 0 {
 			t.Errorf("relay %+v", st)
 		}
 		t.Logf("1 MiB state, 8 clients at 20 ms: a joiner waited p50 %v, p99 %v (max %v) for its state; relay footprint for the game %d KiB steady, %d KiB at most during a transfer",
