@@ -5,7 +5,7 @@
 // key log). It has no code of its own.
 //
 // Tests that run a few light processes and mostly wait on real time (the
-// host migration and hiccup tests) call t.Parallel, so they run side by
+// host migration, hiccup and loss suite tests) call t.Parallel, so they run side by
 // side once the others are done (test.sh gives -parallel 3); the tests
 // whose processes need the cores (the browser, the swarms, the loss
 // suite) run alone. None asserts a timing that a loaded machine cannot

@@ -38,6 +38,7 @@ var profiles = []struct {
 // stalls are the estimators learning the path), and the resyncs by
 // cause.
 func TestLossSuite(t *testing.T) {
+	t.Parallel() // eight light bots through netem: beside the migration tests (doc.go)
 	if testing.Short() {
 		t.Skip("loss suite in -short mode")
 	}
