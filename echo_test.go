@@ -136,19 +136,26 @@ func TestEchoLatency(t *testing.T) {
 // virtualListen returns a maker of sockets on a new in-memory network
 // (inside a synctest bubble), each sending through spec (seeded).
 func virtualListen(t *testing.T, spec string) func() udp.BatchConn {
+	listen := virtualPacketListen(t, spec)
+	return func() udp.BatchConn { return udp.FromPacketConn(listen()) }
+}
+
+// virtualPacketListen is virtualListen's sockets as net.PacketConns:
+// the nth socket of either sends with the same seed.
+func virtualPacketListen(t *testing.T, spec string) func() net.PacketConn {
 	sp, err := netem.Parse(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nw := udptest.NewNetwork(udptest.Config{})
 	seed := uint64(20)
-	return func() udp.BatchConn {
+	return func() net.PacketConn {
 		pc, err := nw.Listen("127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		seed++
-		return udp.FromPacketConn(netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed}))
+		return netem.Wrap(pc, netem.Config{Egress: sp, Seed: seed})
 	}
 }
 
@@ -165,27 +172,39 @@ func virtualEchoRTTs(t *testing.T, spec string, n int, o echoOpts) echoRun {
 
 // TestEchoLatencyVirtual is the same scenario in virtual time over the
 // in-memory network, long enough (3,000 messages, 50 s) for a stable
-// tail. New reliable data is covered by parity frames at the rate the
-// measured loss calls for (one per two packets of new data at 5 %), so
-// a lost message waits for the next parity frame (a tick for half of
-// them, none for the other half) and for a retransmission only when the
-// parity frames could not rebuild it. The target is the issue's: at
-// most 1.5 times kcp-go's bytes per message (kcp-go sends about 2,450
-// on this path, bench/README.md), with p99 at most 150 ms (copies, three
-// times the bytes, gave about 80 ms).
+// tail, beside kcp-go on the same seeded path (kcpEchoVirtual: p50 53
+// ms, p99 157–178 ms, about 2,450 bytes per message). New reliable data
+// is covered by parity frames at the rate the measured loss calls for
+// (one per two packets of new data at 5 %), so a lost message waits for
+// the next parity frame (a tick for half of them, none for the other
+// half) and for a retransmission only when the parity frames could not
+// rebuild it. It sends at most 1.5 times kcp-go's bytes per message
+// (the target; 1.41–1.44), with p99 at most 0.75 times kcp-go's
+// (0.55–0.68, median 0.64: the 0.6 is not met, see
+// bench/README.md, "Reliable messaging"). Both run on KCP's core, which
+// reads its clock in milliseconds since the process started, so the
+// phase of its timers against the bubble's clock, and with it the
+// figures, differ a little from one test process to the next (the
+// ranges are of nineteen processes).
 func TestEchoLatencyVirtual(t *testing.T) {
+	const n = 3000
+	const spec = "delay 25ms 5ms loss 5%"
+	var kc echoRun
+	synctest.Test(t, func(t *testing.T) { kc = kcpEchoVirtual(t, spec, n) })
 	synctest.Test(t, func(t *testing.T) {
-		const n = 3000
-		run := virtualEchoRTTs(t, "delay 25ms 5ms loss 5%", n, echoOpts{})
+		run := virtualEchoRTTs(t, spec, n, echoOpts{})
 		rtts := run.rtts
-		p50, p99, pmax := rtts[n/2], rtts[n*99/100], rtts[n-1]
-		t.Logf("virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v, %.0f bytes per message", p50, p99, rtts[n*999/1000], pmax, run.bytesPerMsg)
+		p50, p99 := rtts[n/2], rtts[n*99/100]
+		t.Logf("virtual echo RTT over 25±5 ms, 5%% loss each way: p50 %v p99 %v p99.9 %v max %v, %.0f bytes per message", p50, p99, rtts[n*999/1000], rtts[n-1], run.bytesPerMsg)
+		t.Logf("kcp-go on the same path: p50 %v p99 %v p99.9 %v max %v, %.0f bytes per message", kc.rtts[n/2], kc.rtts[n*99/100], kc.rtts[n*999/1000], kc.rtts[n-1], kc.bytesPerMsg)
+		ratio := float64(p99) / float64(kc.rtts[n*99/100])
+		t.Logf("tickwire ÷ kcp-go: bytes %.2f, p99 %.2f", run.bytesPerMsg/kc.bytesPerMsg, ratio)
 		// p50: the 50 ms base plus waiting for the next tick on each side.
-		if p50 > 80*time.Millisecond || p99 > 150*time.Millisecond {
-			t.Errorf("p50 %v p99 %v, want p50 <= 80 ms, p99 <= 150 ms", p50, p99)
+		if p50 > 80*time.Millisecond || ratio > 0.75 {
+			t.Errorf("p50 %v, p99 %.2f × kcp-go's; want p50 <= 80 ms, p99 <= 0.75 × kcp-go's", p50, ratio)
 		}
-		if run.bytesPerMsg > 3700 {
-			t.Errorf("%.0f bytes per message, want at most 3,700 (1.5 × kcp-go's)", run.bytesPerMsg)
+		if run.bytesPerMsg > 1.5*kc.bytesPerMsg {
+			t.Errorf("%.0f bytes per message, want at most 1.5 × kcp-go's %.0f", run.bytesPerMsg, kc.bytesPerMsg)
 		}
 	})
 }

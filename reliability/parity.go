@@ -19,7 +19,9 @@ import (
 // cover between them, where closed groups need each group's losses
 // covered by that group's own parity. A lost member costs the wait for
 // the next parity frame; at a rate of one parity frame per two members
-// that is a tick for half of them and nothing for the other half.
+// that is a tick for half of them and nothing for the other half. (A
+// parity frame that overtakes one of its members on the path solves for
+// a lost one when that member arrives: ParityReceiver.Store.)
 //
 // Every parity frame is one shard of klauspost/reedsolomon's systematic
 // code for its window, so a receiver that decodes each frame's group on

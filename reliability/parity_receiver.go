@@ -39,14 +39,19 @@ type equation struct {
 	rhs  [proto.MaxPacketSizeLimit]byte
 }
 
-// Store keeps packet pn's reliable frame data (nil: it had none) and
-// takes it out of the equations that lacked it.
-func (r *ParityReceiver) Store(pn uint64, data []byte) {
+// Store keeps packet pn's reliable frame data (nil: it had none), takes
+// it out of the equations that lacked it, and returns the reliable frame
+// data of the members that this determined (valid until the next call):
+// a parity frame that overtook one of its members on the path could not
+// solve for a lost one until that member came.
+func (r *ParityReceiver) Store(pn uint64, data []byte) [][]byte {
+	r.rebuilt = r.rebuilt[:0]
 	e := &r.ring[pn%ParityRing]
 	e.pn, e.n = pn, copy(e.data[:], data)
 	if e.n == 0 {
-		return
+		return nil
 	}
+	named := false
 	for i := range r.eqs {
 		q := &r.eqs[i]
 		if q.k == 0 {
@@ -60,10 +65,15 @@ func (r *ParityReceiver) Store(pn uint64, data []byte) {
 				}
 				gfMulAdd(q.rhs[:q.n], e.data[:e.n], q.coef[j])
 				q.remove(j)
+				named = true
 				break
 			}
 		}
 	}
+	if named {
+		r.solve()
+	}
+	return r.rebuilt
 }
 
 // received returns packet pn's ring entry and whether pn is the packet

@@ -73,11 +73,21 @@ func parityLink(t *testing.T, rng *rand.Rand, count int, rate float64, lost func
 	var rx ParityReceiver
 	sent, got = map[uint64][]byte{}, map[uint64][]byte{}
 	pn := uint64(1)
+	keep := func(rebuilt [][]byte) {
+		for _, d := range rebuilt {
+			// Which member it is: the ring slot it lives in.
+			for m := range sent {
+				if e, ok := rx.received(m); ok && len(d) > 0 && &e.data[0] == &d[0] {
+					got[m] = append([]byte(nil), d...)
+				}
+			}
+		}
+	}
 	deliver := func(pn uint64, data []byte, parity []byte) {
 		if lost(pn) {
 			return
 		}
-		rx.Store(pn, data)
+		keep(rx.Store(pn, data))
 		if data != nil {
 			got[pn] = append([]byte(nil), data...)
 		}
@@ -88,14 +98,7 @@ func parityLink(t *testing.T, rng *rand.Rand, count int, rate float64, lost func
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, d := range rx.Parity(pn, &f) {
-			// Which member it is: the ring slot it lives in.
-			for m := range sent {
-				if e, ok := rx.received(m); ok && len(d) > 0 && &e.data[0] == &d[0] {
-					got[m] = append([]byte(nil), d...)
-				}
-			}
-		}
+		keep(rx.Parity(pn, &f))
 	}
 	for tick := range uint64(count) {
 		data := make([]byte, 1+rng.IntN(1100))
@@ -161,6 +164,35 @@ func TestParityOverlappingWindows(t *testing.T) {
 	}
 }
 
+// TestParityOvertakenMember: a parity frame that overtook one of its
+// members on the path, while another member is lost, has two unknowns
+// and rebuilds nothing; the overtaken member's arrival leaves one, and
+// Store rebuilds the lost member then, exactly, instead of waiting for
+// the next parity frame.
+func TestParityOvertakenMember(t *testing.T) {
+	var tx ParitySender
+	var rx ParityReceiver
+	lost := bytes.Repeat([]byte{1, 2, 3}, 300)
+	late := bytes.Repeat([]byte{9}, 1000)
+	tx.Add(1, lost, 1, 0.5)
+	tx.Add(2, late, 2, 0.5)
+	f, _, err := proto.ParseParityFrame(tx.AppendParity(nil, 3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rx.Store(3, nil)
+	if got := rx.Parity(3, &f); len(got) != 0 {
+		t.Fatalf("rebuilt %d members from one parity frame over two unknowns", len(got))
+	}
+	got := rx.Store(2, late)
+	if len(got) != 1 || !bytes.Equal(got[0], lost) {
+		t.Fatalf("storing the overtaken member rebuilt %d frames, want the lost member", len(got))
+	}
+	if got := rx.Store(1, lost); len(got) != 0 {
+		t.Fatalf("the lost member arriving after all rebuilt %d frames", len(got))
+	}
+}
+
 // TestParityReceiverAllocs: storing frames and taking parity frames
 // allocates nothing once the receiver's rebuilt list has grown.
 func TestParityReceiverAllocs(t *testing.T) {
@@ -205,6 +237,13 @@ func FuzzParityReceiver(f *testing.F) {
 	f.Add(uint64(1), []byte{byte(proto.FrameParity), 0, 0, 0, 0, 1, 1, 0, 1, 0, 7}, uint8(0))
 	f.Fuzz(func(t *testing.T, pn uint64, frames []byte, seed uint8) {
 		var rx ParityReceiver
+		check := func(rebuilt [][]byte) {
+			for _, d := range rebuilt {
+				if len(d) == 0 || len(d) > proto.MaxPacketSizeLimit {
+					t.Fatalf("rebuilt %d bytes", len(d))
+				}
+			}
+		}
 		for i := range uint64(20) {
 			if (i+uint64(seed))%3 != 0 {
 				rx.Store(pn-i, bytes.Repeat([]byte{byte(i)}, 1+int(i)*7))
@@ -216,10 +255,13 @@ func FuzzParityReceiver(f *testing.F) {
 				return
 			}
 			frames = frames[n:]
-			for _, d := range rx.Parity(pn, &p) {
-				if len(d) == 0 || len(d) > proto.MaxPacketSizeLimit {
-					t.Fatalf("rebuilt %d bytes", len(d))
-				}
+			check(rx.Parity(pn, &p))
+		}
+		// The members that had not arrived come now, after the parity
+		// frames: each may complete an equation.
+		for i := range uint64(20) {
+			if (i+uint64(seed))%3 == 0 {
+				check(rx.Store(pn-i, bytes.Repeat([]byte{byte(i)}, 1+int(i)*7)))
 			}
 		}
 	})

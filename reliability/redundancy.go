@@ -55,12 +55,14 @@ const (
 // CleanLoss it is covered by parity: one frame per two packets of new
 // data up to 8 % loss, one per packet up to 15 %, three per two beyond.
 // At 5 % loss on the echo of bench/README.md ("Reliable messaging")
-// that costs half a packet per message and takes the p99 to about 125
-// ms in virtual time (the loss costs a tick for half the lost packets,
-// which wait for the next parity frame); one frame per packet would
-// give copies' tail (about 85 ms) for twice kcp-go's bytes, where this
-// sends 1.5 times. At 20 % loss three per two give p99 about 160 ms for
-// 6.1 KB, against copies' 196 ms for 10.7 KB.
+// that costs half a packet per message and takes the p99 to about 105
+// ms in virtual time, 0.65 × kcp-go's (the loss costs a tick for half
+// the lost packets, which wait for the next parity frame, and two or
+// more when a second packet of the two ticks is lost too); one frame
+// per packet would give copies' tail (about 85 ms) for twice kcp-go's
+// bytes, where this sends 1.43 times, and 0.55 or 0.6 frames per packet
+// left the p99 at 102 ms. At 20 % loss three per two give p99 about
+// 145 ms for 6.2 KB, against copies' 196 ms for 10.7 KB.
 //
 // Copies, for a frame that gets no parity, are as many as make losing
 // every one less likely than ResidualLoss (3 at 5 %, 4 from 18 %), at

@@ -74,7 +74,13 @@ func (s *Session) parity(now time.Time, pn uint64, f *proto.ParityFrame) {
 	if s.fecRx == nil {
 		s.fecRx = new(reliability.ParityReceiver)
 	}
-	for _, d := range s.fecRx.Parity(pn, f) {
+	s.rebuilt(now, s.fecRx.Parity(pn, f))
+}
+
+// rebuilt feeds the reliable frames the parity receiver rebuilt to the
+// reliable channel.
+func (s *Session) rebuilt(now time.Time, frames [][]byte) {
+	for _, d := range frames {
 		if s.rel.Input(now, d) != nil {
 			s.stats.BadFrames++
 			continue

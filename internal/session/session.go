@@ -446,7 +446,7 @@ func (s *Session) Receive(now time.Time, h *proto.Header, pn uint64, size int, p
 		}
 	}
 	if s.fecRx != nil {
-		s.fecRx.Store(pn, relData)
+		s.rebuilt(now, s.fecRx.Store(pn, relData))
 	}
 	s.acks.OnReceive(now, h, pn, size, ackDelay)
 	for {
