@@ -116,6 +116,9 @@ type peerRig struct {
 	// onStep, if set, hears every step of every host (slot: the host's),
 	// under mu.
 	onStep func(slot uint16, eng *sim.Server)
+	// successor, if set, is the Config.Successor of player self, under
+	// mu; it may return no address, as the rig's players do without it.
+	successor func(self, slot uint16, addr string) (tickwire.Dialer, []string)
 	// disconnects counts each player's game's EventDisconnected;
 	// gameEvents every kind of event each player's game heard, by the
 	// player it names (0: none).
@@ -253,6 +256,15 @@ func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec net
 				}
 			}},
 			Dialer: peerDialer(t, r.net, slot, k, spec),
+			Successor: func(to uint16, addr string) (tickwire.Dialer, []string) {
+				r.mu.Lock()
+				route := r.successor
+				r.mu.Unlock()
+				if route == nil {
+					return tickwire.Dialer{}, nil
+				}
+				return route(slot, to, addr)
+			},
 			OnEvent: func(e Event) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -1017,6 +1029,47 @@ func TestPeerCommitsMigration(t *testing.T) {
 		t.Logf("the last relay: %d duplicates dropped, %d late, %d desyncs", hs.Duplicates, hs.Late, hs.Desyncs)
 		if hs.Desyncs != 0 {
 			t.Errorf("the last relay found %d desyncs", hs.Desyncs)
+		}
+	})
+}
+
+// TestPeerSuccessorRoute: in virtual time, three peers play; slot 3's
+// Config.Successor gives the session to the successor a socket of its
+// own and two addresses: one where nobody answers, then the successor's
+// host address. The host is cut off: slot 3 asks the route for slot 2
+// at slot 2's host address, once, and reaches it from that socket at
+// the second address after the first's handshake timed out.
+func TestPeerSuccessorRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		const own, nobody = "10.0.1.3:6000", "10.0.9.9:7000"
+		var asked []string
+		r.mu.Lock()
+		r.successor = func(self, slot uint16, addr string) (tickwire.Dialer, []string) {
+			if self != 3 {
+				return tickwire.Dialer{}, nil
+			}
+			asked = append(asked, fmt.Sprintf("%d@%s", slot, addr))
+			pc, err := r.net.Listen(own)
+			if err != nil {
+				t.Error(err)
+			}
+			return tickwire.Dialer{Conn: udp.FromPacketConn(pc), Config: tickwire.Config{HandshakeTimeout: 300 * time.Millisecond}},
+				[]string{nobody, addr}
+		}
+		r.mu.Unlock()
+		time.Sleep(2 * time.Second)
+		r.kill(0)
+		r.waitFor("slot 3 resumed on slot 2", 4*time.Second, func() bool {
+			ev := r.eventsOf(2)
+			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		})
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c := r.peers[2].Client()
+		if !slices.Equal(asked, []string{"2@10.0.0.2:7000"}) || c.Server().String() != "10.0.0.2:7000" || c.LocalAddr().String() != own {
+			t.Fatalf("routes asked %q; the session is from %v to %v, want from %s to 10.0.0.2:7000", asked, c.LocalAddr(), c.Server(), own)
 		}
 	})
 }
