@@ -92,10 +92,10 @@ func TestNATMatrix(t *testing.T) {
 		t.Run(strings.ReplaceAll(p.name, " ", ""), func(t *testing.T) {
 			var hostNode, joinNode natlab.Node
 			if p.lan {
-				h := w.AddHome(p.host, 2)
+				h := w.AddHome(t, p.host, 2)
 				hostNode, joinNode = h.Hosts[0], h.Hosts[1]
 			} else {
-				hostNode, joinNode = w.AddHome(p.host, 1).Hosts[0], w.AddHome(p.join, 1).Hosts[0]
+				hostNode, joinNode = w.AddHome(t, p.host, 1).Hosts[0], w.AddHome(t, p.join, 1).Hosts[0]
 			}
 			room := fmt.Sprintf("nat-%d", i)
 			host := natPeer(t, hostNode, room, 2, 1, 10*time.Second)
@@ -176,8 +176,8 @@ func TestNATMigration(t *testing.T) {
 		t.Skip("NAT migration in -short mode")
 	}
 	w := newNATWorld(t)
-	nodes := []natlab.Node{w.AddHome(natlab.PortRestricted, 1).Hosts[0], w.AddHome(natlab.FullCone, 1).Hosts[0],
-		w.AddHome(natlab.FullCone, 1).Hosts[0]}
+	nodes := []natlab.Node{w.AddHome(t, natlab.PortRestricted, 1).Hosts[0], w.AddHome(t, natlab.FullCone, 1).Hosts[0],
+		w.AddHome(t, natlab.FullCone, 1).Hosts[0]}
 	peers := make([]*peerProc, len(nodes))
 	for i, n := range nodes {
 		peers[i] = natPeer(t, n, "nat-migration", len(nodes), i+1, 25*time.Second)
@@ -244,7 +244,7 @@ func TestNATMesh(t *testing.T) {
 	recs := make([]string, len(kinds))
 	for i, k := range kinds {
 		recs[i] = filepath.Join(dir, fmt.Sprintf("bot%d.jsonl", i))
-		bots[i] = startCmd(t, lab.AddHome(k, 1).Hosts[0].Command(filepath.Join(bin, "tickwire-bot"), "-server", "http://"+natLobby,
+		bots[i] = startCmd(t, lab.AddHome(t, k, 1).Hosts[0].Command(filepath.Join(bin, "tickwire-bot"), "-server", "http://"+natLobby,
 			"-game", "swarm", "-join-secret", secret, "-n", "1", "-duration", "12s", "-seed", fmt.Sprint(i+1),
 			"-record", recs[i], "-json", "-progress", "0"))
 	}
