@@ -62,9 +62,11 @@ type Config struct {
 	// dialer of the session and the addresses to try in turn, instead
 	// of Dialer's and addr. NAT traversal's (docs/NAT.md): the socket
 	// whose public mapping the successor punches toward, then its
-	// public mapping and a relayed address. It is called like Dialer,
-	// one call at a time; a Dialer.Conn it returns is closed with the
-	// session, or when the dial fails.
+	// public mapping and a relayed address. The dial may take
+	// PromoteTimeout for each address (Dialer.Config.HandshakeTimeout
+	// bounds each attempt). It is called like Dialer, one call at a
+	// time; a Dialer.Conn it returns is closed with the session, or when
+	// the dial fails.
 	Successor func(slot uint16, addr string) (tickwire.Dialer, []string)
 	// Timeout is how long the host may be silent before it is lost
 	// (default migrate.DefaultTimeout, three missed heartbeats);
@@ -718,7 +720,8 @@ func (p *Player) follow(act migrate.Action) {
 		return // its promote timeout strikes it off
 	}
 	d, addrs := p.successorRoute(act.Member.Slot, act.Member.Addr)
-	ctx, cancel := context.WithTimeout(loss.ctx, p.promoteTimeout())
+	// Each address may take the time a successor has to announce itself.
+	ctx, cancel := context.WithTimeout(loss.ctx, time.Duration(len(addrs))*p.promoteTimeout())
 	defer cancel()
 	c, err := p.dial(ctx, d, held.tok, addrs...)
 	if err != nil {

@@ -1036,9 +1036,11 @@ func TestPeerCommitsMigration(t *testing.T) {
 // TestPeerSuccessorRoute: in virtual time, three peers play; slot 3's
 // Config.Successor gives the session to the successor a socket of its
 // own and two addresses: one where nobody answers, then the successor's
-// host address. The host is cut off: slot 3 asks the route for slot 2
-// at slot 2's host address, once, and reaches it from that socket at
-// the second address after the first's handshake timed out.
+// host address, each tried for 1.2 s. The host is cut off: slot 3 asks
+// the route for slot 2 at slot 2's host address, once, and reaches it
+// from that socket at the second address after the first's handshake
+// timed out: the dial may take the promote timeout (1 s) for each
+// address.
 func TestPeerSuccessorRoute(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
@@ -1055,13 +1057,13 @@ func TestPeerSuccessorRoute(t *testing.T) {
 			if err != nil {
 				t.Error(err)
 			}
-			return tickwire.Dialer{Conn: udp.FromPacketConn(pc), Config: tickwire.Config{HandshakeTimeout: 300 * time.Millisecond}},
+			return tickwire.Dialer{Conn: udp.FromPacketConn(pc), Config: tickwire.Config{HandshakeTimeout: 1200 * time.Millisecond}},
 				[]string{nobody, addr}
 		}
 		r.mu.Unlock()
 		time.Sleep(2 * time.Second)
 		r.kill(0)
-		r.waitFor("slot 3 resumed on slot 2", 4*time.Second, func() bool {
+		r.waitFor("slot 3 resumed on slot 2", 5*time.Second, func() bool {
 			ev := r.eventsOf(2)
 			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
 		})
