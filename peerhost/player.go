@@ -79,6 +79,12 @@ type Config struct {
 	// (default DefaultRejoinTimeout). A game nobody can take over ends
 	// with migrate.ErrNoHost only after it.
 	RejoinTimeout time.Duration
+	// Hold is how long at most the game of a state-sync host this peer
+	// promoted to holds its tick for its players to re-dial it
+	// (game.Migration.Hold; default 1 s). Players that reach a successor
+	// through NATs may take longer: a direct attempt before a relayed
+	// address (Successor).
+	Hold time.Duration
 	// Standbys is how many warm standbys this peer keeps when it hosts
 	// (HostConfig.Standbys; default DefaultStandbys).
 	Standbys int
@@ -825,7 +831,7 @@ func (p *Player) promote(act migrate.Action) {
 		srv = p.srv
 		p.mu.Unlock()
 		srv.Do(func() {
-			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), lost: lost, gone: gone})
+			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), hold: p.cfg.Hold, lost: lost, gone: gone})
 		})
 	}
 	if err != nil {
