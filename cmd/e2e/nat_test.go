@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,7 +65,9 @@ type natPair struct {
 // one port-restricted NAT, each player alone in a home of the lab
 // (natlab). The players learn their mappings from the lobby's
 // reflector, the host punches toward its joiner while the joiner dials
-// the host's candidates, then the relay.
+// the host's candidates, then the relay. The pairs play side by side,
+// natMatrixAtOnce at a time, in one lab with one lobby, reflector and
+// relay; the test logs its wall time.
 //
 // Checked for every pair: both play the game to its end (the joiner's
 // echoes come back, no desync), and the joiner's path is the one its
@@ -86,43 +89,20 @@ func TestNATMatrix(t *testing.T) {
 	}
 	pairs = append(pairs, &natPair{name: "one LAN (port-restricted)", host: natlab.PortRestricted, join: natlab.PortRestricted, lan: true, path: "local"})
 
+	// The pairs play side by side, natMatrixAtOnce at a time, each in
+	// homes of its own in the one lab, in a room of its own.
+	began := time.Now()
+	atOnce := make(chan struct{}, natMatrixAtOnce)
+	var wg sync.WaitGroup
 	for i, p := range pairs {
-		t.Run(strings.ReplaceAll(p.name, " ", ""), func(t *testing.T) {
-			var hostNode, joinNode natlab.Node
-			if p.lan {
-				h := w.AddHome(t, p.host, 2)
-				hostNode, joinNode = h.Hosts[0], h.Hosts[1]
-			} else {
-				hostNode, joinNode = w.AddHome(t, p.host, 1).Hosts[0], w.AddHome(t, p.join, 1).Hosts[0]
-			}
-			room := fmt.Sprintf("nat-%d", i)
-			host := natPeer(t, hostNode, room, 2, 1, 10*time.Second)
-			host.await(t, `seated in room`)
-			joiner := natPeer(t, joinNode, room, 2, 2, 10*time.Second)
-			for _, pp := range []*peerProc{host, joiner} {
-				pp.await(t, `tickwire-bot: playing`)
-			}
-			hs, js := host.summary(t), joiner.summary(t)
-			for _, s := range []struct {
-				p   *peerProc
-				rel uint64
-				ds  uint64
-				end string
-			}{{host, hs.ReliableReceived, hs.Desyncs, hs.Peer.Ended}, {joiner, js.ReliableReceived, js.Desyncs, js.Peer.Ended}} {
-				if s.rel == 0 || s.ds != 0 || s.end != "" {
-					t.Errorf("%s: %d echoes back, %d desyncs, ended %q", s.p.name, s.rel, s.ds, s.end)
-				}
-			}
-			if hs.Peer.Path != "self" {
-				t.Errorf("the host's path is %q", hs.Peer.Path)
-			}
-			p.gotPath, p.connect = js.Peer.Path, time.Duration(js.Peer.ConnectMs*float64(time.Millisecond))
-			p.rtt50, p.rtt9 = js.RTTms.P50, js.RTTms.P99
-			if p.gotPath != p.path {
-				t.Errorf("%s: the joiner connected by %q (via %s), want %q", p.name, p.gotPath, js.Peer.Via, p.path)
-			}
+		wg.Go(func() {
+			atOnce <- struct{}{}
+			defer func() { <-atOnce }()
+			natMatrixPair(t, w, i, p)
 		})
 	}
+	wg.Wait()
+	t.Logf("%d pairs, %d at once, in %v", len(pairs), natMatrixAtOnce, time.Since(began).Round(time.Second))
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-38s %-7s %12s %14s\n", "host × joiner", "path", "connect (ms)", "RTT p50 (ms)")
@@ -146,6 +126,49 @@ func TestNATMatrix(t *testing.T) {
 		// cost (package relay's BenchmarkRoundTrip measures that).
 		t.Logf("RTT p50, median over the pairs: %.2f ms direct, %.2f ms through the relay", median(direct), median(relayed))
 	}
+}
+
+// natMatrixAtOnce is how many of TestNATMatrix's pairs play at once.
+const natMatrixAtOnce = 4
+
+// natMatrixPair plays TestNATMatrix's pair p (the i-th) in lab w, as a
+// subtest of t.
+func natMatrixPair(t *testing.T, w *natlab.Lab, i int, p *natPair) {
+	t.Run(strings.ReplaceAll(p.name, " ", ""), func(t *testing.T) {
+		var hostNode, joinNode natlab.Node
+		if p.lan {
+			h := w.AddHome(t, p.host, 2)
+			hostNode, joinNode = h.Hosts[0], h.Hosts[1]
+		} else {
+			hostNode, joinNode = w.AddHome(t, p.host, 1).Hosts[0], w.AddHome(t, p.join, 1).Hosts[0]
+		}
+		room := fmt.Sprintf("nat-%d", i)
+		host := natPeer(t, hostNode, room, 2, 1, 10*time.Second)
+		host.await(t, `seated in room`)
+		joiner := natPeer(t, joinNode, room, 2, 2, 10*time.Second)
+		for _, pp := range []*peerProc{host, joiner} {
+			pp.await(t, `tickwire-bot: playing`)
+		}
+		hs, js := host.summary(t), joiner.summary(t)
+		for _, s := range []struct {
+			p   *peerProc
+			rel uint64
+			ds  uint64
+			end string
+		}{{host, hs.ReliableReceived, hs.Desyncs, hs.Peer.Ended}, {joiner, js.ReliableReceived, js.Desyncs, js.Peer.Ended}} {
+			if s.rel == 0 || s.ds != 0 || s.end != "" {
+				t.Errorf("%s: %d echoes back, %d desyncs, ended %q", s.p.name, s.rel, s.ds, s.end)
+			}
+		}
+		if hs.Peer.Path != "self" {
+			t.Errorf("the host's path is %q", hs.Peer.Path)
+		}
+		p.gotPath, p.connect = js.Peer.Path, time.Duration(js.Peer.ConnectMs*float64(time.Millisecond))
+		p.rtt50, p.rtt9 = js.RTTms.P50, js.RTTms.P99
+		if p.gotPath != p.path {
+			t.Errorf("%s: the joiner connected by %q (via %s), want %q", p.name, p.gotPath, js.Peer.Via, p.path)
+		}
+	})
 }
 
 func median(v []float64) float64 {
