@@ -60,6 +60,9 @@ type natPeer struct {
 	keep     []boundSide
 	hostConn *turnConn
 	cur      *turnConn
+	// idle: the client socket is open and no session has it (the host's,
+	// until it follows a successor).
+	idle bool
 }
 
 // boundSide is a relay side bound: its bind request (the keep-alive),
@@ -110,10 +113,11 @@ const relayBindTime = 2 * time.Second
 // bindRelays binds, before the game's reader starts on the socket, the
 // sides of the relay allocations the assignment names, all within
 // relayBindTime: on the client socket, the joiner's sides toward the
-// host's and the first successors' host sockets; on the host socket of
-// a player who can host, the host's sides for every other player. The
-// host joins its own game on loopback: it binds no joiner side. A relay
-// that does not answer leaves those pairs to a direct path.
+// host's and the first successors' host sockets (the host's too: it
+// joins its own game on loopback, but follows a successor from its
+// client socket if it steps down); on the host socket of a player who
+// can host, the host's sides for every other player. A relay that does
+// not answer leaves those pairs to a direct path.
 func (n *natPeer) bindRelays(ctx context.Context, a *lobby.Assignment, hc *udp.Conn) {
 	n.assigned = time.Now()
 	bctx, cancel := context.WithTimeout(ctx, relayBindTime)
@@ -132,7 +136,7 @@ func (n *natPeer) bindRelays(ctx context.Context, a *lobby.Assignment, hc *udp.C
 		return netip.AddrPort{}
 	}
 	for _, p := range a.Players {
-		if p.HostRelay != nil && a.Role != lobby.RoleHost {
+		if p.HostRelay != nil {
 			if r := bind(n.client, p.HostRelay, false); r.IsValid() {
 				n.toHost[p.Slot] = r
 				if p.Host {
@@ -197,6 +201,16 @@ func (n *natPeer) hostSocket(hc udp.BatchConn) udp.BatchConn {
 	return n.hostConn
 }
 
+// keepIdle keeps the client socket, which no session has, for the
+// relay keep-alives of its joiner sides until a session to a successor
+// takes its port.
+func (n *natPeer) keepIdle() {
+	n.session(n.client)
+	n.mu.Lock()
+	n.idle = true
+	n.mu.Unlock()
+}
+
 // session makes c the socket of the current session.
 func (n *natPeer) session(c udp.BatchConn) *turnConn {
 	n.mu.Lock()
@@ -251,6 +265,12 @@ const rebindWait = time.Second
 // allocation toward the successor, if bound.
 func (n *natPeer) successor(cfg tickwire.Config) func(slot uint16, addr string) (tickwire.Dialer, []string) {
 	return func(slot uint16, addr string) (tickwire.Dialer, []string) {
+		n.mu.Lock()
+		if n.idle {
+			n.client.Close() // its port is the session's now
+			n.idle = false
+		}
+		n.mu.Unlock()
 		c, err := listenPort(n.port)
 		if err != nil {
 			fmt.Fprintf(n.stderr, "tickwire-bot: the client socket's port %d: %v\n", n.port, err)

@@ -47,3 +47,20 @@ func TestSuccessorRoute(t *testing.T) {
 		t.Fatalf("from %v to %q", d3.Conn.LocalAddr(), addrs)
 	}
 }
+
+// TestSuccessorRouteIdle: the host's client socket, which no session
+// had (keepIdle), is closed when the host follows a successor, and its
+// port is the session's.
+func TestSuccessorRouteIdle(t *testing.T) {
+	idle, err := udp.Listen("udp4", ":0", udp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &natPeer{client: idle, port: idle.LocalAddr().Port(), toHost: map[uint16]netip.AddrPort{}, stderr: io.Discard}
+	n.keepIdle()
+	d, addrs := n.successor(tickwire.Config{})(2, "198.18.0.12:5000")
+	defer d.Conn.Close()
+	if d.Conn.LocalAddr().Port() != n.port || n.cur.BatchConn != d.Conn.(*turnConn).BatchConn || !slices.Equal(addrs, []string{"198.18.0.12:5000"}) {
+		t.Fatalf("from %v (the idle socket's port %d) to %q", d.Conn.LocalAddr(), n.port, addrs)
+	}
+}

@@ -127,10 +127,10 @@ func seatPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 		ps.hc, ps.hold = nat.hostSocket(hc), natHold
 		if a.Role != lobby.RoleHost {
 			ps.dialer = nat.dialer(tickwire.Config{Logger: log})
-			ps.successor = nat.successor(tickwire.Config{Logger: log})
 		} else {
-			nat.client.Close() // the host joins its own game on loopback
+			nat.keepIdle() // the host joins its own game on loopback
 		}
+		ps.successor = nat.successor(tickwire.Config{Logger: log})
 	}
 	for _, p := range a.Players {
 		if p.HostAddr != "" {
