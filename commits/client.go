@@ -654,7 +654,11 @@ func (cc *Client) frameLocked(t proto.FrameType, b []byte, p *tickwire.PacketInf
 			cc.mesh.remove(f.Conn)
 		case proto.MeshCheck:
 			if f.Conn == cc.c.ConnID() {
-				return cc.mesh.checkKey(&f.RecvKey)
+				data, proved, err := cc.mesh.checkKey(&f.RecvKey)
+				if proved {
+					cc.sendProofLocked(data)
+				}
+				return err
 			}
 		}
 		return nil
@@ -731,12 +735,18 @@ func (cc *Client) proveMesh(data [proto.PathDataSize]byte) {
 		if cc.c != c || cc.closed {
 			return
 		}
-		f := proto.MeshIntroFrame{Op: proto.MeshProof, Conn: c.ConnID(), Proof: data}
-		var err error
-		if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
-			cc.sendFrame(cc.frame)
-		}
+		cc.sendProofLocked(data)
 	})
+}
+
+// sendProofLocked sends the server the data of its challenge of our
+// mesh address, on the client's loop with cc.mu held.
+func (cc *Client) sendProofLocked(data [proto.PathDataSize]byte) {
+	f := proto.MeshIntroFrame{Op: proto.MeshProof, Conn: cc.c.ConnID(), Proof: data}
+	var err error
+	if cc.frame, err = f.Append(cc.frame[:0]); err == nil {
+		cc.sendFrame(cc.frame)
+	}
 }
 
 // shortcut applies a peer's copy of its command to the live world (a

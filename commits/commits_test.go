@@ -53,6 +53,29 @@ type commitRig struct {
 	cut atomic.Bool
 }
 
+// newMeshRig is a commitRig whose players take part in the mesh,
+// closed when t ends.
+func newMeshRig(t *testing.T) *commitRig {
+	r := newCommitRig(t, Config{})
+	t.Cleanup(r.close)
+	r.mesh = true
+	return r
+}
+
+// cutSession makes the session socket of the client id dials a
+// Cuttable: its path is cut while Cut is set.
+func (r *commitRig) cutSession(id uint64) *udptest.Cuttable {
+	cut := &udptest.Cuttable{}
+	r.sessWrap = func(i uint64, pc *udptest.Conn) net.PacketConn {
+		if i != id {
+			return pc
+		}
+		cut.PacketConn = pc
+		return cut
+	}
+	return cut
+}
+
 // cutConn is the server's socket, deaf and mute once cut is set.
 type cutConn struct {
 	net.PacketConn
@@ -708,14 +731,7 @@ func TestCommitsRejoin(t *testing.T) {
 		r := newCommitRig(t, Config{})
 		defer r.close()
 		r.rejoin = true
-		cut := &udptest.Cuttable{}
-		r.sessWrap = func(id uint64, pc *udptest.Conn) net.PacketConn {
-			if id != 3 {
-				return pc
-			}
-			cut.PacketConn = pc
-			return cut
-		}
+		cut := r.cutSession(3)
 		var players []*commitPlayer
 		for id := uint64(1); id <= 3; id++ {
 			players = append(players, r.dial(id, uint16(id), 10*time.Millisecond, ""))

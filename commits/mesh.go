@@ -40,7 +40,9 @@ type MeshStats struct {
 	Links     int // introduced
 	Reachable int // answering now
 	// Reached counts the peers that answered at least once: the
-	// shortcuts that opened (through NATs, too).
+	// shortcuts that opened (through NATs, too). A peer is its players:
+	// one introduced again on a new connection (after a resync or a
+	// rejoin) is counted once.
 	Reached int
 	// ShortcutsSent counts command copies sent to peers, ShortcutsReceived
 	// those received, ShortcutsUseful those that arrived before the
@@ -74,7 +76,7 @@ type meshPeer struct {
 	moving    moveCheck
 	since     time.Time
 	reachable bool
-	reached   bool // answered at least once (MeshStats.Reached)
+	reached   bool // answered at least once
 	lastRecv  time.Time
 	probe     [proto.PathDataSize]byte
 	probeAt   time.Time
@@ -106,6 +108,16 @@ type clientMesh struct {
 	self   uint32
 	check  *session.MeshLink // opens the server's challenge (MeshCheck)
 	proved bool              // we answered a challenge on this connection
+	// early is a challenge of our address that came before its key:
+	// the key comes on the session, handled on the client's loop, the
+	// challenge straight to the mesh's read loop, which a loaded
+	// machine may run first. The newest one is kept (one packet of
+	// meshCheckSize bytes at most) and opened when the key comes.
+	early []byte
+	// reachedBy are the first players of the peers that answered at
+	// least once, on any connection (MeshStats.Reached).
+	reachedBy map[uint16]bool
+
 	peers  map[uint32]*meshPeer
 	stats  MeshStats
 	out    []byte
@@ -152,6 +164,7 @@ func (m *clientMesh) reset(self uint32) {
 	m.self = self
 	m.check = nil
 	m.proved = false
+	m.early = m.early[:0]
 	clear(m.peers)
 }
 
@@ -163,16 +176,28 @@ func (m *clientMesh) proven() bool {
 	return m.proved
 }
 
-// checkKey takes the key of the server's challenge of our address.
-func (m *clientMesh) checkKey(key *[proto.KeySize]byte) error {
+// checkKey takes the key of the server's challenge of our address. A
+// challenge that came before it is opened now: proved says so, and
+// data is the challenge's, to return on the session.
+func (m *clientMesh) checkKey(key *[proto.KeySize]byte) (data [proto.PathDataSize]byte, proved bool, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	link, err := session.NewMeshLink(m.self, m.self, key, key)
 	if err != nil {
-		return err
+		return data, false, err
 	}
 	m.check = link
-	return nil
+	if len(m.early) == 0 {
+		return data, false, nil
+	}
+	pkt := m.early
+	m.early = m.early[:0]
+	h, _, err := proto.ParseHeader(pkt)
+	if err != nil {
+		return data, false, nil
+	}
+	data, proved = m.receiveCheck(pkt, &h)
+	return data, proved, nil
 }
 
 // receiveCheck opens the server's challenge of our address (m.mu held)
@@ -348,6 +373,11 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 		}
 		return
 	}
+	if h.ConnID == m.self && m.self != 0 && !m.proved && len(pkt) <= meshCheckSize {
+		m.early = append(m.early[:0], pkt...) // its key is still on the way
+		m.mu.Unlock()
+		return
+	}
 	p, ok := m.peers[h.ConnID]
 	if !ok {
 		m.stats.Dropped[tickwire.DropUnknownConn]++
@@ -406,7 +436,7 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 				p.reachable = true
 				if !p.reached {
 					p.reached = true
-					m.stats.Reached++
+					m.noteReached(p)
 				}
 				p.probeAt = at // answered: the next probe waits its turn
 			}
@@ -432,6 +462,23 @@ func (m *clientMesh) receive(pkt []byte, from netip.AddrPort) {
 	m.mu.Unlock()
 	for i := range cmds {
 		m.deliver(&cmds[i], conn, at)
+	}
+}
+
+// noteReached counts p, which answered for the first time on this
+// connection, in MeshStats.Reached unless its player answered before
+// (m.mu held).
+func (m *clientMesh) noteReached(p *meshPeer) {
+	if len(p.players) == 0 {
+		m.stats.Reached++
+		return
+	}
+	if m.reachedBy == nil {
+		m.reachedBy = map[uint16]bool{}
+	}
+	if !m.reachedBy[p.players[0]] {
+		m.reachedBy[p.players[0]] = true
+		m.stats.Reached++
 	}
 }
 

@@ -284,3 +284,38 @@ func TestMeshHotPathAllocs(t *testing.T) {
 		t.Errorf("%d shortcuts delivered, want 201", delivered)
 	}
 }
+
+// TestMeshReachedOncePerPeer: three clients in the mesh; the third
+// loses its session's path for 12 s, past the session timeout, and
+// rejoins on a new connection, which the server introduces again. Each
+// of the first two reaches the third again, and still counts two peers
+// reached: a peer is its players, not its connections.
+func TestMeshReachedOncePerPeer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newMeshRig(t)
+		r.rejoin = true
+		cut := r.cutSession(3)
+		r.meshLinks(3, 5*time.Millisecond)
+		var players []*commitPlayer
+		for id := uint64(1); id <= 3; id++ {
+			players = append(players, r.dial(id, uint16(id), 10*time.Millisecond, ""))
+		}
+		time.Sleep(2 * time.Second)
+		conn := players[2].cc.Stats().Connection
+		cut.Cut.Store(true)
+		time.Sleep(12 * time.Second)
+		cut.Cut.Store(false)
+		time.Sleep(5 * time.Second)
+		if st := players[2].cc.Stats(); st.Connection == conn {
+			t.Fatalf("the third client is still on connection %d", conn)
+		}
+		if st := r.hostStats(); st.Introductions < 4 {
+			t.Fatalf("host %+v: want the third client introduced again", st)
+		}
+		for _, p := range players[:2] {
+			if m := p.cc.Stats().Mesh; m.Reachable != 2 || m.Reached != 2 {
+				t.Errorf("client %d: mesh %+v, want 2 peers reachable, 2 reached", p.id, m)
+			}
+		}
+	})
+}

@@ -233,15 +233,88 @@ func TestMeshCheckRetried(t *testing.T) {
 		}
 		lossy.Drop.Store(false)
 		time.Sleep(2 * time.Second)
-		st := r.hostStats()
-		t.Logf("host: checks %d, validated %d, failed %d, introductions %d", st.MeshChecks, st.MeshValidated, st.MeshCheckFailed, st.Introductions)
-		if st.MeshChecks != 3 || st.MeshCheckFailed != 1 || st.MeshValidated != 2 || st.Introductions != 1 {
-			t.Errorf("host %+v", st)
+		checkMeshPair(t, r, ps, 3, 1)
+	})
+}
+
+// checkMeshPair checks that the host checked the mesh addresses of the
+// pair ps checks times, failed failed times, validated both and
+// introduced them to each other, and that they reach each other.
+func checkMeshPair(t *testing.T, r *commitRig, ps []*commitPlayer, checks, failed uint64) {
+	t.Helper()
+	st := r.hostStats()
+	t.Logf("host: checks %d, validated %d, failed %d, introductions %d", st.MeshChecks, st.MeshValidated, st.MeshCheckFailed, st.Introductions)
+	if st.MeshChecks != checks || st.MeshCheckFailed != failed || st.MeshValidated != 2 || st.Introductions != 1 {
+		t.Errorf("host %+v", st)
+	}
+	for _, p := range ps {
+		if m := p.cc.Stats().Mesh; m.Reachable != 1 {
+			t.Errorf("client %d: mesh %+v", p.id, m)
 		}
-		for _, p := range ps {
-			if m := p.cc.Stats().Mesh; m.Reachable != 1 {
-				t.Errorf("client %d: mesh %+v", p.id, m)
+	}
+}
+
+// slowReader is a socket whose reader, while slow is set, takes each
+// datagram late: a loaded machine that runs the client's loop late.
+type slowReader struct {
+	net.PacketConn
+	late time.Duration
+	slow atomic.Bool
+}
+
+func (s *slowReader) ReadFrom(b []byte) (int, net.Addr, error) {
+	n, addr, err := s.PacketConn.ReadFrom(b)
+	if s.slow.Load() {
+		time.Sleep(s.late)
+	}
+	return n, addr, err
+}
+
+// punchSignal is a mesh socket that runs onPunch when it first sends
+// to the server: the punch that goes just before the hello.
+type punchSignal struct {
+	net.PacketConn
+	onPunch func()
+	once    sync.Once
+}
+
+func (p *punchSignal) WriteTo(b []byte, addr net.Addr) (int, error) {
+	if ua, ok := addr.(*net.UDPAddr); ok && ua.AddrPort() == commitServerAddr {
+		p.once.Do(p.onPunch)
+	}
+	return p.PacketConn.WriteTo(b, addr)
+}
+
+// TestMeshCheckBeforeKey: from its mesh hello on, client 2's session
+// takes every datagram 500 ms late for a second (a loaded machine
+// running its loop late), so the key of the server's check of its mesh
+// address (on the session) comes after both challenges (sent to the
+// mesh socket a round trip and 250 ms after the hello). The mesh keeps
+// the newest challenge that came before its key and opens it when the
+// key comes: the first check passes, no second hello, and the pair
+// reaches each other (without it, the check failed and the client said
+// hello again 2.25 s later).
+func TestMeshCheckBeforeKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newMeshRig(t)
+		slow := map[uint64]*slowReader{}
+		r.sessWrap = func(id uint64, pc *udptest.Conn) net.PacketConn {
+			slow[id] = &slowReader{PacketConn: pc, late: 500 * time.Millisecond}
+			return slow[id]
+		}
+		late := func() {
+			slow[2].slow.Store(true)
+			time.AfterFunc(time.Second, func() { slow[2].slow.Store(false) })
+		}
+		r.meshWrap = func(id uint64, pc net.PacketConn) net.PacketConn {
+			if id == 2 {
+				pc = &punchSignal{PacketConn: pc, onPunch: late}
 			}
+			return pc
 		}
+		r.meshLinks(2, 5*time.Millisecond)
+		ps := []*commitPlayer{r.dial(1, 1, 20*time.Millisecond, ""), r.dial(2, 2, 20*time.Millisecond, "")}
+		time.Sleep(2 * time.Second)
+		checkMeshPair(t, r, ps, 2, 0)
 	})
 }

@@ -142,29 +142,15 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 			players[i].HostAddr = a.String()
 		}
 	}
-	// The host's view of the players: where each one's client socket is
-	// reached, and the host's side of each one's relay allocation.
-	hostView := players
-	var relays []*RelayGrant
+	// Each player's view of the others: in a peer-hosted game, where
+	// their client sockets are reached and its sides of the relay
+	// allocations it may need (natViews).
+	views := make([][]AssignedPlayer, len(r.players))
+	for i := range views {
+		views[i] = players
+	}
 	if host != nil {
-		hostView = slices.Clone(players)
-		relays = make([]*RelayGrant, len(r.players))
-		for i, s := range r.players {
-			if s == host {
-				continue
-			}
-			hostView[i].ClientAddrs = candidates(s, host, clientSocket, tickwire.MaxTokenAddrs)
-			if l.cfg.Relay == nil {
-				continue
-			}
-			pair, err := l.RelayGrants()
-			if err != nil {
-				l.cfg.Logger.Warn("lobby: no relay allocation", "room", r.id, "player", s.name, "err", err)
-				continue
-			}
-			relays[i] = &RelayGrant{Addr: pair.Addr, Grant: pair.Joiner}
-			hostView[i].Relay = &RelayGrant{Addr: pair.Addr, Grant: pair.Host}
-		}
+		views = l.natViews(r, players)
 	}
 	as := make([]*Assignment, len(r.players))
 	for i, s := range r.players {
@@ -180,13 +166,13 @@ func (l *Lobby) assign(r *room, gameID uint64, p placement) {
 		a := &Assignment{
 			GameID: gameID, Type: r.typ.Name, Room: r.id, Hosting: r.hosting,
 			Addrs: addrs, Slot: players[i].Slot, ClientID: players[i].ClientID,
-			Token: tok, Expires: tok.Expires, Role: RolePlayer, Players: players,
+			Token: tok, Expires: tok.Expires, Role: RolePlayer, Players: views[i],
 		}
 		a.Host, a.Port = splitAddr(addrs[0])
 		if s == host {
-			a.Role, a.HostKey, a.Players = RoleHost, p.keyText, hostView
-		} else if relays != nil {
-			a.Relay = relays[i]
+			a.Role, a.HostKey = RoleHost, p.keyText
+		} else if host != nil {
+			a.Relay = views[i][slices.Index(r.players, host)].HostRelay
 		}
 		as[i] = a
 	}

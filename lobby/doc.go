@@ -84,11 +84,14 @@
 // public mappings of its host and client sockets; the reflector reports
 // them with NoteMapping. The assignment then names the host's mapping
 // instead of host-IP:hostPort (and, to a player seen at the host's own
-// public address, the host's local addresses first), and the host's
-// assignment lists each player's client candidates (ClientAddrs), to
-// punch toward. With Config.Relay, each player but the host gets its
-// side of a relay allocation toward the host (Assignment.Relay), and
-// the host the other sides (AssignedPlayer.Relay). docs/NAT.md has the
+// public address, the host's local addresses first), and the
+// assignment of every player who can host lists each other player's
+// client candidates (ClientAddrs), to punch toward when it hosts, at
+// the start or after a host migration. With Config.Relay, the host and
+// the first successors (by client id, as the players elect them) each
+// get an allocation with every other player: the candidate's side in
+// AssignedPlayer.Relay, the player's in AssignedPlayer.HostRelay (and
+// the side toward the host in Assignment.Relay). docs/NAT.md has the
 // whole flow. Without a reflector the lobby sees the host's public
 // address only if the host reaches it directly: behind NAT, the port
 // must be forwarded (or the NAT must keep the same mapping for the UDP

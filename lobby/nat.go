@@ -1,9 +1,12 @@
 package lobby
 
 import (
+	"cmp"
 	"crypto/rand"
 	"net/netip"
 	"slices"
+
+	"github.com/tickwire/tickwire"
 )
 
 // NAT traversal (Config.Rendezvous, docs/NAT.md): the reflector learns
@@ -142,4 +145,65 @@ func candidates(s, peer *seat, which, max int) []string {
 		out = append(out, pub.String())
 	}
 	return out
+}
+
+// maxRelaySuccessors bounds the candidates, first in the succession,
+// who get relay allocations toward every other player besides the
+// host: peerhost.MaxSuccessors, the successors a host hands credentials
+// for (the players can follow only those).
+const maxRelaySuccessors = 8
+
+// natViews are the players' views of each other in peer-hosted room r
+// (players, in r's order): a player who can host sees the candidates of
+// every other player's client socket, which it punches toward when it
+// hosts (at the start, or promoted: host migration). With Config.Relay,
+// each pair of a relay candidate (the host and the first
+// maxRelaySuccessors candidates of the succession, by ascending client
+// id as package migrate elects) and another player gets an allocation:
+// the candidate sees its host side in the player's Relay, the player
+// its joiner side in the candidate's HostRelay. A game of n players
+// costs at most (1+maxRelaySuccessors)×(n-1) grants; the relay opens an
+// allocation only when both sides bind.
+func (l *Lobby) natViews(r *room, players []AssignedPlayer) [][]AssignedPlayer {
+	views := make([][]AssignedPlayer, len(players))
+	for v := range views {
+		views[v] = slices.Clone(players)
+		if players[v].HostAddr == "" {
+			continue
+		}
+		for i, s := range r.players {
+			if i != v {
+				views[v][i].ClientAddrs = candidates(s, r.players[v], clientSocket, tickwire.MaxTokenAddrs)
+			}
+		}
+	}
+	if l.cfg.Relay == nil {
+		return views
+	}
+	var host int
+	var succ []int
+	for i, p := range players {
+		switch {
+		case p.Host:
+			host = i
+		case p.HostAddr != "":
+			succ = append(succ, i)
+		}
+	}
+	slices.SortFunc(succ, func(a, b int) int { return cmp.Compare(players[a].ClientID, players[b].ClientID) })
+	for _, c := range append([]int{host}, succ[:min(len(succ), maxRelaySuccessors)]...) {
+		for p := range players {
+			if p == c {
+				continue
+			}
+			pair, err := l.RelayGrants()
+			if err != nil {
+				l.cfg.Logger.Warn("lobby: no relay allocation", "room", r.id, "candidate", players[c].Name, "player", players[p].Name, "err", err)
+				continue
+			}
+			views[c][p].Relay = &RelayGrant{Addr: pair.Addr, Grant: pair.Host}
+			views[p][c].HostRelay = &RelayGrant{Addr: pair.Addr, Grant: pair.Joiner}
+		}
+	}
+	return views
 }

@@ -1,6 +1,7 @@
 package lobby
 
 import (
+	"bytes"
 	"net/netip"
 	"slices"
 	"testing"
@@ -13,9 +14,11 @@ import (
 // maxNotes times a seat). At the assignment the host's public mapping
 // replaces the HTTP address: a player behind another public address
 // gets the mapping only, one behind the host's own public address the
-// host's local address first; the host's assignment alone lists each
-// player's client candidates and the host sides of the relay
-// allocations (one per player), each player's its own side.
+// host's local address first. The assignment of each player who can
+// host lists every other player's client candidates; each pair of a
+// player who can host and another player has a relay allocation, whose
+// host side is in the first's assignment and joiner side in the
+// other's.
 func TestNATCandidates(t *testing.T) {
 	lb, srv := newTestLobby(t, Config{Rendezvous: "198.18.0.1:3478", Relay: &RelayConfig{Addr: "198.18.0.1:3479", Key: relay.Key{7}}})
 	ctx := testCtx(t)
@@ -66,19 +69,25 @@ func TestNATCandidates(t *testing.T) {
 		t.Errorf("Carol dials %q, want the host's local address, then its mapping", ca.Addrs)
 	}
 	wantHost := []string{"198.18.0.11:5000", "198.18.0.12:6000", ""}
-	for i, p := range ca.Players {
-		if p.HostAddr != wantHost[i] || p.ClientAddrs != nil || p.Relay != nil {
-			t.Errorf("Carol's view of %s: %+v", p.Name, p)
+	for _, a := range []*Assignment{ba, aa, ca} {
+		for i, p := range a.Players {
+			if p.HostAddr != wantHost[i] {
+				t.Errorf("%s's view of %s: %+v", a.Players[a.Slot-1].Name, p.Name, p)
+			}
 		}
 	}
-	wantClient := [][]string{nil, {"198.18.0.12:6001"}, {"198.18.1.3:43000", "198.18.0.11:7001"}}
-	for i, p := range ba.Players {
-		if !slices.Equal(p.ClientAddrs, wantClient[i]) || (i == 0) != (p.Relay == nil) {
-			t.Errorf("Bob's view of %s: %+v", p.Name, p)
-		}
+	// Who can host (Bob, Alice) sees the others' client candidates.
+	wantClient := [][][]string{
+		{nil, {"198.18.0.12:6001"}, {"198.18.1.3:43000", "198.18.0.11:7001"}}, // Bob's view
+		{{"198.18.0.11:5001"}, nil, {"198.18.0.11:7001"}},                     // Alice's
+		{nil, nil, nil}, // Carol's: she cannot host
 	}
-	if ba.Relay != nil || aa.Relay == nil || ca.Relay == nil {
-		t.Fatalf("relay grants: Bob %+v, Alice %+v, Carol %+v", ba.Relay, aa.Relay, ca.Relay)
+	for v, a := range []*Assignment{ba, aa, ca} {
+		for i, p := range a.Players {
+			if !slices.Equal(p.ClientAddrs, wantClient[v][i]) {
+				t.Errorf("%s's view of %s: client candidates %q, want %q", a.Players[v].Name, p.Name, p.ClientAddrs, wantClient[v][i])
+			}
+		}
 	}
 	grant := func(g *RelayGrant) relay.Grant {
 		t.Helper()
@@ -88,10 +97,33 @@ func TestNATCandidates(t *testing.T) {
 		}
 		return r
 	}
-	aj, ah, cj, ch := grant(aa.Relay), grant(ba.Players[1].Relay), grant(ca.Relay), grant(ba.Players[2].Relay)
-	if aj.Alloc != ah.Alloc || cj.Alloc != ch.Alloc || aj.Alloc == cj.Alloc || aj.Side != relay.SideJoiner || ah.Side != relay.SideHost ||
-		cj.Side != relay.SideJoiner || ch.Side != relay.SideHost {
-		t.Errorf("allocations: Alice %+v / host %+v, Carol %+v / host %+v", aj, ah, cj, ch)
+	// An allocation for each pair of a candidate (Bob, Alice) and
+	// another player: the candidate's host side in its view's Relay,
+	// the player's joiner side in its view's HostRelay of the candidate.
+	views := []*Assignment{ba, aa, ca}
+	allocs := map[uint64]bool{}
+	for c := range views {
+		for p := range views {
+			hs, js := views[c].Players[p].Relay, views[p].Players[c].HostRelay
+			if c == p || wantHost[c] == "" {
+				if hs != nil || js != nil {
+					t.Errorf("%s × %s: relay sides %+v, %+v, want none", views[c].Players[c].Name, views[p].Players[p].Name, hs, js)
+				}
+				continue
+			}
+			if hs == nil || js == nil {
+				t.Fatalf("%s × %s: relay sides %+v, %+v", views[c].Players[c].Name, views[p].Players[p].Name, hs, js)
+			}
+			h, j := grant(hs), grant(js)
+			if h.Alloc != j.Alloc || h.Side != relay.SideHost || j.Side != relay.SideJoiner || allocs[h.Alloc] {
+				t.Errorf("%s × %s: host side %+v, joiner side %+v", views[c].Players[c].Name, views[p].Players[p].Name, h, j)
+			}
+			allocs[h.Alloc] = true
+		}
+	}
+	same := func(a, b *RelayGrant) bool { return a != nil && b != nil && bytes.Equal(a.Grant, b.Grant) }
+	if ba.Relay != nil || !same(aa.Relay, aa.Players[0].HostRelay) || !same(ca.Relay, ca.Players[0].HostRelay) {
+		t.Errorf("sides toward the host: Bob %+v, Alice %+v, Carol %+v", ba.Relay, aa.Relay, ca.Relay)
 	}
 	// The tickets died with the room.
 	if lb.NoteMapping([16]byte(bob.Rendezvous.Ticket), true, ap("198.18.0.11:5000"), nil) {

@@ -122,8 +122,9 @@ type Assignment struct {
 	HostKey string           `json:"hostKey,omitempty"`
 	Players []AssignedPlayer `json:"players"`
 	// Relay, in a peer-hosted game with a relay (Config.Relay), is
-	// this player's side of its allocation toward the host (not set for
-	// the host: its sides are in Players).
+	// this player's side of its allocation toward the host: the host's
+	// HostRelay in Players (not set for the host: its sides are in
+	// Players' Relay).
 	Relay *RelayGrant `json:"relay,omitempty"`
 }
 
@@ -158,13 +159,20 @@ type AssignedPlayer struct {
 	// server is reached when it offered a UDP port (it can take over the
 	// game: host migration, docs/MIGRATION.md); empty otherwise.
 	HostAddr string `json:"hostAddr,omitempty"`
-	// ClientAddrs and Relay are set in the host's assignment only, when
-	// the lobby learned the player's mapping (Config.Rendezvous): the
-	// candidates of the player's client socket, which the host punches
-	// toward, and the host's side of the player's relay allocation
-	// (Config.Relay).
-	ClientAddrs []string    `json:"clientAddrs,omitempty"`
-	Relay       *RelayGrant `json:"relay,omitempty"`
+	// ClientAddrs, in the assignment of a player who can host, when the
+	// lobby learned the mappings (Config.Rendezvous), are the
+	// candidates of this player's client socket: the host punches toward
+	// them, at the start or promoted (host migration).
+	ClientAddrs []string `json:"clientAddrs,omitempty"`
+	// Relay and HostRelay are the assignment's player's sides of relay
+	// allocations (Config.Relay) between this player and itself: Relay
+	// its host side, on its host socket, for this player's client
+	// socket, when it is the host or one of the first successors;
+	// HostRelay its joiner side, on its client socket, toward this
+	// player's host socket, when this player is. A successor and its
+	// followers reach each other through them after a host migration.
+	Relay     *RelayGrant `json:"relay,omitempty"`
+	HostRelay *RelayGrant `json:"hostRelay,omitempty"`
 }
 
 // AssignmentStatus answers GET /api/rooms/{room}/assignment: Status is

@@ -117,7 +117,7 @@ func (r *peerRig) stalls(host int) (frames, stalls uint64) {
 func TestPeerMigrationsUnderLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const players, migrations = 22, 20
-		r := newPeerRigLinks(t, players, players, 0, netem.MustParse(lossProfile))
+		r := newPeerRigLinks(t, players, players, 0, netem.MustParse(lossProfile), 0)
 		defer r.close()
 		log := &stepLog{steps: map[uint16]map[uint32]map[uint16]takenInput{}}
 		r.mu.Lock()

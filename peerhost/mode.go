@@ -42,6 +42,7 @@ type adoption struct {
 	self  uint16
 	addr  string
 	grace time.Duration
+	hold  time.Duration // a state-sync game's (game.Migration.Hold)
 	// lost is the lost host; gone holds it and the candidates the
 	// election passed over, for whom a state-sync game does not hold
 	// its tick. A commits relay awaits the passed-over candidates like

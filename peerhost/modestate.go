@@ -56,7 +56,7 @@ func (m *stateSync) takeOver(now time.Time) (uint32, func(adoption) error, error
 // adopter adopts the game on this peer's host with engine eng.
 func (m *stateSync) adopter(eng *sim.Server) func(adoption) error {
 	return func(a adoption) error {
-		return m.host.Adopt(m.p.game, eng, game.Migration{Epoch: a.epoch, Host: a.self, Addr: a.addr, Grace: a.grace, Gone: a.gone})
+		return m.host.Adopt(m.p.game, eng, game.Migration{Epoch: a.epoch, Host: a.self, Addr: a.addr, Grace: a.grace, Hold: a.hold, Gone: a.gone})
 	}
 }
 

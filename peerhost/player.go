@@ -57,6 +57,17 @@ type Config struct {
 	// Redirect, if set, rewrites the address a successor is dialled at
 	// (a proxy in tests and netem runs); the token is unchanged.
 	Redirect func(addr string) string
+	// Successor, if set, says how to reach the elected successor slot,
+	// whose host address the rosters named addr (after Redirect): the
+	// dialer of the session and the addresses to try in turn, instead
+	// of Dialer's and addr. NAT traversal's (docs/NAT.md): the socket
+	// whose public mapping the successor punches toward, then its
+	// public mapping and a relayed address. The dial may take
+	// PromoteTimeout for each address (Dialer.Config.HandshakeTimeout
+	// bounds each attempt). It is called like Dialer, one call at a
+	// time; a Dialer.Conn it returns is closed with the session, or when
+	// the dial fails.
+	Successor func(slot uint16, addr string) (tickwire.Dialer, []string)
 	// Timeout is how long the host may be silent before it is lost
 	// (default migrate.DefaultTimeout, three missed heartbeats);
 	// PromoteTimeout how long an elected successor has to announce
@@ -68,6 +79,12 @@ type Config struct {
 	// (default DefaultRejoinTimeout). A game nobody can take over ends
 	// with migrate.ErrNoHost only after it.
 	RejoinTimeout time.Duration
+	// Hold is how long at most the game of a state-sync host this peer
+	// promoted to holds its tick for its players to re-dial it
+	// (game.Migration.Hold; default 1 s). Players that reach a successor
+	// through NATs may take longer: a direct attempt before a relayed
+	// address (Successor).
+	Hold time.Duration
 	// Standbys is how many warm standbys this peer keeps when it hosts
 	// (HostConfig.Standbys; default DefaultStandbys).
 	Standbys int
@@ -334,7 +351,7 @@ func (p *Player) stopHost(srv *tickwire.Server, kind EventKind, why string) {
 // following it. ctx bounds the dial only.
 func (p *Player) Join(ctx context.Context, tok *tickwire.ConnectToken) error {
 	p.game = tok.GameID
-	c, err := p.dial(ctx, tok, "")
+	c, err := p.dial(ctx, p.dialer(), tok)
 	if err != nil {
 		return err
 	}
@@ -347,23 +364,48 @@ func (p *Player) Join(ctx context.Context, tok *tickwire.ConnectToken) error {
 	return nil
 }
 
-// dial connects a session with tok, at addr when set (else the token's).
-func (p *Player) dial(ctx context.Context, tok *tickwire.ConnectToken, addr string) (*tickwire.Client, error) {
-	d := tickwire.Dialer{}
-	if p.cfg.Dialer != nil {
-		p.dialerMu.Lock()
-		d = p.cfg.Dialer()
-		p.dialerMu.Unlock()
+// dialer is Config.Dialer's dialer for a session (Dialer{} without it).
+func (p *Player) dialer() tickwire.Dialer {
+	if p.cfg.Dialer == nil {
+		return tickwire.Dialer{}
 	}
+	p.dialerMu.Lock()
+	defer p.dialerMu.Unlock()
+	return p.cfg.Dialer()
+}
+
+// successorRoute is the dialer and the addresses of the session to the
+// elected successor slot at addr (Config.Successor).
+func (p *Player) successorRoute(slot uint16, addr string) (tickwire.Dialer, []string) {
+	if p.cfg.Redirect != nil {
+		addr = p.cfg.Redirect(addr)
+	}
+	if p.cfg.Successor != nil {
+		p.dialerMu.Lock()
+		d, addrs := p.cfg.Successor(slot, addr)
+		p.dialerMu.Unlock()
+		if len(addrs) > 0 {
+			return d, addrs
+		}
+		if d.Conn != nil {
+			d.Conn.Close()
+		}
+	}
+	return p.dialer(), []string{addr}
+}
+
+// dial connects a session with tok on d, at addrs when given (else the
+// token's).
+func (p *Player) dial(ctx context.Context, d tickwire.Dialer, tok *tickwire.ConnectToken, addrs ...string) (*tickwire.Client, error) {
 	d.Game = p
 	d.Handler = peerHandler{p}
 	if d.Config.Timeout == 0 {
 		// The follower decides the host is lost, not the session.
 		d.Config.Timeout = 2 * p.timeout()
 	}
-	if addr != "" {
+	if len(addrs) > 0 {
 		t := *tok
-		t.ServerAddrs = []string{addr}
+		t.ServerAddrs = addrs
 		tok = &t
 	}
 	// The session takes the game in Attach (claim), or fails.
@@ -683,13 +725,11 @@ func (p *Player) follow(act migrate.Action) {
 		p.log.Warn("no token for the successor", "slot", act.Member.Slot, "epoch", act.Epoch)
 		return // its promote timeout strikes it off
 	}
-	addr := act.Member.Addr
-	if p.cfg.Redirect != nil {
-		addr = p.cfg.Redirect(addr)
-	}
-	ctx, cancel := context.WithTimeout(loss.ctx, p.promoteTimeout())
+	d, addrs := p.successorRoute(act.Member.Slot, act.Member.Addr)
+	// Each address may take the time a successor has to announce itself.
+	ctx, cancel := context.WithTimeout(loss.ctx, time.Duration(len(addrs))*p.promoteTimeout())
 	defer cancel()
-	c, err := p.dial(ctx, held.tok, addr)
+	c, err := p.dial(ctx, d, held.tok, addrs...)
 	if err != nil {
 		if loss.ctx.Err() != nil || errors.Is(err, errAttached) {
 			return // the host it had lost answered first
@@ -697,7 +737,7 @@ func (p *Player) follow(act migrate.Action) {
 		p.mu.Lock()
 		p.stats.DialFailures++
 		p.mu.Unlock()
-		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addr", addr, "err", err)
+		p.log.Warn("successor did not answer", "slot", act.Member.Slot, "addrs", addrs, "err", err)
 		return
 	}
 	// Its announcement comes on c, however late: it is not struck off
@@ -791,7 +831,7 @@ func (p *Player) promote(act migrate.Action) {
 		srv = p.srv
 		p.mu.Unlock()
 		srv.Do(func() {
-			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), lost: lost, gone: gone})
+			err = adopt(adoption{epoch: uint32(act.Epoch), self: p.players[0], addr: p.cfg.HostAddr, grace: 2 * p.timeout(), hold: p.cfg.Hold, lost: lost, gone: gone})
 		})
 	}
 	if err != nil {
@@ -830,7 +870,7 @@ func (p *Player) promote(act migrate.Action) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), p.promoteTimeout())
 	defer cancel()
-	c, err := p.dial(ctx, tok, "")
+	c, err := p.dial(ctx, p.dialer(), tok)
 	if err != nil {
 		if !errors.Is(err, errAttached) {
 			p.log.Warn("own player could not rejoin", "err", err)

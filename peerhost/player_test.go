@@ -116,6 +116,9 @@ type peerRig struct {
 	// onStep, if set, hears every step of every host (slot: the host's),
 	// under mu.
 	onStep func(slot uint16, eng *sim.Server)
+	// successor, if set, is the Config.Successor of player self, under
+	// mu; it may return no address, as the rig's players do without it.
+	successor func(self, slot uint16, addr string) (tickwire.Dialer, []string)
 	// disconnects counts each player's game's EventDisconnected;
 	// gameEvents every kind of event each player's game heard, by the
 	// player it names (0: none).
@@ -188,12 +191,13 @@ func newPeerRig(t *testing.T, n int) *peerRig { return newPeerRigHosts(t, n, n) 
 // newPeerRigHosts is newPeerRig where only the first hosts players offer
 // to host.
 func newPeerRigHosts(t *testing.T, n, hosts int) *peerRig {
-	return newPeerRigLinks(t, n, hosts, 15*time.Millisecond, netem.Spec{})
+	return newPeerRigLinks(t, n, hosts, 15*time.Millisecond, netem.Spec{}, 0)
 }
 
 // newPeerRigLinks is newPeerRigHosts on links of latency, every socket's
-// egress impaired by spec (seeded by its address).
-func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec netem.Spec) *peerRig {
+// egress impaired by spec (seeded by its address), its players' promoted
+// hosts holding their tick for hold (Config.Hold).
+func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec netem.Spec, hold time.Duration) *peerRig {
 	r := &peerRig{t: t, net: udptest.NewNetwork(udptest.Config{Link: udptest.Link{Latency: latency}}),
 		events: make([][]Event, n), disconnects: make([]atomic.Int32, n), gameEvents: make([]map[uint16]*[game.NumEventKinds]int, n), missing: map[uint16]int{}, echoes: make([][]uint32, n), sent: make([]uint32, n)}
 	r.key, _ = tickwire.GenerateKey()
@@ -227,6 +231,7 @@ func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec net
 			Factory:  func(uint64) (game.Game, error) { return arena.NewGame(8), nil },
 			HostConn: hostConn,
 			HostAddr: candidates[slot],
+			Hold:     hold,
 			Host: game.Config{Handler: stallHandler{k, self}, Stepped: func(_ uint64, eng *sim.Server) {
 				// A host that runs a game it adopted counts the inputs
 				// it had to run without, for the first second.
@@ -253,6 +258,15 @@ func newPeerRigLinks(t *testing.T, n, hosts int, latency time.Duration, spec net
 				}
 			}},
 			Dialer: peerDialer(t, r.net, slot, k, spec),
+			Successor: func(to uint16, addr string) (tickwire.Dialer, []string) {
+				r.mu.Lock()
+				route := r.successor
+				r.mu.Unlock()
+				if route == nil {
+					return tickwire.Dialer{}, nil
+				}
+				return route(slot, to, addr)
+			},
 			OnEvent: func(e Event) {
 				r.mu.Lock()
 				defer r.mu.Unlock()
@@ -1017,6 +1031,57 @@ func TestPeerCommitsMigration(t *testing.T) {
 		t.Logf("the last relay: %d duplicates dropped, %d late, %d desyncs", hs.Duplicates, hs.Late, hs.Desyncs)
 		if hs.Desyncs != 0 {
 			t.Errorf("the last relay found %d desyncs", hs.Desyncs)
+		}
+	})
+}
+
+// TestPeerSuccessorRoute: in virtual time, three peers play, whose
+// promoted hosts hold their tick for 3 s (Config.Hold); slot 3's
+// Config.Successor gives the session to the successor a socket of its
+// own and two addresses: one where nobody answers, then the successor's
+// host address, each tried for 1.2 s. The host is cut off: slot 3 asks
+// the route for slot 2 at slot 2's host address, once, and reaches it
+// from that socket at the second address after the first's handshake
+// timed out: the dial may take the promote timeout (1 s) for each
+// address. Slot 2's game held its tick until slot 3 was back: it ran
+// none of slot 3's ticks without its inputs (the default hold, 1 s,
+// would have).
+func TestPeerSuccessorRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRigLinks(t, 3, 3, 15*time.Millisecond, netem.Spec{}, 3*time.Second)
+		defer r.close()
+		const own, nobody = "10.0.1.3:6000", "10.0.9.9:7000"
+		var asked []string
+		r.mu.Lock()
+		r.successor = func(self, slot uint16, addr string) (tickwire.Dialer, []string) {
+			if self != 3 {
+				return tickwire.Dialer{}, nil
+			}
+			asked = append(asked, fmt.Sprintf("%d@%s", slot, addr))
+			pc, err := r.net.Listen(own)
+			if err != nil {
+				t.Error(err)
+			}
+			return tickwire.Dialer{Conn: udp.FromPacketConn(pc), Config: tickwire.Config{HandshakeTimeout: 1200 * time.Millisecond}},
+				[]string{nobody, addr}
+		}
+		r.mu.Unlock()
+		time.Sleep(2 * time.Second)
+		r.mu.Lock()
+		r.resumed = map[uint64]uint32{}
+		r.mu.Unlock()
+		r.kill(0)
+		r.waitFor("slot 3 resumed on slot 2", 5*time.Second, func() bool {
+			ev := r.eventsOf(2)
+			return len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		})
+		time.Sleep(time.Second)
+		r.checkNoneMissing(1)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		c := r.peers[2].Client()
+		if !slices.Equal(asked, []string{"2@10.0.0.2:7000"}) || c.Server().String() != "10.0.0.2:7000" || c.LocalAddr().String() != own {
+			t.Fatalf("routes asked %q; the session is from %v to %v, want from %s to 10.0.0.2:7000", asked, c.LocalAddr(), c.Server(), own)
 		}
 	})
 }

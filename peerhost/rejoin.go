@@ -164,7 +164,7 @@ func (p *Player) rejoinAttempts(ctx context.Context, tok *tickwire.ConnectToken)
 	defer cancel()
 	for {
 		began := time.Now()
-		c, err := p.dial(ctx, tok, "")
+		c, err := p.dial(ctx, p.dialer(), tok)
 		var de *tickwire.DeniedError
 		switch {
 		case err == nil:

@@ -73,10 +73,14 @@ type peerSeat struct {
 	a          *lobby.Assignment
 	candidates map[uint16]string
 	self       string
-	// With the lobby's rendezvous: how this player traverses NATs, and
-	// the sockets its sessions dial from (nil: a new one each).
-	nat    *natPeer
-	dialer func() tickwire.Dialer
+	// With the lobby's rendezvous: how this player traverses NATs, the
+	// sockets its sessions dial from (nil: a new one each), and how it
+	// reaches a successor after a host migration (nil: at its address,
+	// from a new socket).
+	nat       *natPeer
+	dialer    func() tickwire.Dialer
+	successor func(slot uint16, addr string) (tickwire.Dialer, []string)
+	hold      time.Duration
 }
 
 // seatPeer opens the host socket, takes a seat in the room (learning
@@ -106,7 +110,7 @@ func seatPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 			fmt.Fprintf(stderr, "tickwire-bot: no NAT traversal: %v\n", err)
 		}
 	}
-	if err := readyWhenFull(ctx, lc, seat, o.roomSize, uint16(offer)); err != nil {
+	if err := readyWhenFull(ctx, seat, o.roomSize, uint16(offer)); err != nil {
 		hc.Close()
 		return nil, err
 	}
@@ -120,11 +124,13 @@ func seatPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	ps := &peerSeat{hc: hc, a: a, candidates: map[uint16]string{}, nat: nat}
 	if nat != nil {
 		nat.bindRelays(ctx, a, hc)
+		ps.hc, ps.hold = nat.hostSocket(hc), natHold
 		if a.Role != lobby.RoleHost {
 			ps.dialer = nat.dialer(tickwire.Config{Logger: log})
 		} else {
-			nat.client.Close() // the host joins its own game on loopback
+			nat.keepIdle() // the host joins its own game on loopback
 		}
+		ps.successor = nat.successor(tickwire.Config{Logger: log})
 	}
 	for _, p := range a.Players {
 		if p.HostAddr != "" {
@@ -175,8 +181,32 @@ func (ps *peerSeat) start(ctx context.Context, peer *peerhost.Player, ev *peerEv
 		ev.path, ev.via, ev.connect = nat.path(a, via), via.String(), time.Since(nat.assigned)
 		fmt.Fprintf(stderr, "tickwire-bot: connected path=%s via=%v in %.0f ms\n", ev.path, via, float64(ev.connect)/float64(time.Millisecond))
 	}
+	if nat != nil && len(nat.keep) > 0 {
+		go nat.keepAlive(ctx)
+	}
 	fmt.Fprintf(stderr, "tickwire-bot: playing goroutines=%d\n", runtime.NumGoroutine())
 	return nil
+}
+
+// onEvent is the player's peerhost.Config.OnEvent: ev records and
+// prints every event. With NAT traversal, a promotion punches toward
+// the other players' client candidates, and a successor followed has
+// its path in the event's text ("path=direct via=…" or "path=relay").
+// peer is set before the player starts.
+func (ps *peerSeat) onEvent(ctx context.Context, ev *peerEvents, peer **peerhost.Player) func(peerhost.Event) {
+	return func(e peerhost.Event) {
+		if n := ps.nat; n != nil {
+			switch e.Kind {
+			case peerhost.EventPromoted:
+				n.punch(ctx, ps.a, *peer)
+			case peerhost.EventFollowing:
+				if c := (*peer).Client(); c != nil {
+					e.Text = fmt.Sprintf("path=%s via=%v", n.followed(e.Slot, c.Server()), c.Server())
+				}
+			}
+		}
+		ev.event(e)
+	}
 }
 
 // playPeer runs the -peer mode and summarises it.
@@ -193,17 +223,20 @@ func playPeer(ctx context.Context, o *options, log *slog.Logger, stderr io.Write
 	b.game = newBotGame(o.seed+uint64(a.Slot), a.Token.Players, false, true, o.interpLag, o.inputInterval)
 	host := &echoHost{log: log}
 	npcs := o.npcs
-	peer, err := peerhost.NewPlayer(peerhost.Config{
-		Game:     b.game.gc,
-		Factory:  func(uint64) (game.Game, error) { return arena.NewGame(npcs), nil },
-		Host:     game.Config{Handler: host},
-		Server:   tickwire.Config{Logger: log},
-		HostConn: ps.hc,
-		HostAddr: ps.self,
-		Handler:  &b.bot,
-		Logger:   log,
-		OnEvent:  b.event,
-		Dialer:   ps.dialer,
+	var peer *peerhost.Player
+	peer, err = peerhost.NewPlayer(peerhost.Config{
+		Game:      b.game.gc,
+		Factory:   func(uint64) (game.Game, error) { return arena.NewGame(npcs), nil },
+		Host:      game.Config{Handler: host},
+		Server:    tickwire.Config{Logger: log},
+		HostConn:  ps.hc,
+		HostAddr:  ps.self,
+		Handler:   &b.bot,
+		Logger:    log,
+		OnEvent:   ps.onEvent(ctx, &b.peerEvents, &peer),
+		Dialer:    ps.dialer,
+		Successor: ps.successor,
+		Hold:      ps.hold,
 	})
 	if err != nil {
 		ps.hc.Close()
@@ -235,20 +268,25 @@ func takeSeat(ctx context.Context, lc *lobby.Client, o *options, offer uint16) (
 }
 
 // readyWhenFull waits until the room holds size players, then readies.
-func readyWhenFull(ctx context.Context, lc *lobby.Client, seat *lobby.Seat, size int, offer uint16) error {
+// It polls through the seat, which keeps it: a seat whose player does
+// not call the lobby for lobby.Config.SeatTimeout is given up.
+func readyWhenFull(ctx context.Context, seat *lobby.Seat, size int, offer uint16) error {
 	t := time.NewTicker(50 * time.Millisecond) // polling the lobby's room
 	defer t.Stop()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		r, err := lc.Room(ctx, seat.Room.ID)
+		st, err := seat.Poll(ctx, 0)
+		if err == nil && st.Room == nil {
+			err = fmt.Errorf("the lobby answered %q without the room", st.Status)
+		}
 		if err != nil {
 			return fmt.Errorf("room %s: %w", seat.Room.ID, err)
 		}
-		if len(r.Players) >= size {
+		if len(st.Room.Players) >= size {
 			return seat.SetReady(ctx, lobby.ReadyRequest{Ready: true, HostPort: offer})
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("room %s still has %d of %d players after a minute", seat.Room.ID, len(r.Players), size)
+			return fmt.Errorf("room %s still has %d of %d players after a minute", seat.Room.ID, len(st.Room.Players), size)
 		}
 		select {
 		case <-ctx.Done():

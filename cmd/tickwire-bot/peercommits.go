@@ -27,14 +27,16 @@ func playPeerCommits(ctx context.Context, o *options, ps *peerSeat, log *slog.Lo
 		return nil, err
 	}
 	ev := &peerEvents{out: stderr}
+	var peer *peerhost.Player
 	peer, err := peerhost.NewPlayer(peerhost.Config{
-		Commits:  b.cc,
-		Server:   tickwire.Config{Logger: log},
-		HostConn: ps.hc,
-		HostAddr: ps.self,
-		Logger:   log,
-		OnEvent:  ev.event,
-		Dialer:   ps.dialer,
+		Commits:   b.cc,
+		Server:    tickwire.Config{Logger: log},
+		HostConn:  ps.hc,
+		HostAddr:  ps.self,
+		Logger:    log,
+		OnEvent:   ps.onEvent(ctx, ev, &peer),
+		Dialer:    ps.dialer,
+		Successor: ps.successor,
 	})
 	if err != nil {
 		ps.hc.Close()

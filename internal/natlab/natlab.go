@@ -13,7 +13,10 @@
 //
 // Every address is in the benchmarking range 198.18.0.0/15; no
 // namespace has a route out of the lab, and the public namespace has no
-// route into the homes (only the routers' addresses). Names carry the
+// route into the homes (only the routers' addresses). Tests running side
+// by side may add homes to one lab at once: each home gets its own
+// number (its addresses, its router's port on the public bridge, its
+// namespaces' names). Names carry the
 // creating process's id, so parallel runs do not collide; a lab's
 // namespaces are deleted by t.Cleanup (also when the test fails), and
 // those of processes no longer running are deleted when a new lab is
@@ -137,53 +140,55 @@ func New(t testing.TB) *Lab {
 	rand.Read(r[:])
 	l := &Lab{t: t, id: fmt.Sprintf("%s%d-%s", prefix, os.Getpid(), hex.EncodeToString(r[:]))}
 	t.Cleanup(l.remove)
-	l.Public = Node{NS: l.addNS("pub"), Addr: PublicAddr}
+	l.Public = Node{NS: l.addNS(t, "pub"), Addr: PublicAddr}
 	pub := l.Public.NS
-	l.run("ip", "-n", pub, "link", "add", "br0", "type", "bridge")
-	l.run("ip", "-n", pub, "addr", "add", PublicAddr.String()+"/24", "dev", "br0")
-	l.run("ip", "-n", pub, "addr", "add", PublicAddr2.String()+"/24", "dev", "br0")
-	l.run("ip", "-n", pub, "link", "set", "br0", "up")
+	run(t, "ip", "-n", pub, "link", "add", "br0", "type", "bridge")
+	run(t, "ip", "-n", pub, "addr", "add", PublicAddr.String()+"/24", "dev", "br0")
+	run(t, "ip", "-n", pub, "addr", "add", PublicAddr2.String()+"/24", "dev", "br0")
+	run(t, "ip", "-n", pub, "link", "set", "br0", "up")
 	return l
 }
 
-// AddHome builds a home of kind with n hosts behind its router.
-func (l *Lab) AddHome(kind Kind, n int) *Home {
-	l.t.Helper()
+// AddHome builds a home of kind with n hosts behind its router, for
+// test t (the lab's, or a subtest's: it fails t if the home cannot be
+// built). It is safe to call from tests running side by side.
+func (l *Lab) AddHome(t testing.TB, kind Kind, n int) *Home {
+	t.Helper()
 	if kindNames[kind] == "" || n < 1 || n > 200 {
-		l.t.Fatalf("natlab: home of %v with %d hosts", kind, n)
+		t.Fatalf("natlab: home of %v with %d hosts", kind, n)
 	}
 	l.mu.Lock()
 	l.homes++
 	i := l.homes
 	l.mu.Unlock()
 	if i > 200 {
-		l.t.Fatal("natlab: too many homes")
+		t.Fatal("natlab: too many homes")
 	}
 	wan := netip.AddrFrom4([4]byte{198, 18, 0, byte(10 + i)})
 	lan := netip.AddrFrom4([4]byte{198, 18, byte(i), 1})
-	h := &Home{Kind: kind, Router: Node{NS: l.addNS(fmt.Sprintf("r%d", i)), Addr: wan}}
+	h := &Home{Kind: kind, Router: Node{NS: l.addNS(t, fmt.Sprintf("r%d", i)), Addr: wan}}
 	rt := h.Router.NS
 	// WAN: a veth from the router into the public bridge.
-	l.run("ip", "-n", rt, "link", "add", "wan", "type", "veth", "peer", "name", fmt.Sprintf("r%d", i), "netns", l.Public.NS)
-	l.run("ip", "-n", l.Public.NS, "link", "set", fmt.Sprintf("r%d", i), "master", "br0", "up")
-	l.run("ip", "-n", rt, "addr", "add", wan.String()+"/24", "dev", "wan")
-	l.run("ip", "-n", rt, "link", "set", "wan", "up")
+	run(t, "ip", "-n", rt, "link", "add", "wan", "type", "veth", "peer", "name", fmt.Sprintf("r%d", i), "netns", l.Public.NS)
+	run(t, "ip", "-n", l.Public.NS, "link", "set", fmt.Sprintf("r%d", i), "master", "br0", "up")
+	run(t, "ip", "-n", rt, "addr", "add", wan.String()+"/24", "dev", "wan")
+	run(t, "ip", "-n", rt, "link", "set", "wan", "up")
 	// LAN: a bridge in the router, a veth per host.
-	l.run("ip", "-n", rt, "link", "add", "lan", "type", "bridge")
-	l.run("ip", "-n", rt, "addr", "add", lan.String()+"/24", "dev", "lan")
-	l.run("ip", "-n", rt, "link", "set", "lan", "up")
+	run(t, "ip", "-n", rt, "link", "add", "lan", "type", "bridge")
+	run(t, "ip", "-n", rt, "addr", "add", lan.String()+"/24", "dev", "lan")
+	run(t, "ip", "-n", rt, "link", "set", "lan", "up")
 	for j := range n {
-		host := Node{NS: l.addNS(fmt.Sprintf("h%d-%d", i, j+1)), Addr: netip.AddrFrom4([4]byte{198, 18, byte(i), byte(2 + j)})}
+		host := Node{NS: l.addNS(t, fmt.Sprintf("h%d-%d", i, j+1)), Addr: netip.AddrFrom4([4]byte{198, 18, byte(i), byte(2 + j)})}
 		port := fmt.Sprintf("h%d", j+1)
-		l.run("ip", "-n", host.NS, "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", rt)
-		l.run("ip", "-n", rt, "link", "set", port, "master", "lan", "up")
-		l.run("ip", "-n", host.NS, "addr", "add", host.Addr.String()+"/24", "dev", "eth0")
-		l.run("ip", "-n", host.NS, "link", "set", "eth0", "up")
-		l.run("ip", "-n", host.NS, "route", "add", "default", "via", lan.String())
+		run(t, "ip", "-n", host.NS, "link", "add", "eth0", "type", "veth", "peer", "name", port, "netns", rt)
+		run(t, "ip", "-n", rt, "link", "set", port, "master", "lan", "up")
+		run(t, "ip", "-n", host.NS, "addr", "add", host.Addr.String()+"/24", "dev", "eth0")
+		run(t, "ip", "-n", host.NS, "link", "set", "eth0", "up")
+		run(t, "ip", "-n", host.NS, "route", "add", "default", "via", lan.String())
 		h.Hosts = append(h.Hosts, host)
 	}
-	l.run("ip", "netns", "exec", rt, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-	l.nft(rt, routerRules(kind, wan, netip.PrefixFrom(lan, 24).Masked()))
+	run(t, "ip", "netns", "exec", rt, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	nft(t, rt, routerRules(kind, wan, netip.PrefixFrom(lan, 24).Masked()))
 	return h
 }
 
@@ -291,30 +296,33 @@ func (n Node) Do(f func() error) error {
 }
 
 // addNS makes a namespace named after the lab and suffix with its
-// loopback up.
-func (l *Lab) addNS(suffix string) string {
+// loopback up, for test t; the lab deletes it.
+func (l *Lab) addNS(t testing.TB, suffix string) string {
+	t.Helper()
 	name := l.id + "-" + suffix
-	l.run("ip", "netns", "add", name)
+	run(t, "ip", "netns", "add", name)
 	l.mu.Lock()
 	l.nsList = append(l.nsList, name)
 	l.mu.Unlock()
-	l.run("ip", "-n", name, "link", "set", "lo", "up")
+	run(t, "ip", "-n", name, "link", "set", "lo", "up")
 	return name
 }
 
-func (l *Lab) nft(ns, rules string) {
-	l.t.Helper()
+// nft loads rules into namespace ns, failing t if they do not load.
+func nft(t testing.TB, ns, rules string) {
+	t.Helper()
 	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		l.t.Fatalf("natlab: nft in %s: %v\n%s\n%s", ns, err, out, rules)
+		t.Fatalf("natlab: nft in %s: %v\n%s\n%s", ns, err, out, rules)
 	}
 }
 
-func (l *Lab) run(args ...string) {
-	l.t.Helper()
+// run runs a command, failing t if it fails.
+func run(t testing.TB, args ...string) {
+	t.Helper()
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-		l.t.Fatalf("natlab: %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("natlab: %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 

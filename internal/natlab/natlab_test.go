@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -44,7 +45,7 @@ func TestKinds(t *testing.T) {
 	b := listen(lab.Public, "198.18.0.2:5001")
 	for _, kind := range Kinds {
 		t.Run(kind.String(), func(t *testing.T) {
-			home := lab.AddHome(kind, 1)
+			home := lab.AddHome(t, kind, 1)
 			host := listen(home.Hosts[0], ":4000")
 			send(t, host, "probe", a.LocalAddr())
 			mA := receive(t, a, "probe")
@@ -82,7 +83,7 @@ func TestKinds(t *testing.T) {
 	}
 
 	t.Run("lan", func(t *testing.T) {
-		home := lab.AddHome(PortRestricted, 2)
+		home := lab.AddHome(t, PortRestricted, 2)
 		one, two := listen(home.Hosts[0], ":4002"), listen(home.Hosts[1], ":4002")
 		send(t, one, "neighbour", net.UDPAddrFromAddrPort(netip.AddrPortFrom(home.Hosts[1].Addr, 4002)))
 		if from := receive(t, two, "neighbour"); from.Addr() != home.Hosts[0].Addr {
@@ -115,7 +116,7 @@ func TestKinds(t *testing.T) {
 			}
 		}
 		// The public namespace reaches no home host directly.
-		home := lab.AddHome(PortRestricted, 1)
+		home := lab.AddHome(t, PortRestricted, 1)
 		host := listen(home.Hosts[0], ":4001")
 		pub := listen(lab.Public, "198.18.0.1:5003")
 		if _, err := pub.WriteTo([]byte("direct"), net.UDPAddrFromAddrPort(netip.AddrPortFrom(home.Hosts[0].Addr, 4001))); err == nil {
@@ -203,5 +204,50 @@ func TestRemoveStale(t *testing.T) {
 	}
 	if strings.Contains(string(out), stale) || !strings.Contains(string(out), live) {
 		t.Errorf("after a new lab, the namespaces are:\n%s", out)
+	}
+}
+
+// TestHomesSideBySide: nine subtests run at once, each adding a home
+// (three of each kind) to one lab and sending from its host, through
+// its router, to a public socket of its own. Each datagram arrives
+// from its own router's address, and the nine routers have nine
+// addresses: homes added at once get their own numbers, names and
+// ports on the public bridge.
+func TestHomesSideBySide(t *testing.T) {
+	lab := New(t)
+	var mu sync.Mutex
+	routers := map[netip.Addr]bool{}
+	var wg sync.WaitGroup
+	for i := range 9 {
+		kind := Kinds[i%len(Kinds)]
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("%d-%v", i, kind), func(t *testing.T) {
+				home := lab.AddHome(t, kind, 1)
+				pub, err := lab.Public.ListenUDP(fmt.Sprintf("198.18.0.1:%d", 6000+i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer pub.Close()
+				host, err := home.Hosts[0].ListenUDP(":4000")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer host.Close()
+				send(t, host, "probe", pub.LocalAddr())
+				if from := receive(t, pub, "probe"); from.Addr() != home.Router.Addr {
+					t.Errorf("the probe came from %v, not its router's %v", from, home.Router.Addr)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if routers[home.Router.Addr] {
+					t.Errorf("router address %v given twice", home.Router.Addr)
+				}
+				routers[home.Router.Addr] = true
+			})
+		})
+	}
+	wg.Wait()
+	if len(routers) != 9 {
+		t.Errorf("%d routers of 9 homes", len(routers))
 	}
 }
