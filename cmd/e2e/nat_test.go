@@ -335,7 +335,7 @@ func TestNATMesh(t *testing.T) {
 	lab := natlab.New(t)
 	dir := t.TempDir()
 	const secret = "nat-mesh-join-secret"
-	srv := startCmd(t, lab.Public.Command(filepath.Join(bin, "tickwire-server"), "-game", "swarm", "-tick", "30",
+	srv := startCmd(t, lab.Public.Command(filepath.Join(bin, "tickwire-server"), "-game", "swarm", "-units", swarmUnits, "-tick", "30",
 		"-listen", natGame, "-http", natLobby, "-admin", "127.0.0.1:0", "-key-file", filepath.Join(dir, "server.key"),
 		"-web=false", "-dev-join", "-join-secret", secret))
 	srv.await(t, `msg="serving HTTP"`)
@@ -345,7 +345,7 @@ func TestNATMesh(t *testing.T) {
 	for i, k := range kinds {
 		recs[i] = filepath.Join(dir, fmt.Sprintf("bot%d.jsonl", i))
 		bots[i] = startCmd(t, lab.AddHome(t, k, 1).Hosts[0].Command(filepath.Join(bin, "tickwire-bot"), "-server", "http://"+natLobby,
-			"-game", "swarm", "-join-secret", secret, "-n", "1", "-duration", "12s", "-seed", fmt.Sprint(i+1),
+			"-game", "swarm", "-units", swarmUnits, "-join-secret", secret, "-n", "1", "-duration", "12s", "-seed", fmt.Sprint(i+1),
 			"-record", recs[i], "-json", "-progress", "0"))
 	}
 	var note strings.Builder
