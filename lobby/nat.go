@@ -147,22 +147,23 @@ func candidates(s, peer *seat, which, max int) []string {
 	return out
 }
 
-// maxRelaySuccessors bounds the candidates, first in the succession,
+// RelaySuccessors bounds the candidates, first in the succession,
 // who get relay allocations toward every other player besides the
-// host: peerhost.MaxSuccessors, the successors a host hands credentials
-// for (the players can follow only those).
-const maxRelaySuccessors = 8
+// host. It equals peerhost.MaxSuccessors, the successors a host hands
+// credentials for (the players can follow only those); tickwire-bot's
+// tests check that the two stay equal.
+const RelaySuccessors = 8
 
 // natViews are the players' views of each other in peer-hosted room r
 // (players, in r's order): a player who can host sees the candidates of
 // every other player's client socket, which it punches toward when it
 // hosts (at the start, or promoted: host migration). With Config.Relay,
 // each pair of a relay candidate (the host and the first
-// maxRelaySuccessors candidates of the succession, by ascending client
+// RelaySuccessors candidates of the succession, by ascending client
 // id as package migrate elects) and another player gets an allocation:
 // the candidate sees its host side in the player's Relay, the player
 // its joiner side in the candidate's HostRelay. A game of n players
-// costs at most (1+maxRelaySuccessors)×(n-1) grants; the relay opens an
+// costs at most (1+RelaySuccessors)×(n-1) grants; the relay opens an
 // allocation only when both sides bind.
 func (l *Lobby) natViews(r *room, players []AssignedPlayer) [][]AssignedPlayer {
 	views := make([][]AssignedPlayer, len(players))
@@ -191,7 +192,7 @@ func (l *Lobby) natViews(r *room, players []AssignedPlayer) [][]AssignedPlayer {
 		}
 	}
 	slices.SortFunc(succ, func(a, b int) int { return cmp.Compare(players[a].ClientID, players[b].ClientID) })
-	for _, c := range append([]int{host}, succ[:min(len(succ), maxRelaySuccessors)]...) {
+	for _, c := range append([]int{host}, succ[:min(len(succ), RelaySuccessors)]...) {
 		for p := range players {
 			if p == c {
 				continue

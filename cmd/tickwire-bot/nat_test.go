@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/lobby"
+	"github.com/tickwire/tickwire/peerhost"
 	"github.com/tickwire/tickwire/udp"
 )
 
@@ -62,5 +64,15 @@ func TestSuccessorRouteIdle(t *testing.T) {
 	defer d.Conn.Close()
 	if d.Conn.LocalAddr().Port() != n.port || n.cur.BatchConn != d.Conn.(*turnConn).BatchConn || !slices.Equal(addrs, []string{"198.18.0.12:5000"}) {
 		t.Fatalf("from %v (the idle socket's port %d) to %q", d.Conn.LocalAddr(), n.port, addrs)
+	}
+}
+
+// TestRelaySuccessorsMatch: the lobby grants relay allocations to as
+// many successors as a peer host hands credentials for; more would be
+// grants nobody uses, fewer would leave a successor unreachable
+// through restrictive NATs.
+func TestRelaySuccessorsMatch(t *testing.T) {
+	if lobby.RelaySuccessors != peerhost.MaxSuccessors {
+		t.Errorf("lobby.RelaySuccessors %d, peerhost.MaxSuccessors %d", lobby.RelaySuccessors, peerhost.MaxSuccessors)
 	}
 }
