@@ -88,6 +88,14 @@ type Scratch struct {
 	sizes  []sizing // this packet's sized entities, in the order sized
 	codes  []byte   // codes encoded for this packet alone (sizing.code)
 	pred   predictScratch
+	counts [3]uint64 // by codeSource: CodeStats
+}
+
+// CodeStats counts where the codes of the patches sized in s came from,
+// since s was made (see CodeStats). Read it when none of the encoders
+// using s runs.
+func (s *Scratch) CodeStats() CodeStats {
+	return CodeStats{Shared: s.counts[codeShared], Encoded: s.counts[codeEncoded], Private: s.counts[codePrivate]}
 }
 
 // sizing is how an entity goes in the packet being built. The sizings
@@ -339,8 +347,9 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	idset.SetBit(e.ps.sized, i)
 	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
-	code, zero, own := r.code(rev, i, patch, e.ps.codes)
+	code, zero, own, src := r.code(rev, i, patch, e.ps.codes)
 	e.ps.codes = own
+	e.ps.counts[src]++
 	n := len(code)
 	if kind == kindExplicit {
 		n += varintLen(uint64(r.rev - rev))
@@ -373,8 +382,9 @@ func (e *Encoder) predict(sz *sizing, i int, prev uint32, n int) int {
 		return n
 	}
 	step := sz.rev - prev
-	code, own := r.predictedCode(sz.rev, step, i, &e.ps.pred, e.ps.codes)
+	code, own, src := r.predictedCode(sz.rev, step, i, &e.ps.pred, e.ps.codes)
 	e.ps.codes = own
+	e.ps.counts[src]++
 	kind, m := uint8(kindPredicted), len(code)
 	if sz.rev != e.defRev || step != 1 {
 		kind = kindPredictedExplicit

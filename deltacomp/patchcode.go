@@ -29,6 +29,46 @@ const (
 	codeLenOf = 0xffff
 )
 
+// codeSource is where the code of a patch an encoder sized came from.
+type codeSource uint8
+
+const (
+	codeShared  codeSource = iota // read from the cache: another encoder (or this one) encoded it this revision
+	codeEncoded                   // encoded into the cache by this encoder, the first to need it
+	codePrivate                   // encoded for this packet alone (another encoder was writing it, or the cache held another key's)
+)
+
+// CodeStats counts where the run-length codes of the patches the
+// encoders of a Scratch sized came from: the ring caches each entity's
+// code per baseline revision for the latest revision, so that clients
+// acknowledged at the same revision share one encoding per entity and
+// tick. Shared codes were read from that cache, Encoded ones were
+// encoded into it (by the first encoder to need them), Private ones
+// were encoded for one packet alone (another encoder was writing that
+// code at that moment, or the cache held the code of another
+// prediction step). Each code looked up counts once: an entity sized
+// with a Predictor looks up two (its patch's and, when it changed, its
+// predicted patch's); one sized again in the same packet is not counted
+// again.
+type CodeStats struct {
+	Shared, Encoded, Private uint64
+}
+
+// HitRate is the share of the codes that were read from the cache
+// (Shared over all), 0 when none was counted.
+func (c CodeStats) HitRate() float64 {
+	n := c.Shared + c.Encoded + c.Private
+	if n == 0 {
+		return 0
+	}
+	return float64(c.Shared) / float64(n)
+}
+
+// Add returns the sum of c and d.
+func (c CodeStats) Add(d CodeStats) CodeStats {
+	return CodeStats{Shared: c.Shared + d.Shared, Encoded: c.Encoded + d.Encoded, Private: c.Private + d.Private}
+}
+
 // maxCodeLen is the longest run-length code of a recordSize-byte patch:
 // a token per group of 7 bytes and every byte literal.
 func maxCodeLen(recordSize int) int { return recordSize + (recordSize+rleGroup-1)/rleGroup }
@@ -88,20 +128,21 @@ func (c *patchCodes) publish(stamp uint32, key uint32, i int, p []byte) (code []
 }
 
 // code returns the code of entity i's patch p (key 0), valid for the
-// ring's revision stamp, and whether p is all zero: the shared copy when
-// there is one, else it encodes p, into the cache when it is the first to
-// and into own (grown, and returned) when another encoder is writing it
-// right now.
-func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
+// ring's revision stamp, whether p is all zero, and where the code came
+// from: the shared copy when there is one, else it encodes p, into the
+// cache when it is the first to and into own (grown, and returned) when
+// another encoder is writing it right now.
+func (c *patchCodes) code(stamp uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte, src codeSource) {
 	code, zero, found, claimed := c.lookup(stamp, 0, i)
 	switch {
 	case found:
-		return code, zero, own
+		return code, zero, own, codeShared
 	case claimed:
 		code, zero = c.publish(stamp, 0, i, p)
-		return code, zero, own
+		return code, zero, own, codeEncoded
 	}
-	return encodeOwn(p, own)
+	code, zero, own = encodeOwn(p, own)
+	return code, zero, own, codePrivate
 }
 
 // encodeOwn encodes p at the end of own and returns the code, whether p

@@ -124,8 +124,8 @@ func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
 // revision rev (as Patch returned it), or of its latest record when rev
 // is 0, and whether it is all zero: the copy the encoders share (valid
 // until the next Push), or one encoded into own, which it returns grown
-// (patchCodes.code).
-func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
+// (patchCodes.code), and where the code came from.
+func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte, src codeSource) {
 	if rev == 0 {
 		return r.full.code(r.rev, i, r.latest.Record(i), own)
 	}
@@ -135,14 +135,15 @@ func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, o
 // predictedCode returns the run-length code of entity i's latest record
 // XOR its prediction (Predictor.Predict) from its records at revisions
 // base and base − step, both within the window: the copy the encoders
-// share, or one encoded into own, which it returns grown. sc is scratch
-// for the records. The caller checks that both revisions hold the entity
-// and that base and step are at most MaxPredictAge behind.
-func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own []byte) (code []byte, ownOut []byte) {
+// share, or one encoded into own, which it returns grown, and where the
+// code came from. sc is scratch for the records. The caller checks that
+// both revisions hold the entity and that base and step are at most
+// MaxPredictAge behind.
+func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own []byte) (code []byte, ownOut []byte, src codeSource) {
 	c := &r.slots[base%uint32(r.size)].pcodes
 	code, _, found, claimed := c.lookup(r.rev, step, i)
 	if found {
-		return code, own
+		return code, own, codeShared
 	}
 	rs := r.latest.RecordSize
 	latest := r.latest.Record(i)
@@ -155,10 +156,10 @@ func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own [
 	subtle.XORBytes(sc.patch, sc.patch, latest)
 	if claimed {
 		code, _ = c.publish(r.rev, step, i, sc.patch)
-		return code, own
+		return code, own, codeEncoded
 	}
 	code, _, own = encodeOwn(sc.patch, own)
-	return code, own
+	return code, own, codePrivate
 }
 
 // predictScratch holds the records a prediction is computed from.

@@ -161,6 +161,11 @@ type HostStats struct {
 	ResumedMissing uint64
 	// Effects counts the effects Config.SendEffects networked.
 	Effects uint64
+	// PatchCodes counts where the run-length codes of the entity
+	// patches in the connections' snapshot deltas came from: shared by
+	// the connections acknowledged at the same revision (encoded once
+	// per entity, baseline and tick), or encoded (deltacomp.CodeStats).
+	PatchCodes deltacomp.CodeStats
 	// InputsMissing counts the (player, tick) pairs the games simulated
 	// without the player's input, ended games included
 	// (sim.ServerStats.InputsMissing): inputs that came too late, or
@@ -308,6 +313,9 @@ const maxFates = 256
 func (h *Host) Stats() HostStats {
 	st := h.stats
 	st.Games = len(h.games)
+	for i := range h.packets {
+		st.PatchCodes = st.PatchCodes.Add(h.packets[i].enc.CodeStats())
+	}
 	for _, g := range h.games {
 		st.InputsMissing += g.eng.Stats().InputsMissing
 	}
