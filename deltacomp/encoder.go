@@ -355,17 +355,20 @@ func (e *Encoder) BodySize(i int) int {
 		n += varintLen(uint64(r.rev - rev))
 	}
 	isZero := kind != kindFull && zero
-	sz := sizing{code: code, rev: rev, kind: kind, zero: isZero}
+	// Written in place: a sizing built aside and copied in costs a
+	// stall per entity (its fields stored one by one, read back whole).
+	e.ps.sizes = append(e.ps.sizes, sizing{})
+	sz := &e.ps.sizes[len(e.ps.sizes)-1]
+	sz.code, sz.rev, sz.kind, sz.zero = code, rev, kind, isZero
 	switch {
 	case isZero && h.sent <= rev:
 		// An all-zero patch and nothing newer in flight: the client
 		// holds this state.
 		n = 0
 	case !isZero && kind != kindFull && e.prev != nil:
-		n = e.predict(&sz, i, e.prev[sl], n)
+		n = e.predict(sz, i, e.prev[sl], n)
 	}
 	sz.n = int32(n)
-	e.ps.sizes = append(e.ps.sizes, sz)
 	return n
 }
 
