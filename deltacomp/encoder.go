@@ -61,10 +61,11 @@ type Encoder struct {
 	codec proto.Codec // the ring's
 
 	// per Prepare
-	defRev uint32
-	fixed  int
-	ps     *Scratch // this packet's sizing: own, or its goroutine's (UseScratch)
-	own    Scratch
+	defRev  uint32
+	defSlot *patchSlot // the ring's slot of defRev (nil: none)
+	fixed   int
+	ps      *Scratch // this packet's sizing: own, or its goroutine's (UseScratch)
+	own     Scratch
 
 	flights idset.Flights[flight]
 	log     idset.Log
@@ -294,9 +295,9 @@ func (e *Encoder) Prepare() {
 	e.ps.sizeAt = e.ps.sizeAt[:n]
 	e.ps.sizes = e.ps.sizes[:0]
 	e.ps.codes = e.ps.codes[:0]
-	e.defRev = 0
+	e.defRev, e.defSlot = 0, nil
 	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
-		e.defRev = e.lastAcked
+		e.defRev, e.defSlot = e.lastAcked, r.slotOf(e.lastAcked)
 	}
 	e.fixed = proto.SnapshotDeltaHeaderSize + varintLen(uint64(e.defAge()))
 	var prev proto.NetworkID
@@ -334,11 +335,16 @@ func (e *Encoder) BodySize(i int) int {
 	kind := uint8(kindFull)
 	var rev uint32
 	var patch []byte
+	var base *patchSlot // the baseline's slot (nil: in full)
 	sl := e.slot[i]
 	h := e.held[sl]
 	if b := h.base; b != 0 {
-		if p, ok := r.Patch(b, i); ok {
-			rev, patch = b, p
+		s := e.defSlot
+		if b != e.defRev {
+			s = r.slotOf(b)
+		}
+		if p, ok := s.patch(r, i); ok {
+			rev, patch, base = b, p, s
 			kind = kindExplicit
 			if b == e.defRev {
 				kind = kindDefault
@@ -347,7 +353,7 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	idset.SetBit(e.ps.sized, i)
 	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
-	code, zero, own, src := r.code(rev, i, patch, e.ps.codes)
+	code, zero, own, src := r.code(base, i, patch, e.ps.codes)
 	e.ps.codes = own
 	e.ps.counts[src]++
 	n := len(code)
