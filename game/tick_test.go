@@ -539,7 +539,8 @@ func reportCodes(b *testing.B, h *Host, before deltacomp.CodeStats) {
 // shows) to the file $TICKWIRE_TICK_PROFILE names, when it is set; the
 // name gets the benchmark's name (slashes and '=' as '-') before its
 // extension. The clients' part of each tick is in it too: focus on
-// Server.tick, Server.receiveDatagram and outQueue.flush.
+// Server.tick, Server.receiveDatagram, outQueue.flush and, with two
+// workers, builder.start.func1 (the second worker's goroutine).
 func profileSteady(b *testing.B) (stop func()) {
 	path := os.Getenv("TICKWIRE_TICK_PROFILE")
 	if path == "" {
