@@ -362,6 +362,9 @@ func (h *Host) Desyncs() uint64 { return h.stats.Desyncs }
 // InputsMissing is HostStats.InputsMissing, for metrics.
 func (h *Host) InputsMissing() uint64 { return h.Stats().InputsMissing }
 
+// PatchCodes is HostStats.PatchCodes, for metrics.
+func (h *Host) PatchCodes() deltacomp.CodeStats { return h.Stats().PatchCodes }
+
 // Entities is how many entities a game has now.
 func (h *Host) Entities(gameID uint64) int {
 	if g := h.games[gameID]; g != nil {
