@@ -61,10 +61,11 @@ type Encoder struct {
 	codec proto.Codec // the ring's
 
 	// per Prepare
-	defRev uint32
-	fixed  int
-	ps     *Scratch // this packet's sizing: own, or its goroutine's (UseScratch)
-	own    Scratch
+	defRev  uint32
+	defSlot *patchSlot // the ring's slot of defRev (nil: none)
+	fixed   int
+	ps      *Scratch // this packet's sizing: own, or its goroutine's (UseScratch)
+	own     Scratch
 
 	flights idset.Flights[flight]
 	log     idset.Log
@@ -88,6 +89,14 @@ type Scratch struct {
 	sizes  []sizing // this packet's sized entities, in the order sized
 	codes  []byte   // codes encoded for this packet alone (sizing.code)
 	pred   predictScratch
+	counts [3]uint64 // by codeSource: CodeStats
+}
+
+// CodeStats counts where the codes of the patches sized in s came from,
+// since s was made (see CodeStats). Read it when none of the encoders
+// using s runs.
+func (s *Scratch) CodeStats() CodeStats {
+	return CodeStats{Shared: s.counts[codeShared], Encoded: s.counts[codeEncoded], Private: s.counts[codePrivate]}
 }
 
 // sizing is how an entity goes in the packet being built. The sizings
@@ -286,9 +295,9 @@ func (e *Encoder) Prepare() {
 	e.ps.sizeAt = e.ps.sizeAt[:n]
 	e.ps.sizes = e.ps.sizes[:0]
 	e.ps.codes = e.ps.codes[:0]
-	e.defRev = 0
+	e.defRev, e.defSlot = 0, nil
 	if r.Holds(e.lastAcked) && e.lastAcked != r.rev {
-		e.defRev = e.lastAcked
+		e.defRev, e.defSlot = e.lastAcked, r.slotOf(e.lastAcked)
 	}
 	e.fixed = proto.SnapshotDeltaHeaderSize + varintLen(uint64(e.defAge()))
 	var prev proto.NetworkID
@@ -326,11 +335,16 @@ func (e *Encoder) BodySize(i int) int {
 	kind := uint8(kindFull)
 	var rev uint32
 	var patch []byte
+	var base *patchSlot // the baseline's slot (nil: in full)
 	sl := e.slot[i]
 	h := e.held[sl]
 	if b := h.base; b != 0 {
-		if p, ok := r.Patch(b, i); ok {
-			rev, patch = b, p
+		s := e.defSlot
+		if b != e.defRev {
+			s = r.slotOf(b)
+		}
+		if p, ok := s.patch(r, i); ok {
+			rev, patch, base = b, p, s
 			kind = kindExplicit
 			if b == e.defRev {
 				kind = kindDefault
@@ -339,24 +353,28 @@ func (e *Encoder) BodySize(i int) int {
 	}
 	idset.SetBit(e.ps.sized, i)
 	e.ps.sizeAt[i] = int32(len(e.ps.sizes))
-	code, zero, own := r.code(rev, i, patch, e.ps.codes)
+	code, zero, own, src := r.code(base, i, patch, e.ps.codes)
 	e.ps.codes = own
+	e.ps.counts[src]++
 	n := len(code)
 	if kind == kindExplicit {
 		n += varintLen(uint64(r.rev - rev))
 	}
 	isZero := kind != kindFull && zero
-	sz := sizing{code: code, rev: rev, kind: kind, zero: isZero}
+	// Written in place: a sizing built aside and copied in costs a
+	// stall per entity (its fields stored one by one, read back whole).
+	e.ps.sizes = append(e.ps.sizes, sizing{})
+	sz := &e.ps.sizes[len(e.ps.sizes)-1]
+	sz.code, sz.rev, sz.kind, sz.zero = code, rev, kind, isZero
 	switch {
 	case isZero && h.sent <= rev:
 		// An all-zero patch and nothing newer in flight: the client
 		// holds this state.
 		n = 0
 	case !isZero && kind != kindFull && e.prev != nil:
-		n = e.predict(&sz, i, e.prev[sl], n)
+		n = e.predict(sz, i, e.prev[sl], n)
 	}
 	sz.n = int32(n)
-	e.ps.sizes = append(e.ps.sizes, sz)
 	return n
 }
 
@@ -373,8 +391,9 @@ func (e *Encoder) predict(sz *sizing, i int, prev uint32, n int) int {
 		return n
 	}
 	step := sz.rev - prev
-	code, own := r.predictedCode(sz.rev, step, i, &e.ps.pred, e.ps.codes)
+	code, own, src := r.predictedCode(sz.rev, step, i, &e.ps.pred, e.ps.codes)
 	e.ps.codes = own
+	e.ps.counts[src]++
 	kind, m := uint8(kindPredicted), len(code)
 	if sz.rev != e.defRev || step != 1 {
 		kind = kindPredictedExplicit

@@ -140,3 +140,91 @@ func TestPatchCodeLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeStats: encoders that share a Scratch, one after the other,
+// on one ring: the first to size an entity against a baseline encodes
+// its code into the ring's cache, the others acknowledged at the same
+// revision read it from there (CodeStats counts which, exactly), and a
+// client with another baseline encodes its own the first time. Sizing,
+// writing and the acknowledgements allocate nothing, counting included.
+func TestCodeStats(t *testing.T) {
+	const clients, entities, rs = 6, 50, 12
+	r := NewRing(RingConfig{Size: 8})
+	var sc Scratch
+	encs := make([]*Encoder, clients)
+	for c := range encs {
+		encs[c] = NewEncoder(r, EncoderConfig{})
+		encs[c].UseScratch(&sc)
+	}
+	var snap Snapshot
+	rec := make([]byte, rs)
+	push := func(rev int) {
+		snap.Reset(uint32(rev), rs)
+		for i := range entities {
+			rec[0], rec[1] = byte(i), byte(rev) // every entity changes
+			snap.Append(proto.NetworkID(i+1), rec)
+		}
+		if _, err := r.Push(&snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := make([]int32, entities)
+	for i := range sel {
+		sel[i] = int32(i)
+	}
+	buf := make([]byte, 0, 4096)
+	var lost []proto.NetworkID
+	var seq uint16
+	ticks := 0
+	// tick sends every entity to every client; the last client's
+	// packets are lost but every fourth, so its baseline lags.
+	tick := func() {
+		defer func() { ticks++ }()
+		for c, e := range encs {
+			e.Prepare()
+			prev := -1
+			for _, i := range sel {
+				e.BodySize(int(i))
+				e.LinkSize(prev, int(i))
+				prev = int(i)
+			}
+			var err error
+			if buf, err = e.AppendFrame(buf[:0], seq, sel); err != nil {
+				t.Fatal(err)
+			}
+			if c < clients-1 || ticks%4 == 0 {
+				e.Delivered(seq)
+			} else {
+				lost, _ = e.Lost(seq, lost[:0])
+			}
+			seq++
+		}
+	}
+	rev := 1
+	for ; rev <= 16; rev++ { // every baseline settles, every ring slot is used
+
+		push(rev)
+		tick()
+	}
+	// Revision 17: the first five clients acknowledged revision 16,
+	// the last revision 13 (its packet of revision 13 got through).
+	before := sc.CodeStats()
+	push(rev)
+	rev++
+	tick()
+	got := sc.CodeStats()
+	want := CodeStats{Shared: before.Shared + (clients-2)*entities, Encoded: before.Encoded + 2*entities, Private: before.Private}
+	if got != want {
+		t.Fatalf("revision 17: codes %+v, want %+v (one encoding per entity and baseline)", got, want)
+	}
+	if hr := (CodeStats{Shared: 4, Encoded: 1}).HitRate(); hr != 0.8 {
+		t.Fatalf("hit rate of 4 shared, 1 encoded: %v", hr)
+	}
+	if a := testing.AllocsPerRun(100, func() {
+		push(rev)
+		rev++
+		tick()
+	}); a != 0 {
+		t.Fatalf("push, size, write and acknowledge for %d clients: %v allocs per tick", clients, a)
+	}
+}

@@ -109,40 +109,53 @@ func (r *Ring) Holds(rev uint32) bool {
 // rev, aliasing the ring. ok is false when rev is outside the window or
 // the entity did not exist at rev.
 func (r *Ring) Patch(rev uint32, i int) (patch []byte, ok bool) {
+	return r.slotOf(rev).patch(r, i)
+}
+
+// slotOf returns the slot holding revision rev, or nil when rev is
+// outside the window. (The ring's size need not be a power of two: the
+// slot costs a division, which an encoder does once per packet for its
+// default baseline rather than per entity.)
+func (r *Ring) slotOf(rev uint32) *patchSlot {
 	if !r.Holds(rev) {
-		return nil, false
+		return nil
 	}
-	s := &r.slots[rev%uint32(r.size)]
-	if !idset.Bit(s.present, i) {
+	return &r.slots[rev%uint32(r.size)]
+}
+
+// patch is Patch for the revision of slot s (nil: none).
+func (s *patchSlot) patch(r *Ring, i int) (patch []byte, ok bool) {
+	if s == nil || !idset.Bit(s.present, i) {
 		return nil, false
 	}
 	rs := r.latest.RecordSize
 	return s.xor[i*rs : (i+1)*rs : (i+1)*rs], true
 }
 
-// code returns the run-length code of entity i's patch p against
-// revision rev (as Patch returned it), or of its latest record when rev
-// is 0, and whether it is all zero: the copy the encoders share (valid
-// until the next Push), or one encoded into own, which it returns grown
-// (patchCodes.code).
-func (r *Ring) code(rev uint32, i int, p, own []byte) (code []byte, zero bool, ownOut []byte) {
-	if rev == 0 {
+// code returns the run-length code of entity i's patch p against the
+// revision of slot s (as its patch returned it), or of its latest record
+// when s is nil, and whether it is all zero: the copy the encoders share
+// (valid until the next Push), or one encoded into own, which it returns
+// grown (patchCodes.code), and where the code came from.
+func (r *Ring) code(s *patchSlot, i int, p, own []byte) (code []byte, zero bool, ownOut []byte, src codeSource) {
+	if s == nil {
 		return r.full.code(r.rev, i, r.latest.Record(i), own)
 	}
-	return r.slots[rev%uint32(r.size)].codes.code(r.rev, i, p, own)
+	return s.codes.code(r.rev, i, p, own)
 }
 
 // predictedCode returns the run-length code of entity i's latest record
 // XOR its prediction (Predictor.Predict) from its records at revisions
 // base and base − step, both within the window: the copy the encoders
-// share, or one encoded into own, which it returns grown. sc is scratch
-// for the records. The caller checks that both revisions hold the entity
-// and that base and step are at most MaxPredictAge behind.
-func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own []byte) (code []byte, ownOut []byte) {
+// share, or one encoded into own, which it returns grown, and where the
+// code came from. sc is scratch for the records. The caller checks that
+// both revisions hold the entity and that base and step are at most
+// MaxPredictAge behind.
+func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own []byte) (code []byte, ownOut []byte, src codeSource) {
 	c := &r.slots[base%uint32(r.size)].pcodes
 	code, _, found, claimed := c.lookup(r.rev, step, i)
 	if found {
-		return code, own
+		return code, own, codeShared
 	}
 	rs := r.latest.RecordSize
 	latest := r.latest.Record(i)
@@ -155,10 +168,10 @@ func (r *Ring) predictedCode(base, step uint32, i int, sc *predictScratch, own [
 	subtle.XORBytes(sc.patch, sc.patch, latest)
 	if claimed {
 		code, _ = c.publish(r.rev, step, i, sc.patch)
-		return code, own
+		return code, own, codeEncoded
 	}
 	code, _, own = encodeOwn(sc.patch, own)
-	return code, own
+	return code, own, codePrivate
 }
 
 // predictScratch holds the records a prediction is computed from.

@@ -161,6 +161,11 @@ type HostStats struct {
 	ResumedMissing uint64
 	// Effects counts the effects Config.SendEffects networked.
 	Effects uint64
+	// PatchCodes counts where the run-length codes of the entity
+	// patches in the connections' snapshot deltas came from: shared by
+	// the connections acknowledged at the same revision (encoded once
+	// per entity, baseline and tick), or encoded (deltacomp.CodeStats).
+	PatchCodes deltacomp.CodeStats
 	// InputsMissing counts the (player, tick) pairs the games simulated
 	// without the player's input, ended games included
 	// (sim.ServerStats.InputsMissing): inputs that came too late, or
@@ -308,6 +313,9 @@ const maxFates = 256
 func (h *Host) Stats() HostStats {
 	st := h.stats
 	st.Games = len(h.games)
+	for i := range h.packets {
+		st.PatchCodes = st.PatchCodes.Add(h.packets[i].enc.CodeStats())
+	}
 	for _, g := range h.games {
 		st.InputsMissing += g.eng.Stats().InputsMissing
 	}
@@ -353,6 +361,9 @@ func (h *Host) Desyncs() uint64 { return h.stats.Desyncs }
 
 // InputsMissing is HostStats.InputsMissing, for metrics.
 func (h *Host) InputsMissing() uint64 { return h.Stats().InputsMissing }
+
+// PatchCodes is HostStats.PatchCodes, for metrics.
+func (h *Host) PatchCodes() deltacomp.CodeStats { return h.Stats().PatchCodes }
 
 // Entities is how many entities a game has now.
 func (h *Host) Entities(gameID uint64) int {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/examples/arena"
 	"github.com/tickwire/tickwire/internal/session"
 	"github.com/tickwire/tickwire/proto"
@@ -425,11 +426,15 @@ func BenchmarkServerTick(b *testing.B) {
 			r.warm(b)
 			b.ReportAllocs()
 			sent := r.conn.bytes
+			codes := r.host.Stats().PatchCodes
+			stop := profileSteady(b)
 			timer := newCPUTimer(b)
 			for range b.N {
 				r.step(b, timer)
 			}
 			timer.report()
+			stop()
+			reportCodes(b, r.host, codes)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/player")
 			b.ReportMetric(float64(r.conn.bytes-sent)/float64(b.N)/float64(n), "B/player")
 		})
@@ -504,6 +509,7 @@ func benchWorkers(b *testing.B, fire bool, interval int) {
 			r.fire = fire
 			r.warm(b)
 			b.ReportAllocs()
+			codes := r.host.Stats().PatchCodes
 			stop := profileSteady(b)
 			timer := newCPUTimer(b)
 			for range b.N {
@@ -511,10 +517,21 @@ func benchWorkers(b *testing.B, fire bool, interval int) {
 			}
 			timer.report()
 			stop()
+			reportCodes(b, r.host, codes)
 			b.ReportMetric(float64(r.received.Nanoseconds())/1e6/float64(b.N), "recv-ms/op")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "ns/player")
 		})
 	}
+}
+
+// reportCodes adds to the benchmark's results the share of the patch
+// codes the timed ticks' packets read from the ring's cache (shared by
+// the clients acknowledged at the same revision) rather than encoded
+// (HostStats.PatchCodes since before).
+func reportCodes(b *testing.B, h *Host, before deltacomp.CodeStats) {
+	st := h.Stats().PatchCodes
+	d := deltacomp.CodeStats{Shared: st.Shared - before.Shared, Encoded: st.Encoded - before.Encoded, Private: st.Private - before.Private}
+	b.ReportMetric(100*d.HitRate(), "code-hit-%")
 }
 
 // profileSteady writes a CPU profile of the steady state (after the
@@ -522,7 +539,8 @@ func benchWorkers(b *testing.B, fire bool, interval int) {
 // shows) to the file $TICKWIRE_TICK_PROFILE names, when it is set; the
 // name gets the benchmark's name (slashes and '=' as '-') before its
 // extension. The clients' part of each tick is in it too: focus on
-// Server.tick, Server.receiveDatagram and outQueue.flush.
+// Server.tick, Server.receiveDatagram, outQueue.flush and, with two
+// workers, builder.start.func1 (the second worker's goroutine).
 func profileSteady(b *testing.B) (stop func()) {
 	path := os.Getenv("TICKWIRE_TICK_PROFILE")
 	if path == "" {
@@ -791,5 +809,27 @@ func TestInputsMissingCounted(t *testing.T) {
 	r.s.Each(func(c *tickwire.Conn) { c.Close(proto.DisconnectClosed) })
 	if st := r.host.Stats(); st.Games != 0 || st.InputsMissing != before+missing {
 		t.Fatalf("after the game ended: %d games, %d inputs missing, want 0 and %d", st.Games, st.InputsMissing, before+missing)
+	}
+}
+
+// TestPatchCodesShared: in the steady state of 64 players (the arena,
+// clients acknowledging every packet), the connections acknowledged at
+// the same revision share each entity's patch code: most codes are read
+// from the ring's cache (HostStats.PatchCodes), each encoded once per
+// entity, baseline and tick; with one build worker none is encoded
+// twice. A whole tick, the clients' part included, allocates nothing.
+func TestPatchCodesShared(t *testing.T) {
+	r := newTickRig(t, 64, 1)
+	r.warm(t)
+	before := r.host.Stats().PatchCodes
+	a := testing.AllocsPerRun(60, func() { r.step(t, nil) })
+	st := r.host.Stats().PatchCodes
+	d := deltacomp.CodeStats{Shared: st.Shared - before.Shared, Encoded: st.Encoded - before.Encoded, Private: st.Private - before.Private}
+	t.Logf("61 ticks of 64 players: codes %+v, hit rate %.1f %%", d, 100*d.HitRate())
+	if d.Encoded == 0 || d.Private != 0 || d.HitRate() < 0.6 {
+		t.Fatalf("codes %+v: want most shared, none private (one worker)", d)
+	}
+	if a != 0 {
+		t.Fatalf("%v allocations per tick", a)
 	}
 }

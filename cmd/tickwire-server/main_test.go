@@ -86,7 +86,7 @@ func TestServerEndToEnd(t *testing.T) {
 		t.Fatalf("healthz: %q", h)
 	}
 	m := get(t, admin+"/metrics")
-	for _, want := range []string{"tickwire_connections 1", "tickwire_players 2", "tickwire_tick_duration_seconds_bucket", `tickwire_packets_total{direction="in"}`, `tickwire_dropped_packets_total{reason="replay"} 0`, "tickwire_inputs_missing_total"} {
+	for _, want := range []string{"tickwire_connections 1", "tickwire_players 2", "tickwire_tick_duration_seconds_bucket", `tickwire_packets_total{direction="in"}`, `tickwire_dropped_packets_total{reason="replay"} 0`, "tickwire_inputs_missing_total", `tickwire_patch_codes_total{source="shared"}`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}

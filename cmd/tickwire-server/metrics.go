@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tickwire/tickwire"
+	"github.com/tickwire/tickwire/deltacomp"
 	"github.com/tickwire/tickwire/proto"
 )
 
@@ -22,6 +23,7 @@ type serverCollector struct {
 	ticks                        *prometheus.Desc
 	resyncs, desyncs             *prometheus.Desc
 	inputsMissing                *prometheus.Desc
+	patchCodes                   *prometheus.Desc
 	sockDrops                    *prometheus.Desc
 }
 
@@ -47,6 +49,7 @@ func newServerCollector(srv *tickwire.Server, host *gameHost, socketDrops func()
 		resyncs:       d("resyncs_total", "Full-state resyncs sent to clients."),
 		desyncs:       d("desyncs_total", "Checksum mismatches clients reported."),
 		inputsMissing: d("inputs_missing_total", "Player ticks simulated without the player's input: it came too late or not at all."),
+		patchCodes:    d("patch_codes_total", "Run-length codes of entity patches in snapshot deltas, by where they came from: shared (read from the cache of codes the clients acknowledged at the same revision share), encoded (into that cache, by the first client to need it) or private (encoded for one packet alone).", "source"),
 		sockDrops:     d("socket_drops_total", "Datagrams the kernel dropped for the game socket, nearly all because its receive buffer was full: the server fell behind reading (absent where the platform does not tell)."),
 	}
 }
@@ -68,11 +71,20 @@ type inputCounter interface {
 	InputsMissing() uint64
 }
 
+// patchCodeCounter is implemented by a game handler that counts where
+// its snapshot deltas' patch codes came from (called from the server's
+// loop).
+type patchCodeCounter interface {
+	PatchCodes() deltacomp.CodeStats
+}
+
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.srv.Stats()
 	var players, games int
 	var resyncs, desyncs, missing uint64
 	ic, inputs := c.host.Handler.(inputCounter)
+	pc, codes := c.host.Handler.(patchCodeCounter)
+	var cs deltacomp.CodeStats
 	c.srv.Do(func() {
 		players, games = c.host.counts()
 		if gc, ok := c.host.Handler.(gameCounters); ok {
@@ -80,6 +92,9 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if inputs {
 			missing = ic.InputsMissing()
+		}
+		if codes {
+			cs = pc.PatchCodes()
 		}
 	})
 	gauge := func(d *prometheus.Desc, v float64, l ...string) {
@@ -109,6 +124,11 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.desyncs, desyncs)
 	if inputs {
 		counter(c.inputsMissing, missing)
+	}
+	if codes {
+		counter(c.patchCodes, cs.Shared, "shared")
+		counter(c.patchCodes, cs.Encoded, "encoded")
+		counter(c.patchCodes, cs.Private, "private")
 	}
 	if c.socketDrops != nil {
 		if n, ok := c.socketDrops(); ok {
