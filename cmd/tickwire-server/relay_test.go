@@ -126,7 +126,16 @@ func TestRelayAlone(t *testing.T) {
 	if err != nil || string(buf[:n]) != "tw hello" {
 		t.Fatalf("host read %q, %v", buf[:n], err)
 	}
-	m := get(t, "http://"+a.admin.String()+"/metrics")
+	// The relay counts a datagram once its write returned, which may be
+	// after the host read it.
+	var m string
+	for end := time.Now().Add(10 * time.Second); ; {
+		m = get(t, "http://"+a.admin.String()+"/metrics")
+		if strings.Contains(m, "tickwire_relay_forwarded_packets_total 1") || time.Now().After(end) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	for _, want := range []string{"tickwire_relay_allocations 1", "tickwire_relay_bound_sides 2", "tickwire_relay_forwarded_packets_total 1",
 		`tickwire_relay_dropped_packets_total{reason="bad_grant"} 0`} {
 		if !strings.Contains(m, want) {
