@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tickwire/tickwire"
@@ -28,14 +29,17 @@ type gameStats struct {
 // botGame plays the arena for one bot: scripted random inputs (a heading
 // held for a second or two, aim sweeping, a shot now and then).
 type botGame struct {
-	gc  *game.Client
-	r   *rand.Rand
-	cur map[uint16]*script
+	gc *game.Client
+	r  *rand.Rand
+	// cur is each player's script, in the order of the token's players
+	// (a connection plays at most 4: a search is cheaper than a map).
+	cur []script
 }
 
 type script struct {
-	in    arena.Input
-	until uint32
+	player uint16
+	in     arena.Input
+	until  uint32
 }
 
 // newBotGame plays for one bot; a headless one that does not verify only
@@ -43,9 +47,9 @@ type script struct {
 // interpolation delay (0: the engine's default); inputInterval is the
 // ticks between its packets (game.Client.SetInputInterval).
 func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag time.Duration, inputInterval int) *botGame {
-	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57)), cur: map[uint16]*script{}}
+	b := &botGame{r: rand.New(rand.NewPCG(seed, 0x7e57))}
 	for _, p := range players {
-		b.cur[p] = &script{}
+		b.cur = append(b.cur, script{player: p})
 	}
 	gc, err := game.NewClient(arena.NewGame(0), b.input, sim.ClientConfig{Headless: headless, SkipState: headless && !verify, MaxInterpLag: interpLag})
 	if err != nil {
@@ -60,11 +64,12 @@ func newBotGame(seed uint64, players []uint16, headless, verify bool, interpLag 
 
 // input is the game.Client's InputFunc (called on the client's loop).
 func (b *botGame) input(player uint16, tick uint32, dst []byte) []byte {
-	s := b.cur[player]
-	if s == nil {
-		s = &script{}
-		b.cur[player] = s
+	i := slices.IndexFunc(b.cur, func(s script) bool { return s.player == player })
+	if i < 0 { // a player the token did not name: the server's roster is the truth
+		b.cur = append(b.cur, script{player: player})
+		i = len(b.cur) - 1
 	}
+	s := &b.cur[i]
 	if int32(tick-s.until) >= 0 {
 		s.in.MoveX = int8(b.r.IntN(255) - 127)
 		s.in.MoveY = int8(b.r.IntN(255) - 127)
