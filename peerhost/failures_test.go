@@ -1,9 +1,13 @@
 package peerhost
 
 import (
+	"encoding/binary"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tickwire/tickwire/proto"
 )
 
 // TestPeerHostAndSuccessorDie: in virtual time, four peers play the
@@ -207,6 +211,66 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 			})
 			return cand
 		})
+		close(stop)
+		r.checkEchoes()
+	})
+}
+
+// TestPeerSteppedDownHostRunsNothing: in virtual time, three peers
+// play on the first one's host (15 ms links) and exchange numbered
+// echoes. The host steps down (as after a SIGSTOP: its players followed
+// a successor), and before its server closes, its own player's next
+// message reaches it — on a real process, whose loop takes the datagrams
+// waiting after a SIGCONT before the close. The host runs none of it and
+// sends nothing of the streams (it counts it in SteppedDownLeft): with
+// its standbys gone, it used to run, echo and acknowledge it, and the
+// successor, which never heard of it, numbered its own echoes to that
+// player from behind — the echoes that came back twice or never in
+// TestHostMigrationStalledHost. The players follow slot 2 and every echo
+// comes back exactly once, in order.
+func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(3 * time.Second)
+		close(stop)
+		r.checkEchoes()
+		old := r.peers[0]
+		old.mu.Lock()
+		srv, mig := old.srv, old.mig
+		old.mu.Unlock()
+		var before, after HostStats
+		var sendErr error
+		srv.Do(func() {
+			before = mig.Stats()
+			mig.stepDown("a successor runs the game")
+			// Player 1's next message, as the player would send it.
+			r.mu.Lock()
+			n := r.sent[0]
+			r.mu.Unlock()
+			c := mig.connOf(1)
+			f := proto.PeerMessageFrame{Player: 1, Seq: mig.streams[1].inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
+			if err := mig.Frame(c, proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
+				t.Errorf("the stepped-down host refused player 1's message: %v", err)
+			}
+			sendErr = mig.send(c, 7, f.Data)
+			after = mig.Stats()
+		})
+		if after.Stream != before.Stream || after.SteppedDownLeft != 1 || !errors.Is(sendErr, ErrClosed) {
+			t.Fatalf("after the step-down: stream %+v (before %+v), %d messages left for the successor, Reply: %v",
+				after.Stream, before.Stream, after.SteppedDownLeft, sendErr)
+		}
+		r.waitOrDump("everyone on slot 2's host", 5*time.Second, func() bool {
+			for i := range 3 {
+				if r.peers[i].Stats().Epoch != 2 {
+					return false
+				}
+			}
+			return true
+		})
+		stop = r.echoing()
+		time.Sleep(2 * time.Second)
 		close(stop)
 		r.checkEchoes()
 	})

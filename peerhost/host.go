@@ -90,8 +90,11 @@ type HostStats struct {
 	HandOverTick    uint32
 	HandOverUnacked uint64
 	// HandOverLeft counts the players' stream messages that reached the
-	// host during its hand-over: left for the successor to run.
-	HandOverLeft uint64
+	// host during its hand-over, and SteppedDownLeft those that reached
+	// it after it stepped down (before its server closed): left for the
+	// successor to run.
+	HandOverLeft    uint64
+	SteppedDownLeft uint64
 	// Stream counts the peer message streams' traffic (the players'
 	// messages received, the host's sent).
 	Stream StreamStats
@@ -267,6 +270,12 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 		m.stepDown("half the players followed a successor")
 	}
 }
+
+// over reports whether the host's reign is over: it stepped down or
+// hands the game over. It runs no player's message and sends nothing
+// of the streams any more (its successor would not know of it), until
+// its server closes.
+func (m *hostMigration) over() bool { return m.down || m.handing != nil }
 
 // stepDown stops the game for good: a successor runs it.
 func (m *hostMigration) stepDown(why string) {
@@ -528,7 +537,7 @@ func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error
 	if len(ps) == 0 {
 		return tickwire.ErrNotConnected
 	}
-	if m.handing != nil {
+	if m.over() {
 		return ErrClosed // its successor would not know it
 	}
 	if len(data) > proto.MaxMessageSize {
@@ -594,9 +603,10 @@ func (m *hostMigration) ackRun(c *tickwire.Conn, player uint16, st *playerStream
 // release sends what the standby holds now: the host's messages and the
 // acknowledgements of the players' messages.
 func (m *hostMigration) release() {
-	if m.handing != nil {
-		// Frozen where the standby has them: nothing the successor may
-		// not know goes out (its standby stopped acknowledging).
+	if m.over() {
+		// Frozen where the standbys have them: nothing the successor
+		// may not know goes out (a standby stopped acknowledging, or
+		// none is left).
 		return
 	}
 	for _, c := range m.conns() {
@@ -662,10 +672,14 @@ func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame)
 	if f.Copy || !carries(c, f.Player) || f.Player != c.Players()[0] {
 		return errForeignPlayer
 	}
-	if m.handing != nil {
+	if m.over() {
 		// Not run here, where its effects would die with the host: the
 		// player sends it again to the successor.
-		m.stats.HandOverLeft++
+		if m.down {
+			m.stats.SteppedDownLeft++
+		} else {
+			m.stats.HandOverLeft++
+		}
 		return nil
 	}
 	st := m.stream(f.Player)
