@@ -77,13 +77,17 @@ type HostStats struct {
 	// minted again after CredentialRetry.
 	CredentialErrors uint64
 	StandbyAcks      uint64
-	StandbyTick      uint32           // the newest tick every standby holds
-	StandbyLag       uint32           // ticks between the host's and StandbyTick, at the last ack
-	Standbys         int              // warm standbys now
-	Feed             StandbyFeedStats // of every standby's feed
-	SteppedDown      bool
-	StepDownWhy      string
-	MigrateLeave     uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// StandbyBehind counts the standbys that refused a copy of the
+	// streams (their queue full): nothing is released until they have
+	// every stream again.
+	StandbyBehind uint64
+	StandbyTick   uint32           // the newest tick every standby holds
+	StandbyLag    uint32           // ticks between the host's and StandbyTick, at the last ack
+	Standbys      int              // warm standbys now
+	Feed          StandbyFeedStats // of every standby's feed
+	SteppedDown   bool
+	StepDownWhy   string
+	MigrateLeave  uint64 // players that left for a successor (proto.DisconnectHostMigrate)
 	// HandOverTick is the last tick of a host that quit and handed the
 	// game over (0: it did not); HandOverUnacked the players that had
 	// not left it for the successor by HandOverTimeout.
@@ -310,6 +314,7 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return true
 	}
+	m.recopy()
 	if m.silenceChanged() || m.dirty {
 		m.dirty = false
 		m.publish(now)

@@ -25,6 +25,11 @@ type warmStandby struct {
 	feed  StandbyFeed
 	acked bool   // it acknowledged a tick since it became a standby
 	tick  uint32 // the newest tick it acknowledged
+	// behind: a copy of the streams did not go out to it (its queue was
+	// full). It gets no copy until every stream went out to it again
+	// (recopy), and nothing is released meanwhile: a successor must hold
+	// whatever a player was told.
+	behind bool
 }
 
 // standbyOf is c's place among the standbys (-1: not one).
@@ -57,7 +62,7 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 		w := &warmStandby{c: c, feed: m.feedCfg}
 		w.feed.SetStandby(c)
 		m.standbys = append(m.standbys, w)
-		m.copyStreams(c)
+		w.behind = !m.copyStreams(c)
 	}
 	for _, w := range old {
 		w.feed.SetStandby(nil)
@@ -66,32 +71,44 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 	m.ackedTick()
 }
 
-// copyStreams sends standby c the state of every player's stream; what
-// was not released yet waits for its acknowledgement of the next tick.
-func (m *hostMigration) copyStreams(c *tickwire.Conn) {
+// copyStreams sends standby c the state of every player's stream, a
+// frame per message (a reliable message carries one frame); what was
+// not released yet waits for its acknowledgement of the next tick. It
+// reports false when c refused a frame (its queue full): it stops
+// there, and the copy is to be made again.
+func (m *hostMigration) copyStreams(c *tickwire.Conn) bool {
 	due := m.tick() + 1
 	for p, st := range m.streams {
 		if st.outUnknown || st.inUnknown {
 			continue // copied once its numbering is known (copyStream)
 		}
-		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		if c.SendFrame(m.buf) != nil {
+			return false
+		}
 		for i := range st.out {
 			o := &st.out[i]
-			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			if c.SendFrame(m.buf) != nil {
+				return false
+			}
 			if !o.sent {
 				o.release = due
 			}
-			if len(b) > 32<<10 {
-				c.SendFrame(b)
-				b = b[:0]
-			}
 		}
-		if len(b) > 0 {
-			c.SendFrame(b)
-		}
-		m.buf = b
 		for i := range st.pending {
 			st.pending[i].tick = due
+		}
+	}
+	return true
+}
+
+// recopy copies the streams again to the standbys that fell behind,
+// while their queues refuse it.
+func (m *hostMigration) recopy() {
+	for _, w := range m.standbys {
+		if w.behind && m.copyStreams(w.c) {
+			w.behind = false
 		}
 	}
 }
@@ -110,10 +127,11 @@ func (m *hostMigration) copyStream(player uint16, st *playerStream) {
 }
 
 // ackedTick sets the stats' StandbyTick to the newest tick every
-// standby holds; it reports false while one has acknowledged nothing.
+// standby holds; it reports false while one has acknowledged nothing,
+// or fell behind on the streams' copies.
 func (m *hostMigration) ackedTick() bool {
 	for i, w := range m.standbys {
-		if !w.acked {
+		if !w.acked || w.behind {
 			return false
 		}
 		if i == 0 || int32(w.tick-m.stats.StandbyTick) < 0 {
@@ -129,10 +147,16 @@ func (m *hostMigration) held(tick uint32) bool {
 	return m.ackedTick() && (len(m.standbys) == 0 || int32(m.stats.StandbyTick-tick) >= 0)
 }
 
-// toStandby sends a copy frame to every standby.
+// toStandby sends a copy frame to every standby. A standby that
+// refuses it (its queue full) falls behind: it gets no more copies
+// until recopy made them all again, so that it never holds a later copy
+// without an earlier one.
 func (m *hostMigration) toStandby(b []byte) {
 	for _, w := range m.standbys {
-		w.c.SendFrame(b)
+		if !w.behind && w.c.SendFrame(b) != nil {
+			w.behind = true
+			m.stats.StandbyBehind++
+		}
 	}
 }
 

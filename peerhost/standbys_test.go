@@ -1,0 +1,78 @@
+package peerhost
+
+import (
+	"encoding/binary"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestPeerStandbyBehind: in virtual time, three peers play on the first
+// one's host (15 ms links) and exchange numbered echoes. The host's
+// queue to its first standby (slot 2) is filled until it refuses a
+// frame, and at once the host sends player 3 a message on its stream,
+// whose copy slot 2's queue refuses. Slot 2 falls behind
+// (HostStats.StandbyBehind): the host sends it every stream again once
+// its queue takes it, and releases the message only then — without
+// that, the message went out at slot 2's next ack, and slot 2, which
+// would take over, did not know player 3 had it. Then the host is cut
+// off: the players follow slot 2 and every echo came back exactly once,
+// in order.
+func TestPeerStandbyBehind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(3 * time.Second)
+		close(stop)
+		r.checkEchoes()
+		host := r.peers[0]
+		host.mu.Lock()
+		srv, mig := host.srv, host.mig
+		host.mu.Unlock()
+		var seq uint32
+		var err error
+		srv.Do(func() {
+			w := mig.primary()
+			if ps := w.c.Players(); ps[0] != 2 {
+				t.Errorf("the first standby is slot %d, want 2", ps[0])
+			}
+			f := mig.roster.Frame()
+			b, _ := f.Append(nil)
+			for w.c.SendFrame(b) == nil {
+			}
+			// The echo of player 3's next number, as if it had sent it.
+			r.mu.Lock()
+			n := r.sent[2]
+			r.sent[2]++
+			r.mu.Unlock()
+			err = mig.send(mig.connOf(3), 7, binary.LittleEndian.AppendUint32(nil, n))
+			seq = mig.streams[3].outSeq
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.waitFor("player 3 has the message", 5*time.Second, func() bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			return len(r.echoes[2]) == int(r.sent[2])
+		})
+		sb := r.peers[1]
+		sb.mu.Lock()
+		held := sb.streams[3] != nil && int32(sb.streams[3].outSeq-seq) >= 0
+		sb.mu.Unlock()
+
+		if st := r.peers[0].Stats().Host; !held || st.StandbyBehind == 0 {
+			t.Fatalf("player 3 has message %d of its stream, its copy at slot 2: %v; standbys behind: %d", seq, held, st.StandbyBehind)
+		}
+		stop = r.echoing()
+		time.Sleep(time.Second)
+		r.kill(0)
+		r.waitOrDump("both on slot 2's host", 5*time.Second, func() bool {
+			return r.peers[1].Stats().Epoch == 2 && r.peers[2].Stats().Epoch == 2 && hasEvent(r.eventsOf(2), EventResumed)
+		})
+		time.Sleep(time.Second)
+		close(stop)
+		r.checkEchoes()
+	})
+}
