@@ -28,8 +28,17 @@ type warmStandby struct {
 	// behind: a copy of the streams did not go out to it (its queue was
 	// full). It gets no copy until every stream went out to it again
 	// (recopy), and nothing is released meanwhile: a successor must hold
-	// whatever a player was told.
+	// whatever a player was told. copied is how far each player's stream
+	// went out to it since (what a refusal stopped is not sent twice).
 	behind bool
+	copied map[uint16]streamCopied
+}
+
+// streamCopied is how far the copy of a player's stream went out to a
+// standby: the run acknowledged, the last message copied.
+type streamCopied struct {
+	ran, seq uint32
+	ok       bool // ran went out
 }
 
 // standbyOf is c's place among the standbys (-1: not one).
@@ -59,10 +68,10 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 			old = slices.Delete(old, i, i+1)
 			continue
 		}
-		w := &warmStandby{c: c, feed: m.feedCfg}
+		w := &warmStandby{c: c, feed: m.feedCfg, behind: true, copied: map[uint16]streamCopied{}}
 		w.feed.SetStandby(c)
 		m.standbys = append(m.standbys, w)
-		w.behind = !m.copyStreams(c)
+		m.copyStreams(w)
 	}
 	for _, w := range old {
 		w.feed.SetStandby(nil)
@@ -71,28 +80,53 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 	m.ackedTick()
 }
 
-// copyStreams sends standby c the state of every player's stream, a
-// frame per message (a reliable message carries one frame); what was
-// not released yet waits for its acknowledgement of the next tick. It
-// reports false when c refused a frame (its queue full): it stops
-// there, and the copy is to be made again.
-func (m *hostMigration) copyStreams(c *tickwire.Conn) bool {
+// copyStreams sends standby w, behind, the state of every player's
+// stream, a frame per message (a reliable message carries one frame),
+// from where the last attempt stopped; what was not released yet waits
+// for its acknowledgement of the next tick. w is no longer behind once
+// all went out; a frame w's queue refuses stops it, and recopy tries
+// again at the next tick.
+func (m *hostMigration) copyStreams(w *warmStandby) {
 	due := m.tick() + 1
 	for p, st := range m.streams {
 		if st.outUnknown || st.inUnknown {
 			continue // copied once its numbering is known (copyStream)
 		}
-		m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
-		if c.SendFrame(m.buf) != nil {
-			return false
+		done := w.copied[p]
+		if !done.ok || done.ran != st.inNext-1 {
+			// How far the player's messages ran, and how far its own
+			// numbering went: with nothing left to copy, the standby
+			// learns the host's last number from the player's receipt.
+			m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+			if w.c.SendFrame(m.buf) != nil {
+				return
+			}
+			if len(st.out) == 0 {
+				m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyReceived, st.outSeq)
+				if w.c.SendFrame(m.buf) != nil {
+					return
+				}
+			}
+			done.ran, done.ok = st.inNext-1, true
+			w.copied[p] = done
 		}
 		for i := range st.out {
 			o := &st.out[i]
-			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
-			if c.SendFrame(m.buf) != nil {
-				return false
+			if done.seq != 0 && int32(o.seq-done.seq) <= 0 {
+				continue
 			}
-			if !o.sent {
+			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			if w.c.SendFrame(m.buf) != nil {
+				return
+			}
+			done.seq = o.seq
+			w.copied[p] = done
+		}
+	}
+	// Everything went out: what was not released waits for w to hold it.
+	for _, st := range m.streams {
+		for i := range st.out {
+			if o := &st.out[i]; !o.sent {
 				o.release = due
 			}
 		}
@@ -100,15 +134,15 @@ func (m *hostMigration) copyStreams(c *tickwire.Conn) bool {
 			st.pending[i].tick = due
 		}
 	}
-	return true
+	w.behind, w.copied = false, nil
 }
 
 // recopy copies the streams again to the standbys that fell behind,
-// while their queues refuse it.
+// as far as their queues take it.
 func (m *hostMigration) recopy() {
 	for _, w := range m.standbys {
-		if w.behind && m.copyStreams(w.c) {
-			w.behind = false
+		if w.behind {
+			m.copyStreams(w)
 		}
 	}
 }
@@ -154,7 +188,7 @@ func (m *hostMigration) held(tick uint32) bool {
 func (m *hostMigration) toStandby(b []byte) {
 	for _, w := range m.standbys {
 		if !w.behind && w.c.SendFrame(b) != nil {
-			w.behind = true
+			w.behind, w.copied = true, map[uint16]streamCopied{}
 			m.stats.StandbyBehind++
 		}
 	}

@@ -76,3 +76,43 @@ func TestPeerStandbyBehind(t *testing.T) {
 		r.checkEchoes()
 	})
 }
+
+// TestPeerNewStandbyIdleStreams: in virtual time, five peers play on the
+// first one's host (15 ms links) and exchange numbered echoes, then
+// stop: every stream is idle, every message received. Slot 2, the first
+// standby, is cut off: slot 4 becomes a standby then, with nothing to
+// copy but how far each stream went. Then the host and slot 3 are cut
+// off: slot 4 promotes from its standby and slot 5 follows it. The
+// echoes go on and every one comes back exactly once, in order: slot 4
+// numbers its messages to each player past what the player received
+// (without the receipt in the copy it numbered them from 1 again, and
+// the players dropped them as received already).
+func TestPeerNewStandbyIdleStreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 5)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(3 * time.Second)
+		close(stop)
+		r.checkEchoes()
+		r.kill(1)
+		r.waitOrDump("slot 4 a warm standby", 5*time.Second, func() bool {
+			st := r.peers[3].Stats()
+			return st.StandbyState > 0 && r.peers[0].Stats().Host.Standbys == 2
+		})
+		time.Sleep(500 * time.Millisecond)
+		r.kill(0)
+		r.kill(2)
+		r.waitOrDump("slot 5 on slot 4's host", 8*time.Second, func() bool {
+			ev := r.eventsOf(4)
+			return r.peers[3].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		})
+		if st := r.peers[3].Stats(); st.ColdPromotions != 0 {
+			t.Fatalf("slot 4 promoted cold: %+v", st)
+		}
+		stop = r.echoing()
+		time.Sleep(2 * time.Second)
+		close(stop)
+		r.checkEchoes()
+	})
+}
