@@ -3,6 +3,7 @@ package peerhost
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -273,5 +274,59 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		close(stop)
 		r.checkEchoes()
+	})
+}
+
+// TestPeerRosterOwed: in virtual time, four peers play on the first
+// one's host (15 ms links). Slot 4's queue at the host is kept full
+// while slot 2 is cut off: the host leaves the silent slot 2 out of
+// the succession, and slot 4 refuses that roster (HostStats.RosterErrors).
+// Once its queue drains, it follows that roster too (succession 3, 4),
+// as the others do: the host sends it again until it is taken. Without
+// that, slot 4 kept electing from the older roster, and after a few
+// joins and leaves two players promoted under one epoch.
+func TestPeerRosterOwed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 4)
+		defer r.close()
+		time.Sleep(2 * time.Second)
+		host := r.peers[0]
+		host.mu.Lock()
+		srv, mig := host.srv, host.mig
+		host.mu.Unlock()
+		filler := appendPeerAck(nil, 4, proto.PeerAckFromPlayer, 0)
+		fill := func() {
+			srv.Do(func() {
+				if c := mig.connOf(4); c != nil {
+					for c.SendFrame(filler) == nil {
+					}
+				}
+			})
+		}
+		fill()
+		r.kill(1)
+		for range 300 { // 3 s: slot 2 is silent after 1 s
+			fill()
+			time.Sleep(10 * time.Millisecond)
+		}
+		succession := func(i int) []uint16 {
+			p := r.peers[i]
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			var s []uint16
+			for _, m := range p.follower.Following().Succession(nil) {
+				s = append(s, m.Slot)
+			}
+			return s
+		}
+		if s := succession(2); !slices.Equal(s, []uint16{3, 4}) {
+			t.Fatalf("slot 3 follows the succession %v, want [3 4]", s)
+		}
+		r.waitFor("slot 4 follows the roster without slot 2", 3*time.Second, func() bool {
+			return slices.Equal(succession(3), []uint16{3, 4})
+		})
+		if st := host.Stats().Host; st.RosterErrors == 0 {
+			t.Fatalf("no roster refused: %+v", st)
+		}
 	})
 }

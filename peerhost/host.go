@@ -68,9 +68,12 @@ type HostConfig struct {
 
 // HostStats count what the host side of host migration did.
 type HostStats struct {
-	Epoch       uint32 // the host's
-	Rosters     uint64 // roster frames sent
-	Credentials uint64 // credential rounds minted
+	Epoch   uint32 // the host's
+	Rosters uint64 // roster frames sent
+	// RosterErrors counts roster frames a connection refused (its
+	// queue full): the roster goes to it again at the next tick.
+	RosterErrors uint64
+	Credentials  uint64 // credential rounds minted
 	// CredentialErrors counts credential frames a connection refused
 	// (its reliable queue full): a round whose key did not reach its
 	// successor hands out no token, and a round with any refusal is
@@ -120,6 +123,9 @@ type hostMigration struct {
 	feedCfg  StandbyFeed
 	feedDone StandbyFeedStats
 	dirty    bool // the roster changed: send it
+	// rosterOwed are the connections whose queue refused the last
+	// roster: it goes to them again every tick until they take it
+	rosterOwed []*tickwire.Conn
 	// credsDue: the roster changed since the last round of credentials
 	// (minted then), or a frame of that round was refused (credsRetry)
 	credsDue, credsRetry bool
@@ -318,6 +324,8 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if m.silenceChanged() || m.dirty {
 		m.dirty = false
 		m.publish(now)
+	} else if len(m.rosterOwed) > 0 {
+		m.sendRoster(m.rosterOwed)
 	}
 	if m.credentialsDue(now) {
 		m.mintRound(now)
@@ -382,18 +390,7 @@ func (m *hostMigration) publish(now time.Time) {
 	}
 	m.rosterErr = ""
 	m.roster = r
-	f := r.Frame()
-	b, err := f.Append(m.buf[:0])
-	if err != nil {
-		return
-	}
-	m.buf = b
-	for _, c := range m.conns() {
-		// Not counted in the input acks' frame count: no game event.
-		if c.SendFrame(b) == nil {
-			m.stats.Rosters++
-		}
-	}
+	m.sendRoster(m.conns())
 	m.succ = r.Succession(m.succ[:0])
 	var next []*tickwire.Conn
 	for _, s := range m.succ[:min(len(m.succ), m.cfg.Standbys)] {
@@ -405,6 +402,33 @@ func (m *hostMigration) publish(now time.Time) {
 		m.setStandbys(next)
 	}
 	m.credsDue = true
+}
+
+// sendRoster sends the roster to the connections cs; those that refuse
+// it (their queue full) are owed it: a player that missed a roster
+// would elect from an older one than the others (two successors of one
+// epoch, after a burst of joins whose last roster it missed).
+func (m *hostMigration) sendRoster(cs []*tickwire.Conn) {
+	f := m.roster.Frame()
+	b, err := f.Append(m.buf[:0])
+	if err != nil {
+		return
+	}
+	m.buf = b
+	var owed []*tickwire.Conn
+	for _, c := range cs {
+		if c.Closed() {
+			continue
+		}
+		// Not counted in the input acks' frame count: no game event.
+		if c.SendFrame(b) != nil {
+			owed = append(owed, c)
+			m.stats.RosterErrors++
+			continue
+		}
+		m.stats.Rosters++
+	}
+	m.rosterOwed = owed
 }
 
 // mintRound hands out a round of credentials for the first
