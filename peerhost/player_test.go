@@ -359,16 +359,28 @@ func (r *peerRig) sendEcho(i int) {
 // sent, and checks each came back exactly once, in order.
 func (r *peerRig) checkEchoes() {
 	r.t.Helper()
-	r.waitFor("echoes back", 5*time.Second, func() bool {
+	missing := func() (who []string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for i := range r.peers {
-			if !r.kills[i].out() && len(r.echoes[i]) < int(r.sent[i]) {
-				return false
+			if e := r.echoes[i]; !r.kills[i].out() && len(e) < int(r.sent[i]) {
+				who = append(who, fmt.Sprintf("peer %d: %d of %d, the last %v", i+1, len(e), r.sent[i], e[max(0, len(e)-3):]))
 			}
 		}
-		return true
-	})
+		return who
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for who := missing(); len(who) > 0; who = missing() {
+		if time.Now().After(deadline) {
+			for i := range r.peers {
+				if !r.kills[i].out() {
+					r.t.Logf("slot %d: %+v; host %+v", i+1, r.peers[i].Stats().Stream, r.peers[i].Stats().Host.Stream)
+				}
+			}
+			r.t.Fatalf("echoes not back within 5 s: %v", who)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.peers {
