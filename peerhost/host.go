@@ -124,8 +124,9 @@ type hostMigration struct {
 	feedDone StandbyFeedStats
 	dirty    bool // the roster changed: send it
 	// rosterOwed are the connections whose queue refused the last
-	// roster: it goes to them again every tick until they take it
-	rosterOwed []*tickwire.Conn
+	// roster: it goes to them again every tick until they take it;
+	// endOwed the former standbys not yet told they are fed no more
+	rosterOwed, endOwed []*tickwire.Conn
 	// credsDue: the roster changed since the last round of credentials
 	// (minted then), or a frame of that round was refused (credsRetry)
 	credsDue, credsRetry bool
@@ -326,6 +327,9 @@ func (m *hostMigration) Tick(now time.Time) bool {
 		m.publish(now)
 	} else if len(m.rosterOwed) > 0 {
 		m.sendRoster(m.rosterOwed)
+	}
+	if len(m.endOwed) > 0 {
+		m.endStandbys()
 	}
 	if m.credentialsDue(now) {
 		m.mintRound(now)

@@ -124,6 +124,7 @@ type Stats struct {
 	StandbyState uint64 // standby states loaded
 	StandbySteps uint64
 	StandbyErrs  uint64 // standby frames that did not load or replay
+	StandbyEnds  uint64 // standbys dropped: the host fed them no more
 	StaleRosters uint64
 	Tokens       uint64 // successor tokens received
 	Keys         uint64 // successor keys received
@@ -735,7 +736,7 @@ func (p *Player) promote(act migrate.Action) {
 	// never reconnects, so no roster names it.
 	candidates := maps.Clone(p.hostAddrs)
 	keys := append([]tickwire.Key(nil), p.keys...)
-	at, adopt, err := p.mode.takeOver(now)
+	at, adopt, err := p.mode.takeOver(now, old.Epoch)
 	if t := p.loss.handOverTick; t != 0 && at != t {
 		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", t)
 	}
@@ -769,6 +770,7 @@ func (p *Player) promote(act migrate.Action) {
 		if eng, at, err = p.coldEngine(now, members, tickRate); err == nil {
 			adopt = ss.adopter(eng)
 			cold = true
+			streams = nil // a cold host learns them from the players
 			p.mu.Lock()
 			p.stats.PromotedAt = at
 			p.stats.ColdPromotions++
@@ -1022,6 +1024,9 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 			// game's frames).
 			return p.heardHandOver(pi.Time, &ctl)
 		}
+		if err == nil && ctl.Code == proto.ControlStandbyEnd {
+			return p.standbyEnd(f.c, &ctl)
+		}
 		if err == nil && ctl.Code == proto.ControlHostMigration {
 			p.mu.Lock()
 			ok := p.follower.Announced(pi.Time, ctl.Player, migrate.Epoch(ctl.Arg))
@@ -1108,6 +1113,26 @@ func (p *Player) successor(c *tickwire.Client, b []byte) error {
 		p.tokens[f.Successor] = &tokenHeld{epoch: f.Epoch, tok: tok}
 		p.stats.Tokens++
 	}
+	return nil
+}
+
+// errStandbyEnd is a standby end a player refuses: for another player,
+// or of an older epoch than the host it follows.
+var errStandbyEnd = errors.New("peerhost: standby end for another player, or of an older epoch")
+
+// standbyEnd drops this peer's standby, and its copies of the streams,
+// when the host of session c says it feeds it no more: elected later, it
+// hosts cold rather than from a state the game left behind.
+func (p *Player) standbyEnd(c *tickwire.Client, ctl *proto.ControlFrame) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.provisional(c) || len(p.players) == 0 || ctl.Player != p.players[0] ||
+		migrate.Epoch(ctl.Arg) < p.follower.Following().Epoch {
+		return errStandbyEnd
+	}
+	p.mode.standbyEnd(migrate.Epoch(ctl.Arg))
+	clear(p.streams)
+	p.stats.StandbyEnds++
 	return nil
 }
 

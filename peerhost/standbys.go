@@ -76,8 +76,38 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 	for _, w := range old {
 		w.feed.SetStandby(nil)
 		m.feedDone = addFeedStats(m.feedDone, w.feed.Stats())
+		if !w.c.Closed() && !m.over() {
+			m.endOwed = append(m.endOwed, w.c)
+		}
 	}
+	m.endOwed = slices.DeleteFunc(m.endOwed, func(c *tickwire.Conn) bool { return m.standbyOf(c) >= 0 })
+	m.endStandbys()
 	m.ackedTick()
+}
+
+// endStandbys tells the former standbys owed it that they are fed no
+// more (proto.ControlStandbyEnd): elected, a player promoting from a
+// standby its host stopped feeding would start from a state the game
+// left behind, and without the copies of the streams since. Those
+// whose queue refuses it are told again at the next tick.
+func (m *hostMigration) endStandbys() {
+	owed := m.endOwed[:0]
+	for _, c := range m.endOwed {
+		ps := c.Players()
+		if c.Closed() || len(ps) == 0 {
+			continue
+		}
+		ctl := proto.ControlFrame{Code: proto.ControlStandbyEnd, Player: ps[0], Tick: m.tick(), Arg: uint64(m.cfg.Epoch)}
+		b, err := ctl.Append(m.buf[:0])
+		if err != nil {
+			continue
+		}
+		m.buf = b
+		if c.SendFrame(b) != nil {
+			owed = append(owed, c)
+		}
+	}
+	m.endOwed = owed
 }
 
 // copyStreams sends standby w, behind, the state of every player's

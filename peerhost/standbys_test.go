@@ -2,9 +2,12 @@ package peerhost
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tickwire/tickwire/migrate"
 )
 
 // TestPeerStandbyBehind: in virtual time, three peers play on the first
@@ -114,5 +117,58 @@ func TestPeerNewStandbyIdleStreams(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		close(stop)
 		r.checkEchoes()
+	})
+}
+
+// TestPeerFormerStandbyPromotesCold: in virtual time, five peers play on
+// the first one's host (15 ms links). Slot 2, the first standby, is cut
+// off for 2.5 s: the host leaves it out of the succession once it is
+// silent, and feeds slot 4 as a standby; once slot 2 is back, slot 2 is
+// a standby again and slot 4 is told it is fed no more
+// (proto.ControlStandbyEnd): it drops its standby. 2 s later the host
+// and slots 2 and 3 are cut off: slots 4 and 5 strike 2 and 3 off and
+// elect slot 4, which promotes cold, from its player's confirmed state,
+// not from its standby of 2 s before (without the control it did, and
+// the game stepped back by those 2 s). Slot 5 plays on with it.
+// And a standby of an older epoch than the host lost is not promoted
+// either (the host lost did not feed it).
+func TestPeerFormerStandbyPromotesCold(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 5)
+		defer r.close()
+		time.Sleep(2 * time.Second)
+		r.cut(1, 2500*time.Millisecond)
+		r.waitOrDump("slot 4 a standby", 3*time.Second, func() bool { return r.peers[3].Stats().StandbyState > 0 })
+		r.waitOrDump("slot 4 a standby no more", 5*time.Second, func() bool { return r.peers[3].Stats().StandbyEnds > 0 })
+		p4 := r.peers[3]
+		p4.mu.Lock()
+		_, ready := p4.standby.Ready()
+		p4.mu.Unlock()
+		if ready {
+			t.Fatal("slot 4 kept its standby after its end")
+		}
+		time.Sleep(2 * time.Second)
+		for _, i := range []int{0, 1, 2} {
+			r.kill(i)
+		}
+		r.waitOrDump("slot 5 on slot 4's host", 8*time.Second, func() bool {
+			ev := r.eventsOf(4)
+			return r.peers[3].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		})
+		if st := r.peers[3].Stats(); st.ColdPromotions != 1 {
+			t.Fatalf("slot 4 promoted from its old standby, not cold: %+v", st)
+		}
+
+		// Slot 5, loaded as slot 4's standby under epoch 4, would not take
+		// over from the host of another epoch.
+		p5 := r.peers[4]
+		r.waitOrDump("slot 5 a standby", 3*time.Second, func() bool { return p5.Stats().StandbyState > 0 })
+		p5.mu.Lock()
+		_, _, err := p5.mode.takeOver(time.Now(), p5.standby.Epoch()+1)
+		_, ready = p5.standby.Ready()
+		p5.mu.Unlock()
+		if !errors.Is(err, migrate.ErrNotLoaded) || ready {
+			t.Fatalf("slot 5's standby of epoch 4 for a host of epoch 5: %v, ready %v", err, ready)
+		}
 	})
 }
