@@ -233,14 +233,8 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
 		defer r.close()
-		stop := r.echoing()
-		time.Sleep(3 * time.Second)
-		close(stop)
-		r.checkEchoes()
-		old := r.peers[0]
-		old.mu.Lock()
-		srv, mig := old.srv, old.mig
-		old.mu.Unlock()
+		r.echoesFor(3 * time.Second)
+		srv, mig := r.hostOf(0)
 		var before, after HostStats
 		var sendErr error
 		srv.Do(func() {
@@ -270,10 +264,7 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 			}
 			return true
 		})
-		stop = r.echoing()
-		time.Sleep(2 * time.Second)
-		close(stop)
-		r.checkEchoes()
+		r.echoesFor(2 * time.Second)
 	})
 }
 
@@ -290,10 +281,7 @@ func TestPeerRosterOwed(t *testing.T) {
 		r := newPeerRig(t, 4)
 		defer r.close()
 		time.Sleep(2 * time.Second)
-		host := r.peers[0]
-		host.mu.Lock()
-		srv, mig := host.srv, host.mig
-		host.mu.Unlock()
+		srv, mig := r.hostOf(0)
 		filler := appendPeerAck(nil, 4, proto.PeerAckFromPlayer, 0)
 		fill := func() {
 			srv.Do(func() {
@@ -325,7 +313,7 @@ func TestPeerRosterOwed(t *testing.T) {
 		r.waitFor("slot 4 follows the roster without slot 2", 3*time.Second, func() bool {
 			return slices.Equal(succession(3), []uint16{3, 4})
 		})
-		if st := host.Stats().Host; st.RosterErrors == 0 {
+		if st := r.peers[0].Stats().Host; st.RosterErrors == 0 {
 			t.Fatalf("no roster refused: %+v", st)
 		}
 	})

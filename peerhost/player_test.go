@@ -398,6 +398,34 @@ func (r *peerRig) checkEchoes() {
 	}
 }
 
+// echoesFor exchanges echoes for d, then checks that every one came
+// back exactly once, in order.
+func (r *peerRig) echoesFor(d time.Duration) {
+	r.t.Helper()
+	stop := r.echoing()
+	time.Sleep(d)
+	close(stop)
+	r.checkEchoes()
+}
+
+// waitResumedOn waits until peer host hosts and peer i's last event is
+// its resume, on it.
+func (r *peerRig) waitResumedOn(i, host int, limit time.Duration) {
+	r.t.Helper()
+	r.waitOrDump(fmt.Sprintf("slot %d on slot %d's host", i+1, host+1), limit, func() bool {
+		ev := r.eventsOf(i)
+		return r.peers[host].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+	})
+}
+
+// hostOf is the server and host migration of peer i, which hosts.
+func (r *peerRig) hostOf(i int) (*tickwire.Server, *hostMigration) {
+	p := r.peers[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.srv, p.mig
+}
+
 // close stops every peer.
 func (r *peerRig) close() {
 	for _, p := range r.peers {

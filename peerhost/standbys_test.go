@@ -25,14 +25,8 @@ func TestPeerStandbyBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
 		defer r.close()
-		stop := r.echoing()
-		time.Sleep(3 * time.Second)
-		close(stop)
-		r.checkEchoes()
-		host := r.peers[0]
-		host.mu.Lock()
-		srv, mig := host.srv, host.mig
-		host.mu.Unlock()
+		r.echoesFor(3 * time.Second)
+		srv, mig := r.hostOf(0)
 		var seq uint32
 		var err error
 		srv.Do(func() {
@@ -68,12 +62,10 @@ func TestPeerStandbyBehind(t *testing.T) {
 		if st := r.peers[0].Stats().Host; !held || st.StandbyBehind == 0 {
 			t.Fatalf("player 3 has message %d of its stream, its copy at slot 2: %v; standbys behind: %d", seq, held, st.StandbyBehind)
 		}
-		stop = r.echoing()
+		stop := r.echoing()
 		time.Sleep(time.Second)
 		r.kill(0)
-		r.waitOrDump("both on slot 2's host", 5*time.Second, func() bool {
-			return r.peers[1].Stats().Epoch == 2 && r.peers[2].Stats().Epoch == 2 && hasEvent(r.eventsOf(2), EventResumed)
-		})
+		r.waitResumedOn(2, 1, 5*time.Second)
 		time.Sleep(time.Second)
 		close(stop)
 		r.checkEchoes()
@@ -94,10 +86,7 @@ func TestPeerNewStandbyIdleStreams(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 5)
 		defer r.close()
-		stop := r.echoing()
-		time.Sleep(3 * time.Second)
-		close(stop)
-		r.checkEchoes()
+		r.echoesFor(3 * time.Second)
 		r.kill(1)
 		r.waitOrDump("slot 4 a warm standby", 5*time.Second, func() bool {
 			st := r.peers[3].Stats()
@@ -106,17 +95,11 @@ func TestPeerNewStandbyIdleStreams(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		r.kill(0)
 		r.kill(2)
-		r.waitOrDump("slot 5 on slot 4's host", 8*time.Second, func() bool {
-			ev := r.eventsOf(4)
-			return r.peers[3].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
-		})
+		r.waitResumedOn(4, 3, 8*time.Second)
 		if st := r.peers[3].Stats(); st.ColdPromotions != 0 {
 			t.Fatalf("slot 4 promoted cold: %+v", st)
 		}
-		stop = r.echoing()
-		time.Sleep(2 * time.Second)
-		close(stop)
-		r.checkEchoes()
+		r.echoesFor(2 * time.Second)
 	})
 }
 
@@ -151,10 +134,7 @@ func TestPeerFormerStandbyPromotesCold(t *testing.T) {
 		for _, i := range []int{0, 1, 2} {
 			r.kill(i)
 		}
-		r.waitOrDump("slot 5 on slot 4's host", 8*time.Second, func() bool {
-			ev := r.eventsOf(4)
-			return r.peers[3].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
-		})
+		r.waitResumedOn(4, 3, 8*time.Second)
 		if st := r.peers[3].Stats(); st.ColdPromotions != 1 {
 			t.Fatalf("slot 4 promoted from its old standby, not cold: %+v", st)
 		}
