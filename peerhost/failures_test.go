@@ -268,6 +268,48 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 	})
 }
 
+// TestPeerStandbysLeftHoldReleases: in virtual time, three peers play
+// on the first one's host (15 ms links) and exchange numbered echoes.
+// Both standbys' sessions end as timeouts (as when they lost the host
+// and elect a successor), and before the host's next tick its own
+// player's next message reaches it — as on a host woken from SIGSTOP,
+// whose loop takes the leaves and its player's messages waiting in its
+// socket before its first tick finds the stall and steps down. The host
+// runs the message but acknowledges nothing and echoes nothing until a
+// roster names the standbys again: with no standby left, it used to
+// release at once, telling its player of a run no successor knew of —
+// and the player's stream to the successor stopped at the gap
+// (TestHostMigrationStalledHost: 91 of 171 echoes lost).
+func TestPeerStandbysLeftHoldReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 3)
+		defer r.close()
+		r.echoesFor(3 * time.Second)
+		srv, mig := r.hostOf(0)
+		var before, after HostStats
+		var acked, ackedAfter, ran uint32
+		srv.Do(func() {
+			before = mig.Stats()
+			st := mig.streams[1]
+			acked = st.acked
+			mig.connOf(2).Close(proto.DisconnectTimeout)
+			mig.connOf(3).Close(proto.DisconnectTimeout)
+			r.mu.Lock()
+			n := r.sent[0]
+			r.mu.Unlock()
+			f := proto.PeerMessageFrame{Player: 1, Seq: st.inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
+			if err := mig.Frame(mig.connOf(1), proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
+				t.Errorf("player 1's message: %v", err)
+			}
+			after, ackedAfter, ran = mig.Stats(), st.acked, st.inNext-1
+		})
+		if ran != acked+1 || ackedAfter != acked || after.Stream.Sent != before.Stream.Sent {
+			t.Fatalf("with both standbys gone: player 1's messages ran through %d, acknowledged through %d (before: %d); host messages sent %d (before %d)",
+				ran, ackedAfter, acked, after.Stream.Sent, before.Stream.Sent)
+		}
+	})
+}
+
 // TestPeerRosterOwed: in virtual time, four peers play on the first
 // one's host (15 ms links). Slot 4's queue at the host is kept full
 // while slot 2 is cut off: the host leaves the silent slot 2 out of

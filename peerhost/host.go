@@ -123,6 +123,9 @@ type hostMigration struct {
 	feedCfg  StandbyFeed
 	feedDone StandbyFeedStats
 	dirty    bool // the roster changed: send it
+	// standbyLeft: a standby left since the last roster; nothing is
+	// released until the next roster names the standbys
+	standbyLeft bool
 	// rosterOwed are the connections whose queue refused the last
 	// roster: it goes to them again every tick until they take it;
 	// endOwed the former standbys not yet told they are fed no more
@@ -262,6 +265,11 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 	wasStandby := m.standbyOf(c) >= 0
 	if wasStandby {
 		m.setStandbys(slices.DeleteFunc(m.standbyConns(), func(x *tickwire.Conn) bool { return x == c }))
+		// Nothing is released before the next roster names the
+		// standbys: the one that left may be taking over (it lost this
+		// host: a stall, a cut), and with none left, releasing at once
+		// would tell the players what no successor knows.
+		m.standbyLeft = true
 	}
 	if r != proto.DisconnectHostMigrate || m.down || m.handing != nil {
 		return
@@ -395,6 +403,7 @@ func (m *hostMigration) publish(now time.Time) {
 	m.rosterErr = ""
 	m.roster = r
 	m.sendRoster(m.conns())
+	m.standbyLeft = false // the standbys are named anew
 	m.succ = r.Succession(m.succ[:0])
 	var next []*tickwire.Conn
 	for _, s := range m.succ[:min(len(m.succ), m.cfg.Standbys)] {

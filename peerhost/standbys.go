@@ -192,8 +192,12 @@ func (m *hostMigration) copyStream(player uint16, st *playerStream) {
 
 // ackedTick sets the stats' StandbyTick to the newest tick every
 // standby holds; it reports false while one has acknowledged nothing,
-// or fell behind on the streams' copies.
+// or fell behind on the streams' copies, or a standby left and no
+// roster named the standbys since.
 func (m *hostMigration) ackedTick() bool {
+	if m.standbyLeft {
+		return false
+	}
 	for i, w := range m.standbys {
 		if !w.acked || w.behind {
 			return false
