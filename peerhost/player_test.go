@@ -374,7 +374,8 @@ func (r *peerRig) checkEchoes() {
 		if time.Now().After(deadline) {
 			for i := range r.peers {
 				if !r.kills[i].out() {
-					r.t.Logf("slot %d: %+v; host %+v", i+1, r.peers[i].Stats().Stream, r.peers[i].Stats().Host.Stream)
+					st := r.peers[i].Stats()
+					r.t.Logf("slot %d: %+v; hosting %v: %+v", i+1, st.Stream, st.Hosting, st.Host)
 				}
 			}
 			r.t.Fatalf("echoes not back within 5 s: %v", who)
