@@ -237,6 +237,7 @@ func (m *hostMigration) Stats() HostStats {
 
 // Stepped feeds the standby with the step eng just ran (game.Hooks).
 func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
+	m.flushCopies()
 	for _, w := range m.standbys {
 		w.feed.Stepped(gameID, eng)
 	}
@@ -329,6 +330,7 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return true
 	}
+	m.flushCopies()
 	m.recopy()
 	if m.silenceChanged() || m.dirty {
 		m.dirty = false

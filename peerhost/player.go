@@ -1013,10 +1013,8 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 		return p.successor(f.c, b)
 	case proto.FrameStandbyState, proto.FrameStandbyStep:
 		return p.standbyFrame(t, b, f.tickRate)
-	case proto.FramePeerMessage:
-		return p.peerMessage(b, pi)
-	case proto.FramePeerAck:
-		return p.peerAck(b)
+	case proto.FramePeerMessage, proto.FramePeerAck:
+		return p.streamFrames(b)
 	case proto.FrameControl:
 		ctl, _, err := proto.ParseControlFrame(b)
 		if err == nil && ctl.Code == proto.ControlHandOver {
@@ -1143,14 +1141,42 @@ func (p *Player) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
 	return p.mode.standbyFrame(t, b, tickRate)
 }
 
+// streamFrames takes a reliable message of stream frames from the host
+// of the session: peer messages and peer acks, one after the other (a
+// host batches the copies it sends its standby).
+func (p *Player) streamFrames(b []byte) error {
+	for len(b) > 0 {
+		t, err := proto.PeekFrameType(b)
+		if err != nil {
+			return err
+		}
+		n := 0
+		switch t {
+		case proto.FramePeerMessage:
+			var f proto.PeerMessageFrame
+			if f, n, err = proto.ParsePeerMessageFrame(b); err == nil {
+				err = p.peerMessage(&f)
+			}
+		case proto.FramePeerAck:
+			var f proto.PeerAckFrame
+			if f, n, err = proto.ParsePeerAckFrame(b); err == nil {
+				err = p.peerAck(&f)
+			}
+		default:
+			return errUnexpectedFrame
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // peerMessage takes a stream message from the host: one to this player
 // is delivered in order (a duplicate after a migration is dropped); a
 // copy for the standby is kept.
-func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
-	f, _, err := proto.ParsePeerMessageFrame(b)
-	if err != nil {
-		return err
-	}
+func (p *Player) peerMessage(f *proto.PeerMessageFrame) error {
 	p.mu.Lock()
 	if f.Copy {
 		st := p.streams[f.Player]
@@ -1158,7 +1184,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 			st = newPlayerStream()
 			p.streams[f.Player] = st
 		}
-		st.standbyCopy(&f)
+		st.standbyCopy(f)
 		p.mu.Unlock()
 		return nil
 	}
@@ -1189,11 +1215,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 
 // peerAck takes a stream acknowledgement from the host: of this
 // player's messages, or, as the standby, a copy for a player's stream.
-func (p *Player) peerAck(b []byte) error {
-	f, _, err := proto.ParsePeerAckFrame(b)
-	if err != nil {
-		return err
-	}
+func (p *Player) peerAck(f *proto.PeerAckFrame) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch f.Kind {
@@ -1214,7 +1236,7 @@ func (p *Player) peerAck(b []byte) error {
 			st = newPlayerStream()
 			p.streams[f.Player] = st
 		}
-		st.standbyAck(&f)
+		st.standbyAck(f)
 	default:
 		return errUnexpectedFrame
 	}

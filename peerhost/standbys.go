@@ -1,6 +1,7 @@
 package peerhost
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/tickwire/tickwire"
@@ -32,6 +33,11 @@ type warmStandby struct {
 	// went out to it since (what a refusal stopped is not sent twice).
 	behind bool
 	copied map[uint16]streamCopied
+	// batch holds the copies not sent yet: they go out as one reliable
+	// message (flushCopies) before the next step is fed, not a message
+	// each (a segment each in its queue: a few hundred a second with
+	// twenty players, which filled it).
+	batch []byte
 }
 
 // streamCopied is how far the copy of a player's stream went out to a
@@ -111,13 +117,24 @@ func (m *hostMigration) endStandbys() {
 }
 
 // copyStreams sends standby w, behind, the state of every player's
-// stream, a frame per message (a reliable message carries one frame),
-// from where the last attempt stopped; what was not released yet waits
-// for its acknowledgement of the next tick. w is no longer behind once
-// all went out; a frame w's queue refuses stops it, and recopy tries
-// again at the next tick.
+// stream, in batches of frames, from where the last attempt stopped;
+// what was not released yet waits for its acknowledgement of the next
+// tick. w is no longer behind once all went out; a batch w's queue
+// refuses stops it, and recopy tries again at the next tick.
 func (m *hostMigration) copyStreams(w *warmStandby) {
 	due := m.tick() + 1
+	b := m.buf[:0]
+	inBatch := map[uint16]streamCopied{} // what b carries, done once it went out
+	send := func() bool {
+		if len(b) > 0 && w.c.SendFrame(b) != nil {
+			return false
+		}
+		maps.Copy(w.copied, inBatch)
+		clear(inBatch)
+		b = b[:0]
+		return true
+	}
+	defer func() { m.buf = b }()
 	for p, st := range m.streams {
 		if st.outUnknown || st.inUnknown {
 			continue // copied once its numbering is known (copyStream)
@@ -127,31 +144,28 @@ func (m *hostMigration) copyStreams(w *warmStandby) {
 			// How far the player's messages ran, and how far its own
 			// numbering went: with nothing left to copy, the standby
 			// learns the host's last number from the player's receipt.
-			m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
-			if w.c.SendFrame(m.buf) != nil {
-				return
-			}
+			b = appendPeerAck(b, p, proto.PeerAckStandbyRun, st.inNext-1)
 			if len(st.out) == 0 {
-				m.buf = appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyReceived, st.outSeq)
-				if w.c.SendFrame(m.buf) != nil {
-					return
-				}
+				b = appendPeerAck(b, p, proto.PeerAckStandbyReceived, st.outSeq)
 			}
 			done.ran, done.ok = st.inNext-1, true
-			w.copied[p] = done
+			inBatch[p] = done
 		}
 		for i := range st.out {
 			o := &st.out[i]
 			if done.seq != 0 && int32(o.seq-done.seq) <= 0 {
 				continue
 			}
-			m.buf = appendPeerMessage(m.buf[:0], proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
-			if w.c.SendFrame(m.buf) != nil {
+			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
+			done.seq = o.seq
+			inBatch[p] = done
+			if len(b) >= maxCopyBatch && !send() {
 				return
 			}
-			done.seq = o.seq
-			w.copied[p] = done
 		}
+	}
+	if !send() {
+		return
 	}
 	// Everything went out: what was not released waits for w to hold it.
 	for _, st := range m.streams {
@@ -215,17 +229,44 @@ func (m *hostMigration) held(tick uint32) bool {
 	return m.ackedTick() && (len(m.standbys) == 0 || int32(m.stats.StandbyTick-tick) >= 0)
 }
 
-// toStandby sends a copy frame to every standby. A standby that
-// refuses it (its queue full) falls behind: it gets no more copies
-// until recopy made them all again, so that it never holds a later copy
-// without an earlier one.
+// toStandby adds a copy frame to every standby's batch (flushCopies
+// sends it).
 func (m *hostMigration) toStandby(b []byte) {
 	for _, w := range m.standbys {
-		if !w.behind && w.c.SendFrame(b) != nil {
-			w.behind, w.copied = true, map[uint16]streamCopied{}
-			m.stats.StandbyBehind++
+		if !w.behind {
+			w.batch = append(w.batch, b...)
+			if len(w.batch) >= maxCopyBatch {
+				m.flushCopy(w)
+			}
 		}
 	}
+}
+
+// maxCopyBatch bounds a batch of copies (one reliable message).
+const maxCopyBatch = 16 << 10
+
+// flushCopies sends every standby its batch of copies. It runs before
+// the standbys are fed a step (and so before they can acknowledge the
+// tick a copy's release waits for).
+func (m *hostMigration) flushCopies() {
+	for _, w := range m.standbys {
+		m.flushCopy(w)
+	}
+}
+
+// flushCopy sends w its batch of copies. A standby that refuses it (its
+// queue full) falls behind: it gets no more copies until recopy made
+// them all again, so that it never holds a later copy without an
+// earlier one.
+func (m *hostMigration) flushCopy(w *warmStandby) {
+	if len(w.batch) == 0 || w.behind {
+		return
+	}
+	if w.c.SendFrame(w.batch) != nil {
+		w.behind, w.copied = true, map[uint16]streamCopied{}
+		m.stats.StandbyBehind++
+	}
+	w.batch = w.batch[:0]
 }
 
 // standbyAck takes standby c's acknowledgement of tick for epoch.
