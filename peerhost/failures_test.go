@@ -360,3 +360,38 @@ func TestPeerRosterOwed(t *testing.T) {
 		}
 	})
 }
+
+// TestPeerSteppedDownHostHostsAgain: in virtual time, four peers play on
+// the first one's host (15 ms links) and exchange numbered echoes. The
+// host is cut off and slot 2 promotes; slot 2's loop then stops for 3 s
+// (a SIGSTOP): it steps down and follows slot 3. Then slot 3 is cut off:
+// slot 2, first in line again, promotes a second time, on the same host
+// socket — which its first server, stopping, used to close: nobody could
+// reach the second (its own player's dial timed out, and in
+// bench/cmd/chaos its echoes never came back). Slot 4 plays on with it,
+// and every echo came back exactly once, in order.
+func TestPeerSteppedDownHostHostsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 4)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(3 * time.Second)
+		r.kill(0)
+		r.waitResumedOn(2, 1, 4*time.Second)
+		time.Sleep(3 * time.Second)
+		r.kills[1].stall.Store(int64(3 * time.Second))
+		r.waitFor("slot 2's player on slot 3's host", 8*time.Second, func() bool {
+			ev := r.eventsOf(1)
+			return hasEvent(ev, EventSteppedDown) && ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Epoch == 3
+		})
+		time.Sleep(3 * time.Second)
+		r.kill(2)
+		r.waitResumedOn(3, 1, 5*time.Second)
+		if st := r.peers[1].Stats(); st.Promotions != 2 || st.Epoch != 4 {
+			t.Fatalf("slot 2: %d promotions, epoch %d; want 2 and 4", st.Promotions, st.Epoch)
+		}
+		time.Sleep(2 * time.Second)
+		close(stop)
+		r.checkEchoes()
+	})
+}

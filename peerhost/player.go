@@ -41,8 +41,10 @@ type Config struct {
 	Commits *commits.Client
 	Relay   commits.RelayConfig
 	// HostConn is this player's host socket, bound for the whole game
-	// (nil: the player cannot host); HostAddr is where the other players
-	// reach it (what the lobby named as its "hostAddr").
+	// (nil: the player cannot host): every server this peer runs serves
+	// on it, one after another, and the Player closes it when it ends.
+	// HostAddr is where the other players reach it (what the lobby named
+	// as its "hostAddr").
 	HostConn udp.BatchConn
 	HostAddr string
 	// Handler, if set, receives the messages of every session; its
@@ -163,6 +165,9 @@ type Player struct {
 	cfg  Config
 	log  *slog.Logger
 	game uint64
+	// hostSock shares Config.HostConn among the servers this peer runs
+	// (nil: it cannot host)
+	hostSock *hostSocket
 
 	mu       sync.Mutex
 	client   *tickwire.Client
@@ -243,6 +248,9 @@ func NewPlayer(cfg Config) (*Player, error) {
 	}
 	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, hostAddrs: map[uint16]string{}, streams: map[uint16]*playerStream{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.HostConn != nil {
+		p.hostSock = newHostSocket(cfg.HostConn)
+	}
 	if cfg.Commits != nil {
 		p.mode = &commitsGame{p: p}
 	} else {
@@ -284,7 +292,7 @@ func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostCon
 		return err
 	}
 	go func() {
-		if err := srv.Serve(p.cfg.HostConn); err != nil {
+		if err := srv.Serve(p.hostSock.lease()); err != nil {
 			p.log.Warn("peer host stopped", "err", err)
 		}
 	}()
@@ -638,6 +646,9 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 	}
 	if srv != nil {
 		srv.Close()
+	}
+	if p.hostSock != nil {
+		p.hostSock.close()
 	}
 	// A game between hosts heard no end of its session: tell it now.
 	p.mode.resumeFailed(r)

@@ -410,12 +410,12 @@ func (r *peerRig) echoesFor(d time.Duration) {
 }
 
 // waitResumedOn waits until peer host hosts and peer i's last event is
-// its resume, on it.
+// its resume on it.
 func (r *peerRig) waitResumedOn(i, host int, limit time.Duration) {
 	r.t.Helper()
 	r.waitOrDump(fmt.Sprintf("slot %d on slot %d's host", i+1, host+1), limit, func() bool {
 		ev := r.eventsOf(i)
-		return r.peers[host].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed
+		return r.peers[host].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Slot == uint16(host+1)
 	})
 }
 
