@@ -224,11 +224,9 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 // message reaches it — on a real process, whose loop takes the datagrams
 // waiting after a SIGCONT before the close. The host runs none of it and
 // sends nothing of the streams (it counts it in SteppedDownLeft): with
-// its standbys gone, it used to run, echo and acknowledge it, and the
-// successor, which never heard of it, numbered its own echoes to that
-// player from behind — the echoes that came back twice or never in
-// TestHostMigrationStalledHost. The players follow slot 2 and every echo
-// comes back exactly once, in order.
+// its standbys gone, it used to run, echo and acknowledge it, though
+// the successor never heard of it. The players follow slot 2 and every
+// echo comes back exactly once, in order.
 func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newPeerRig(t, 3)
