@@ -238,16 +238,8 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 		srv.Do(func() {
 			before = mig.Stats()
 			mig.stepDown("a successor runs the game")
-			// Player 1's next message, as the player would send it.
-			r.mu.Lock()
-			n := r.sent[0]
-			r.mu.Unlock()
-			c := mig.connOf(1)
-			f := proto.PeerMessageFrame{Player: 1, Seq: mig.streams[1].inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
-			if err := mig.Frame(c, proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
-				t.Errorf("the stepped-down host refused player 1's message: %v", err)
-			}
-			sendErr = mig.send(c, 7, f.Data)
+			f := r.nextOf1(mig)
+			sendErr = mig.send(mig.connOf(1), 7, f.Data)
 			after = mig.Stats()
 		})
 		if after.Stream != before.Stream || after.SteppedDownLeft != 1 || !errors.Is(sendErr, ErrClosed) {
@@ -264,6 +256,19 @@ func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 		})
 		r.echoesFor(2 * time.Second)
 	})
+}
+
+// nextOf1 hands host mig, on its loop, player 1's next stream message
+// (its next echo), as the player would send it, and returns it.
+func (r *peerRig) nextOf1(mig *hostMigration) proto.PeerMessageFrame {
+	r.mu.Lock()
+	n := r.sent[0]
+	r.mu.Unlock()
+	f := proto.PeerMessageFrame{Player: 1, Seq: mig.streams[1].inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
+	if err := mig.Frame(mig.connOf(1), proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
+		r.t.Errorf("player 1's message: %v", err)
+	}
+	return f
 }
 
 // TestPeerStandbysLeftHoldReleases: in virtual time, three peers play
@@ -292,13 +297,7 @@ func TestPeerStandbysLeftHoldReleases(t *testing.T) {
 			acked = st.acked
 			mig.connOf(2).Close(proto.DisconnectTimeout)
 			mig.connOf(3).Close(proto.DisconnectTimeout)
-			r.mu.Lock()
-			n := r.sent[0]
-			r.mu.Unlock()
-			f := proto.PeerMessageFrame{Player: 1, Seq: st.inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
-			if err := mig.Frame(mig.connOf(1), proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
-				t.Errorf("player 1's message: %v", err)
-			}
+			r.nextOf1(mig)
 			after, ackedAfter, ran = mig.Stats(), st.acked, st.inNext-1
 		})
 		if ran != acked+1 || ackedAfter != acked || after.Stream.Sent != before.Stream.Sent {

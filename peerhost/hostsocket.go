@@ -50,6 +50,18 @@ func newHostSocket(conn udp.BatchConn) *hostSocket {
 func (s *hostSocket) lease() *hostLease {
 	s.start.Do(func() { go s.read() })
 	l := &hostLease{s: s, in: make(chan leased, leaseQueue), done: make(chan struct{})}
+	s.swap(l)
+	return l
+}
+
+// close closes the socket: the player's game is over.
+func (s *hostSocket) close() {
+	s.swap(nil)
+	s.conn.Close()
+}
+
+// swap makes l the current lease (nil: none), ending the one before.
+func (s *hostSocket) swap(l *hostLease) {
 	s.mu.Lock()
 	old := s.cur
 	s.cur = l
@@ -57,19 +69,6 @@ func (s *hostSocket) lease() *hostLease {
 	if old != nil {
 		old.Close()
 	}
-	return l
-}
-
-// close closes the socket: the player's game is over.
-func (s *hostSocket) close() {
-	s.mu.Lock()
-	l := s.cur
-	s.cur = nil
-	s.mu.Unlock()
-	if l != nil {
-		l.Close()
-	}
-	s.conn.Close()
 }
 
 // read reads the socket until it is closed, handing each datagram to
