@@ -229,10 +229,8 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 // echo comes back exactly once, in order.
 func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newPeerRig(t, 3)
+		r, srv, mig := settledTrio(t)
 		defer r.close()
-		r.echoesFor(3 * time.Second)
-		srv, mig := r.hostOf(0)
 		var before, after HostStats
 		var sendErr error
 		srv.Do(func() {
@@ -285,10 +283,8 @@ func (r *peerRig) nextOf1(mig *hostMigration) proto.PeerMessageFrame {
 // (TestHostMigrationStalledHost: 91 of 171 echoes lost).
 func TestPeerStandbysLeftHoldReleases(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newPeerRig(t, 3)
+		r, srv, mig := settledTrio(t)
 		defer r.close()
-		r.echoesFor(3 * time.Second)
-		srv, mig := r.hostOf(0)
 		var before, after HostStats
 		var acked, ackedAfter, ran uint32
 		srv.Do(func() {

@@ -419,6 +419,16 @@ func (r *peerRig) waitResumedOn(i, host int, limit time.Duration) {
 	})
 }
 
+// settledTrio is a rig of three peers on the first one's host that
+// exchanged echoes for 3 s, every one back, and that host's server and
+// host migration. Call it in a synctest bubble; close the rig.
+func settledTrio(t *testing.T) (*peerRig, *tickwire.Server, *hostMigration) {
+	r := newPeerRig(t, 3)
+	r.echoesFor(3 * time.Second)
+	srv, mig := r.hostOf(0)
+	return r, srv, mig
+}
+
 // hostOf is the server and host migration of peer i, which hosts.
 func (r *peerRig) hostOf(i int) (*tickwire.Server, *hostMigration) {
 	p := r.peers[i]

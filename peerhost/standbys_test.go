@@ -23,10 +23,8 @@ import (
 // in order.
 func TestPeerStandbyBehind(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newPeerRig(t, 3)
+		r, srv, mig := settledTrio(t)
 		defer r.close()
-		r.echoesFor(3 * time.Second)
-		srv, mig := r.hostOf(0)
 		var seq uint32
 		var err error
 		srv.Do(func() {
