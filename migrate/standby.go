@@ -181,6 +181,15 @@ func (s *Standby) AddMessage(e Epoch, m PendingMessage) error {
 	return nil
 }
 
+// Drop forgets the engine and the pending inputs and messages: the
+// standby is not ready until the next Load. Its host stopped feeding it
+// (it is a standby no more), or it is of an older epoch than the host
+// lost: promoting it would start from a state the game left behind.
+func (s *Standby) Drop() {
+	s.eng = nil
+	s.inputs, s.msgs = s.inputs[:0], s.msgs[:0]
+}
+
 // Ready reports whether the standby can take over now, and at which
 // tick (the host's last recorded step).
 func (s *Standby) Ready() (tick uint32, ok bool) {

@@ -1,9 +1,14 @@
 package peerhost
 
 import (
+	"encoding/binary"
+	"errors"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tickwire/tickwire/proto"
 )
 
 // TestPeerHostAndSuccessorDie: in virtual time, four peers play the
@@ -207,6 +212,178 @@ func TestPeerPromotedHostStalls(t *testing.T) {
 			})
 			return cand
 		})
+		close(stop)
+		r.checkEchoes()
+	})
+}
+
+// TestPeerSteppedDownHostRunsNothing: in virtual time, three peers
+// play on the first one's host (15 ms links) and exchange numbered
+// echoes. The host steps down (as after a SIGSTOP: its players followed
+// a successor), and before its server closes, its own player's next
+// message reaches it — on a real process, whose loop takes the datagrams
+// waiting after a SIGCONT before the close. The host runs none of it and
+// sends nothing of the streams (it counts it in SteppedDownLeft): with
+// its standbys gone, it used to run, echo and acknowledge it, though
+// the successor never heard of it. The players follow slot 2 and every
+// echo comes back exactly once, in order.
+func TestPeerSteppedDownHostRunsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, srv, mig := settledTrio(t)
+		defer r.close()
+		var before, after HostStats
+		var sendErr error
+		srv.Do(func() {
+			before = mig.Stats()
+			mig.stepDown("a successor runs the game")
+			f := r.nextOf1(mig)
+			sendErr = mig.send(mig.connOf(1), 7, f.Data)
+			after = mig.Stats()
+		})
+		if after.Stream != before.Stream || after.SteppedDownLeft != 1 || !errors.Is(sendErr, ErrClosed) {
+			t.Fatalf("after the step-down: stream %+v (before %+v), %d messages left for the successor, Reply: %v",
+				after.Stream, before.Stream, after.SteppedDownLeft, sendErr)
+		}
+		r.waitOrDump("everyone on slot 2's host", 5*time.Second, func() bool {
+			for i := range 3 {
+				if r.peers[i].Stats().Epoch != 2 {
+					return false
+				}
+			}
+			return true
+		})
+		r.echoesFor(2 * time.Second)
+	})
+}
+
+// nextOf1 hands host mig, on its loop, player 1's next stream message
+// (its next echo), as the player would send it, and returns it.
+func (r *peerRig) nextOf1(mig *hostMigration) proto.PeerMessageFrame {
+	r.mu.Lock()
+	n := r.sent[0]
+	r.mu.Unlock()
+	f := proto.PeerMessageFrame{Player: 1, Seq: mig.streams[1].inNext, Channel: 7, Data: binary.LittleEndian.AppendUint32(nil, n)}
+	if err := mig.Frame(mig.connOf(1), proto.FramePeerMessage, appendPeerMessage(nil, f)); err != nil {
+		r.t.Errorf("player 1's message: %v", err)
+	}
+	return f
+}
+
+// TestPeerStandbysLeftHoldReleases: in virtual time, three peers play
+// on the first one's host (15 ms links) and exchange numbered echoes.
+// Both standbys' sessions end as timeouts (as when they lost the host
+// and elect a successor), and before the host's next tick its own
+// player's next message reaches it — as on a host woken from SIGSTOP,
+// whose loop takes the leaves and its player's messages waiting in its
+// socket before its first tick finds the stall and steps down. The host
+// runs the message but acknowledges nothing and echoes nothing until a
+// roster names the standbys again: with no standby left, it used to
+// release at once, telling its player of a run no successor knew of —
+// and the player's stream to the successor stopped at the gap
+// (TestHostMigrationStalledHost: 91 of 171 echoes lost).
+func TestPeerStandbysLeftHoldReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, srv, mig := settledTrio(t)
+		defer r.close()
+		var before, after HostStats
+		var acked, ackedAfter, ran uint32
+		srv.Do(func() {
+			before = mig.Stats()
+			st := mig.streams[1]
+			acked = st.acked
+			mig.connOf(2).Close(proto.DisconnectTimeout)
+			mig.connOf(3).Close(proto.DisconnectTimeout)
+			r.nextOf1(mig)
+			after, ackedAfter, ran = mig.Stats(), st.acked, st.inNext-1
+		})
+		if ran != acked+1 || ackedAfter != acked || after.Stream.Sent != before.Stream.Sent {
+			t.Fatalf("with both standbys gone: player 1's messages ran through %d, acknowledged through %d (before: %d); host messages sent %d (before %d)",
+				ran, ackedAfter, acked, after.Stream.Sent, before.Stream.Sent)
+		}
+	})
+}
+
+// TestPeerRosterOwed: in virtual time, four peers play on the first
+// one's host (15 ms links). Slot 4's queue at the host is kept full
+// while slot 2 is cut off: the host leaves the silent slot 2 out of
+// the succession, and slot 4 refuses that roster (HostStats.RosterErrors).
+// Once its queue drains, it follows that roster too (succession 3, 4),
+// as the others do: the host sends it again until it is taken. Without
+// that, slot 4 kept electing from the older roster, and after a few
+// joins and leaves two players promoted under one epoch.
+func TestPeerRosterOwed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 4)
+		defer r.close()
+		time.Sleep(2 * time.Second)
+		srv, mig := r.hostOf(0)
+		filler := appendPeerAck(nil, 4, proto.PeerAckFromPlayer, 0)
+		fill := func() {
+			srv.Do(func() {
+				if c := mig.connOf(4); c != nil {
+					for c.SendFrame(filler) == nil {
+					}
+				}
+			})
+		}
+		fill()
+		r.kill(1)
+		for range 300 { // 3 s: slot 2 is silent after 1 s
+			fill()
+			time.Sleep(10 * time.Millisecond)
+		}
+		succession := func(i int) []uint16 {
+			p := r.peers[i]
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			var s []uint16
+			for _, m := range p.follower.Following().Succession(nil) {
+				s = append(s, m.Slot)
+			}
+			return s
+		}
+		if s := succession(2); !slices.Equal(s, []uint16{3, 4}) {
+			t.Fatalf("slot 3 follows the succession %v, want [3 4]", s)
+		}
+		r.waitFor("slot 4 follows the roster without slot 2", 3*time.Second, func() bool {
+			return slices.Equal(succession(3), []uint16{3, 4})
+		})
+		if st := r.peers[0].Stats().Host; st.RosterErrors == 0 {
+			t.Fatalf("no roster refused: %+v", st)
+		}
+	})
+}
+
+// TestPeerSteppedDownHostHostsAgain: in virtual time, four peers play on
+// the first one's host (15 ms links) and exchange numbered echoes. The
+// host is cut off and slot 2 promotes; slot 2's loop then stops for 3 s
+// (a SIGSTOP): it steps down and follows slot 3. Then slot 3 is cut off:
+// slot 2, first in line again, promotes a second time, on the same host
+// socket — which its first server, stopping, used to close: nobody could
+// reach the second (its own player's dial timed out, and in
+// bench/cmd/chaos its echoes never came back). Slot 4 plays on with it,
+// and every echo came back exactly once, in order.
+func TestPeerSteppedDownHostHostsAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newPeerRig(t, 4)
+		defer r.close()
+		stop := r.echoing()
+		time.Sleep(3 * time.Second)
+		r.kill(0)
+		r.waitResumedOn(2, 1, 4*time.Second)
+		time.Sleep(3 * time.Second)
+		r.kills[1].stall.Store(int64(3 * time.Second))
+		r.waitFor("slot 2's player on slot 3's host", 8*time.Second, func() bool {
+			ev := r.eventsOf(1)
+			return hasEvent(ev, EventSteppedDown) && ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Epoch == 3
+		})
+		time.Sleep(3 * time.Second)
+		r.kill(2)
+		r.waitResumedOn(3, 1, 5*time.Second)
+		if st := r.peers[1].Stats(); st.Promotions != 2 || st.Epoch != 4 {
+			t.Fatalf("slot 2: %d promotions, epoch %d; want 2 and 4", st.Promotions, st.Epoch)
+		}
+		time.Sleep(2 * time.Second)
 		close(stop)
 		r.checkEchoes()
 	})

@@ -51,6 +51,7 @@ func (m *hostMigration) startHandOver(now time.Time) (done <-chan struct{}, ok b
 	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return nil, false
 	}
+	m.flushCopies() // the successor holds every copy made
 	ps := w.c.Players()
 	succ, ok := m.roster.Member(ps[0])
 	if !ok {

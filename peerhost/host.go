@@ -68,30 +68,40 @@ type HostConfig struct {
 
 // HostStats count what the host side of host migration did.
 type HostStats struct {
-	Epoch       uint32 // the host's
-	Rosters     uint64 // roster frames sent
-	Credentials uint64 // credential rounds minted
+	Epoch   uint32 // the host's
+	Rosters uint64 // roster frames sent
+	// RosterErrors counts roster frames a connection refused (its
+	// queue full): the roster goes to it again at the next tick.
+	RosterErrors uint64
+	Credentials  uint64 // credential rounds minted
 	// CredentialErrors counts credential frames a connection refused
 	// (its reliable queue full): a round whose key did not reach its
 	// successor hands out no token, and a round with any refusal is
 	// minted again after CredentialRetry.
 	CredentialErrors uint64
 	StandbyAcks      uint64
-	StandbyTick      uint32           // the newest tick every standby holds
-	StandbyLag       uint32           // ticks between the host's and StandbyTick, at the last ack
-	Standbys         int              // warm standbys now
-	Feed             StandbyFeedStats // of every standby's feed
-	SteppedDown      bool
-	StepDownWhy      string
-	MigrateLeave     uint64 // players that left for a successor (proto.DisconnectHostMigrate)
+	// StandbyBehind counts the standbys that refused a copy of the
+	// streams (their queue full): nothing is released until they have
+	// every stream again.
+	StandbyBehind uint64
+	StandbyTick   uint32           // the newest tick every standby holds
+	StandbyLag    uint32           // ticks between the host's and StandbyTick, at the last ack
+	Standbys      int              // warm standbys now
+	Feed          StandbyFeedStats // of every standby's feed
+	SteppedDown   bool
+	StepDownWhy   string
+	MigrateLeave  uint64 // players that left for a successor (proto.DisconnectHostMigrate)
 	// HandOverTick is the last tick of a host that quit and handed the
 	// game over (0: it did not); HandOverUnacked the players that had
 	// not left it for the successor by HandOverTimeout.
 	HandOverTick    uint32
 	HandOverUnacked uint64
 	// HandOverLeft counts the players' stream messages that reached the
-	// host during its hand-over: left for the successor to run.
-	HandOverLeft uint64
+	// host during its hand-over, and SteppedDownLeft those that reached
+	// it after it stepped down (before its server closed): left for the
+	// successor to run.
+	HandOverLeft    uint64
+	SteppedDownLeft uint64
 	// Stream counts the peer message streams' traffic (the players'
 	// messages received, the host's sent).
 	Stream StreamStats
@@ -113,6 +123,13 @@ type hostMigration struct {
 	feedCfg  StandbyFeed
 	feedDone StandbyFeedStats
 	dirty    bool // the roster changed: send it
+	// standbyLeft: a standby left since the last roster; nothing is
+	// released until the next roster names the standbys
+	standbyLeft bool
+	// rosterOwed are the connections whose queue refused the last
+	// roster: it goes to them again every tick until they take it;
+	// endOwed the former standbys not yet told they are fed no more
+	rosterOwed, endOwed []*tickwire.Conn
 	// credsDue: the roster changed since the last round of credentials
 	// (minted then), or a frame of that round was refused (credsRetry)
 	credsDue, credsRetry bool
@@ -220,6 +237,7 @@ func (m *hostMigration) Stats() HostStats {
 
 // Stepped feeds the standby with the step eng just ran (game.Hooks).
 func (m *hostMigration) Stepped(gameID uint64, eng *sim.Server) {
+	m.flushCopies()
 	for _, w := range m.standbys {
 		w.feed.Stepped(gameID, eng)
 	}
@@ -248,6 +266,11 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 	wasStandby := m.standbyOf(c) >= 0
 	if wasStandby {
 		m.setStandbys(slices.DeleteFunc(m.standbyConns(), func(x *tickwire.Conn) bool { return x == c }))
+		// Nothing is released before the next roster names the
+		// standbys: the one that left may be taking over (it lost this
+		// host: a stall, a cut), and with none left, releasing at once
+		// would tell the players what no successor knows.
+		m.standbyLeft = true
 	}
 	if r != proto.DisconnectHostMigrate || m.down || m.handing != nil {
 		return
@@ -267,6 +290,12 @@ func (m *hostMigration) Left(c *tickwire.Conn, r proto.DisconnectReason) {
 		m.stepDown("half the players followed a successor")
 	}
 }
+
+// over reports whether the host's reign is over: it stepped down or
+// hands the game over. It runs no player's message and sends nothing
+// of the streams any more (its successor would not know of it), until
+// its server closes.
+func (m *hostMigration) over() bool { return m.down || m.handing != nil }
 
 // stepDown stops the game for good: a successor runs it.
 func (m *hostMigration) stepDown(why string) {
@@ -301,9 +330,16 @@ func (m *hostMigration) Tick(now time.Time) bool {
 	if _, ok := m.h.running(m.cfg.Game); !ok {
 		return true
 	}
+	m.flushCopies()
+	m.recopy()
 	if m.silenceChanged() || m.dirty {
 		m.dirty = false
 		m.publish(now)
+	} else if len(m.rosterOwed) > 0 {
+		m.sendRoster(m.rosterOwed)
+	}
+	if len(m.endOwed) > 0 {
+		m.endStandbys()
 	}
 	if m.credentialsDue(now) {
 		m.mintRound(now)
@@ -368,18 +404,8 @@ func (m *hostMigration) publish(now time.Time) {
 	}
 	m.rosterErr = ""
 	m.roster = r
-	f := r.Frame()
-	b, err := f.Append(m.buf[:0])
-	if err != nil {
-		return
-	}
-	m.buf = b
-	for _, c := range m.conns() {
-		// Not counted in the input acks' frame count: no game event.
-		if c.SendFrame(b) == nil {
-			m.stats.Rosters++
-		}
-	}
+	m.sendRoster(m.conns())
+	m.standbyLeft = false // the standbys are named anew
 	m.succ = r.Succession(m.succ[:0])
 	var next []*tickwire.Conn
 	for _, s := range m.succ[:min(len(m.succ), m.cfg.Standbys)] {
@@ -391,6 +417,33 @@ func (m *hostMigration) publish(now time.Time) {
 		m.setStandbys(next)
 	}
 	m.credsDue = true
+}
+
+// sendRoster sends the roster to the connections cs; those that refuse
+// it (their queue full) are owed it: a player that missed a roster
+// would elect from an older one than the others (two successors of one
+// epoch, after a burst of joins whose last roster it missed).
+func (m *hostMigration) sendRoster(cs []*tickwire.Conn) {
+	f := m.roster.Frame()
+	b, err := f.Append(m.buf[:0])
+	if err != nil {
+		return
+	}
+	m.buf = b
+	var owed []*tickwire.Conn
+	for _, c := range cs {
+		if c.Closed() {
+			continue
+		}
+		// Not counted in the input acks' frame count: no game event.
+		if c.SendFrame(b) != nil {
+			owed = append(owed, c)
+			m.stats.RosterErrors++
+			continue
+		}
+		m.stats.Rosters++
+	}
+	m.rosterOwed = owed
 }
 
 // mintRound hands out a round of credentials for the first
@@ -528,7 +581,7 @@ func (m *hostMigration) send(c *tickwire.Conn, channel uint8, data []byte) error
 	if len(ps) == 0 {
 		return tickwire.ErrNotConnected
 	}
-	if m.handing != nil {
+	if m.over() {
 		return ErrClosed // its successor would not know it
 	}
 	if len(data) > proto.MaxMessageSize {
@@ -594,9 +647,10 @@ func (m *hostMigration) ackRun(c *tickwire.Conn, player uint16, st *playerStream
 // release sends what the standby holds now: the host's messages and the
 // acknowledgements of the players' messages.
 func (m *hostMigration) release() {
-	if m.handing != nil {
-		// Frozen where the standby has them: nothing the successor may
-		// not know goes out (its standby stopped acknowledging).
+	if m.over() {
+		// Frozen where the standbys have them: nothing the successor
+		// may not know goes out (a standby stopped acknowledging, or
+		// none is left).
 		return
 	}
 	for _, c := range m.conns() {
@@ -662,10 +716,14 @@ func (m *hostMigration) peerMessage(c *tickwire.Conn, f *proto.PeerMessageFrame)
 	if f.Copy || !carries(c, f.Player) || f.Player != c.Players()[0] {
 		return errForeignPlayer
 	}
-	if m.handing != nil {
+	if m.over() {
 		// Not run here, where its effects would die with the host: the
 		// player sends it again to the successor.
-		m.stats.HandOverLeft++
+		if m.down {
+			m.stats.SteppedDownLeft++
+		} else {
+			m.stats.HandOverLeft++
+		}
 		return nil
 	}
 	st := m.stream(f.Player)

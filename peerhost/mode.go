@@ -27,10 +27,13 @@ type mode interface {
 	// acknowledge (ok false: nothing to acknowledge). With p.mu held.
 	standbyTick() (tick uint32, epoch migrate.Epoch, ok bool)
 	// takeOver readies this peer's standby to become the game on the
-	// host serve starts next: it returns the tick the game resumes from,
-	// and adopt, which makes it the running game there (on the server's
-	// loop). With p.mu held.
-	takeOver(now time.Time) (at uint32, adopt func(m adoption) error, err error)
+	// host serve starts next, in place of the host of epoch lost: it
+	// returns the tick the game resumes from, and adopt, which makes it
+	// the running game there (on the server's loop). With p.mu held.
+	takeOver(now time.Time, lost migrate.Epoch) (at uint32, adopt func(m adoption) error, err error)
+	// standbyEnd drops this peer's standby: the host of epoch no longer
+	// feeds it. With p.mu held.
+	standbyEnd(epoch migrate.Epoch)
 	// standbyFrame takes a standby state or step frame from the host.
 	// With p.mu held.
 	standbyFrame(t proto.FrameType, b []byte, tickRate int) error

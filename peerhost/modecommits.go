@@ -61,7 +61,7 @@ func (m *commitsGame) standbyTick() (uint32, migrate.Epoch, bool) {
 	return p.cfg.Commits.CommittedTick(), r.Epoch, true
 }
 
-func (m *commitsGame) takeOver(now time.Time) (uint32, func(adoption) error, error) {
+func (m *commitsGame) takeOver(now time.Time, _ migrate.Epoch) (uint32, func(adoption) error, error) {
 	st, ok := m.p.cfg.Commits.RelayState(now)
 	if !ok {
 		return 0, nil, errNoCommitted
@@ -72,5 +72,9 @@ func (m *commitsGame) takeOver(now time.Time) (uint32, func(adoption) error, err
 }
 
 func (m *commitsGame) standbyFrame(proto.FrameType, []byte, int) error { return errUnexpectedFrame }
+
+// standbyEnd does nothing: a commits standby is the client's worlds,
+// which every player keeps.
+func (m *commitsGame) standbyEnd(migrate.Epoch) {}
 
 var errNoCommitted = errors.New("peerhost: the commits client holds no committed state")

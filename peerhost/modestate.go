@@ -43,8 +43,12 @@ func (m *stateSync) standbyTick() (uint32, migrate.Epoch, bool) {
 	return tick, m.p.standby.Epoch(), ok
 }
 
-func (m *stateSync) takeOver(now time.Time) (uint32, func(adoption) error, error) {
+func (m *stateSync) takeOver(now time.Time, lost migrate.Epoch) (uint32, func(adoption) error, error) {
 	p := m.p
+	if p.standby.Epoch() != lost {
+		// Of an older host: the one lost did not feed it.
+		p.standby.Drop()
+	}
 	at, _ := p.standby.Ready()
 	eng, err := p.standby.Promote(now)
 	if err != nil {
@@ -57,6 +61,12 @@ func (m *stateSync) takeOver(now time.Time) (uint32, func(adoption) error, error
 func (m *stateSync) adopter(eng *sim.Server) func(adoption) error {
 	return func(a adoption) error {
 		return m.host.Adopt(m.p.game, eng, game.Migration{Epoch: a.epoch, Host: a.self, Addr: a.addr, Grace: a.grace, Hold: a.hold, Gone: a.gone})
+	}
+}
+
+func (m *stateSync) standbyEnd(epoch migrate.Epoch) {
+	if epoch >= m.p.standby.Epoch() {
+		m.p.standby.Drop()
 	}
 }
 

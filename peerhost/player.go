@@ -41,8 +41,10 @@ type Config struct {
 	Commits *commits.Client
 	Relay   commits.RelayConfig
 	// HostConn is this player's host socket, bound for the whole game
-	// (nil: the player cannot host); HostAddr is where the other players
-	// reach it (what the lobby named as its "hostAddr").
+	// (nil: the player cannot host): every server this peer runs serves
+	// on it, one after another, and the Player closes it when it ends.
+	// HostAddr is where the other players reach it (what the lobby named
+	// as its "hostAddr").
 	HostConn udp.BatchConn
 	HostAddr string
 	// Handler, if set, receives the messages of every session; its
@@ -141,6 +143,7 @@ type Stats struct {
 	StandbyState uint64 // standby states loaded
 	StandbySteps uint64
 	StandbyErrs  uint64 // standby frames that did not load or replay
+	StandbyEnds  uint64 // standbys dropped: the host fed them no more
 	StaleRosters uint64
 	Tokens       uint64 // successor tokens received
 	Keys         uint64 // successor keys received
@@ -179,6 +182,9 @@ type Player struct {
 	cfg  Config
 	log  *slog.Logger
 	game uint64
+	// hostSock shares Config.HostConn among the servers this peer runs
+	// (nil: it cannot host)
+	hostSock *hostSocket
 
 	mu       sync.Mutex
 	client   *tickwire.Client
@@ -259,6 +265,9 @@ func NewPlayer(cfg Config) (*Player, error) {
 	}
 	p := &Player{cfg: cfg, log: cfg.Logger, tokens: map[uint16]*tokenHeld{}, hostAddrs: map[uint16]string{}, streams: map[uint16]*playerStream{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if cfg.HostConn != nil {
+		p.hostSock = newHostSocket(cfg.HostConn)
+	}
 	if cfg.Commits != nil {
 		p.mode = &commitsGame{p: p}
 	} else {
@@ -300,7 +309,7 @@ func (p *Player) startHost(key tickwire.Key, previous []tickwire.Key, mc HostCon
 		return err
 	}
 	go func() {
-		if err := srv.Serve(p.cfg.HostConn); err != nil {
+		if err := srv.Serve(p.hostSock.lease()); err != nil {
 			p.log.Warn("peer host stopped", "err", err)
 		}
 	}()
@@ -680,6 +689,9 @@ func (p *Player) finish(err error, r proto.DisconnectReason) {
 	if srv != nil {
 		srv.Close()
 	}
+	if p.hostSock != nil {
+		p.hostSock.close()
+	}
 	// A game between hosts heard no end of its session: tell it now.
 	p.mode.resumeFailed(r)
 	if p.cfg.Handler != nil {
@@ -775,7 +787,7 @@ func (p *Player) promote(act migrate.Action) {
 	// never reconnects, so no roster names it.
 	candidates := maps.Clone(p.hostAddrs)
 	keys := append([]tickwire.Key(nil), p.keys...)
-	at, adopt, err := p.mode.takeOver(now)
+	at, adopt, err := p.mode.takeOver(now, old.Epoch)
 	if t := p.loss.handOverTick; t != 0 && at != t {
 		p.log.Warn("standby short of the tick handed over", "standby", at, "handed over", t)
 	}
@@ -809,6 +821,7 @@ func (p *Player) promote(act migrate.Action) {
 		if eng, at, err = p.coldEngine(now, members, tickRate); err == nil {
 			adopt = ss.adopter(eng)
 			cold = true
+			streams = nil // a cold host learns them from the players
 			p.mu.Lock()
 			p.stats.PromotedAt = at
 			p.stats.ColdPromotions++
@@ -1051,16 +1064,17 @@ func (f *peerFrames) Frame(t proto.FrameType, b []byte, pi *tickwire.PacketInfo)
 		return p.successor(f.c, b)
 	case proto.FrameStandbyState, proto.FrameStandbyStep:
 		return p.standbyFrame(t, b, f.tickRate)
-	case proto.FramePeerMessage:
-		return p.peerMessage(b, pi)
-	case proto.FramePeerAck:
-		return p.peerAck(b)
+	case proto.FramePeerMessage, proto.FramePeerAck:
+		return p.streamFrames(b)
 	case proto.FrameControl:
 		ctl, _, err := proto.ParseControlFrame(b)
 		if err == nil && ctl.Code == proto.ControlHandOver {
 			// The peer layer's, not the game's (which counts the
 			// game's frames).
 			return p.heardHandOver(pi.Time, &ctl)
+		}
+		if err == nil && ctl.Code == proto.ControlStandbyEnd {
+			return p.standbyEnd(f.c, &ctl)
 		}
 		if err == nil && ctl.Code == proto.ControlHostMigration {
 			p.mu.Lock()
@@ -1151,6 +1165,26 @@ func (p *Player) successor(c *tickwire.Client, b []byte) error {
 	return nil
 }
 
+// errStandbyEnd is a standby end a player refuses: for another player,
+// or of an older epoch than the host it follows.
+var errStandbyEnd = errors.New("peerhost: standby end for another player, or of an older epoch")
+
+// standbyEnd drops this peer's standby, and its copies of the streams,
+// when the host of session c says it feeds it no more: elected later, it
+// hosts cold rather than from a state the game left behind.
+func (p *Player) standbyEnd(c *tickwire.Client, ctl *proto.ControlFrame) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.provisional(c) || len(p.players) == 0 || ctl.Player != p.players[0] ||
+		migrate.Epoch(ctl.Arg) < p.follower.Following().Epoch {
+		return errStandbyEnd
+	}
+	p.mode.standbyEnd(migrate.Epoch(ctl.Arg))
+	clear(p.streams)
+	p.stats.StandbyEnds++
+	return nil
+}
+
 // standbyFrame loads a standby state or replays a standby step.
 func (p *Player) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
 	p.mu.Lock()
@@ -1158,14 +1192,42 @@ func (p *Player) standbyFrame(t proto.FrameType, b []byte, tickRate int) error {
 	return p.mode.standbyFrame(t, b, tickRate)
 }
 
+// streamFrames takes a reliable message of stream frames from the host
+// of the session: peer messages and peer acks, one after the other (a
+// host batches the copies it sends its standby).
+func (p *Player) streamFrames(b []byte) error {
+	for len(b) > 0 {
+		t, err := proto.PeekFrameType(b)
+		if err != nil {
+			return err
+		}
+		n := 0
+		switch t {
+		case proto.FramePeerMessage:
+			var f proto.PeerMessageFrame
+			if f, n, err = proto.ParsePeerMessageFrame(b); err == nil {
+				err = p.peerMessage(&f)
+			}
+		case proto.FramePeerAck:
+			var f proto.PeerAckFrame
+			if f, n, err = proto.ParsePeerAckFrame(b); err == nil {
+				err = p.peerAck(&f)
+			}
+		default:
+			return errUnexpectedFrame
+		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // peerMessage takes a stream message from the host: one to this player
 // is delivered in order (a duplicate after a migration is dropped); a
 // copy for the standby is kept.
-func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
-	f, _, err := proto.ParsePeerMessageFrame(b)
-	if err != nil {
-		return err
-	}
+func (p *Player) peerMessage(f *proto.PeerMessageFrame) error {
 	p.mu.Lock()
 	if f.Copy {
 		st := p.streams[f.Player]
@@ -1173,7 +1235,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 			st = newPlayerStream()
 			p.streams[f.Player] = st
 		}
-		st.standbyCopy(&f)
+		st.standbyCopy(f)
 		p.mu.Unlock()
 		return nil
 	}
@@ -1204,11 +1266,7 @@ func (p *Player) peerMessage(b []byte, pi *tickwire.PacketInfo) error {
 
 // peerAck takes a stream acknowledgement from the host: of this
 // player's messages, or, as the standby, a copy for a player's stream.
-func (p *Player) peerAck(b []byte) error {
-	f, _, err := proto.ParsePeerAckFrame(b)
-	if err != nil {
-		return err
-	}
+func (p *Player) peerAck(f *proto.PeerAckFrame) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch f.Kind {
@@ -1229,7 +1287,7 @@ func (p *Player) peerAck(b []byte) error {
 			st = newPlayerStream()
 			p.streams[f.Player] = st
 		}
-		st.standbyAck(&f)
+		st.standbyAck(f)
 	default:
 		return errUnexpectedFrame
 	}

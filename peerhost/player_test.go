@@ -373,16 +373,29 @@ func (r *peerRig) sendEcho(i int) {
 // sent, and checks each came back exactly once, in order.
 func (r *peerRig) checkEchoes() {
 	r.t.Helper()
-	r.waitFor("echoes back", 5*time.Second, func() bool {
+	missing := func() (who []string) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		for i := range r.peers {
-			if !r.kills[i].out() && len(r.echoes[i]) < int(r.sent[i]) {
-				return false
+			if e := r.echoes[i]; !r.kills[i].out() && len(e) < int(r.sent[i]) {
+				who = append(who, fmt.Sprintf("peer %d: %d of %d, the last %v", i+1, len(e), r.sent[i], e[max(0, len(e)-3):]))
 			}
 		}
-		return true
-	})
+		return who
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for who := missing(); len(who) > 0; who = missing() {
+		if time.Now().After(deadline) {
+			for i := range r.peers {
+				if !r.kills[i].out() {
+					st := r.peers[i].Stats()
+					r.t.Logf("slot %d: %+v; hosting %v: %+v", i+1, st.Stream, st.Hosting, st.Host)
+				}
+			}
+			r.t.Fatalf("echoes not back within 5 s: %v", who)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range r.peers {
@@ -398,6 +411,44 @@ func (r *peerRig) checkEchoes() {
 			r.t.Fatalf("peer %d: %d echoes for %d messages", i+1, len(r.echoes[i]), r.sent[i])
 		}
 	}
+}
+
+// echoesFor exchanges echoes for d, then checks that every one came
+// back exactly once, in order.
+func (r *peerRig) echoesFor(d time.Duration) {
+	r.t.Helper()
+	stop := r.echoing()
+	time.Sleep(d)
+	close(stop)
+	r.checkEchoes()
+}
+
+// waitResumedOn waits until peer host hosts and peer i's last event is
+// its resume on it.
+func (r *peerRig) waitResumedOn(i, host int, limit time.Duration) {
+	r.t.Helper()
+	r.waitOrDump(fmt.Sprintf("slot %d on slot %d's host", i+1, host+1), limit, func() bool {
+		ev := r.eventsOf(i)
+		return r.peers[host].Stats().Hosting && len(ev) > 0 && ev[len(ev)-1].Kind == EventResumed && ev[len(ev)-1].Slot == uint16(host+1)
+	})
+}
+
+// settledTrio is a rig of three peers on the first one's host that
+// exchanged echoes for 3 s, every one back, and that host's server and
+// host migration. Call it in a synctest bubble; close the rig.
+func settledTrio(t *testing.T) (*peerRig, *tickwire.Server, *hostMigration) {
+	r := newPeerRig(t, 3)
+	r.echoesFor(3 * time.Second)
+	srv, mig := r.hostOf(0)
+	return r, srv, mig
+}
+
+// hostOf is the server and host migration of peer i, which hosts.
+func (r *peerRig) hostOf(i int) (*tickwire.Server, *hostMigration) {
+	p := r.peers[i]
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.srv, p.mig
 }
 
 // close stops every peer.

@@ -1,6 +1,7 @@
 package peerhost
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/tickwire/tickwire"
@@ -25,6 +26,25 @@ type warmStandby struct {
 	feed  StandbyFeed
 	acked bool   // it acknowledged a tick since it became a standby
 	tick  uint32 // the newest tick it acknowledged
+	// behind: a copy of the streams did not go out to it (its queue was
+	// full). It gets no copy until every stream went out to it again
+	// (recopy), and nothing is released meanwhile: a successor must hold
+	// whatever a player was told. copied is how far each player's stream
+	// went out to it since (what a refusal stopped is not sent twice).
+	behind bool
+	copied map[uint16]streamCopied
+	// batch holds the copies not sent yet: they go out as one reliable
+	// message (flushCopies) before the next step is fed, not a message
+	// each (a segment each in its queue: a few hundred a second with
+	// twenty players, which filled it).
+	batch []byte
+}
+
+// streamCopied is how far the copy of a player's stream went out to a
+// standby: the run acknowledged, the last message copied.
+type streamCopied struct {
+	ran, seq uint32
+	ok       bool // ran went out
 }
 
 // standbyOf is c's place among the standbys (-1: not one).
@@ -54,44 +74,119 @@ func (m *hostMigration) setStandbys(next []*tickwire.Conn) {
 			old = slices.Delete(old, i, i+1)
 			continue
 		}
-		w := &warmStandby{c: c, feed: m.feedCfg}
+		w := &warmStandby{c: c, feed: m.feedCfg, behind: true, copied: map[uint16]streamCopied{}}
 		w.feed.SetStandby(c)
 		m.standbys = append(m.standbys, w)
-		m.copyStreams(c)
+		m.copyStreams(w)
 	}
 	for _, w := range old {
 		w.feed.SetStandby(nil)
 		m.feedDone = addFeedStats(m.feedDone, w.feed.Stats())
+		if !w.c.Closed() && !m.over() {
+			m.endOwed = append(m.endOwed, w.c)
+		}
 	}
+	m.endOwed = slices.DeleteFunc(m.endOwed, func(c *tickwire.Conn) bool { return m.standbyOf(c) >= 0 })
+	m.endStandbys()
 	m.ackedTick()
 }
 
-// copyStreams sends standby c the state of every player's stream; what
-// was not released yet waits for its acknowledgement of the next tick.
-func (m *hostMigration) copyStreams(c *tickwire.Conn) {
+// endStandbys tells the former standbys owed it that they are fed no
+// more (proto.ControlStandbyEnd): elected, a player promoting from a
+// standby its host stopped feeding would start from a state the game
+// left behind, and without the copies of the streams since. Those
+// whose queue refuses it are told again at the next tick.
+func (m *hostMigration) endStandbys() {
+	owed := m.endOwed[:0]
+	for _, c := range m.endOwed {
+		ps := c.Players()
+		if c.Closed() || len(ps) == 0 {
+			continue
+		}
+		ctl := proto.ControlFrame{Code: proto.ControlStandbyEnd, Player: ps[0], Tick: m.tick(), Arg: uint64(m.cfg.Epoch)}
+		b, err := ctl.Append(m.buf[:0])
+		if err != nil {
+			continue
+		}
+		m.buf = b
+		if c.SendFrame(b) != nil {
+			owed = append(owed, c)
+		}
+	}
+	m.endOwed = owed
+}
+
+// copyStreams sends standby w, behind, the state of every player's
+// stream, in batches of frames, from where the last attempt stopped;
+// what was not released yet waits for its acknowledgement of the next
+// tick. w is no longer behind once all went out; a batch w's queue
+// refuses stops it, and recopy tries again at the next tick.
+func (m *hostMigration) copyStreams(w *warmStandby) {
 	due := m.tick() + 1
+	b := m.buf[:0]
+	inBatch := map[uint16]streamCopied{} // what b carries, done once it went out
+	send := func() bool {
+		if len(b) > 0 && w.c.SendFrame(b) != nil {
+			return false
+		}
+		maps.Copy(w.copied, inBatch)
+		clear(inBatch)
+		b = b[:0]
+		return true
+	}
+	defer func() { m.buf = b }()
 	for p, st := range m.streams {
 		if st.outUnknown || st.inUnknown {
 			continue // copied once its numbering is known (copyStream)
 		}
-		b := appendPeerAck(m.buf[:0], p, proto.PeerAckStandbyRun, st.inNext-1)
+		done := w.copied[p]
+		if !done.ok || done.ran != st.inNext-1 {
+			// How far the player's messages ran, and how far its own
+			// numbering went: with nothing left to copy, the standby
+			// learns the host's last number from the player's receipt.
+			b = appendPeerAck(b, p, proto.PeerAckStandbyRun, st.inNext-1)
+			if len(st.out) == 0 {
+				b = appendPeerAck(b, p, proto.PeerAckStandbyReceived, st.outSeq)
+			}
+			done.ran, done.ok = st.inNext-1, true
+			inBatch[p] = done
+		}
 		for i := range st.out {
 			o := &st.out[i]
+			if done.seq != 0 && int32(o.seq-done.seq) <= 0 {
+				continue
+			}
 			b = appendPeerMessage(b, proto.PeerMessageFrame{Player: p, Copy: true, Seq: o.seq, Channel: o.channel, Data: o.data})
-			if !o.sent {
+			done.seq = o.seq
+			inBatch[p] = done
+			if len(b) >= maxCopyBatch && !send() {
+				return
+			}
+		}
+	}
+	if !send() {
+		return
+	}
+	// Everything went out: what was not released waits for w to hold it.
+	for _, st := range m.streams {
+		for i := range st.out {
+			if o := &st.out[i]; !o.sent {
 				o.release = due
 			}
-			if len(b) > 32<<10 {
-				c.SendFrame(b)
-				b = b[:0]
-			}
 		}
-		if len(b) > 0 {
-			c.SendFrame(b)
-		}
-		m.buf = b
 		for i := range st.pending {
 			st.pending[i].tick = due
+		}
+	}
+	w.behind, w.copied = false, nil
+}
+
+// recopy copies the streams again to the standbys that fell behind,
+// as far as their queues take it.
+func (m *hostMigration) recopy() {
+	for _, w := range m.standbys {
+		if w.behind {
+			m.copyStreams(w)
 		}
 	}
 }
@@ -110,10 +205,15 @@ func (m *hostMigration) copyStream(player uint16, st *playerStream) {
 }
 
 // ackedTick sets the stats' StandbyTick to the newest tick every
-// standby holds; it reports false while one has acknowledged nothing.
+// standby holds; it reports false while one has acknowledged nothing,
+// or fell behind on the streams' copies, or a standby left and no
+// roster named the standbys since.
 func (m *hostMigration) ackedTick() bool {
+	if m.standbyLeft {
+		return false
+	}
 	for i, w := range m.standbys {
-		if !w.acked {
+		if !w.acked || w.behind {
 			return false
 		}
 		if i == 0 || int32(w.tick-m.stats.StandbyTick) < 0 {
@@ -129,11 +229,44 @@ func (m *hostMigration) held(tick uint32) bool {
 	return m.ackedTick() && (len(m.standbys) == 0 || int32(m.stats.StandbyTick-tick) >= 0)
 }
 
-// toStandby sends a copy frame to every standby.
+// toStandby adds a copy frame to every standby's batch (flushCopies
+// sends it).
 func (m *hostMigration) toStandby(b []byte) {
 	for _, w := range m.standbys {
-		w.c.SendFrame(b)
+		if !w.behind {
+			w.batch = append(w.batch, b...)
+			if len(w.batch) >= maxCopyBatch {
+				m.flushCopy(w)
+			}
+		}
 	}
+}
+
+// maxCopyBatch bounds a batch of copies (one reliable message).
+const maxCopyBatch = 16 << 10
+
+// flushCopies sends every standby its batch of copies. It runs before
+// the standbys are fed a step (and so before they can acknowledge the
+// tick a copy's release waits for).
+func (m *hostMigration) flushCopies() {
+	for _, w := range m.standbys {
+		m.flushCopy(w)
+	}
+}
+
+// flushCopy sends w its batch of copies. A standby that refuses it (its
+// queue full) falls behind: it gets no more copies until recopy made
+// them all again, so that it never holds a later copy without an
+// earlier one.
+func (m *hostMigration) flushCopy(w *warmStandby) {
+	if len(w.batch) == 0 || w.behind {
+		return
+	}
+	if w.c.SendFrame(w.batch) != nil {
+		w.behind, w.copied = true, map[uint16]streamCopied{}
+		m.stats.StandbyBehind++
+	}
+	w.batch = w.batch[:0]
 }
 
 // standbyAck takes standby c's acknowledgement of tick for epoch.

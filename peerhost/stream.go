@@ -105,6 +105,9 @@ func (s *playerStream) standbyAck(f *proto.PeerAckFrame) {
 		}
 	case proto.PeerAckStandbyReceived:
 		s.received(f.Through)
+		if int32(f.Through-s.outSeq) > 0 {
+			s.outSeq = f.Through // numbered that far: the player has them all
+		}
 	}
 }
 

@@ -44,7 +44,13 @@ const (
 	// successor resumes from its standby at that tick), Arg the host's
 	// epoch, Text the successor's address.
 	ControlHandOver ControlCode = 10
-	controlCodeEnd  ControlCode = 11
+	// ControlStandbyEnd, peer host → one player (host migration): the
+	// host no longer keeps the player's warm standby (it is no longer
+	// first enough in the succession); the player drops it, and hosts
+	// cold if it is elected. Tick is the host's tick, Arg its epoch;
+	// Player the player.
+	ControlStandbyEnd ControlCode = 11
+	controlCodeEnd    ControlCode = 12
 )
 
 var controlNames = [...]string{
@@ -58,6 +64,7 @@ var controlNames = [...]string{
 	ControlPlayerInterrupted: "player interrupted",
 	ControlPlayerBack:        "player back",
 	ControlHandOver:          "hand-over",
+	ControlStandbyEnd:        "standby end",
 }
 
 func (c ControlCode) String() string {

@@ -107,6 +107,7 @@ local control_names = {
     [1] = "player joined", [2] = "player left", [3] = "action rejected",
     [4] = "host migration", [5] = "commit", [6] = "message late",
     [7] = "leave", [8] = "player interrupted", [9] = "player back", [10] = "hand-over",
+    [11] = "standby end",
 }
 local kcp_cmd_names = { [81] = "push", [82] = "ack", [83] = "window probe", [84] = "window size" }
 
@@ -544,7 +545,7 @@ end
 local function frame_control(buf, off, tree)
     if not have(buf, off, 15) then return bad(tree, "truncated control frame") end
     local code = buf(off, 1):uint()
-    if code == 0 or code > 10 then return bad(tree, "control frame: unknown code") end
+    if code == 0 or code > 11 then return bad(tree, "control frame: unknown code") end
     tree:add(f.ctl_code, buf(off, 1))
     tree:add_le(f.ctl_player, buf(off + 1, 2))
     tree:add_le(f.ctl_tick, buf(off + 3, 4))
