@@ -430,7 +430,9 @@ func (m *hostMigration) sendRoster(cs []*tickwire.Conn) {
 		return
 	}
 	m.buf = b
-	var owed []*tickwire.Conn
+	// Filtered in place: cs may be m.rosterOwed itself, and the owed are
+	// never more than the connections before them.
+	owed := m.rosterOwed[:0]
 	for _, c := range cs {
 		if c.Closed() {
 			continue
