@@ -44,9 +44,13 @@ func TestSingleMachineFleet(t *testing.T) {
 	if err := seat.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	as, err := seat.Assignment(ctx)
+	// A room that never starts fails here with the server's log, not at
+	// go test's timeout.
+	actx, acancel := context.WithTimeout(ctx, 30*time.Second)
+	defer acancel()
+	as, err := seat.Assignment(actx)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("assignment: %v\n%s", err, logs.String())
 	}
 	if as.Addrs[0] != a.udp.String() {
 		t.Fatalf("assigned to %v, want this process's game server %v", as.Addrs, a.udp)
